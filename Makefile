@@ -1,0 +1,29 @@
+# Two entry points: `make demo` runs the main job, `make test` runs the tests.
+# Both create (or reuse) .venv and install torchmark into it first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.torchmark-installed
+
+.PHONY: demo test lint setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/torchmark demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+	$(PY) examples/tutorial.py --quick
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info results

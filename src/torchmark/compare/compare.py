@@ -1,0 +1,80 @@
+"""Compare: many Measurements laid out as tables, one per label."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from torchmark.compare.csv_format import render_csv
+from torchmark.compare.html import render_html
+from torchmark.compare.layout import Colorize, Options, TableLayout
+from torchmark.compare.markdown import render_markdown
+from torchmark.compare.text import render_text
+from torchmark.timing.measurement import Measurement
+
+
+class Compare:
+    """Tables of measurements: one per label; rows are (threads, env, sub_label or stmt),
+    columns are descriptions. Replicates of one task are merged first.
+
+    `str(compare)` and `print()` give torch.utils.benchmark's text layout;
+    `to_markdown()`, `to_csv()` and `_repr_html_()` give other formats of the same table.
+    """
+
+    def __init__(self, results: Iterable[Measurement]) -> None:
+        self._results: list[Measurement] = []
+        self._trim_significant_figures = False
+        self._colorize = Colorize.NONE
+        self._highlight_warnings = False
+        self.extend_results(results)
+
+    def extend_results(self, results: Iterable[Measurement]) -> None:
+        """Add more measurements; each must be a Measurement."""
+        results = list(results)
+        for i, r in enumerate(results):
+            if not isinstance(r, Measurement):
+                raise ValueError(
+                    f"Compare: result {i} is a {type(r).__name__}, expected a Measurement"
+                )
+        self._results.extend(results)
+
+    def trim_significant_figures(self) -> None:
+        """Show only the digits each measurement's spread supports."""
+        self._trim_significant_figures = True
+
+    def colorize(self, rowwise: bool = False) -> None:
+        """Colour cells against the best in their column (or their row when `rowwise`)."""
+        self._colorize = Colorize.ROWWISE if rowwise else Colorize.COLUMNWISE
+
+    def highlight_warnings(self) -> None:
+        """Mark cells whose IQR is large relative to their median."""
+        self._highlight_warnings = True
+
+    @property
+    def results(self) -> list[Measurement]:
+        return list(self._results)
+
+    def layouts(self) -> list[TableLayout]:
+        """One TableLayout per label, in order of first appearance."""
+        options = Options(self._colorize, self._trim_significant_figures, self._highlight_warnings)
+        groups: dict[str | None, list[Measurement]] = {}
+        for m in Measurement.merge(self._results):
+            groups.setdefault(m.task_spec.label, []).append(m)
+        return [TableLayout(group, options) for group in groups.values()]
+
+    def render(self, color: bool = True) -> str:
+        return "\n".join(render_text(layout, color=color) for layout in self.layouts())
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def print(self) -> None:
+        print(str(self))
+
+    def to_markdown(self) -> str:
+        return "\n".join(render_markdown(layout) for layout in self.layouts())
+
+    def to_csv(self) -> str:
+        return render_csv(self.layouts())
+
+    def _repr_html_(self) -> str:
+        return render_html(self.layouts())

@@ -1,0 +1,222 @@
+"""Measurement: the times a Timer recorded, their statistics and their printed form."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from torchmark.timing.stats import population_std, quantile, select_unit
+from torchmark.timing.task_spec import TASK_SPEC_FIELDS, TaskSpec
+
+SCHEMA_NAME = "torchmark.measurement"
+SCHEMA_VERSION = 1
+
+_MAX_SIGNIFICANT_FIGURES = 4
+_MIN_CONFIDENCE_INTERVAL = 25e-9  # seconds
+IQR_WARN_THRESHOLD = 0.1
+IQR_GROSS_WARN_THRESHOLD = 0.25
+
+
+@dataclasses.dataclass(init=True, repr=False)
+class Measurement:
+    """One or more timings of one TaskSpec.
+
+    `raw_times[i]` is the time of one block of `number_per_run` runs; the statistics
+    (`times`, `median`, `mean`, `iqr`) are per run. TaskSpec fields (`stmt`, `label`,
+    `num_threads`, ...) can be read directly from the Measurement.
+    """
+
+    number_per_run: int
+    raw_times: list[float]
+    task_spec: TaskSpec
+    metadata: dict[Any, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self._sorted_times: tuple[float, ...] = ()
+        self._median = self._mean = self._p25 = self._p75 = -1.0
+        self._warnings: tuple[str, ...] = ()
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: forward TaskSpec fields.
+        if name in TASK_SPEC_FIELDS:
+            return getattr(self.task_spec, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # -- statistics (per run) ---------------------------------------------------------
+    @property
+    def times(self) -> list[float]:
+        return [t / self.number_per_run for t in self.raw_times]
+
+    @property
+    def median(self) -> float:
+        self._lazy_init()
+        return self._median
+
+    @property
+    def mean(self) -> float:
+        self._lazy_init()
+        return self._mean
+
+    @property
+    def iqr(self) -> float:
+        self._lazy_init()
+        return self._p75 - self._p25
+
+    @property
+    def significant_figures(self) -> int:
+        """A rough count of trustworthy digits, from the spread of the middle half.
+
+        Uses the interquartile points only, z = 1.645 and a floor of 25 ns on the
+        confidence interval; clamped to 1..4. Compare uses it to trim digits.
+        """
+        self._lazy_init()
+        n = len(self._sorted_times)
+        middle = self._sorted_times[n // 4 : math.ceil(3 * n / 4)]
+        interval = max(
+            1.645 * population_std(middle) / math.sqrt(len(middle)), _MIN_CONFIDENCE_INTERVAL
+        )
+        figures = math.floor(math.log10(self._median / interval))
+        return min(max(figures, 1), _MAX_SIGNIFICANT_FIGURES)
+
+    @property
+    def has_warnings(self) -> bool:
+        self._lazy_init()
+        return bool(self._warnings)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The warning lines shown in the repr (empty when the spread is small)."""
+        self._lazy_init()
+        return self._warnings
+
+    def meets_confidence(self, threshold: float = IQR_WARN_THRESHOLD) -> bool:
+        """True when IQR / median is below `threshold`."""
+        return self.iqr / self.median < threshold
+
+    def _lazy_init(self) -> None:
+        if self._sorted_times:
+            return
+        if not self.raw_times:
+            raise ValueError("this Measurement holds no times")
+        self._sorted_times = tuple(sorted(self.times))
+        self._median = quantile(self._sorted_times, 0.5)
+        self._mean = math.fsum(self._sorted_times) / len(self._sorted_times)
+        self._p25 = quantile(self._sorted_times, 0.25)
+        self._p75 = quantile(self._sorted_times, 0.75)
+        if not self.meets_confidence(IQR_GROSS_WARN_THRESHOLD):
+            self._add_warning("This suggests significant environmental influence.")
+        elif not self.meets_confidence(IQR_WARN_THRESHOLD):
+            self._add_warning("This could indicate system fluctuation.")
+
+    def _add_warning(self, message: str) -> None:
+        relative_iqr = self.iqr / self.median * 100
+        self._warnings += (
+            f"  WARNING: Interquartile range is {relative_iqr:.1f}% "
+            f"of the median measurement.\n           {message}",
+        )
+
+    # -- labels -----------------------------------------------------------------------
+    @property
+    def title(self) -> str:
+        return self.task_spec.title
+
+    @property
+    def env(self) -> str:
+        """The environment tag, or 'Unspecified env' when none was given."""
+        return "Unspecified env" if self.task_spec.env is None else self.task_spec.env
+
+    @property
+    def as_row_name(self) -> str:
+        return self.task_spec.sub_label or self.task_spec.stmt or "[Unknown]"
+
+    def __repr__(self) -> str:
+        self._lazy_init()
+        n = len(self._sorted_times)
+        unit, scale = select_unit(self._median)
+        threads = self.task_spec.num_threads
+        lines = [object.__repr__(self), self.task_spec.summarize()]
+        lines.append(f"  {'Median: ' if n > 1 else ''}{self._median / scale:.2f} {unit}")
+        if n >= 4:
+            lines.append(
+                f"  IQR:    {self.iqr / scale:.2f} {unit} "
+                f"({self._p25 / scale:.2f} to {self._p75 / scale:.2f})"
+            )
+        runs = "runs per measurement," if n > 1 else "runs,"
+        lines.append(
+            f"  {n} measurement{'s' if n > 1 else ''}, {self.number_per_run} {runs} "
+            f"{threads} thread{'s' if threads > 1 else ''}"
+        )
+        lines.extend(self._warnings)
+        return "\n".join(lines).strip()
+
+    # -- combining --------------------------------------------------------------------
+    @staticmethod
+    def merge(measurements: Iterable[Measurement]) -> list[Measurement]:
+        """Pool replicates of the same TaskSpec into one Measurement each.
+
+        Times are normalised to `number_per_run=1`; metadata is dropped, since it may
+        differ between replicates. Order follows first appearance.
+        """
+        groups: dict[TaskSpec, list[float]] = {}
+        for m in measurements:
+            groups.setdefault(m.task_spec, []).extend(m.times)
+        return [
+            Measurement(number_per_run=1, raw_times=times, task_spec=spec)
+            for spec, times in groups.items()
+        ]
+
+    # -- serialization ----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with a versioned schema tag."""
+        if self.metadata is not None:
+            for key, value in self.metadata.items():
+                try:
+                    json.dumps({str(key): value})
+                except (TypeError, ValueError) as e:
+                    raise ValueError(
+                        f"Measurement.metadata[{key!r}] cannot be written as JSON ({e}); "
+                        "use pickle, or store a JSON-compatible value"
+                    ) from None
+        return {
+            "schema": SCHEMA_NAME,
+            "version": SCHEMA_VERSION,
+            "number_per_run": self.number_per_run,
+            "raw_times": list(self.raw_times),
+            "task_spec": self.task_spec.to_dict(),
+            "metadata": self.metadata,
+        }
+
+    def to_json(self, **dumps_kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), **dumps_kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
+            raise ValueError(f"not a {SCHEMA_NAME} object (missing or wrong 'schema' field)")
+        if data.get("version") != SCHEMA_VERSION:
+            raise ValueError(
+                f"{SCHEMA_NAME} version {data.get('version')!r} is not supported "
+                f"(this torchmark reads version {SCHEMA_VERSION})"
+            )
+        try:
+            number = int(data["number_per_run"])
+            raw = [float(t) for t in data["raw_times"]]
+            spec = TaskSpec.from_dict(data["task_spec"])
+        except KeyError as e:
+            raise ValueError(f"{SCHEMA_NAME}: missing field {e.args[0]!r}") from None
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{SCHEMA_NAME}: bad field value ({e})") from None
+        return cls(number_per_run=number, raw_times=raw, task_spec=spec, metadata=data.get("metadata"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes | dict[str, Any]) -> Measurement:
+        if isinstance(text, dict):
+            return cls.from_dict(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"not valid JSON: {e}") from None
+        return cls.from_dict(data)

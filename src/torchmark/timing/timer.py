@@ -1,0 +1,264 @@
+"""Timer: timeit-style measurement of PyTorch statements (drop-in for torch.utils.benchmark)."""
+
+from __future__ import annotations
+
+import enum
+import statistics
+import textwrap
+import timeit
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchmark.timing import clocks
+from torchmark.timing.measurement import Measurement
+from torchmark.timing.task_spec import TaskSpec
+
+Callback = Callable[[int, float], Any]
+
+_MAX_BLOCK_SIZE = 2147483647
+_ESTIMATE_OVERHEAD_SAMPLES = 5
+_TARGET_RELATIVE_OVERHEAD = 1e-4
+
+
+class Language(enum.Enum):
+    PYTHON = 0
+    CPP = 1
+
+
+def _parse_language(language: Language | str) -> Language:
+    if isinstance(language, Language):
+        return language
+    if isinstance(language, str):
+        key = language.lower()
+        if key in ("py", "python"):
+            return Language.PYTHON
+        if key in ("cpp", "c++"):
+            return Language.CPP
+    raise ValueError(
+        f"Timer: invalid language {language!r}; expected Language.PYTHON, Language.CPP, "
+        "'python', 'py', 'cpp' or 'c++'"
+    )
+
+
+def _clean_code(code: str) -> str:
+    """Dedent, drop one leading newline and trailing whitespace."""
+    code = textwrap.dedent(code)
+    if code.startswith("\n"):
+        code = code[1:]
+    return code.rstrip()
+
+
+class Timer:
+    """Measure the execution time of a PyTorch statement.
+
+    Based on `timeit.Timer`, with PyTorch-aware defaults: a warm-up before measuring,
+    a fixed thread count (one by default) set for the measurement and restored after,
+    device synchronization before each clock read, replicates rather than a single
+    total, and labels (`label`, `sub_label`, `description`, `env`) that `Compare` uses
+    to lay out tables.
+
+    `stmt` runs in a loop; `setup` runs once before. Both are dedented. `globals`
+    provides variables (and `torch` is always available). Times are per run, in
+    seconds.
+    """
+
+    _timer_cls: type = timeit.Timer
+
+    def __init__(
+        self,
+        stmt: str = "pass",
+        setup: str = "pass",
+        global_setup: str = "",
+        timer: Callable[[], float] = clocks.timer,
+        globals: dict[str, Any] | None = None,
+        label: str | None = None,
+        sub_label: str | None = None,
+        description: str | None = None,
+        env: str | None = None,
+        num_threads: int = 1,
+        language: Language | str = Language.PYTHON,
+    ) -> None:
+        if not isinstance(stmt, str):
+            raise ValueError(f"Timer: stmt must be a str, got {type(stmt).__name__}")
+        if not isinstance(setup, str):
+            raise ValueError(f"Timer: setup must be a str, got {type(setup).__name__}")
+        if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1:
+            raise ValueError(f"Timer: num_threads must be a positive int, got {num_threads!r}")
+        if globals is not None and not isinstance(globals, dict):
+            raise ValueError(f"Timer: globals must be a dict, got {type(globals).__name__}")
+
+        self._language = _parse_language(language)
+        if self._language is Language.CPP:
+            raise NotImplementedError(
+                "Timer: C++ snippets (language='cpp') are not available in this version of "
+                "torchmark yet; use torch.utils.benchmark.Timer for them"
+            )
+        if global_setup:
+            raise ValueError(
+                f"Timer: global_setup is for C++ snippets only, got {global_setup!r}; "
+                "Python code can go in `setup`"
+            )
+
+        self._globals = dict(globals or {})
+        self._globals.setdefault("torch", torch)
+        stmt = _clean_code(stmt)
+        setup = _clean_code(setup)
+        self._stmt, self._setup = stmt, setup
+        self._timer = self._timer_cls(stmt=stmt, setup=setup, timer=timer, globals=self._globals)
+        self._task_spec = TaskSpec(
+            stmt=stmt,
+            setup=setup,
+            global_setup=global_setup,
+            label=label,
+            sub_label=sub_label,
+            description=description,
+            env=env,
+            num_threads=num_threads,
+        )
+
+    @property
+    def task_spec(self) -> TaskSpec:
+        return self._task_spec
+
+    @property
+    def language(self) -> Language:
+        return self._language
+
+    # -- primitives -------------------------------------------------------------------
+    def _timeit(self, number: int) -> float:
+        # Never report zero: statistics divide by the median.
+        return max(self._timer.timeit(number), 1e-9)
+
+    def _measurement(self, number: int, times: list[float]) -> Measurement:
+        return Measurement(number_per_run=number, raw_times=times, task_spec=self._task_spec)
+
+    def _threads(self):
+        return clocks.set_torch_threads(self._task_spec.num_threads)
+
+    # -- timeit-compatible API ----------------------------------------------------------
+    def timeit(self, number: int = 1000000) -> Measurement:
+        """Run `stmt` `number` times after a warm-up; one measurement of time per run."""
+        number = _positive_int("number", number)
+        with self._threads():
+            self._timeit(max(number // 100, 2))  # warm-up
+            return self._measurement(number, [self._timeit(number)])
+
+    def repeat(self, repeat: int = 5, number: int = 1000000) -> Measurement:
+        """`timeit` `repeat` times (after one warm-up): `repeat` measurements of `number` runs."""
+        repeat = _positive_int("repeat", repeat)
+        number = _positive_int("number", number)
+        with self._threads():
+            self._timeit(max(number // 100, 2))
+            return self._measurement(number, [self._timeit(number) for _ in range(repeat)])
+
+    def autorange(self, callback: Callback | None = None) -> Measurement:
+        """As `timeit.Timer.autorange`: grow the run count (1, 2, 5, 10, 20, ...) until
+        one measurement takes at least 0.2 s; that measurement is returned."""
+        with self._threads():
+            scale = 1
+            while True:
+                for step in (1, 2, 5):
+                    number = scale * step
+                    time_taken = self._timeit(number)
+                    if callback is not None:
+                        callback(number, time_taken)
+                    if time_taken >= 0.2 or number >= _MAX_BLOCK_SIZE:
+                        return self._measurement(number, [time_taken])
+                scale *= 10
+
+    # -- adaptive measurement -----------------------------------------------------------
+    def _estimate_block_size(self, min_run_time: float) -> int:
+        """The smallest power of ten whose block time dwarfs the clock's own overhead.
+
+        Doubles as warm-up. Stops once the overhead is <= 0.01% of the block and the
+        block takes >= min_run_time / 1000, or once one block alone exceeds min_run_time.
+        """
+        with self._threads():
+            overhead = statistics.median(
+                self._timeit(0) for _ in range(_ESTIMATE_OVERHEAD_SAMPLES)
+            )
+            number = 1
+            while True:
+                time_taken = self._timeit(number)
+                if (
+                    overhead / time_taken <= _TARGET_RELATIVE_OVERHEAD
+                    and time_taken >= min_run_time / 1000
+                ):
+                    break
+                if time_taken > min_run_time or number * 10 > _MAX_BLOCK_SIZE:
+                    break
+                number *= 10
+        return number
+
+    def _measurement_loop(
+        self,
+        number: int,
+        stop_hook: Callable[[list[float]], bool],
+        min_run_time: float,
+        max_run_time: float | None = None,
+        callback: Callback | None = None,
+    ) -> list[float]:
+        total_time = 0.0
+        can_stop = False
+        times: list[float] = []
+        with self._threads():
+            while total_time < min_run_time or not can_stop:
+                time_spent = self._timeit(number)
+                times.append(time_spent)
+                total_time += time_spent
+                if callback is not None:
+                    callback(number, time_spent)
+                can_stop = stop_hook(times)
+                if max_run_time and total_time > max_run_time:
+                    break
+        return times
+
+    def blocked_autorange(
+        self, callback: Callback | None = None, min_run_time: float = 0.2
+    ) -> Measurement:
+        """Time blocks of `stmt` until their total reaches `min_run_time` seconds.
+
+        The block size is chosen first (see `_estimate_block_size`), so that the
+        clock's overhead is a negligible share of each block; every block is one
+        replicate in the returned Measurement.
+        """
+        min_run_time = _non_negative("min_run_time", min_run_time)
+        number = self._estimate_block_size(min_run_time)
+        times = self._measurement_loop(number, lambda _: True, min_run_time, callback=callback)
+        return self._measurement(number, times)
+
+    def adaptive_autorange(
+        self,
+        threshold: float = 0.1,
+        *,
+        min_run_time: float = 0.01,
+        max_run_time: float = 10.0,
+        callback: Callback | None = None,
+    ) -> Measurement:
+        """Like `blocked_autorange`, but keep measuring until IQR / median < `threshold`
+        (checked once there are more than 3 blocks and `min_run_time` has passed), or
+        until `max_run_time` seconds have been spent."""
+        threshold = _non_negative("threshold", threshold)
+        min_run_time = _non_negative("min_run_time", min_run_time)
+        max_run_time = _non_negative("max_run_time", max_run_time)
+        number = self._estimate_block_size(min_run_time=0.05)
+
+        def stop_hook(times: list[float]) -> bool:
+            return len(times) > 3 and self._measurement(number, times).meets_confidence(threshold)
+
+        times = self._measurement_loop(number, stop_hook, min_run_time, max_run_time, callback)
+        return self._measurement(number, times)
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"Timer: {name} must be a positive int, got {value!r}")
+    return value
+
+
+def _non_negative(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"Timer: {name} must be a non-negative number, got {value!r}")
+    return float(value)
