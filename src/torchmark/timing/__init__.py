@@ -4,7 +4,7 @@ from torchmark.timing.clocks import set_torch_threads, timer
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.stats import ordered_unique, select_unit, trim_sigfig, unit_to_english
 from torchmark.timing.task_spec import TaskSpec
-from torchmark.timing.timer import Language, Timer
+from torchmark.timing.timer_class import Language, Timer
 
 __all__ = [
     "Language", "Measurement", "TaskSpec", "Timer", "ordered_unique", "select_unit",

@@ -133,11 +133,15 @@ class Measurement:
         return self.task_spec.sub_label or self.task_spec.stmt or "[Unknown]"
 
     def __repr__(self) -> str:
+        return f"{object.__repr__(self)}\n{self.summary()}"
+
+    def summary(self) -> str:
+        """The repr without its first (object address) line."""
         self._lazy_init()
         n = len(self._sorted_times)
         unit, scale = select_unit(self._median)
         threads = self.task_spec.num_threads
-        lines = [object.__repr__(self), self.task_spec.summarize()]
+        lines = [self.task_spec.summarize()]
         lines.append(f"  {'Median: ' if n > 1 else ''}{self._median / scale:.2f} {unit}")
         if n >= 4:
             lines.append(

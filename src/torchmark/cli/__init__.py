@@ -1,0 +1,1 @@
+"""The `torchmark` command line."""

@@ -1,0 +1,44 @@
+"""`torchmark compare`: one table from measurements saved in several files."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("compare")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv"]), default="text",
+              show_default=True)
+@click.option("--trim/--no-trim", default=True, show_default=True,
+              help="Trim digits to the significant figures.")
+@click.option("--color/--no-color", default=None,
+              help="Colour the text table (default: when stdout is a terminal).")
+@click.option("--rowwise", is_flag=True, help="Colour against the best in each row.")
+@click.option("--warnings", "highlight", is_flag=True, help="Mark high-variance cells.")
+def compare_cmd(files, fmt, trim, color, rowwise, highlight):
+    """Print a Compare table of the measurements in FILES (JSON from `timeit --save`,
+    `demo`, or `torchmark.timing.files.save_measurements`)."""
+    from torchmark.compare import Compare
+    from torchmark.timing.files import load_measurements
+
+    measurements = []
+    for path in files:
+        measurements += load_measurements(path)
+    if not measurements:
+        raise click.UsageError("the files hold no measurements")
+    compare = Compare(measurements)
+    if trim:
+        compare.trim_significant_figures()
+    if highlight:
+        compare.highlight_warnings()
+    use_color = sys.stdout.isatty() if color is None else color
+    if use_color or fmt != "text":
+        compare.colorize(rowwise=rowwise)
+    if fmt == "markdown":
+        click.echo(compare.to_markdown(), nl=False)
+    elif fmt == "csv":
+        click.echo(compare.to_csv(), nl=False)
+    else:
+        click.echo(compare.render(color=use_color), nl=False)

@@ -1,0 +1,56 @@
+"""`torchmark demo`: the main job, the batched-dot study printed and saved."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("demo")
+@click.option("--quick", is_flag=True, help="Fewer sizes and shorter runs (a smoke test).")
+@click.option("--min-run-time", type=click.FloatRange(min=0), default=None,
+              help="Seconds per measurement (default 0.2; 0.05 with --quick).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True, help="auto: the CPU, and CUDA too where available.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results",
+              show_default=True, help="Folder for the JSON results.")
+def demo_cmd(quick, min_run_time, device, out_dir):
+    """Batched dot product, mul/sum against bmm, over sizes and thread counts."""
+    import torch
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from torchmark.compare import Compare
+    from torchmark.demos import batched_dot
+    from torchmark.timing.files import save_measurements
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise click.UsageError("--device cuda: CUDA is not available on this machine")
+    devices = ["cpu"] if device == "cpu" else ["cuda"] if device == "cuda" else (
+        ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
+    sizes = batched_dot.QUICK_SIZES if quick else batched_dot.FULL_SIZES
+    min_run_time = min_run_time if min_run_time is not None else (0.05 if quick else 0.2)
+    threads = batched_dot.default_thread_counts()
+    cases = batched_dot.plan(sizes, threads, devices)
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), transient=True, disable=not sys.stderr.isatty(),
+                  console=None) as progress:
+        task = progress.add_task("batched dot", total=len(cases))
+        results = batched_dot.run(
+            sizes, threads, devices, min_run_time,
+            on_case=lambda case, m: progress.advance(task),
+        )
+
+    compare = Compare(results)
+    compare.trim_significant_figures()
+    compare.colorize()
+    click.echo(compare.render(color=sys.stdout.isatty()), nl=False)
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path(out_dir) / f"batched_dot-{stamp}.json"
+    save_measurements(path, results)
+    click.echo(f"\n{len(results)} measurements saved to {path}")
+    click.echo(f"Compare them later with: torchmark compare {path}")

@@ -1,0 +1,55 @@
+"""Entry point of the `torchmark` command: sub-commands and one-line error handling."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from torchmark import __version__
+from torchmark.cli.compare_cmd import compare_cmd
+from torchmark.cli.demo_cmd import demo_cmd
+from torchmark.cli.timeit_cmd import timeit_cmd
+
+EXIT_USAGE = 2
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="torchmark")
+def cli() -> None:
+    """torchmark: PyTorch micro-benchmarks you can trust."""
+
+
+cli.add_command(timeit_cmd)
+cli.add_command(compare_cmd)
+cli.add_command(demo_cmd)
+
+
+def _fail(message: str, code: int) -> int:
+    first_line = str(message).strip().splitlines()[0] if str(message).strip() else "failed"
+    click.echo(f"torchmark: error: {first_line}", err=True)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; bad input gives one line on stderr and exit status 2."""
+    try:
+        result = cli.main(args=argv, prog_name="torchmark", standalone_mode=False)
+    except click.UsageError as e:
+        hint = f" (see 'torchmark {e.ctx.command_path.split(' ', 1)[1]} --help')" if (
+            e.ctx is not None and " " in e.ctx.command_path) else " (see 'torchmark --help')"
+        return _fail(e.format_message() + hint, EXIT_USAGE)
+    except click.Abort:
+        return _fail("interrupted", 130)
+    except click.ClickException as e:
+        return _fail(e.format_message(), e.exit_code)
+    except (ValueError, TypeError, SyntaxError, FileNotFoundError, NotImplementedError) as e:
+        return _fail(f"{type(e).__name__}: {e}" if isinstance(e, SyntaxError) else str(e),
+                     EXIT_USAGE)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

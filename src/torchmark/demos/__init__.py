@@ -1,0 +1,1 @@
+"""Ready-made studies behind `torchmark demo`."""

@@ -1,0 +1,77 @@
+"""Reading and writing Measurements as JSON files (no pickle needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from torchmark.timing.measurement import SCHEMA_NAME as MEASUREMENT_SCHEMA
+from torchmark.timing.measurement import Measurement
+
+FILE_SCHEMA = "torchmark.measurements"
+FILE_VERSION = 1
+
+
+def dump_measurements(measurements: Iterable[Measurement]) -> dict:
+    return {
+        "schema": FILE_SCHEMA,
+        "version": FILE_VERSION,
+        "measurements": [m.to_dict() for m in measurements],
+    }
+
+
+def save_measurements(path: str | os.PathLike, measurements: Iterable[Measurement],
+                      append: bool = False) -> list[Measurement]:
+    """Write measurements to `path` (atomically). With `append`, keep what the file held.
+
+    Returns everything the file now holds.
+    """
+    path = Path(path)
+    held = load_measurements(path) if append and path.exists() else []
+    held += list(measurements)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(dump_measurements(held), indent=1) + "\n")
+    os.replace(tmp, path)
+    return held
+
+
+def parse_measurements(data: object, source: str = "input") -> list[Measurement]:
+    """Measurements from a decoded JSON value: a file object, one measurement, or a list."""
+    if isinstance(data, list):
+        items = data
+    elif isinstance(data, dict) and data.get("schema") == FILE_SCHEMA:
+        if data.get("version") != FILE_VERSION:
+            raise ValueError(
+                f"{source}: {FILE_SCHEMA} version {data.get('version')!r} is not supported"
+            )
+        items = data.get("measurements")
+        if not isinstance(items, list):
+            raise ValueError(f"{source}: 'measurements' must be a list")
+    elif isinstance(data, dict) and data.get("schema") == MEASUREMENT_SCHEMA:
+        items = [data]
+    else:
+        raise ValueError(f"{source}: not a torchmark measurements file (no 'schema' field)")
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(Measurement.from_dict(item))
+        except ValueError as e:
+            raise ValueError(f"{source}: measurement {i}: {e}") from None
+    return out
+
+
+def load_measurements(path: str | os.PathLike) -> list[Measurement]:
+    """Read a file written by `save_measurements` (or one Measurement's JSON)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    return parse_measurements(data, str(path))
