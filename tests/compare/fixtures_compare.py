@@ -19,7 +19,7 @@ MEDIANS = {  # (threads, shape) -> (mul/sum, bmm) medians in seconds
 def batched_dot_results(env=None):
     results = []
     for seed, ((threads, shape), medians) in enumerate(MEDIANS.items()):
-        for j, (description, median) in enumerate(zip(("mul/sum", "bmm"), medians)):
+        for j, (description, median) in enumerate(zip(("mul/sum", "bmm"), medians, strict=True)):
             spread = 0.3 if (seed, j) == (2, 1) else 0.015 * (1 + seed % 3)
             results.append(make_measurement(
                 median, spread=spread, n=12, seed=seed * 2 + j, stmt="batched_dot(x, x)",

@@ -9,10 +9,11 @@ import pickle
 from pathlib import Path
 
 import pytest
-from conftest import make_measurement
-from fixtures_compare import ab_results, batched_dot_results, to_torch
 
 from torchmark import Compare
+
+from conftest import make_measurement
+from fixtures_compare import ab_results, batched_dot_results, to_torch
 
 GOLDEN = Path(__file__).parent / "golden"
 STYLES = ("plain", "trimmed", "colorized", "rowwise", "warnings")

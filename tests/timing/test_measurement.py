@@ -7,11 +7,12 @@ import math
 import pickle
 
 import pytest
-from conftest import make_measurement
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from torchmark import Measurement, TaskSpec
+
+from conftest import make_measurement
 
 SETUP = "x = torch.ones((128,))\ny = torch.ones((128,))"
 RAW = [2.31e-3, 2.34e-3, 2.38e-3, 2.33e-3, 2.36e-3, 2.30e-3, 2.40e-3, 2.35e-3]

@@ -6,10 +6,11 @@ import timeit
 
 import pytest
 import torch
-from conftest import FakeTimeitTimer
 
 import torchmark
 from torchmark import Language, Timer
+
+from conftest import FakeTimeitTimer
 
 
 @pytest.fixture

@@ -41,4 +41,4 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight):
     elif fmt == "csv":
         click.echo(compare.to_csv(), nl=False)
     else:
-        click.echo(compare.render(color=use_color), nl=False)
+        click.echo(compare.render(color=use_color), nl=False, color=use_color)

@@ -47,7 +47,8 @@ def demo_cmd(quick, min_run_time, device, out_dir):
     compare = Compare(results)
     compare.trim_significant_figures()
     compare.colorize()
-    click.echo(compare.render(color=sys.stdout.isatty()), nl=False)
+    color = sys.stdout.isatty()
+    click.echo(compare.render(color=color), nl=False, color=color)
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = Path(out_dir) / f"batched_dot-{stamp}.json"

@@ -1,0 +1,109 @@
+"""The `torchmark` command: timeit, compare, demo, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from torchmark.cli.main import main
+from torchmark.timing.files import load_measurements, save_measurements
+
+from compare.fixtures_compare import ab_results
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_timeit_prints_measurement_and_saves(capsys, tmp_path):
+    path = tmp_path / "m.json"
+    code, out, err = run(capsys, "timeit", "y = x * 2", "-s", "x = torch.ones(8)",
+                         "--min-run-time", "0.02", "--label", "L", "--env", "A",
+                         "--save", str(path))
+    assert code == 0, err
+    assert out.startswith("L\nsetup: x = torch.ones(8)\n")
+    assert "per measurement" in out or "runs," in out
+    code, out, err = run(capsys, "timeit", "pass", "--min-run-time", "0.01", "--save", str(path))
+    assert code == 0 and "(2 measurements)" in out
+    held = load_measurements(path)
+    assert [m.task_spec.env for m in held] == ["A", None]
+    assert held[0].task_spec.label == "L"
+
+
+def test_timeit_threads_option(capsys):
+    code, out, _ = run(capsys, "timeit", "pass", "-t", "2", "--min-run-time", "0.01")
+    assert code == 0 and "2 threads" in out
+
+
+def test_compare_formats(capsys, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    results = ab_results()
+    save_measurements(a, results[:3])
+    save_measurements(b, results[3:])
+    code, out, _ = run(capsys, "compare", str(a), str(b))
+    assert code == 0
+    assert "(environment A: mul/sum)" in out and "(environment B: bmm)" in out
+    assert "\033[" not in out  # not a terminal: no colour
+    assert "20000" in out  # trimmed by default
+    code, md, _ = run(capsys, "compare", str(a), str(b), "--format", "markdown")
+    assert code == 0 and md.startswith("**Batched dot**")
+    code, text, _ = run(capsys, "compare", str(a), "--format", "csv")
+    assert code == 0 and text.splitlines()[0].startswith("label,num_threads")
+    code, out, _ = run(capsys, "compare", str(a), "--color")
+    assert "\033[" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["timeit"], "Missing argument"),
+    (["timeit", "x +"], "SyntaxError"),
+    (["timeit", "pass", "-t", "0"], "--threads"),
+    (["timeit", "pass", "--min-run-time", "abc"], "--min-run-time"),
+    (["compare", "/no/such/file.json"], "no such file"),
+    (["compare"], "Missing argument"),
+    (["nonsense"], "No such command"),
+    (["demo", "--device", "tpu"], "--device"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("torchmark: error: ")
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_compare_bad_file(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    code, _, err = run(capsys, "compare", str(bad))
+    assert code == 2 and "not valid JSON" in err
+    bad.write_text(json.dumps({"hello": 1}))
+    code, _, err = run(capsys, "compare", str(bad))
+    assert code == 2 and "not a torchmark measurements file" in err
+
+
+def test_demo_quick_prints_table_and_saves(capsys, tmp_path):
+    code, out, err = run(capsys, "demo", "--quick", "--min-run-time", "0.005", "--device", "cpu",
+                         "--out", str(tmp_path))
+    assert code == 0, err
+    assert "Batched dot" in out and "mul/sum" in out and "bmm" in out
+    assert "1 threads:" in out
+    saved = list(tmp_path.glob("batched_dot-*.json"))
+    assert len(saved) == 1
+    ms = load_measurements(saved[0])
+    assert {m.task_spec.description for m in ms} == {"mul/sum", "bmm"}
+
+
+def test_console_script_entry_point(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "torchmark.cli.main", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    for command in ("timeit", "compare", "demo"):
+        assert command in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "torchmark.cli.main", "timeit"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1

@@ -1,0 +1,48 @@
+"""Measurement files: save, append, load, and the errors for bad files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from torchmark.timing.files import load_measurements, parse_measurements, save_measurements
+
+from conftest import make_measurement
+
+
+def test_save_append_load(tmp_path):
+    path = tmp_path / "sub" / "m.json"
+    a, b = make_measurement(1e-6, label="A"), make_measurement(2e-6, label="B")
+    save_measurements(path, [a])
+    held = save_measurements(path, [b], append=True)
+    assert [m.label for m in held] == ["A", "B"]
+    loaded = load_measurements(path)
+    assert [m.summary() for m in loaded] == [a.summary(), b.summary()]
+    save_measurements(path, [b])  # without append: replaced
+    assert [m.label for m in load_measurements(path)] == ["B"]
+    assert not list(path.parent.glob(".*.tmp"))
+
+
+def test_single_measurement_and_list_accepted():
+    m = make_measurement(1e-6)
+    assert parse_measurements(m.to_dict())[0].raw_times == m.raw_times
+    assert len(parse_measurements([m.to_dict(), m.to_dict()])) == 2
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"schema": "torchmark.measurements", "version": 7, "measurements": []}, "version 7"),
+    ({"schema": "torchmark.measurements", "version": 1, "measurements": 3}, "must be a list"),
+    ({"schema": "other"}, "not a torchmark measurements file"),
+    ([{"schema": "torchmark.measurement", "version": 1}], "measurement 0"),
+])
+def test_bad_content(tmp_path, data, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=message):
+        load_measurements(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        load_measurements(tmp_path / "nope.json")
