@@ -19,6 +19,7 @@ demo: $(STAMP)
 	$(VENV)/bin/torchmark demo
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(PY) -m pytest -q
 	$(PY) examples/tutorial.py --quick
 
