@@ -5,6 +5,13 @@ better on CPU and GPU.
 """
 
 from torchmark.compare import Colorize, Compare
+from torchmark.fuzzing import (
+    FuzzedParameter,
+    FuzzedSparseTensor,
+    FuzzedTensor,
+    Fuzzer,
+    ParameterAlias,
+)
 from torchmark.timing import (
     Language,
     Measurement,
@@ -21,7 +28,8 @@ from torchmark.timing import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Colorize", "Compare", "Language", "Measurement", "TaskSpec", "Timer", "__version__",
+    "Colorize", "Compare", "FuzzedParameter", "FuzzedSparseTensor", "FuzzedTensor", "Fuzzer",
+    "Language", "ParameterAlias", "Measurement", "TaskSpec", "Timer", "__version__",
     "ordered_unique", "select_unit", "set_torch_threads", "timer", "trim_sigfig",
     "unit_to_english",
 ]

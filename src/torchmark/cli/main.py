@@ -9,6 +9,7 @@ import click
 from torchmark import __version__
 from torchmark.cli.compare_cmd import compare_cmd
 from torchmark.cli.demo_cmd import demo_cmd
+from torchmark.cli.fuzz_cmd import fuzz_cmd
 from torchmark.cli.timeit_cmd import timeit_cmd
 
 EXIT_USAGE = 2
@@ -23,6 +24,7 @@ def cli() -> None:
 cli.add_command(timeit_cmd)
 cli.add_command(compare_cmd)
 cli.add_command(demo_cmd)
+cli.add_command(fuzz_cmd)
 
 
 def _fail(message: str, code: int) -> int:

@@ -1,0 +1,67 @@
+"""`torchmark fuzz`: show the cases a fuzzer generates before timing them."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+def _format_table(records: list[dict], shown_params: list[str]) -> str:
+    tensor_names = list(records[0]["tensors"]) if records else []
+    header = ["case", *shown_params]
+    for name in tensor_names:
+        header += [f"{name} shape", f"{name} strides / nnz", f"{name} layout"]
+    rows = []
+    for r in records:
+        row = [str(r["case"]), *(str(r["params"].get(p, "")) for p in shown_params)]
+        for name in tensor_names:
+            t = r["tensors"][name]
+            shape = " x ".join(str(s) for s in t["shape"]) or "scalar"
+            if t["layout"] == "sparse_coo":
+                row += [shape, f"nnz {t['nnz']}",
+                        f"sparse ({'coalesced' if t['coalesced'] else 'uncoalesced'})"]
+            else:
+                row += [shape, ", ".join(str(s) for s in t["strides"]),
+                        "contiguous" if t["contiguous"] else "discontiguous"]
+        rows.append(row)
+    widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+              for row in rows]
+    return "\n".join(lines)
+
+
+@click.command("fuzz")
+@click.argument("name")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
+@click.option("-n", "count", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Number of cases.")
+@click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table",
+              show_default=True)
+@click.option("--all-params", is_flag=True, help="Show every parameter in the table.")
+def fuzz_cmd(name, seed, count, fmt, all_params):
+    """Print the cases fuzzer NAME generates: parameters, shapes, strides, contiguity.
+
+    NAME is example, binary, unary, spectral, sparse_unary, sparse_binary, or
+    module:attribute naming a Fuzzer, a Fuzzer class or a function of `seed`. No tensor
+    memory is allocated: the layouts are computed on the meta device.
+    """
+    from torchmark.fuzzing.catalog import describe_case, make_fuzzer
+
+    fuzzer = make_fuzzer(name, seed)
+    records = [describe_case(i, *case) for i, case in enumerate(fuzzer.preview(count))]
+    if fmt == "jsonl":
+        for r in records:
+            click.echo(json.dumps(r))
+        return
+    referenced: list[str] = []
+    for t in fuzzer.tensors:
+        for p in t.referenced_parameters():
+            if p not in referenced:
+                referenced.append(p)
+    shown = [p.name for p in fuzzer.parameters] if all_params else referenced
+    click.echo(f"fuzzer {name}, seed {seed}: {count} case{'s' if count > 1 else ''}")
+    click.echo(_format_table(records, shown))
+    click.echo(f"rejection rate while drawing: {fuzzer.rejection_rate:.0%}")

@@ -1,0 +1,94 @@
+"""Fuzzers by name, for the command line: the built-in op fuzzers, the tutorial's
+example, or any `module:attribute` that is a Fuzzer, a Fuzzer class, or a factory."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from torchmark.fuzzing.fuzzer import Fuzzer
+from torchmark.fuzzing.parameters import FuzzedParameter
+from torchmark.fuzzing.tensors import FuzzedTensor
+
+
+def example_fuzzer(seed: int | None) -> Fuzzer:
+    """The tutorial's fuzzer: 2-D float tensors k0 x k1, sizes log-uniform in [1, 10000],
+    128 to 10M elements, 60% contiguous."""
+    return Fuzzer(
+        parameters=[
+            FuzzedParameter("k0", minval=1, maxval=10000, distribution="loguniform"),
+            FuzzedParameter("k1", minval=1, maxval=10000, distribution="loguniform"),
+        ],
+        tensors=[FuzzedTensor("x", size=("k0", "k1"), min_elements=128, max_elements=10_000_000,
+                              probability_contiguous=0.6)],
+        seed=seed,
+    )
+
+
+def _builtin() -> dict[str, Callable[[int | None], Fuzzer]]:
+    from torchmark import op_fuzzers as of
+
+    return {
+        "example": example_fuzzer,
+        "binary": lambda seed: of.BinaryOpFuzzer(seed=seed),
+        "unary": lambda seed: of.UnaryOpFuzzer(seed=seed),
+        "spectral": lambda seed: of.SpectralOpFuzzer(seed=seed),
+        "sparse_unary": lambda seed: of.UnaryOpSparseFuzzer(seed=seed),
+        "sparse_binary": lambda seed: of.BinaryOpSparseFuzzer(seed=seed),
+    }
+
+
+BUILTIN_NAMES = ("example", "binary", "unary", "spectral", "sparse_unary", "sparse_binary")
+
+
+def make_fuzzer(name: str, seed: int | None) -> Fuzzer:
+    """A built-in fuzzer by name, or `module:attribute` (a Fuzzer instance is used as is)."""
+    builtin = _builtin()
+    if name in builtin:
+        return builtin[name](seed)
+    if ":" not in name:
+        raise ValueError(
+            f"unknown fuzzer {name!r}; expected one of {', '.join(BUILTIN_NAMES)} "
+            "or module:attribute")
+    module_name, _, attr = name.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"cannot load fuzzer {name!r}: {e}") from None
+    if isinstance(target, Fuzzer):
+        return target
+    if callable(target):
+        fuzzer = target(seed=seed)
+        if isinstance(fuzzer, Fuzzer):
+            return fuzzer
+    raise ValueError(f"{name!r} is not a Fuzzer, a Fuzzer class, or a function returning one")
+
+
+def describe_case(index: int, tensors: dict[str, torch.Tensor],
+                  properties: dict[str, dict[str, Any]], params: dict[str, Any]) -> dict:
+    """A JSON-ready summary of one case: parameters and each tensor's layout."""
+    out: dict[str, Any] = {"case": index, "params": {k: _plain(v) for k, v in params.items()},
+                           "tensors": {}}
+    for name, t in tensors.items():
+        props = properties[name]
+        info: dict[str, Any] = {"shape": list(props.get("shape", t.shape)),
+                                "dtype": props["dtype"], "numel": int(props["numel"])}
+        if "is_coalesced" in props:  # sparse
+            info.update(layout="sparse_coo", nnz=props["nnz"], density=props["density"],
+                        sparse_dim=props["sparse_dim"], coalesced=props["is_coalesced"])
+        else:
+            info.update(layout="strided", strides=list(t.stride()),
+                        contiguous=bool(props["is_contiguous"]),
+                        order=[int(i) for i in props["order"]], steps=list(props["steps"]))
+        out["tensors"][name] = info
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars to Python ones, for JSON."""
+    return value.item() if hasattr(value, "item") and not isinstance(value, torch.Tensor) else value
