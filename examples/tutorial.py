@@ -1,8 +1,8 @@
 """The PyTorch benchmark recipe, run with torchmark.
 
-Sections 1 to 6 of the recipe "PyTorch Benchmark" (batched dot products timed with
-timeit, Timer, blocked_autorange, Compare, and A/B results saved and reloaded), with one
-change to the original: `import torchmark as benchmark`.
+Sections 1 to 7 of the recipe "PyTorch Benchmark" (batched dot products timed with
+timeit, Timer, blocked_autorange, Compare, A/B results saved and reloaded, and inputs
+from fuzzers), with one change to the original: `import torchmark as benchmark`.
 
     python examples/tutorial.py           # the full study (a few minutes)
     python examples/tutorial.py --quick   # small sizes and short runs (used by `make test`)
@@ -157,3 +157,57 @@ assert str(benchmark.Compare(results)) == str(benchmark.Compare(round_tripped))
 from_json = [benchmark.Measurement.from_json(text) for text in ab_json]
 assert str(benchmark.Compare(from_json)) == str(benchmark.Compare(ab_results))
 print("pickle and JSON round trips give identical tables")
+
+# 7. Fuzzed inputs: a custom Fuzzer, then a built-in op fuzzer ----------------------------------
+section("7. Generating inputs with Fuzzed Parameters")
+from torchmark import FuzzedParameter, FuzzedTensor, Fuzzer  # noqa: E402
+from torchmark.op_fuzzers import binary  # noqa: E402
+
+# 2-D tensors k0 x k1 with k0, k1 log-uniform in [1, 10000], 128 to 10M elements,
+# contiguous 60% of the time.
+example_fuzzer = Fuzzer(
+    parameters=[
+        FuzzedParameter(name="k0", minval=1, maxval=10000, distribution="loguniform"),
+        FuzzedParameter(name="k1", minval=1, maxval=10000, distribution="loguniform"),
+    ],
+    tensors=[
+        FuzzedTensor(name="x", size=("k0", "k1"), min_elements=128, max_elements=10000000,
+                     probability_contiguous=0.6),
+    ],
+    seed=0,
+)
+first_tensors, first_properties, first_params = next(example_fuzzer.take(1))
+print(first_params, first_properties["x"])
+print(first_tensors["x"])
+assert first_params == {"k0": 725, "k1": 257}
+
+
+def fuzzed_comparison(cases):
+    results = []
+    for tensors, tensor_params, params in cases:
+        contiguous = tensor_params["x"]["is_contiguous"]
+        sub_label = f"{params['k0']:<6} x {params['k1']:<4} {'' if contiguous else '(discontiguous)'}"
+        for fn_name, description in (("batched_dot_mul_sum", "mul/sum"),
+                                     ("batched_dot_bmm", "bmm")):
+            results.append(benchmark.Timer(
+                stmt=f"{fn_name}(x, x)",
+                setup=f"from __main__ import {fn_name}",
+                globals=tensors,
+                label="Batched dot",
+                sub_label=sub_label,
+                description=description,
+            ).blocked_autorange(min_run_time=MIN_RUN_TIME))
+    return benchmark.Compare(results)
+
+
+N_CASES = 3 if ARGS.quick else 10
+compare = fuzzed_comparison(example_fuzzer.take(N_CASES))
+compare.colorize()
+compare.print()
+
+# The built-in BinaryOpFuzzer (it works in torchmark; torch 2.13's rejects its own
+# distributions). Its x has 1 to 3 dims; the batched dot reduces the last one.
+compare = fuzzed_comparison(binary.BinaryOpFuzzer(seed=0).take(N_CASES))
+compare.trim_significant_figures()
+compare.colorize()
+compare.print()

@@ -107,3 +107,31 @@ def test_console_script_entry_point(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "torchmark.cli.main", "timeit"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_fuzz_table_and_jsonl(capsys):
+    code, out, err = run(capsys, "fuzz", "example", "--seed", "0", "-n", "3")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "fuzzer example, seed 0: 3 cases"
+    assert lines[1].split()[:3] == ["case", "k0", "k1"]
+    assert lines[3].split()[:4] == ["0", "725", "257", "725"]
+    code, out, _ = run(capsys, "fuzz", "binary", "-n", "2", "--format", "jsonl")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["case"] for r in records] == [0, 1]
+    assert records[0]["params"]["k0"] == 64
+    assert records[0]["tensors"]["x"]["shape"] == [64, 473, 144]
+    assert records[0]["tensors"]["x"]["contiguous"] is False
+
+
+def test_fuzz_user_fuzzer_and_errors(capsys):
+    code, out, _ = run(capsys, "fuzz", "torchmark.fuzzing.catalog:example_fuzzer", "-n", "1")
+    assert code == 0 and "725" in out
+    code, out, _ = run(capsys, "fuzz", "sparse_unary", "-n", "2")
+    assert code == 0 and "sparse (" in out
+    for argv, message in ((["fuzz", "nope"], "unknown fuzzer 'nope'"),
+                          (["fuzz", "os:path"], "is not a Fuzzer"),
+                          (["fuzz", "no_such_module:x"], "cannot load fuzzer"),
+                          (["fuzz", "example", "-n", "0"], "-n")):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and message in err and err.count("\n") == 1

@@ -116,14 +116,17 @@ class FuzzedParameter:
                 raise self._error(f"{bound} must be a finite number, got {value!r}")
         if self._minval > self._maxval:
             raise self._error(f"minval {self._minval} is greater than maxval {self._maxval}")
-        if dist == "loguniform" and self._minval <= 0:
-            raise self._error(f"loguniform needs minval > 0, got {self._minval}")
+        if dist == "loguniform":
+            if self._minval <= 0:
+                raise self._error(f"loguniform needs minval > 0, got {self._minval}")
+            self._log_bounds = (np.log2(self._minval), np.log2(self._maxval))
 
     def sample(self, state: np.random.RandomState) -> Any:
         """One value (a ParameterAlias is returned as is; the Fuzzer resolves it)."""
         dist = self._distribution
         if dist == "loguniform":
-            output = int(2 ** state.uniform(low=np.log2(self._minval), high=np.log2(self._maxval)))
+            low, high = self._log_bounds
+            output = int(2 ** state.uniform(low=low, high=high))
             return min(max(output, self._minval), self._maxval)
         if dist == "uniform":
             if isinstance(self._minval, int) and isinstance(self._maxval, int):
