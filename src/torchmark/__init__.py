@@ -4,6 +4,12 @@ A drop-in for `torch.utils.benchmark` (`import torchmark as benchmark`) that mea
 better on CPU and GPU.
 """
 
+from torchmark.callgrind import (
+    CallgrindStats,
+    CopyIfCallgrind,
+    FunctionCount,
+    FunctionCounts,
+)
 from torchmark.compare import Colorize, Compare
 from torchmark.fuzzing import (
     FuzzedParameter,
@@ -28,7 +34,8 @@ from torchmark.timing import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Colorize", "Compare", "FuzzedParameter", "FuzzedSparseTensor", "FuzzedTensor", "Fuzzer",
+    "CallgrindStats", "Colorize", "Compare", "CopyIfCallgrind", "FunctionCount",
+    "FunctionCounts", "FuzzedParameter", "FuzzedSparseTensor", "FuzzedTensor", "Fuzzer",
     "Language", "ParameterAlias", "Measurement", "TaskSpec", "Timer", "__version__",
     "ordered_unique", "select_unit", "set_torch_threads", "timer", "trim_sigfig",
     "unit_to_english",

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from torchmark.callgrind.globals_bridge import CopyIfCallgrind
 from torchmark.timing import clocks
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.task_spec import TaskSpec
@@ -106,7 +107,8 @@ class Timer:
         stmt = _clean_code(stmt)
         setup = _clean_code(setup)
         self._stmt, self._setup = stmt, setup
-        self._timer = self._timer_cls(stmt=stmt, setup=setup, timer=timer, globals=self._globals)
+        self._timer = self._timer_cls(stmt=stmt, setup=setup, timer=timer,
+                                      globals=CopyIfCallgrind.unwrap_all(self._globals))
         self._task_spec = TaskSpec(
             stmt=stmt,
             setup=setup,
@@ -250,6 +252,41 @@ class Timer:
 
         times = self._measurement_loop(number, stop_hook, min_run_time, max_run_time, callback)
         return self._measurement(number, times)
+
+
+    # -- instruction counts -------------------------------------------------------------
+    def _callgrind_request(self, number: int, repeats: int | None, collect_baseline: bool):
+        from torchmark.callgrind.batch import make_request
+
+        request = make_request(self._task_spec, self._globals, number, repeats,
+                               collect_baseline)
+        self._timeit(1)  # fail fast, here, if the statement cannot run at all
+        return request
+
+    def collect_callgrind(
+        self,
+        number: int = 100,
+        *,
+        repeats: int | None = None,
+        collect_baseline: bool = True,
+        retain_out_file: bool = False,
+    ):
+        """Count the instructions of `number` runs of `stmt` with callgrind.
+
+        The statement runs in a process under valgrind that is started once and reused
+        by later calls, so only the first call pays for starting Python and torch under
+        valgrind. Globals are copied into that process (see CopyIfCallgrind).
+
+        Returns a CallgrindStats: with `repeats=None` the repeat with the median total
+        of 3 (their spread is in `.repeat_totals` / `.spread`); with `repeats=R`, a tuple
+        of R of them. `collect_baseline` also counts an empty statement (the loop's own
+        cost); `retain_out_file` keeps the raw callgrind.out text in each result.
+        """
+        from torchmark.callgrind.batch import result_for
+        from torchmark.callgrind.collector import collect
+
+        request = self._callgrind_request(number, repeats, collect_baseline)
+        return result_for(collect(request, retain_out_file), repeats)
 
 
 def _positive_int(name: str, value: Any) -> int:

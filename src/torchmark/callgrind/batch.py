@@ -1,0 +1,84 @@
+"""Counting many statements in one call, on one or more valgrind hosts."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from torchmark.callgrind.collector import Host, Request, default_host, median_repeat
+from torchmark.callgrind.stats import CallgrindStats
+
+DEFAULT_REPEATS = 3
+
+
+def result_for(stats: tuple[CallgrindStats, ...], repeats: int | None):
+    """What collect_callgrind returns: the median repeat, or every repeat when asked."""
+    return median_repeat(stats) if repeats is None else stats
+
+
+def collect_many(
+    timers: Sequence[Any],
+    number: int = 100,
+    *,
+    repeats: int | None = None,
+    collect_baseline: bool = True,
+    workers: int = 1,
+    return_exceptions: bool = False,
+) -> list[Any]:
+    """`collect_callgrind` for many Timers, paying valgrind's start-up once per worker.
+
+    Returns one result per timer, in order: a CallgrindStats (the median of
+    3 repeats when `repeats` is None) or a tuple of `repeats` of them. With
+    `return_exceptions`, a timer that fails gives its exception and the others go on.
+    """
+    requests = [t._callgrind_request(number, repeats, collect_baseline) for t in timers]
+    results: list[Any] = [None] * len(requests)
+    if workers < 1:
+        raise ValueError(f"collect_many: workers must be >= 1, got {workers}")
+    pending: queue.Queue[int] = queue.Queue()
+    for i in range(len(requests)):
+        pending.put(i)
+
+    def work(host: Host) -> None:
+        while True:
+            try:
+                i = pending.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results[i] = result_for(host.run(requests[i]), repeats)
+            except Exception as e:  # kept per timer; re-raised below unless asked not to
+                results[i] = e
+
+    if workers == 1:
+        work(default_host())
+    else:
+        hosts = [Host() for _ in range(min(workers, len(requests)) or 1)]
+        threads = [threading.Thread(target=work, args=(h,)) for h in hosts]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            for h in hosts:
+                h.close()
+    if not return_exceptions:
+        for r in results:
+            if isinstance(r, Exception):
+                raise r
+    return results
+
+
+def make_request(task_spec, globals_, number: int, repeats: int | None,
+                 collect_baseline: bool) -> Request:
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise ValueError(f"collect_callgrind: number must be a positive int, got {number!r}")
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
+                                or repeats < 1):
+        raise ValueError(f"collect_callgrind: repeats must be a positive int, got {repeats!r}")
+    return Request(task_spec=task_spec, globals=globals_, number=number,
+                   repeats=DEFAULT_REPEATS if repeats is None else repeats,
+                   collect_baseline=collect_baseline)

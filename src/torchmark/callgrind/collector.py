@@ -1,0 +1,286 @@
+"""The client side of instruction counting: starts the valgrind host, sends it
+measurement requests, and turns the dump files into CallgrindStats.
+
+One host serves any number of measurements, so Python's start-up and `import torch`
+under valgrind (about half a minute on a 2-core machine) are paid once per host, not
+once per measurement.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+import platform
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from torchmark.callgrind.client_requests import helper_path
+from torchmark.callgrind.framing import recv_frame, send_frame
+from torchmark.callgrind.function_counts import FunctionCounts
+from torchmark.callgrind.globals_bridge import pack_globals
+from torchmark.callgrind.out_parser import parse_callgrind_file
+from torchmark.callgrind.stats import CallgrindStats
+from torchmark.timing.task_spec import TaskSpec
+
+START_TIMEOUT_S = float(os.environ.get("TORCHMARK_CALLGRIND_START_TIMEOUT", 600))
+REQUEST_TIMEOUT_S = float(os.environ.get("TORCHMARK_CALLGRIND_TIMEOUT", 900))
+_LOG_TAIL = 3000
+
+
+class CallgrindError(RuntimeError):
+    """A measurement failed in the counted process; `output` holds what it printed."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message if not output else f"{message}\n{output}")
+        self.output = output
+
+
+def valgrind_path() -> str:
+    path = shutil.which("valgrind")
+    if path is None:
+        raise OSError("valgrind is not installed (collect_callgrind runs the statement under "
+                      "it): install it, e.g. `apt-get install valgrind`")
+    return path
+
+
+def _setarch_prefix() -> list[str]:
+    """`setarch <arch> -R` (address randomization off) where the system allows it."""
+    setarch = shutil.which("setarch")
+    if setarch is None:
+        return []
+    cmd = [setarch, platform.machine(), "-R"]
+    try:
+        ok = subprocess.run([*cmd, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return cmd if ok else []
+
+
+def _built_with_debug_symbols() -> bool:
+    import torch
+
+    return "BUILD_TYPE=RelWithDebInfo" in torch.__config__.show()
+
+
+@dataclasses.dataclass
+class Request:
+    """One measurement: what to count and how often."""
+
+    task_spec: TaskSpec
+    globals: dict[str, Any]
+    number: int = 100
+    repeats: int = 1
+    collect_baseline: bool = True
+
+
+class Host:
+    """One valgrind process serving measurement requests, started on first use."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen | None = None
+        self._requests_fd = self._responses_fd = -1
+        self._dir: Path | None = None
+        self._log: Path | None = None
+        self._lock = threading.Lock()
+        self.starts = 0
+
+    # -- lifecycle --------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _start(self) -> None:
+        valgrind = valgrind_path()
+        helper = helper_path()
+        self._dir = Path(tempfile.mkdtemp(prefix="torchmark-callgrind-"))
+        self._log = self._dir / "host.log"
+        out_dir = self._dir / "out"
+        out_dir.mkdir()
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        cmd = [
+            *_setarch_prefix(), valgrind, "--tool=callgrind", "--instr-atstart=no",
+            "--collect-atstart=no", "--dump-instr=no", "--dump-line=yes",
+            f"--callgrind-out-file={out_dir}/callgrind.out.%p",
+            sys.executable, "-m", "torchmark.callgrind.host",
+            "--requests", str(req_r), "--responses", str(resp_w),
+            "--out-dir", str(out_dir), "--helper", str(helper),
+        ]
+        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        with open(self._log, "wb") as log:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                          stderr=subprocess.STDOUT, pass_fds=(req_r, resp_w),
+                                          env=env, start_new_session=True)
+        os.close(req_r)
+        os.close(resp_w)
+        self._requests_fd, self._responses_fd = req_w, resp_r
+        self.starts += 1
+        ready = self._receive(START_TIMEOUT_S, "start")
+        if not ready.get("on_valgrind"):
+            self.close()
+            raise CallgrindError("the callgrind host is not running under valgrind")
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                send_frame(self._requests_fd, {"op": "shutdown"})
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for fd in (self._requests_fd, self._responses_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._requests_fd = self._responses_fd = -1
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def _log_tail(self) -> str:
+        try:
+            return self._log.read_text(errors="replace")[-_LOG_TAIL:] if self._log else ""
+        except OSError:
+            return ""
+
+    def _receive(self, timeout: float, what: str) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                log = self._log_tail()
+                self.close()
+                raise CallgrindError(f"callgrind host: no answer to {what} in {timeout:.0f} s", log)
+            ready, _, _ = select.select([self._responses_fd], [], [], min(remaining, 1.0))
+            if ready:
+                frame = recv_frame(self._responses_fd)
+                if frame is None:
+                    break
+                return frame
+            if self._proc is None or self._proc.poll() is not None:
+                break
+        log = self._log_tail()
+        self.close()
+        raise CallgrindError(f"callgrind host exited during {what}", log)
+
+    # -- measuring --------------------------------------------------------------------
+    def run(self, request: Request, retain_out_file: bool = False) -> tuple[CallgrindStats, ...]:
+        with self._lock:
+            if not self.running:
+                self.close()
+                self._start()
+            assert self._dir is not None
+            folder = Path(tempfile.mkdtemp(prefix="request-", dir=self._dir))
+            try:
+                return self._run(request, folder, retain_out_file)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def _run(self, request: Request, folder: Path, retain_out_file: bool):
+        spec = request.task_spec
+        frame = {
+            "op": "collect", "folder": str(folder), "stmt": spec.stmt, "setup": spec.setup,
+            "globals": pack_globals(request.globals, folder / "globals"),
+            "number": request.number, "repeats": request.repeats,
+            "warmup": min(request.number, 10), "collect_baseline": request.collect_baseline,
+            "num_threads": spec.num_threads, "cwd": os.getcwd(), "sys_path": list(sys.path),
+        }
+        send_frame(self._requests_fd, frame)
+        reply = self._receive(REQUEST_TIMEOUT_S, "a measurement")
+        dumps = reply["dumps"]
+        try:
+            if reply["exit_code"] != 0:
+                raise CallgrindError(self._failure(reply["exit_code"], folder),
+                                     _read(folder / "output.log")[-_LOG_TAIL:])
+            expected = request.repeats + int(request.collect_baseline)
+            if len(dumps) != expected:
+                raise CallgrindError(f"expected {expected} callgrind dumps, found {len(dumps)}",
+                                     self._log_tail())
+            parsed = [parse_callgrind_file(p) for p in dumps]
+            contents = [_read(Path(p)) if retain_out_file else None for p in dumps]
+        finally:
+            for p in dumps:
+                Path(p).unlink(missing_ok=True)
+        if request.collect_baseline:
+            baseline = parsed.pop()
+            contents.pop()
+            base_inclusive, base_exclusive = baseline.inclusive, baseline.exclusive
+        else:
+            base_inclusive = FunctionCounts((), inclusive=True)
+            base_exclusive = FunctionCounts((), inclusive=False)
+        totals = tuple(p.total for p in parsed)
+        debug = _built_with_debug_symbols()
+        return tuple(
+            CallgrindStats(
+                task_spec=spec, number_per_run=request.number, built_with_debug_symbols=debug,
+                baseline_inclusive_stats=base_inclusive, baseline_exclusive_stats=base_exclusive,
+                stmt_inclusive_stats=p.inclusive, stmt_exclusive_stats=p.exclusive,
+                stmt_callgrind_out=text, repeat_totals=totals,
+            )
+            for p, text in zip(parsed, contents, strict=True)
+        )
+
+    @staticmethod
+    def _failure(exit_code: int, folder: Path) -> str:
+        error = _read(folder / "error.txt").strip()
+        if error:
+            last = error.splitlines()[-1]
+            return f"the statement failed in the counted process: {last}\n{error}"
+        if exit_code < 0:
+            return f"the counted process was killed by signal {-exit_code}"
+        return f"the counted process exited with status {exit_code}"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def median_repeat(stats: Sequence[CallgrindStats]) -> CallgrindStats:
+    """The repeat whose total is the median (the lower middle one for an even count)."""
+    ordered = sorted(stats, key=lambda s: s.counts())
+    return ordered[(len(ordered) - 1) // 2]
+
+
+_DEFAULT_HOST: Host | None = None
+
+
+def default_host() -> Host:
+    """The process-wide host, closed at interpreter exit."""
+    global _DEFAULT_HOST
+    if _DEFAULT_HOST is None:
+        _DEFAULT_HOST = Host()
+        atexit.register(_DEFAULT_HOST.close)
+    return _DEFAULT_HOST
+
+
+def collect(request: Request, retain_out_file: bool = False,
+            host: Host | None = None) -> tuple[CallgrindStats, ...]:
+    """Count `request` on `host` (the default host when None)."""
+    return (host or default_host()).run(request, retain_out_file)
+
+
+def summarize_totals(stats: Sequence[CallgrindStats]) -> dict[str, float]:
+    totals = [s.counts() for s in stats]
+    median = statistics.median(totals)
+    return {"median": median, "min": min(totals), "max": max(totals),
+            "spread": (max(totals) - min(totals)) / median if median else 0.0}

@@ -1,0 +1,172 @@
+"""Sending a Timer's globals to the counted process (which is a different process).
+
+Each global is written to a request folder in a form the counted process can load:
+tensors and modules with torch.save, TorchScript with torch.jit.save, plain data with
+pickle, modules and importable functions by name, functions defined in `__main__` by
+their source. Anything else is refused with a message naming the global.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import os
+import pickle
+import sys
+import textwrap
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
+
+
+class CopyIfCallgrind:
+    """Mark a global as safe to copy into the counted process (by pickle or torch.save).
+
+    `setup` runs in the counted process before the value is loaded (for the imports its
+    unpickling needs).
+    """
+
+    def __init__(self, value: Any, *, setup: str | None = None) -> None:
+        self._value = value
+        self._setup = setup
+
+    @property
+    def value(self) -> Any:
+        return self._value
+
+    @property
+    def setup(self) -> str | None:
+        return self._setup
+
+    @staticmethod
+    def unwrap_all(globals: dict[str, Any]) -> dict[str, Any]:
+        return {k: (v.value if isinstance(v, CopyIfCallgrind) else v) for k, v in globals.items()}
+
+
+def _is_plain_data(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _PLAIN):
+        return True
+    if depth > 20:
+        return False
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return all(_is_plain_data(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(_is_plain_data(k, depth + 1) and _is_plain_data(v, depth + 1)
+                   for k, v in value.items())
+    return False
+
+
+def _import_reference(value: Any) -> tuple[str, str] | None:
+    """(module, qualname) when `value` can be imported again by name."""
+    module = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None)
+    if not module or not qualname or module == "__main__" or "<locals>" in qualname:
+        return None
+    target: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    return (module, qualname) if target is value else None
+
+
+def _main_source(value: Any) -> str | None:
+    if not isinstance(value, types.FunctionType) or value.__module__ != "__main__":
+        return None
+    if value.__closure__ or "<locals>" in value.__qualname__:
+        return None
+    try:
+        return textwrap.dedent(inspect.getsource(value))
+    except (OSError, TypeError):
+        return None
+
+
+def _refuse(name: str, value: Any, why: str) -> ValueError:
+    return ValueError(
+        f"collect_callgrind: global {name!r} ({type(value).__name__}) cannot be sent to the "
+        f"counted process: {why}. Create it in `setup` instead, or wrap it in "
+        f"CopyIfCallgrind({name}, setup='imports it needs') to send a pickled copy")
+
+
+def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dict[str, Any]]:
+    """Write `globals` under `folder`; returns the load plan for `load_globals`."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    plan: list[dict[str, Any]] = []
+    for name, value in globals.items():
+        if name == "__builtins__":
+            continue
+        if name == "torch":
+            if value is not torch:
+                raise ValueError("collect_callgrind: the global 'torch' must be the torch module")
+            continue
+        entry: dict[str, Any] = {"name": name, "setup": None}
+        explicit = isinstance(value, CopyIfCallgrind)
+        if explicit:
+            entry["setup"] = value.setup
+            value = value.value
+        path = folder / f"global_{len(plan)}"
+        if isinstance(value, types.ModuleType):
+            if value.__name__ == "__main__":
+                raise _refuse(name, value, "the __main__ module cannot be imported elsewhere")
+            entry.update(kind="module", module=value.__name__)
+        elif isinstance(value, (torch.jit.ScriptFunction, torch.jit.ScriptModule)):
+            torch.jit.save(value, str(path))
+            entry.update(kind="jit", path=str(path))
+        elif isinstance(value, (torch.Tensor, torch.nn.Module)):
+            torch.save(value, str(path))
+            entry.update(kind="torch", path=str(path))
+        elif _is_plain_data(value):
+            path.write_bytes(pickle.dumps(value))
+            entry.update(kind="pickle", path=str(path))
+        elif (ref := _import_reference(value)) is not None:
+            entry.update(kind="import", module=ref[0], qualname=ref[1])
+        elif (source := _main_source(value)) is not None:
+            entry.update(kind="source", source=source, function=value.__name__)
+        elif explicit:
+            try:
+                path.write_bytes(pickle.dumps(value))
+            except Exception as e:
+                raise _refuse(name, value, f"it does not pickle ({e})") from None
+            entry.update(kind="pickle", path=str(path))
+        elif callable(value):
+            raise _refuse(name, value, "it is neither importable by name nor a plain function "
+                                       "of __main__ with its source available")
+        else:
+            raise _refuse(name, value, "only tensors, modules, TorchScript, plain data "
+                                       "(numbers, strings, lists, dicts, ...) and importable "
+                                       "objects cross automatically")
+        plan.append(entry)
+    return plan
+
+
+def load_globals(plan: list[dict[str, Any]], namespace: dict[str, Any]) -> None:
+    """Inverse of `pack_globals`, run in the counted process."""
+    import importlib
+
+    for entry in plan:
+        if entry.get("setup"):
+            exec(textwrap.dedent(entry["setup"]), namespace)
+        kind, name = entry["kind"], entry["name"]
+        if kind == "module":
+            namespace[name] = importlib.import_module(entry["module"])
+        elif kind == "jit":
+            namespace[name] = torch.jit.load(entry["path"])
+        elif kind == "torch":
+            namespace[name] = torch.load(entry["path"], weights_only=False)
+        elif kind == "pickle":
+            with open(entry["path"], "rb") as f:
+                namespace[name] = pickle.load(f)
+        elif kind == "import":
+            target: Any = importlib.import_module(entry["module"])
+            for part in entry["qualname"].split("."):
+                target = getattr(target, part)
+            namespace[name] = target
+        elif kind == "source":
+            namespace.setdefault("__builtins__", builtins)
+            exec(compile(entry["source"], f"<global {name}>", "exec"), namespace)
+            namespace[name] = namespace[entry["function"]]
+        else:
+            raise ValueError(f"unknown global kind {kind!r}")

@@ -1,0 +1,161 @@
+"""The long-lived process that runs under valgrind: imports torch once, then forks one
+child per measurement request. Started by `torchmark.callgrind.collector`.
+
+    valgrind --tool=callgrind --instr-atstart=no ... python -m torchmark.callgrind.host \
+        --requests FD --responses FD --out-dir DIR --helper LIBRARY
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import gc
+import glob
+import os
+import sys
+import textwrap
+import traceback
+
+BLOCK_SIZE = 100
+
+
+def blocked_source(stmt: str, number: int, reason: str) -> str:
+    """`stmt` run `number` times, unrolled in blocks of 100, between collection toggles.
+
+    Runs at module level (as torch's generated script does), so name lookups cost the
+    same as there.
+    """
+    loops = number // BLOCK_SIZE
+    if loops == 1:
+        loops = 0
+    remainder = number - BLOCK_SIZE * loops
+    parts = ["__torchmark_toggle()"]
+    if loops:
+        body = textwrap.indent("\n".join([stmt] * BLOCK_SIZE), "    ")
+        parts.append(f"for __torchmark_i in range({loops}):\n{body}")
+    if remainder:
+        parts.append("\n".join([stmt] * remainder))
+    parts.append(f"__torchmark_toggle_and_dump({reason.encode()!r})")
+    return "\n".join(parts) + "\n"
+
+
+def _run_child(request: dict, requests, protocol_fds: tuple[int, int]) -> None:
+    """Body of the forked child: never returns."""
+    folder = request["folder"]
+    code = 3
+    try:
+        for fd in protocol_fds:
+            os.close(fd)
+        log = os.open(os.path.join(folder, "output.log"), os.O_WRONLY | os.O_CREAT, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        if request.get("cwd") and os.path.isdir(request["cwd"]):
+            os.chdir(request["cwd"])
+        if request.get("sys_path"):
+            sys.path[:] = request["sys_path"]
+
+        import torch
+
+        from torchmark.callgrind.globals_bridge import load_globals
+
+        torch.set_num_threads(request["num_threads"])
+        namespace = {"__name__": "__main__", "__builtins__": builtins, "torch": torch}
+        load_globals(request["globals"], namespace)
+        exec(compile(request["setup"] or "pass", "<setup>", "exec"), namespace)
+
+        stmt, number = request["stmt"], request["number"]
+        warmup = compile(f"for __torchmark_i in range({request['warmup']}):\n"
+                         f"{textwrap.indent(stmt, '    ')}\n", "<warmup>", "exec")
+        blocks = [compile(blocked_source(stmt, number, f"repeat {r}"), "<stmt>", "exec")
+                  for r in range(request["repeats"])]
+        if request["collect_baseline"]:
+            blocks.append(compile(blocked_source("pass", number, "baseline"), "<baseline>",
+                                  "exec"))
+        namespace["__torchmark_toggle"] = requests.toggle_collect
+        namespace["__torchmark_toggle_and_dump"] = requests.toggle_collect_and_dump
+
+        exec(warmup, namespace)  # lazy initialization, outside instrumentation
+        requests.start_instrumentation()
+        exec(warmup, namespace)  # symbol binding and caches, instrumented but not counted
+        gc.collect()
+        gc.disable()
+        # Every block runs in its own fork of this (warmed-up) process, so each starts
+        # from the same memory state: the allocator's free lists, Python's arenas and
+        # caches are identical, and so are the counts, repeat after repeat.
+        manifest = []
+        for block in blocks:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                exec(block, namespace)
+                os._exit(0)
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise RuntimeError(
+                    f"a counted block exited with status {os.waitstatus_to_exitcode(status)}")
+            manifest.append(pid)
+        with open(os.path.join(folder, "manifest.txt"), "w") as f:
+            f.write("\n".join(str(p) for p in manifest))
+        code = 0
+    except BaseException:
+        try:
+            with open(os.path.join(folder, "error.txt"), "w") as f:
+                f.write(traceback.format_exc())
+        except OSError:
+            pass
+    finally:
+        os._exit(code)
+
+
+def serve(args: argparse.Namespace) -> None:
+    import torch  # noqa: F401  (the point of this process: pay for it once)
+
+    import torchmark.callgrind.globals_bridge  # noqa: F401  (children use it)
+    from torchmark.callgrind.client_requests import ClientRequests
+    from torchmark.callgrind.framing import recv_frame, send_frame
+
+    requests = ClientRequests(args.helper)
+    send_frame(args.responses, {"ready": True, "pid": os.getpid(),
+                                "on_valgrind": bool(requests.running_on_valgrind())})
+    while True:
+        request = recv_frame(args.requests)
+        if request is None or request.get("op") == "shutdown":
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _run_child(request, requests, (args.requests, args.responses))
+        _, status = os.waitpid(pid, 0)
+        dumps, pids = [], [pid]
+        try:
+            with open(os.path.join(request["folder"], "manifest.txt")) as f:
+                pids += [int(line) for line in f.read().split()]
+        except OSError:
+            pass
+        for p in pids[1:]:
+            dumps += sorted(glob.glob(os.path.join(args.out_dir, f"callgrind.out.{p}.*")),
+                            key=lambda path: int(path.rsplit(".", 1)[1]))
+        for p in pids:  # exit-time dumps: collection was off, nothing in them
+            leftover = os.path.join(args.out_dir, f"callgrind.out.{p}")
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+        send_frame(args.responses, {
+            "pid": pid,
+            "exit_code": os.waitstatus_to_exitcode(status),
+            "dumps": dumps,
+        })
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, required=True)
+    parser.add_argument("--responses", type=int, required=True)
+    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--helper", required=True)
+    serve(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
