@@ -15,6 +15,7 @@ import pickle
 import sys
 import textwrap
 import types
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,9 @@ def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dic
                 raise _refuse(name, value, "the __main__ module cannot be imported elsewhere")
             entry.update(kind="module", module=value.__name__)
         elif isinstance(value, (torch.jit.ScriptFunction, torch.jit.ScriptModule)):
-            torch.jit.save(value, str(path))
+            with warnings.catch_warnings():  # TorchScript's deprecation notice
+                warnings.simplefilter("ignore", DeprecationWarning)
+                torch.jit.save(value, str(path))
             entry.update(kind="jit", path=str(path))
         elif isinstance(value, (torch.Tensor, torch.nn.Module)):
             torch.save(value, str(path))

@@ -7,6 +7,7 @@ import sys
 import click
 
 from torchmark import __version__
+from torchmark.cli.callgrind_cmd import callgrind_cmd, callgrind_diff_cmd
 from torchmark.cli.compare_cmd import compare_cmd
 from torchmark.cli.demo_cmd import demo_cmd
 from torchmark.cli.fuzz_cmd import fuzz_cmd
@@ -25,6 +26,8 @@ cli.add_command(timeit_cmd)
 cli.add_command(compare_cmd)
 cli.add_command(demo_cmd)
 cli.add_command(fuzz_cmd)
+cli.add_command(callgrind_cmd)
+cli.add_command(callgrind_diff_cmd)
 
 
 def _fail(message: str, code: int) -> int:

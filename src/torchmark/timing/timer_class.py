@@ -258,10 +258,11 @@ class Timer:
     def _callgrind_request(self, number: int, repeats: int | None, collect_baseline: bool):
         from torchmark.callgrind.batch import make_request
 
-        request = make_request(self._task_spec, self._globals, number, repeats,
-                               collect_baseline)
-        self._timeit(1)  # fail fast, here, if the statement cannot run at all
-        return request
+        # Syntax errors surface here, before valgrind starts; the statement itself only
+        # runs in the counted process (a crashing statement must not take this one down).
+        compile(self._task_spec.stmt, "<stmt>", "exec")
+        compile(self._task_spec.setup, "<setup>", "exec")
+        return make_request(self._task_spec, self._globals, number, repeats, collect_baseline)
 
     def collect_callgrind(
         self,

@@ -1,0 +1,112 @@
+"""Instruction counting: torchmark's collector against torch.utils.benchmark's, one run.
+
+Each measurement runs in a fresh Python process, so start-up costs are included as a
+user would pay them:
+
+1. one collection of `x * y` (128 floats, number=100, repeats=1): torchmark, then torch
+   (torch launched with this interpreter's folder first on PATH, as it requires);
+2. a second collection in the same torchmark process (the valgrind host is reused);
+3. ten different statements in one `torchmark.callgrind.collect_many` call;
+4. repeats=5 of `x * y`: (max - min) / median.
+
+Targets (issue #4): one collection >= 6x faster than torch; ten statements < 60 s;
+per-iteration counts within 5% of torch's; repeat spread <= 0.5%.
+
+    python benchmarks/callgrind_vs_torch.py [--skip-torch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+MUL = ("x * y", "x = torch.ones(128); y = torch.ones(128)")
+
+TORCHMARK_ONE = """
+import json, time, torchmark
+t0 = time.perf_counter()
+s = torchmark.Timer(*{mul!r}).collect_callgrind(number=100, repeats=1)[0]
+t1 = time.perf_counter()
+s2 = torchmark.Timer(*{mul!r}).collect_callgrind(number=100, repeats=5)
+t2 = time.perf_counter()
+print(json.dumps({{"first_s": t1 - t0, "count": s.counts(), "second_s": t2 - t1,
+                  "repeat_totals": [x.counts() for x in s2]}}))
+"""
+
+TORCH_ONE = """
+import json, time
+from torch.utils.benchmark import Timer
+t0 = time.perf_counter()
+s = Timer(*{mul!r}).collect_callgrind(number=100)
+print(json.dumps({{"first_s": time.perf_counter() - t0, "count": s.counts()}}))
+"""
+
+TEN = [
+    ("pass", "pass"), MUL, ("x + y", MUL[1]), ("torch.relu(x)", "x = torch.randn(128)"),
+    ("x.sum()", "x = torch.randn(128)"), ("torch.empty(())", "pass"),
+    ("x[0]", "x = torch.randn(8, 8)"), ("x.view(-1)", "x = torch.randn(8, 8)"),
+    ("torch.mm(a, b)", "a = torch.randn(8, 8); b = torch.randn(8, 8)"),
+    ("x.clone()", "x = torch.randn(128)"),
+]
+
+TORCHMARK_TEN = """
+import json, time, torchmark
+from torchmark.callgrind import collect_many
+t0 = time.perf_counter()
+timers = [torchmark.Timer(s, setup) for s, setup in {ten!r}]
+stats = collect_many(timers, number=100)
+print(json.dumps({{"total_s": time.perf_counter() - t0,
+                  "counts": [s.counts() for s in stats]}}))
+"""
+
+
+def run_python(code: str, env: dict | None = None) -> tuple[dict, float]:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, check=False)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1]), wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-torch", action="store_true", help="torchmark only (fast)")
+    args = parser.parse_args()
+
+    ours, ours_wall = run_python(TORCHMARK_ONE.format(mul=MUL))
+    totals = ours["repeat_totals"]
+    spread = (max(totals) - min(totals)) / sorted(totals)[len(totals) // 2]
+    ten, ten_wall = run_python(TORCHMARK_TEN.format(ten=TEN))
+    print(f"{'measurement':<52} {'torchmark':>12} {'torch':>12} {'ratio':>8}")
+    row = "{:<52} {:>12} {:>12} {:>8}"
+    if args.skip_torch:
+        theirs = None
+    else:
+        env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep +
+                   os.environ.get("PATH", ""))
+        theirs, _ = run_python(TORCH_ONE.format(mul=MUL), env=env)
+    t_first = theirs["first_s"] if theirs else None
+    print(row.format("x * y, number=100: one collection (s)", f"{ours['first_s']:.1f}",
+                     f"{t_first:.1f}" if theirs else "-",
+                     f"{t_first / ours['first_s']:.1f}x" if theirs else "-"))
+    print(row.format("  the same, second call in the same process (s)",
+                     f"{ours['second_s'] / 5 * 1:.1f}*", "-", "-"))
+    print(row.format("  instructions per iteration", f"{ours['count'] / 100:,.0f}",
+                     f"{theirs['count'] / 100:,.0f}" if theirs else "-",
+                     f"{ours['count'] / theirs['count']:.3f}" if theirs else "-"))
+    print(row.format("repeats=5 spread (max - min) / median", f"{spread:.4%}", "-", "-"))
+    print(row.format("10 statements, one collect_many call (s)", f"{ten['total_s']:.1f}",
+                     "-", "-"))
+    print(f"\n* the second call made 5 repeats in {ours['second_s']:.1f} s; shown per repeat.")
+    print(f"process wall times: torchmark one-collection script {ours_wall:.1f} s, "
+          f"ten-statement script {ten_wall:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

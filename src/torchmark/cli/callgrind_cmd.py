@@ -1,0 +1,61 @@
+"""`torchmark callgrind` and `torchmark callgrind-diff`: instruction counts from the shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+def _load(path: str):
+    from torchmark.callgrind.stats import CallgrindStats
+
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    try:
+        return CallgrindStats.from_json(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+
+
+@click.command("callgrind")
+@click.argument("stmt", nargs=-1, required=True)
+@click.option("-s", "--setup", multiple=True, help="Setup code, run once (repeatable; lines).")
+@click.option("-t", "--threads", "num_threads", type=click.IntRange(min=1), default=1,
+              show_default=True)
+@click.option("--number", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Runs of STMT per measurement.")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Measurements; the one with the median total is reported.")
+@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True,
+              help="Functions to list.")
+@click.option("--label", default=None)
+@click.option("--save", type=click.Path(dir_okay=False), default=None,
+              help="Write the CallgrindStats as JSON (for callgrind-diff).")
+def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save):
+    """Count the instructions STMT executes (callgrind), and show where they go."""
+    from torchmark.callgrind.collector import median_repeat
+    from torchmark.callgrind.report import describe
+    from torchmark.timing.timer_class import Timer
+
+    timer = Timer("\n".join(stmt), setup="\n".join(setup) or "pass", num_threads=num_threads,
+                  label=label)
+    stats = median_repeat(timer.collect_callgrind(number=number, repeats=repeats))
+    click.echo(describe(stats, top))
+    if save:
+        Path(save).write_text(stats.to_json(indent=1) + "\n")
+        click.echo(f"\nsaved to {save}")
+
+
+@click.command("callgrind-diff")
+@click.argument("before", type=click.Path(dir_okay=False))
+@click.argument("after", type=click.Path(dir_okay=False))
+@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True)
+@click.option("--inclusive", is_flag=True, help="Compare inclusive counts.")
+def callgrind_diff_cmd(before, after, top, inclusive):
+    """Show how the instruction counts in AFTER differ from BEFORE (files from --save)."""
+    from torchmark.callgrind.report import describe_delta
+
+    click.echo(describe_delta(_load(before), _load(after), top, inclusive))

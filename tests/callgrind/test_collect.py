@@ -1,0 +1,161 @@
+"""collect_callgrind for real: valgrind runs here (it is installed on CI machines)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+
+import pytest
+import torch
+
+import torchmark
+from torchmark.callgrind import CallgrindError, collect_many, collector
+from torchmark.cli.main import main
+
+pytestmark = [
+    pytest.mark.valgrind,
+    pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed"),
+    pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                       reason="no C compiler for the client-request helper"),
+]
+
+MUL = ("x * y", "x = torch.ones(128); y = torch.ones(128)")
+
+
+def scale(a):
+    return a * 2
+
+
+@pytest.fixture(scope="module")
+def mul_stats():
+    return torchmark.Timer(*MUL).collect_callgrind(number=100, repeats=5)
+
+
+def test_counts_are_positive_and_repeat(mul_stats):
+    assert len(mul_stats) == 5
+    totals = [s.counts() for s in mul_stats]
+    assert all(isinstance(t, int) and t > 0 for t in totals)
+    assert (max(totals) - min(totals)) / min(totals) <= 0.005
+    assert mul_stats[0].repeat_totals == tuple(totals)
+    assert mul_stats[0].number_per_run == 100
+    # per iteration about 10k instructions on torch 2.13 (torch's own collector: 1.00 M / 100)
+    assert 5_000 < totals[0] / 100 < 20_000
+
+
+def test_same_statement_twice_within_half_a_percent(mul_stats):
+    again = torchmark.Timer(*MUL).collect_callgrind()
+    assert isinstance(again, torchmark.CallgrindStats)
+    a, b = again.counts(), mul_stats[0].counts()
+    assert abs(a - b) / b <= 0.005
+
+
+def test_mul_counts_more_than_pass(mul_stats):
+    empty = torchmark.Timer("pass").collect_callgrind(collect_baseline=False)
+    assert mul_stats[0].counts() > 10 * empty.counts() > 0
+    assert empty.baseline_exclusive_stats.sum() == 0
+    assert mul_stats[0].baseline_exclusive_stats.sum() > 0
+
+
+def test_delta_transform_filter_denoise(mul_stats):
+    broadcast = torchmark.Timer("x * y", "x = torch.ones(128); y = torch.ones(1)") \
+        .collect_callgrind()
+    delta = broadcast.as_standardized().delta(mul_stats[0].as_standardized())
+    assert delta.sum() == broadcast.counts() - mul_stats[0].counts()
+    iterator = delta.filter(lambda fn: "TensorIterator" in fn)
+    assert len(iterator) > 0 and all("TensorIterator" in fn for _, fn in iterator)
+    names = delta.transform(lambda fn: fn.split("(")[0])
+    assert names.sum() == delta.sum()
+    assert delta.denoise().sum() == delta.sum() - sum(
+        c for c, fn in delta if "dictobject.c:lookdict_unicode" in fn)
+
+
+def test_globals_cross_into_the_counted_process():
+    x = torch.ones(16)
+    stats = torchmark.Timer("m(x) + f(x) + s(x) * k", globals={
+        "x": x, "m": torch.nn.Linear(16, 16), "f": scale, "s": torch.jit.script(scale),
+        "k": 3, "np": __import__("numpy"),
+    }).collect_callgrind(number=10, repeats=1)
+    assert stats[0].counts() > 0
+    wrapped = torchmark.Timer("len(v)", globals={"v": torchmark.CopyIfCallgrind({1, 2})})
+    assert wrapped.collect_callgrind(number=10).counts() > 0
+
+
+def test_unserializable_global_is_refused_before_valgrind():
+    class Opaque:
+        pass
+
+    with pytest.raises(ValueError, match="global 'o' \\(Opaque\\)"):
+        torchmark.Timer("o", globals={"o": Opaque()}).collect_callgrind()
+
+
+def test_statement_error_carries_its_traceback():
+    with pytest.raises(CallgrindError, match="NameError: name 'nope' is not defined"):
+        torchmark.Timer("nope + 1").collect_callgrind()
+
+
+def test_crash_in_counted_process_leaves_the_host_alive():
+    host = collector.default_host()
+    torchmark.Timer("pass").collect_callgrind(number=1)
+    starts = host.starts
+    with pytest.raises(CallgrindError, match="killed by signal 6"):
+        torchmark.Timer("os.abort()", "import os").collect_callgrind()
+    assert torchmark.Timer("pass").collect_callgrind(number=1).counts() > 0
+    assert host.starts == starts
+
+
+def test_host_restarts_after_it_dies():
+    host = collector.default_host()
+    torchmark.Timer("pass").collect_callgrind(number=1)
+    os.kill(host._proc.pid, signal.SIGKILL)
+    host._proc.wait()
+    starts = host.starts
+    assert torchmark.Timer("pass").collect_callgrind(number=1).counts() > 0
+    assert host.starts == starts + 1
+
+
+def test_collect_many_keeps_order_and_errors():
+    timers = [torchmark.Timer("pass"), torchmark.Timer("undefined_thing"),
+              torchmark.Timer(*MUL)]
+    results = collect_many(timers, number=10, return_exceptions=True)
+    assert results[0].counts() < results[2].counts()
+    assert isinstance(results[1], CallgrindError)
+    with pytest.raises(CallgrindError):
+        collect_many(timers, number=10)
+
+
+def test_retain_out_file(mul_stats):
+    stats = torchmark.Timer("pass").collect_callgrind(number=1, retain_out_file=True)
+    assert stats.stmt_callgrind_out.startswith("# callgrind format")
+    assert mul_stats[0].stmt_callgrind_out is None
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match="repeats"):
+        torchmark.Timer("pass").collect_callgrind(repeats=0)
+    with pytest.raises(ValueError, match="number"):
+        torchmark.Timer("pass").collect_callgrind(number=0)
+
+
+def test_missing_valgrind_is_an_oserror(monkeypatch):
+    monkeypatch.setattr(collector.shutil, "which", lambda name: None)
+    with pytest.raises(OSError, match="apt-get install valgrind"):
+        collector.Host().run(collector.Request(torchmark.Timer("pass").task_spec, {}))
+
+
+def test_cli_callgrind_and_diff(tmp_path, capsys):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["callgrind", "x * y", "-s", "x = torch.ones(128)", "-s", "y = torch.ones(128)",
+                 "--top", "5", "--save", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert "per run" in out and "top 5 functions" in out
+    assert json.loads(a.read_text())["schema"] == "torchmark.callgrind_stats"
+    assert main(["callgrind", "x * y", "-s", "x = torch.ones(128)", "-s", "y = torch.ones(1)",
+                 "--repeats", "1", "--save", str(b)]) == 0
+    capsys.readouterr()
+    assert main(["callgrind-diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "delta:" in out and "TensorIterator" in out
+    assert main(["callgrind-diff", str(a), str(tmp_path / "missing.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
