@@ -2,7 +2,9 @@
 
 Sections 1 to 7 of the recipe "PyTorch Benchmark" (batched dot products timed with
 timeit, Timer, blocked_autorange, Compare, A/B results saved and reloaded, and inputs
-from fuzzers), with one change to the original: `import torchmark as benchmark`.
+from fuzzers), with one change to the original: `import torchmark as benchmark`; then
+section 8 and the Timer quick start's instruction-count sections (4 to 6), for Python
+statements: collect_callgrind, CallgrindStats and FunctionCounts, and an A/B diff.
 
     python examples/tutorial.py           # the full study (a few minutes)
     python examples/tutorial.py --quick   # small sizes and short runs (used by `make test`)
@@ -211,3 +213,70 @@ compare = fuzzed_comparison(binary.BinaryOpFuzzer(seed=0).take(N_CASES))
 compare.trim_significant_figures()
 compare.colorize()
 compare.print()
+
+# 8. Instruction counts with callgrind (Python statements) ---------------------------------
+section("8. Collecting instruction counts with Callgrind")
+import os  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+
+if shutil.which("valgrind") is None:
+    print("(valgrind is not installed: `apt-get install valgrind`; section 8 is skipped)")
+    raise SystemExit(0)
+
+# `from __main__ import ...` works as with an in-process Timer: the imported function is
+# sent to the counted process along with the other globals.
+t_baseline = benchmark.Timer(
+    stmt="batched_dot_mul_sum(x, x)",
+    setup="from __main__ import batched_dot_mul_sum\nx = torch.randn(2, 2)")
+t_bmm = benchmark.Timer(
+    stmt="batched_dot_bmm(x, x)",
+    setup="from __main__ import batched_dot_bmm\nx = torch.randn(2, 2)")
+stats_mul_sum = t_baseline.collect_callgrind()
+stats_bmm = t_bmm.collect_callgrind()
+print(stats_mul_sum)
+print(stats_bmm)
+delta = stats_bmm.as_standardized().delta(stats_mul_sum.as_standardized()).denoise()
+print("bmm - mul/sum, per function (100 runs):")
+print(delta)
+
+# The Timer quick start, sections 4 to 6: x * y, where the instructions go, and an A/B
+# diff against a broadcasting multiply.
+timer = benchmark.Timer("x * y", "x = torch.ones((128,))\ny = torch.ones((128,))")
+stats = timer.collect_callgrind()
+print(stats)
+inclusive_stats = stats.as_standardized().stats(inclusive=False)
+print(inclusive_stats[:10])
+
+
+def group_by_file(fn_name: str) -> str:
+    """Collapse functions into their source file ("folder  file")."""
+    if fn_name.startswith("???"):
+        fn_dir, fn_file = fn_name.split(":")[:2]
+    else:
+        fn_dir, fn_file = os.path.split(fn_name.split(":")[0])
+        fn_dir = re.sub("^.*build/../", "", fn_dir)
+        fn_dir = re.sub("^.*torch/", "torch/", fn_dir)
+    return f"{fn_dir:<15} {fn_file}"
+
+
+print(inclusive_stats.transform(group_by_file)[:10])
+
+broadcasting_stats = benchmark.Timer(
+    "x * y", "x = torch.ones((128,))\ny = torch.ones((1,))").collect_callgrind()
+broadcasting_stats = pickle.loads(pickle.dumps(broadcasting_stats))  # A/B across processes
+broadcasting = broadcasting_stats.as_standardized().stats(inclusive=False)
+delta = broadcasting - inclusive_stats
+
+
+def extract_fn_name(fn: str) -> str:
+    """Everything but the file, with argument lists shortened."""
+    fn = ":".join(fn.split(":")[1:])
+    return re.sub(r"\(.+\)", "(...)", fn)
+
+
+print(delta.transform(extract_fn_name))
+print(delta.transform(extract_fn_name).filter(lambda fn: "TensorIterator" in fn))
+per_run = (broadcasting_stats.counts() - stats.counts()) / stats.number_per_run
+print(f"broadcasting costs {per_run:+.0f} instructions per multiply "
+      f"({broadcasting_stats.counts() / stats.counts() - 1:+.1%})")

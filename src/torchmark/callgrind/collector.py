@@ -81,6 +81,7 @@ class Request:
     number: int = 100
     repeats: int = 1
     collect_baseline: bool = True
+    library: str | None = None  # a compiled C++ snippet (torchmark.cpp) instead of Python
 
 
 class Host:
@@ -93,6 +94,7 @@ class Host:
         self._log: Path | None = None
         self._lock = threading.Lock()
         self.starts = 0
+        self.last_timings: dict[str, float] = {}
 
     # -- lifecycle --------------------------------------------------------------------
     @property
@@ -201,9 +203,14 @@ class Host:
             "number": request.number, "repeats": request.repeats,
             "warmup": min(request.number, 10), "collect_baseline": request.collect_baseline,
             "num_threads": spec.num_threads, "cwd": os.getcwd(), "sys_path": list(sys.path),
+            "library": request.library,
         }
         send_frame(self._requests_fd, frame)
+        sent = time.perf_counter()
         reply = self._receive(REQUEST_TIMEOUT_S, "a measurement")
+        self.last_timings = {"child_s": reply.get("child_s", 0.0),
+                             "host_s": reply.get("host_s", 0.0),
+                             "round_trip_s": time.perf_counter() - sent}
         dumps = reply["dumps"]
         try:
             if reply["exit_code"] != 0:

@@ -12,6 +12,7 @@ import builtins
 import inspect
 import os
 import pickle
+import re
 import sys
 import textwrap
 import types
@@ -46,6 +47,25 @@ class CopyIfCallgrind:
     @staticmethod
     def unwrap_all(globals: dict[str, Any]) -> dict[str, Any]:
         return {k: (v.value if isinstance(v, CopyIfCallgrind) else v) for k, v in globals.items()}
+
+
+_MAIN_IMPORT = re.compile(r"^\s*from\s+__main__\s+import\s+([\w\s,()]+?)\s*$", re.MULTILINE)
+
+
+def main_imports(setup: str) -> dict[str, Any]:
+    """Objects that `setup` imports from the caller's __main__ module, by name.
+
+    The counted process has its own __main__; sending these along lets setups written
+    for an in-process Timer (`from __main__ import f`) work unchanged.
+    """
+    main = sys.modules.get("__main__")
+    found: dict[str, Any] = {}
+    for match in _MAIN_IMPORT.finditer(setup):
+        for name in match.group(1).replace("(", " ").replace(")", " ").split(","):
+            name = name.strip()
+            if name and " " not in name and hasattr(main, name):
+                found[name] = getattr(main, name)
+    return found
 
 
 def _is_plain_data(value: Any, depth: int = 0) -> bool:

@@ -14,7 +14,9 @@ import glob
 import os
 import sys
 import textwrap
+import time
 import traceback
+import types
 
 BLOCK_SIZE = 100
 
@@ -39,6 +41,28 @@ def blocked_source(stmt: str, number: int, reason: str) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _run_cpp(request: dict, folder: str) -> None:
+    """Count a compiled C++ snippet: its own entry point does setup, warm-up and the
+    fork-per-repeat loop; the repeats' process ids go to the manifest."""
+    import ctypes
+
+    lib = ctypes.CDLL(request["library"])
+    fn = lib.tm_callgrind
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
+                   ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    pids = (ctypes.c_int64 * request["repeats"])()
+    error = ctypes.create_string_buffer(4096)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    status = fn(request["num_threads"], request["number"], request["warmup"],
+                request["repeats"], pids, error, len(error))
+    if status != 0:
+        raise RuntimeError(f"C++ snippet failed: {error.value.decode(errors='replace')}")
+    with open(os.path.join(folder, "manifest.txt"), "w") as f:
+        f.write("\n".join(str(p) for p in pids))
+
+
 def _run_child(request: dict, requests, protocol_fds: tuple[int, int]) -> None:
     """Body of the forked child: never returns."""
     folder = request["folder"]
@@ -54,12 +78,22 @@ def _run_child(request: dict, requests, protocol_fds: tuple[int, int]) -> None:
         if request.get("sys_path"):
             sys.path[:] = request["sys_path"]
 
+        if request.get("library"):
+            _run_cpp(request, folder)
+            code = 0
+            return
+
         import torch
 
         from torchmark.callgrind.globals_bridge import load_globals
 
         torch.set_num_threads(request["num_threads"])
-        namespace = {"__name__": "__main__", "__builtins__": builtins, "torch": torch}
+        # The statement's namespace is this process's __main__ module, so that
+        # `from __main__ import f` in setup finds the globals sent along.
+        main_module = types.ModuleType("__main__")
+        sys.modules["__main__"] = main_module
+        namespace = main_module.__dict__
+        namespace.update(__builtins__=builtins, torch=torch)
         load_globals(request["globals"], namespace)
         exec(compile(request["setup"] or "pass", "<setup>", "exec"), namespace)
 
@@ -74,9 +108,8 @@ def _run_child(request: dict, requests, protocol_fds: tuple[int, int]) -> None:
         namespace["__torchmark_toggle"] = requests.toggle_collect
         namespace["__torchmark_toggle_and_dump"] = requests.toggle_collect_and_dump
 
-        exec(warmup, namespace)  # lazy initialization, outside instrumentation
-        requests.start_instrumentation()
-        exec(warmup, namespace)  # symbol binding and caches, instrumented but not counted
+        exec(warmup, namespace)  # lazy initialization, symbol binding, caches: not counted
+        exec(warmup, namespace)
         gc.collect()
         gc.disable()
         # Every block runs in its own fork of this (warmed-up) process, so each starts
@@ -108,6 +141,27 @@ def _run_child(request: dict, requests, protocol_fds: tuple[int, int]) -> None:
         os._exit(code)
 
 
+WARM_UP = """
+import torch
+_threads = torch.get_num_threads()
+torch.set_num_threads(1)
+for _ in range(3):
+    _x = torch.ones(64)
+    _y = torch.ones(64)
+    _z = _x * _y + _x - _y / 2
+    _z.sum(); _z.mean(); _z.relu(); _z.view(8, 8); _z[0]; _z.clone(); _z.reshape(-1)
+    torch.mm(_z.view(8, 8), _z.view(8, 8)); torch.empty(()); torch.zeros(4, dtype=torch.long)
+torch.set_num_threads(_threads)
+"""
+
+
+def _warm_up_common_paths() -> None:
+    try:
+        exec(compile(WARM_UP, "<host warm-up>", "exec"), {"__name__": "__warmup__"})
+    except Exception:  # a warm-up is an optimization only
+        pass
+
+
 def serve(args: argparse.Namespace) -> None:
     import torch  # noqa: F401  (the point of this process: pay for it once)
 
@@ -116,6 +170,16 @@ def serve(args: argparse.Namespace) -> None:
     from torchmark.callgrind.framing import recv_frame, send_frame
 
     requests = ClientRequests(args.helper)
+    # Instrumentation goes on here, once: code translated with instrumentation from now on
+    # is inherited by every forked measurement. A short warm-up of common paths
+    # (interpreter, dispatcher, TensorIterator, allocator) saves each measurement from
+    # translating them again.
+    requests.start_instrumentation()
+    _warm_up_common_paths()
+    # Everything alive now goes to the permanent generation: the collection each
+    # measurement makes before counting then only walks what that measurement created.
+    gc.collect()
+    gc.freeze()
     send_frame(args.responses, {"ready": True, "pid": os.getpid(),
                                 "on_valgrind": bool(requests.running_on_valgrind())})
     while True:
@@ -124,10 +188,12 @@ def serve(args: argparse.Namespace) -> None:
             return
         sys.stdout.flush()
         sys.stderr.flush()
+        started = time.perf_counter()
         pid = os.fork()
         if pid == 0:
             _run_child(request, requests, (args.requests, args.responses))
         _, status = os.waitpid(pid, 0)
+        child_s = time.perf_counter() - started
         dumps, pids = [], [pid]
         try:
             with open(os.path.join(request["folder"], "manifest.txt")) as f:
@@ -145,6 +211,8 @@ def serve(args: argparse.Namespace) -> None:
             "pid": pid,
             "exit_code": os.waitstatus_to_exitcode(status),
             "dumps": dumps,
+            "child_s": child_s,
+            "host_s": time.perf_counter() - started,
         })
 
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from torchmark import __version__
+from torchmark.cli.cache_cmd import cache_cmd
 from torchmark.cli.callgrind_cmd import callgrind_cmd, callgrind_diff_cmd
 from torchmark.cli.compare_cmd import compare_cmd
 from torchmark.cli.demo_cmd import demo_cmd
@@ -28,6 +29,7 @@ cli.add_command(demo_cmd)
 cli.add_command(fuzz_cmd)
 cli.add_command(callgrind_cmd)
 cli.add_command(callgrind_diff_cmd)
+cli.add_command(cache_cmd)
 
 
 def _fail(message: str, code: int) -> int:

@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from torchmark.callgrind.globals_bridge import CopyIfCallgrind
+from torchmark.callgrind.globals_bridge import CopyIfCallgrind, main_imports
+from torchmark.cpp.cpp_timer import CppTimer
 from torchmark.timing import clocks
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.task_spec import TaskSpec
@@ -66,6 +67,7 @@ class Timer:
     """
 
     _timer_cls: type = timeit.Timer
+    _cpp_timer_cls: type = CppTimer
 
     def __init__(
         self,
@@ -91,24 +93,27 @@ class Timer:
             raise ValueError(f"Timer: globals must be a dict, got {type(globals).__name__}")
 
         self._language = _parse_language(language)
-        if self._language is Language.CPP:
-            raise NotImplementedError(
-                "Timer: C++ snippets (language='cpp') are not available in this version of "
-                "torchmark yet; use torch.utils.benchmark.Timer for them"
-            )
-        if global_setup:
-            raise ValueError(
-                f"Timer: global_setup is for C++ snippets only, got {global_setup!r}; "
-                "Python code can go in `setup`"
-            )
-
-        self._globals = dict(globals or {})
-        self._globals.setdefault("torch", torch)
         stmt = _clean_code(stmt)
-        setup = _clean_code(setup)
-        self._stmt, self._setup = stmt, setup
-        self._timer = self._timer_cls(stmt=stmt, setup=setup, timer=timer,
-                                      globals=CopyIfCallgrind.unwrap_all(self._globals))
+        if self._language is Language.CPP:
+            if globals:
+                raise ValueError("Timer: C++ snippets cannot use globals; declare what the "
+                                 "statement needs in `setup` (or `global_setup`)")
+            setup = "" if setup == "pass" else _clean_code(setup)
+            global_setup = _clean_code(global_setup)
+            self._globals = {}
+            self._timer = self._cpp_timer_cls(stmt=stmt, setup=setup, global_setup=global_setup,
+                                              timer=timer, globals=None, num_threads=num_threads)
+        else:
+            if global_setup:
+                raise ValueError(
+                    f"Timer: global_setup is for C++ snippets only, got {global_setup!r}; "
+                    "Python code can go in `setup`"
+                )
+            setup = _clean_code(setup)
+            self._globals = dict(globals or {})
+            self._globals.setdefault("torch", torch)
+            self._timer = self._timer_cls(stmt=stmt, setup=setup, timer=timer,
+                                          globals=CopyIfCallgrind.unwrap_all(self._globals))
         self._task_spec = TaskSpec(
             stmt=stmt,
             setup=setup,
@@ -258,11 +263,18 @@ class Timer:
     def _callgrind_request(self, number: int, repeats: int | None, collect_baseline: bool):
         from torchmark.callgrind.batch import make_request
 
+        if self._language is Language.CPP:
+            request = make_request(self._task_spec, {}, number, repeats, False)
+            request.library = self._timer.build()  # compile errors surface here
+            return request
         # Syntax errors surface here, before valgrind starts; the statement itself only
         # runs in the counted process (a crashing statement must not take this one down).
         compile(self._task_spec.stmt, "<stmt>", "exec")
         compile(self._task_spec.setup, "<setup>", "exec")
-        return make_request(self._task_spec, self._globals, number, repeats, collect_baseline)
+        globals_ = dict(self._globals)
+        for name, value in main_imports(self._task_spec.setup).items():
+            globals_.setdefault(name, value)
+        return make_request(self._task_spec, globals_, number, repeats, collect_baseline)
 
     def collect_callgrind(
         self,

@@ -1,0 +1,199 @@
+"""Building C++ snippets into shared libraries, cached on disk between processes.
+
+The cache key covers the snippet source, torch's version, the compiler and the flags,
+so a second process (or a second day) reuses the build. Two processes building the same
+snippet serialize on a lock file; the library appears under its final name only when
+complete (written to a temporary name, then renamed), so no half-written entry is ever
+used. A precompiled header of <torch/torch.h> is built once per torch version and
+compiler and reused by every later snippet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from torchmark.cpp.snippet_source import DEFAULT_HEADER, snippet_source
+from torchmark.paths import cache_dir
+
+LIBRARY = "libsnippet.so"
+_USER_FILES = ("<stmt>", "<setup>", "<global_setup>")
+
+
+class CompileError(RuntimeError):
+    """The compiler rejected a snippet; the message is the compiler's, at the user's lines."""
+
+    def __init__(self, message: str, compiler_output: str) -> None:
+        super().__init__(message)
+        self.compiler_output = compiler_output
+
+
+def cxx_compiler() -> str:
+    for candidate in (os.environ.get("CXX"), "c++", "g++", "clang++"):
+        if candidate and shutil.which(candidate):
+            return candidate
+    raise OSError("no C++ compiler found (tried $CXX, c++, g++, clang++): C++ snippets need "
+                  "one, e.g. `apt-get install g++`")
+
+
+def _compiler_version(cxx: str) -> str:
+    proc = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False)
+    return proc.stdout.splitlines()[0] if proc.stdout else cxx
+
+
+def _callgrind_header_flags() -> list[str]:
+    for folder in ("/usr/include", "/usr/local/include"):
+        if Path(folder, "valgrind", "callgrind.h").exists():
+            return []
+    from torchmark.callgrind.client_requests import _torch_header_dir
+
+    local = _torch_header_dir()
+    return ["-DTORCHMARK_LOCAL_CALLGRIND_HEADER", f"-I{local}"] if local else []
+
+
+def torch_flags() -> tuple[list[str], list[str]]:
+    """(compile flags, link flags) for code using libtorch."""
+    import torch
+    from torch.utils import cpp_extension
+
+    compile_flags = ["-O2", "-fPIC", "-std=c++20", "-w",
+                     f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"]
+    compile_flags += [f"-I{p}" for p in cpp_extension.include_paths()]
+    compile_flags += _callgrind_header_flags()
+    lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    link_flags = ["-shared", f"-L{lib_dir}", f"-Wl,-rpath,{lib_dir}", "-ltorch", "-ltorch_cpu",
+                  "-lc10", "-lpthread"]
+    return compile_flags, link_flags
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _user_errors(output: str) -> str:
+    """The compiler's diagnostics about the user's code first, then the rest."""
+    lines = output.splitlines()
+    mine = [ln for ln in lines if ln.startswith(_USER_FILES)]
+    return "\n".join(mine) if mine else "\n".join(lines[-30:])
+
+
+class SnippetBuilder:
+    """Compiles snippets with a shared precompiled header, caching the libraries."""
+
+    def __init__(self, use_pch: bool | None = None) -> None:
+        if use_pch is None:
+            use_pch = os.environ.get("TORCHMARK_CPP_PCH", "1") not in ("0", "no", "false")
+        self.use_pch = use_pch
+        self.cxx = cxx_compiler()
+        self.compile_flags, self.link_flags = torch_flags()
+        import torch
+
+        self.identity = "\n".join([torch.__version__, _compiler_version(self.cxx),
+                                   " ".join(self.compile_flags), " ".join(self.link_flags)])
+        self.last_build: dict[str, float] = {}
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256((self.identity + "\n" + text).encode()).hexdigest()[:20]
+
+    # -- precompiled header ---------------------------------------------------------------
+    def pch(self) -> Path | None:
+        """The folder holding torch.h's precompiled header, built on first use."""
+        if not self.use_pch:
+            return None
+        folder = cache_dir("cpp", "pch-" + self._key(DEFAULT_HEADER))
+        gch = folder / "torchmark_pch.h.gch"
+        if gch.exists():
+            return folder
+        with _locked(folder / ".lock"):
+            if gch.exists():
+                return folder
+            header = folder / "torchmark_pch.h"
+            header.write_text(DEFAULT_HEADER + "\n")
+            tmp = folder / f".torchmark_pch.h.gch.{os.getpid()}"
+            start = time.perf_counter()
+            proc = subprocess.run([self.cxx, *self.compile_flags, "-x", "c++-header",
+                                   str(header), "-o", str(tmp)],
+                                  capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                tmp.unlink(missing_ok=True)
+                return None  # fall back to plain compiles
+            os.replace(tmp, gch)
+            self.last_build["pch_s"] = time.perf_counter() - start
+        return folder
+
+    # -- snippets -----------------------------------------------------------------------
+    def build(self, stmt: str, setup: str, global_setup: str) -> Path:
+        """The shared library for this snippet, from the cache or freshly compiled."""
+        source = snippet_source(stmt, setup, global_setup)
+        folder = cache_dir("cpp", "snippet-" + self._key(source))
+        library = folder / LIBRARY
+        if library.exists():
+            self.last_build = {"cached": 1.0}
+            return library
+        with _locked(folder / ".lock"):
+            if library.exists():  # another process built it while we waited
+                self.last_build = {"cached": 1.0}
+                return library
+            self.last_build = {}
+            pch = self.pch()
+            (folder / "snippet.cpp").write_text(source)
+            tmp = folder / f".{LIBRARY}.{os.getpid()}"
+            cmd = [self.cxx, *self.compile_flags]
+            if pch is not None:
+                cmd += ["-include", str(pch / "torchmark_pch.h"), "-Winvalid-pch"]
+            cmd += [str(folder / "snippet.cpp"), "-o", str(tmp), *self.link_flags]
+            start = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            self.last_build["compile_s"] = time.perf_counter() - start
+            if proc.returncode != 0:
+                tmp.unlink(missing_ok=True)
+                output = proc.stderr + proc.stdout
+                raise CompileError("C++ snippet failed to compile:\n" + _user_errors(output),
+                                   output)
+            (folder / "meta.json").write_text(json.dumps({
+                "stmt": stmt, "setup": setup, "global_setup": global_setup,
+                "compile_s": self.last_build["compile_s"], "pch": pch is not None,
+                "created": time.time()}))
+            os.replace(tmp, library)
+        return library
+
+
+_BUILDER: SnippetBuilder | None = None
+
+
+def default_builder() -> SnippetBuilder:
+    global _BUILDER
+    if _BUILDER is None:
+        _BUILDER = SnippetBuilder()
+    return _BUILDER
+
+
+def cache_entries() -> dict[str, list[Path]]:
+    """Cached snippets and precompiled headers."""
+    root = cache_dir("cpp")
+    out: dict[str, list[Path]] = {"snippets": [], "pch": []}
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith("snippet-") and (entry / LIBRARY).exists():
+            out["snippets"].append(entry)
+        elif entry.name.startswith("pch-") and any(entry.glob("*.gch")):
+            out["pch"].append(entry)
+    return out
+
+
+def folder_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
