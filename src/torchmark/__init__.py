@@ -1,42 +1,55 @@
 """torchmark: PyTorch micro-benchmarking.
 
 A drop-in for `torch.utils.benchmark` (`import torchmark as benchmark`) that measures
-better on CPU and GPU.
+better on CPU and GPU. Names are loaded on first use, so `import torchmark` stays cheap
+(torch itself is imported only by the parts that need it).
 """
 
-from torchmark.callgrind import (
-    CallgrindStats,
-    CopyIfCallgrind,
-    FunctionCount,
-    FunctionCounts,
-)
-from torchmark.compare import Colorize, Compare
-from torchmark.fuzzing import (
-    FuzzedParameter,
-    FuzzedSparseTensor,
-    FuzzedTensor,
-    Fuzzer,
-    ParameterAlias,
-)
-from torchmark.timing import (
-    Language,
-    Measurement,
-    TaskSpec,
-    Timer,
-    ordered_unique,
-    select_unit,
-    set_torch_threads,
-    timer,
-    trim_sigfig,
-    unit_to_english,
-)
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CallgrindStats", "Colorize", "Compare", "CopyIfCallgrind", "FunctionCount",
-    "FunctionCounts", "FuzzedParameter", "FuzzedSparseTensor", "FuzzedTensor", "Fuzzer",
-    "Language", "ParameterAlias", "Measurement", "TaskSpec", "Timer", "__version__",
-    "ordered_unique", "select_unit", "set_torch_threads", "timer", "trim_sigfig",
-    "unit_to_english",
-]
+_EXPORTS = {
+    "CallgrindStats": "torchmark.callgrind.stats",
+    "CopyIfCallgrind": "torchmark.callgrind.globals_bridge",
+    "FunctionCount": "torchmark.callgrind.function_counts",
+    "FunctionCounts": "torchmark.callgrind.function_counts",
+    "Colorize": "torchmark.compare.layout",
+    "Compare": "torchmark.compare.compare",
+    "FuzzedParameter": "torchmark.fuzzing.parameters",
+    "ParameterAlias": "torchmark.fuzzing.parameters",
+    "FuzzedSparseTensor": "torchmark.fuzzing.sparse",
+    "FuzzedTensor": "torchmark.fuzzing.tensors",
+    "Fuzzer": "torchmark.fuzzing.fuzzer",
+    "CompileError": "torchmark.cpp.compile_cache",
+    "Language": "torchmark.timing.timer_class",
+    "Timer": "torchmark.timing.timer_class",
+    "Measurement": "torchmark.timing.measurement",
+    "TaskSpec": "torchmark.timing.task_spec",
+    "set_torch_threads": "torchmark.timing.clocks",
+    "timer": "torchmark.timing.clocks",
+    "ordered_unique": "torchmark.timing.stats",
+    "select_unit": "torchmark.timing.stats",
+    "trim_sigfig": "torchmark.timing.stats",
+    "unit_to_english": "torchmark.timing.stats",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        if name in ("op_fuzzers", "callgrind", "compare", "cpp", "fuzzing", "timing"):
+            return importlib.import_module(f"torchmark.{name}")
+        raise AttributeError(f"module 'torchmark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -180,9 +180,9 @@ def test_languages_accepted():
     assert Timer("pass", language="python").language is Language.PYTHON
 
 
-def test_cpp_not_available_yet_is_a_clear_error():
-    with pytest.raises(NotImplementedError, match="C\\+\\+ snippets"):
-        Timer("x;", language="cpp")
+def test_cpp_timer_rejects_globals():
+    with pytest.raises(ValueError, match="C\\+\\+ snippets cannot use globals"):
+        Timer("x;", language="cpp", globals={"x": 1})
 
 
 def test_stdlib_timer_is_the_default_inner_class():

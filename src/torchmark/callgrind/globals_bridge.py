@@ -20,9 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import torch
-
-_PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
+_PLAIN_BUILTINS = (type(None), bool, int, float, complex, str, bytes)
 
 
 class CopyIfCallgrind:
@@ -69,7 +67,9 @@ def main_imports(setup: str) -> dict[str, Any]:
 
 
 def _is_plain_data(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, _PLAIN):
+    import torch
+
+    if isinstance(value, (*_PLAIN_BUILTINS, torch.dtype, torch.device)):
         return True
     if depth > 20:
         return False
@@ -113,6 +113,8 @@ def _refuse(name: str, value: Any, why: str) -> ValueError:
 
 def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dict[str, Any]]:
     """Write `globals` under `folder`; returns the load plan for `load_globals`."""
+    import torch
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     plan: list[dict[str, Any]] = []
@@ -168,6 +170,8 @@ def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dic
 def load_globals(plan: list[dict[str, Any]], namespace: dict[str, Any]) -> None:
     """Inverse of `pack_globals`, run in the counted process."""
     import importlib
+
+    import torch
 
     for entry in plan:
         if entry.get("setup"):

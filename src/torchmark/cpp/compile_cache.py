@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +92,20 @@ def _user_errors(output: str) -> str:
     return "\n".join(mine) if mine else "\n".join(lines[-30:])
 
 
+FLAGS_REVISION = "1"  # change when torch_flags() changes what it produces
+
+
+def _torch_identity() -> str:
+    """torch's version and location, read without importing torch (a cache lookup stays
+    fast: only a cache miss imports torch to compute the compile flags)."""
+    from importlib import metadata, util
+
+    spec = util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise OSError("torch is not installed")
+    return f"torch {metadata.version('torch')} at {list(spec.submodule_search_locations)[0]}"
+
+
 class SnippetBuilder:
     """Compiles snippets with a shared precompiled header, caching the libraries."""
 
@@ -99,25 +114,66 @@ class SnippetBuilder:
             use_pch = os.environ.get("TORCHMARK_CPP_PCH", "1") not in ("0", "no", "false")
         self.use_pch = use_pch
         self.cxx = cxx_compiler()
-        self.compile_flags, self.link_flags = torch_flags()
-        import torch
-
-        self.identity = "\n".join([torch.__version__, _compiler_version(self.cxx),
-                                   " ".join(self.compile_flags), " ".join(self.link_flags)])
+        self.identity = "\n".join([_torch_identity(), _compiler_version(self.cxx),
+                                   FLAGS_REVISION])
+        self._flags: tuple[list[str], list[str]] | None = None
         self.last_build: dict[str, float] = {}
+
+    @property
+    def compile_flags(self) -> list[str]:
+        if self._flags is None:
+            self._flags = torch_flags()
+        return self._flags[0]
+
+    @property
+    def link_flags(self) -> list[str]:
+        if self._flags is None:
+            self._flags = torch_flags()
+        return self._flags[1]
 
     def _key(self, text: str) -> str:
         return hashlib.sha256((self.identity + "\n" + text).encode()).hexdigest()[:20]
 
     # -- precompiled header ---------------------------------------------------------------
+    def pch_folder(self) -> Path:
+        return cache_dir("cpp", "pch-" + self._key(DEFAULT_HEADER))
+
     def pch(self) -> Path | None:
-        """The folder holding torch.h's precompiled header, built on first use."""
+        """The folder of torch.h's precompiled header when it is built, else None.
+
+        A missing header is built in a background process (TORCHMARK_CPP_PCH=sync builds
+        it here, first; =0 never uses one): the snippet that finds it missing compiles
+        without it rather than waiting for it, later snippets use it.
+        """
         if not self.use_pch:
             return None
-        folder = cache_dir("cpp", "pch-" + self._key(DEFAULT_HEADER))
-        gch = folder / "torchmark_pch.h.gch"
-        if gch.exists():
+        folder = self.pch_folder()
+        if (folder / "torchmark_pch.h.gch").exists():
             return folder
+        if os.environ.get("TORCHMARK_CPP_PCH") == "sync":
+            return self.build_pch()
+        self._start_background_pch(folder)
+        return None
+
+    def _start_background_pch(self, folder: Path) -> None:
+        marker = folder / ".building"
+        if (folder / "error.log").exists():
+            return  # it failed before: compile without it (delete error.log to retry)
+        try:
+            if marker.exists() and time.time() - marker.stat().st_mtime < 900:
+                return  # another process is building it
+            marker.write_text(str(os.getpid()))
+            with open(folder / "build.log", "wb") as log:
+                subprocess.Popen([sys.executable, "-m", "torchmark.cpp.build_pch"],
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+        except OSError:
+            pass  # the header is an optimization only
+
+    def build_pch(self) -> Path | None:
+        """Build the precompiled header now (under a lock); None if the compiler fails."""
+        folder = self.pch_folder()
+        gch = folder / "torchmark_pch.h.gch"
         with _locked(folder / ".lock"):
             if gch.exists():
                 return folder
@@ -128,9 +184,11 @@ class SnippetBuilder:
             proc = subprocess.run([self.cxx, *self.compile_flags, "-x", "c++-header",
                                    str(header), "-o", str(tmp)],
                                   capture_output=True, text=True, check=False)
+            (folder / ".building").unlink(missing_ok=True)
             if proc.returncode != 0:
                 tmp.unlink(missing_ok=True)
-                return None  # fall back to plain compiles
+                (folder / "error.log").write_text(proc.stderr)
+                return None  # snippets compile without it
             os.replace(tmp, gch)
             self.last_build["pch_s"] = time.perf_counter() - start
         return folder

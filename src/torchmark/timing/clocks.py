@@ -7,12 +7,12 @@ import functools
 import timeit
 from collections.abc import Callable, Iterator
 
-import torch
-
 
 @functools.cache
 def _device_synchronize() -> Callable[[], None] | None:
     """The synchronize function of the present accelerator, or None on a CPU-only host."""
+    import torch
+
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None and hasattr(accelerator, "is_available"):
         if accelerator.is_available():
@@ -38,6 +38,8 @@ def timer() -> float:
 @contextlib.contextmanager
 def set_torch_threads(n: int) -> Iterator[None]:
     """Run the body with `torch.set_num_threads(n)`, restoring the old count after."""
+    import torch
+
     prior = torch.get_num_threads()
     try:
         torch.set_num_threads(n)

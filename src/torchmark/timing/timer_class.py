@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import statistics
 import textwrap
 import timeit
 from collections.abc import Callable
 from typing import Any
-
-import torch
 
 from torchmark.callgrind.globals_bridge import CopyIfCallgrind, main_imports
 from torchmark.cpp.cpp_timer import CppTimer
@@ -109,6 +108,8 @@ class Timer:
                     f"Timer: global_setup is for C++ snippets only, got {global_setup!r}; "
                     "Python code can go in `setup`"
                 )
+            import torch
+
             setup = _clean_code(setup)
             self._globals = dict(globals or {})
             self._globals.setdefault("torch", torch)
@@ -142,6 +143,8 @@ class Timer:
         return Measurement(number_per_run=number, raw_times=times, task_spec=self._task_spec)
 
     def _threads(self):
+        if self._language is Language.CPP:  # the snippet sets its own thread count
+            return contextlib.nullcontext()
         return clocks.set_torch_threads(self._task_spec.num_threads)
 
     # -- timeit-compatible API ----------------------------------------------------------

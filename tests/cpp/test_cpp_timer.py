@@ -1,0 +1,138 @@
+"""C++ snippets compiled for real (g++ runs in CI): timing, cache, errors, callgrind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+import torchmark
+from torchmark import CompileError
+from torchmark.cpp import SnippetError, default_builder
+
+pytestmark = [
+    pytest.mark.compiler,
+    pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                       reason="no C++ compiler"),
+]
+
+MUL = ("x * y;", "auto x = torch::ones({128}); auto y = torch::ones({128});")
+
+
+@pytest.fixture(scope="module")
+def mul_timer():
+    timer = torchmark.Timer(*MUL, language="cpp")
+    timer.timeit(1)  # compile (or load from the cache)
+    return timer
+
+
+def test_cpp_time_is_positive_and_below_python(mul_timer):
+    cpp = mul_timer.blocked_autorange(min_run_time=0.2)
+    py = torchmark.Timer("x * y", "x = torch.ones(128); y = torch.ones(128)") \
+        .blocked_autorange(min_run_time=0.2)
+    assert 0 < cpp.median < py.median
+    assert cpp.task_spec.stmt == "x * y;"
+
+
+def test_language_spellings_and_threads():
+    for language in ("cpp", "c++", torchmark.Language.CPP):
+        assert torchmark.Timer(*MUL, language=language).language is torchmark.Language.CPP
+    threads = torchmark.Timer("auto n = at::get_num_threads(); TORCH_CHECK(n == 2);", "",
+                              language="cpp", num_threads=2)
+    assert threads.timeit(3).median > 0
+
+
+def run_in_new_process(code: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=env, timeout=600, check=False)
+
+
+def test_cache_hit_in_a_second_process_runs_no_compiler(mul_timer, tmp_path):
+    log = tmp_path / "compiler-calls.log"
+    from torchmark.cpp.compile_cache import cxx_compiler
+
+    real = shutil.which(cxx_compiler())  # the compiler the cached build was made with
+    fake = tmp_path / "g++"
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = "--version" ]; then exec {real} --version; fi\n'
+                    f'echo "$@" >> {log}\nexit 1\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, CXX=str(fake))
+    proc = run_in_new_process(f"""
+        import torchmark
+        m = torchmark.Timer(*{MUL!r}, language="cpp").timeit(100)
+        print(m.median)
+    """, env)
+    assert proc.returncode == 0, proc.stderr
+    assert float(proc.stdout.strip()) > 0
+    assert not log.exists(), log.read_text()
+
+
+def test_two_processes_building_one_snippet(tmp_path):
+    token = uuid.uuid4().hex
+    code = f"""
+        import torchmark
+        t = torchmark.Timer("x + y; // {token}", "auto x = torch::ones({{4}}); auto y = x;",
+                            language="cpp")
+        print(t.timeit(10).median > 0)
+    """
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert out.strip() == "True"
+
+
+def test_syntax_error_is_reported_at_the_users_line():
+    timer = torchmark.Timer("auto a = x;\nauto b = x *;", "auto x = torch::ones({2});",
+                            language="cpp")
+    with pytest.raises(CompileError) as info:
+        timer.timeit(1)
+    assert "<stmt>:2:" in str(info.value)
+    assert "error" in str(info.value)
+
+
+def test_runtime_errors_and_global_setup():
+    failing = torchmark.Timer("x;", "auto x = torch::mm(torch::ones({2, 3}), torch::ones({2, 3}));",
+                              language="cpp")
+    with pytest.raises(SnippetError, match="C\\+\\+ setup failed"):
+        failing.timeit(1)
+    helper = torchmark.Timer("auto v = twice(x);", "int x = 3;",
+                             global_setup="#include <vector>\nstatic int twice(int v) { return 2 * v; }",
+                             language="cpp")
+    assert helper.timeit(10).median > 0
+
+
+@pytest.mark.valgrind
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_cpp_callgrind_counts_repeat(mul_timer):
+    stats = mul_timer.collect_callgrind(number=100, repeats=3)
+    totals = [s.counts() for s in stats]
+    assert all(t > 0 for t in totals)
+    assert (max(totals) - min(totals)) / min(totals) <= 0.005
+    assert stats[0].baseline_exclusive_stats.sum() == 0  # no Python loop to subtract
+    python = torchmark.Timer("x * y", "x = torch.ones(128); y = torch.ones(128)") \
+        .collect_callgrind(number=100)
+    assert totals[0] < python.counts()
+
+
+def test_cache_info_and_clear(tmp_path, capsys, monkeypatch):
+    from torchmark.cli.main import main
+
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert "C++ snippets:" in out and "cache folder:" in out
+    monkeypatch.setenv("TORCHMARK_CACHE_DIR", str(tmp_path / "c"))
+    (tmp_path / "c" / "cpp" / "snippet-x").mkdir(parents=True)
+    (tmp_path / "c" / "cpp" / "snippet-x" / "libsnippet.so").write_bytes(b"1234")
+    assert main(["cache", "info"]) == 0
+    assert "C++ snippets: 1" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    assert not (tmp_path / "c" / "cpp").exists()
+    assert default_builder() is not None
