@@ -22,6 +22,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(PY) -m pytest -q
 	$(PY) examples/tutorial.py --quick
+	$(PY) examples/cpp_snippets.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
