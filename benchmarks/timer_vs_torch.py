@@ -1,7 +1,8 @@
 """torchmark.Timer against torch.utils.benchmark.Timer, side by side in one process.
 
 For each statement, both timers run `blocked_autorange(min_run_time=0.5)` REPEATS times,
-interleaved (torchmark, torch, torchmark, ...) so that machine noise hits both alike.
+interleaved, with the order alternating from one repeat to the next, so that machine
+noise hits both alike.
 Printed per statement: the median of the repeated medians for each, their ratio, and the
 run-to-run coefficient of variation (CV) of the medians. For `pass` the median is the
 per-call overhead of the timing loop itself.
@@ -49,11 +50,11 @@ def main() -> None:
     print("-" * len(header))
     for name, stmt, globals_ in CASES:
         ours, theirs = [], []
-        for _ in range(args.repeats):
-            ours.append(torchmark.Timer(stmt, globals=globals_)
-                        .blocked_autorange(min_run_time=args.min_run_time).median)
-            theirs.append(torch_benchmark.Timer(stmt, globals=globals_)
-                          .blocked_autorange(min_run_time=args.min_run_time).median)
+        for i in range(args.repeats):
+            runs = [(ours, torchmark.Timer), (theirs, torch_benchmark.Timer)]
+            for results, timer_cls in (runs if i % 2 == 0 else runs[::-1]):  # alternate
+                results.append(timer_cls(stmt, globals=globals_)
+                               .blocked_autorange(min_run_time=args.min_run_time).median)
         m_ours, m_theirs = statistics.median(ours), statistics.median(theirs)
         unit, scale = torchmark.select_unit(min(m_ours, m_theirs))
         print(f"{name:<22} {m_ours / scale:>9.3f} {unit:<2} {m_theirs / scale:>9.3f} {unit:<2} "

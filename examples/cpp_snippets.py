@@ -83,7 +83,7 @@ cpp_lib = cpp_extension.load_inline(
 # The counted process imports the extension again from its file.
 module_import = textwrap.dedent(f"""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("cpp_lib", {cpp_lib.__file__!r})
+    spec = importlib.util.spec_from_file_location({cpp_lib.__name__!r}, {cpp_lib.__file__!r})
     cpp_lib = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cpp_lib)
 """)
