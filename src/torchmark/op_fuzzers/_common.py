@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import torch
+
 from torchmark.fuzzing.parameters import FuzzedParameter, ParameterAlias
+from torchmark.fuzzing.tensors import FuzzedTensor
 
 MIN_DIM_SIZE = 16
 MAX_DIM_SIZE = 16 * 1024**2
@@ -50,6 +53,20 @@ def step_parameters(*prefixes: str) -> list[FuzzedParameter]:
     """Slicing steps `{prefix}step_i` (1 most of the time) for i in 0..2."""
     return [FuzzedParameter(f"{prefix}step_{i}", distribution=dict(STEP_DISTRIBUTION))
             for i in range(3) for prefix in prefixes]
+
+
+def dense_input(name: str, size: tuple[str, ...], step_prefix: str, dim_parameter: str,
+                dtype: torch.dtype, cuda: bool, limit_elements: bool = True) -> FuzzedTensor:
+    """A 1 to 3 dim tensor sized by `size`, sliced by `{step_prefix}step_i`, 75%
+    contiguous, within the shared element (when `limit_elements`) and byte limits."""
+    return FuzzedTensor(
+        name=name, size=size, steps=tuple(f"{step_prefix}step_{i}" for i in range(3)),
+        probability_contiguous=0.75,
+        min_elements=MIN_ELEMENTS if limit_elements else None,
+        max_elements=MAX_ELEMENTS if limit_elements else None,
+        max_allocation_bytes=MAX_ALLOCATION_BYTES, dim_parameter=dim_parameter,
+        dtype=dtype, cuda=cuda,
+    )
 
 
 def random_value() -> FuzzedParameter:

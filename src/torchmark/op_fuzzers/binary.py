@@ -6,7 +6,6 @@ import torch
 
 from torchmark.fuzzing.fuzzer import Fuzzer
 from torchmark.fuzzing.parameters import FuzzedParameter, ParameterAlias
-from torchmark.fuzzing.tensors import FuzzedTensor
 from torchmark.op_fuzzers import _common as c
 
 __all__ = ["BinaryOpFuzzer"]
@@ -35,19 +34,9 @@ class BinaryOpFuzzer(Fuzzer):
                 c.random_value(),
             ],
             tensors=[
-                FuzzedTensor(
-                    name="x", size=("k0", "k1", "k2"),
-                    steps=("x_step_0", "x_step_1", "x_step_2"), probability_contiguous=0.75,
-                    min_elements=c.MIN_ELEMENTS, max_elements=c.MAX_ELEMENTS,
-                    max_allocation_bytes=c.MAX_ALLOCATION_BYTES, dim_parameter="dim",
-                    dtype=dtype, cuda=cuda,
-                ),
-                FuzzedTensor(
-                    name="y", size=("y_k0", "y_k1", "y_k2"),
-                    steps=("x_step_0", "x_step_1", "x_step_2"), probability_contiguous=0.75,
-                    max_allocation_bytes=c.MAX_ALLOCATION_BYTES, dim_parameter="dim",
-                    dtype=dtype, cuda=cuda,
-                ),
+                c.dense_input("x", ("k0", "k1", "k2"), "x_", "dim", dtype, cuda),
+                c.dense_input("y", ("y_k0", "y_k1", "y_k2"), "x_", "dim", dtype, cuda,
+                              limit_elements=False),
             ],
             seed=seed,
         )

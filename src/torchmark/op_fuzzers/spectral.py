@@ -7,7 +7,6 @@ import math
 import torch
 
 from torchmark.fuzzing.fuzzer import Fuzzer
-from torchmark.fuzzing.tensors import FuzzedTensor
 from torchmark.op_fuzzers import _common as c
 
 __all__ = ["REGULAR_SIZES", "SpectralOpFuzzer"]
@@ -53,13 +52,6 @@ class SpectralOpFuzzer(Fuzzer):
                     regular_family="k_regular"),
                 c.step_parameters(""),
             ],
-            tensors=[
-                FuzzedTensor(
-                    name="x", size=("k0", "k1", "k2"), steps=("step_0", "step_1", "step_2"),
-                    probability_contiguous=0.75, min_elements=c.MIN_ELEMENTS,
-                    max_elements=c.MAX_ELEMENTS, max_allocation_bytes=c.MAX_ALLOCATION_BYTES,
-                    dim_parameter="ndim", dtype=dtype, cuda=cuda,
-                ),
-            ],
+            tensors=[c.dense_input("x", ("k0", "k1", "k2"), "", "ndim", dtype, cuda)],
             seed=seed,
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 from torchmark.fuzzing.fuzzer import Fuzzer
-from torchmark.fuzzing.tensors import FuzzedTensor
 from torchmark.op_fuzzers import _common as c
 
 __all__ = ["UnaryOpFuzzer"]
@@ -24,14 +23,6 @@ class UnaryOpFuzzer(Fuzzer):
                 c.step_parameters("x_"),
                 c.random_value(),
             ],
-            tensors=[
-                FuzzedTensor(
-                    name="x", size=("k0", "k1", "k2"),
-                    steps=("x_step_0", "x_step_1", "x_step_2"), probability_contiguous=0.75,
-                    min_elements=c.MIN_ELEMENTS, max_elements=c.MAX_ELEMENTS,
-                    max_allocation_bytes=c.MAX_ALLOCATION_BYTES, dim_parameter="dim",
-                    dtype=dtype, cuda=cuda,
-                ),
-            ],
+            tensors=[c.dense_input("x", ("k0", "k1", "k2"), "x_", "dim", dtype, cuda)],
             seed=seed,
         )
