@@ -12,6 +12,8 @@ import builtins
 import gc
 import glob
 import os
+import pickle
+import struct
 import sys
 import textwrap
 import time
@@ -162,6 +164,33 @@ def _warm_up_common_paths() -> None:
         pass
 
 
+_REPLY = struct.Struct("!qq")
+
+
+def _zygote(commands: int, replies: int, requests, closed: tuple[int, ...]) -> None:
+    """The process every measurement is forked from; never returns.
+
+    It does nothing but wait for a request folder, fork and report, so its memory is the
+    same before every fork: two measurements of one statement start from identical
+    states, whatever the host did in between.
+    """
+    for fd in closed:
+        os.close(fd)
+    while True:
+        folder = os.read(commands, 4096)
+        if not folder:
+            os._exit(0)
+        pid = os.fork()
+        if pid == 0:
+            os.close(commands)
+            os.close(replies)
+            with open(os.path.join(folder.decode(), "request.pkl"), "rb") as f:
+                request = pickle.load(f)
+            _run_child(request, requests, ())
+        _, status = os.waitpid(pid, 0)
+        os.write(replies, _REPLY.pack(pid, status))
+
+
 def serve(args: argparse.Namespace) -> None:
     import torch  # noqa: F401  (the point of this process: pay for it once)
 
@@ -180,19 +209,29 @@ def serve(args: argparse.Namespace) -> None:
     # measurement makes before counting then only walks what that measurement created.
     gc.collect()
     gc.freeze()
+    command_r, command_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() == 0:
+        _zygote(command_r, reply_w, requests,
+                (command_w, reply_r, args.requests, args.responses))
+    os.close(command_r)
+    os.close(reply_w)
     send_frame(args.responses, {"ready": True, "pid": os.getpid(),
                                 "on_valgrind": bool(requests.running_on_valgrind())})
     while True:
         request = recv_frame(args.requests)
         if request is None or request.get("op") == "shutdown":
             return
-        sys.stdout.flush()
-        sys.stderr.flush()
         started = time.perf_counter()
-        pid = os.fork()
-        if pid == 0:
-            _run_child(request, requests, (args.requests, args.responses))
-        _, status = os.waitpid(pid, 0)
+        with open(os.path.join(request["folder"], "request.pkl"), "wb") as f:
+            pickle.dump(request, f)
+        os.write(command_w, request["folder"].encode())
+        reply = os.read(reply_r, _REPLY.size)
+        if len(reply) != _REPLY.size:
+            raise SystemExit("the measurement zygote exited")
+        pid, status = _REPLY.unpack(reply)
         child_s = time.perf_counter() - started
         dumps, pids = [], [pid]
         try:
