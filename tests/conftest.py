@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 
 import pytest
 
 from torchmark import Measurement, TaskSpec
+
+# Tests use private callgrind hosts (closed at exit); the shared one is tested on its own.
+os.environ["TORCHMARK_CALLGRIND_KEEPALIVE"] = "0"
 
 
 class FakeTimeitTimer:

@@ -159,3 +159,28 @@ def test_cli_callgrind_and_diff(tmp_path, capsys):
     assert "delta:" in out and "TensorIterator" in out
     assert main(["callgrind-diff", str(a), str(tmp_path / "missing.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_shared_host_serves_a_second_process(tmp_path):
+    import subprocess
+    import sys
+
+    shared = collector.SharedHost(idle_s=120)
+    try:
+        first = shared.run(collector.Request(torchmark.Timer(*MUL).task_spec, {}, number=10))
+        assert first[0].counts() > 0 and shared.starts == 1
+        code = ("import torchmark\nfrom torchmark.callgrind import collector\n"
+                f"s = torchmark.Timer(*{MUL!r}).collect_callgrind(number=10)\n"
+                "print(s.counts(), collector.default_host().starts)")
+        env = dict(os.environ, TORCHMARK_CALLGRIND_KEEPALIVE="120")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr
+        counts, starts = proc.stdout.split()
+        assert starts == "0"  # connected to the running host, started none
+        # a different process: other sys.path and cwd, so not bit-identical (number=10 is
+        # also small enough for fixed costs to show); the same statement all the same
+        assert abs(int(counts) - first[0].counts()) / first[0].counts() <= 0.03
+    finally:
+        shared.stop()
+    assert not shared.running

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import fcntl
+import hashlib
 import os
 import platform
 import select
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -66,6 +69,23 @@ def _setarch_prefix() -> list[str]:
     return cmd if ok else []
 
 
+def host_env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
+def host_command(out_dir: Path, mode_args: list[str]) -> list[str]:
+    """valgrind (instrumentation off at start) running torchmark.callgrind.host."""
+    return [
+        *_setarch_prefix(), valgrind_path(), "--tool=callgrind", "--instr-atstart=no",
+        "--collect-atstart=no", "--dump-instr=no", "--dump-line=yes",
+        f"--callgrind-out-file={out_dir}/callgrind.out.%p",
+        sys.executable, "-m", "torchmark.callgrind.host", *mode_args,
+        "--out-dir", str(out_dir), "--helper", str(helper_path()),
+    ]
+
+
 def _built_with_debug_symbols() -> bool:
     import torch
 
@@ -102,28 +122,17 @@ class Host:
         return self._proc is not None and self._proc.poll() is None
 
     def _start(self) -> None:
-        valgrind = valgrind_path()
-        helper = helper_path()
         self._dir = Path(tempfile.mkdtemp(prefix="torchmark-callgrind-"))
         self._log = self._dir / "host.log"
         out_dir = self._dir / "out"
         out_dir.mkdir()
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
-        cmd = [
-            *_setarch_prefix(), valgrind, "--tool=callgrind", "--instr-atstart=no",
-            "--collect-atstart=no", "--dump-instr=no", "--dump-line=yes",
-            f"--callgrind-out-file={out_dir}/callgrind.out.%p",
-            sys.executable, "-m", "torchmark.callgrind.host",
-            "--requests", str(req_r), "--responses", str(resp_w),
-            "--out-dir", str(out_dir), "--helper", str(helper),
-        ]
-        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        cmd = host_command(out_dir, ["--requests", str(req_r), "--responses", str(resp_w)])
         with open(self._log, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                           stderr=subprocess.STDOUT, pass_fds=(req_r, resp_w),
-                                          env=env, start_new_session=True)
+                                          env=host_env(), start_new_session=True)
         os.close(req_r)
         os.close(resp_w)
         self._requests_fd, self._responses_fd = req_w, resp_r
@@ -183,13 +192,23 @@ class Host:
         raise CallgrindError(f"callgrind host exited during {what}", log)
 
     # -- measuring --------------------------------------------------------------------
+    def _ensure_started(self) -> None:
+        if not self.running:
+            self.close()
+            self._start()
+
+    def _request_dir(self) -> Path:
+        assert self._dir is not None
+        return Path(tempfile.mkdtemp(prefix="request-", dir=self._dir))
+
+    def _exchange(self, frame: dict) -> dict:
+        send_frame(self._requests_fd, frame)
+        return self._receive(REQUEST_TIMEOUT_S, "a measurement")
+
     def run(self, request: Request, retain_out_file: bool = False) -> tuple[CallgrindStats, ...]:
         with self._lock:
-            if not self.running:
-                self.close()
-                self._start()
-            assert self._dir is not None
-            folder = Path(tempfile.mkdtemp(prefix="request-", dir=self._dir))
+            self._ensure_started()
+            folder = self._request_dir()
             try:
                 return self._run(request, folder, retain_out_file)
             finally:
@@ -205,9 +224,8 @@ class Host:
             "num_threads": spec.num_threads, "cwd": os.getcwd(), "sys_path": list(sys.path),
             "library": request.library,
         }
-        send_frame(self._requests_fd, frame)
         sent = time.perf_counter()
-        reply = self._receive(REQUEST_TIMEOUT_S, "a measurement")
+        reply = self._exchange(frame)
         self.last_timings = {"child_s": reply.get("child_s", 0.0),
                              "host_s": reply.get("host_s", 0.0),
                              "round_trip_s": time.perf_counter() - sent}
@@ -268,14 +286,138 @@ def median_repeat(stats: Sequence[CallgrindStats]) -> CallgrindStats:
     return ordered[(len(ordered) - 1) // 2]
 
 
+def _shared_key() -> str:
+    """What a shared host must match: interpreter, torch, torchmark's host code, valgrind.
+    (The client's sys.path and working folder travel with each request.)"""
+    from importlib import metadata, util
+
+    here = Path(__file__).parent
+    parts = [os.path.realpath(sys.executable), valgrind_path(), " ".join(_setarch_prefix())]
+    spec = util.find_spec("torch")
+    parts.append(metadata.version("torch") + str(spec.origin if spec else ""))
+    for name in ("host.py", "globals_bridge.py", "client_requests.py", "framing.py"):
+        parts.append(hashlib.sha256((here / name).read_bytes()).hexdigest())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def shared_hosts_dir() -> Path:
+    """Short per-user folder for the sockets of shared hosts (unix socket paths are short)."""
+    folder = Path(tempfile.gettempdir()) / f"torchmark-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+class SharedHost(Host):
+    """A host shared by every process of this user with the same interpreter, torch and
+    torchmark: it listens on a unix socket and exits after `idle_s` seconds without a
+    request. The first process pays valgrind's start-up; the next ones connect."""
+
+    def __init__(self, idle_s: float) -> None:
+        super().__init__()
+        self.idle_s = idle_s
+        self.socket_path = shared_hosts_dir() / f"callgrind-{_shared_key()}.sock"
+
+    def _connect(self, timeout: float | None) -> socket.socket:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(timeout)
+        try:
+            conn.connect(str(self.socket_path))
+        except OSError:
+            conn.close()
+            raise
+        return conn
+
+    def _call(self, frame: dict, timeout: float) -> dict:
+        with self._connect(timeout=10) as conn:
+            conn.setblocking(True)  # framing reads the raw descriptor
+            send_frame(conn.fileno(), frame)
+            ready, _, _ = select.select([conn], [], [], timeout)
+            if not ready:
+                raise CallgrindError(f"the shared callgrind host did not answer in {timeout:.0f} s",
+                                     self._log_tail())
+            reply = recv_frame(conn.fileno())
+        if reply is None:
+            raise CallgrindError("the shared callgrind host closed the connection", self._log_tail())
+        return reply
+
+    @property
+    def running(self) -> bool:
+        try:
+            return bool(self._call({"op": "ping"}, timeout=10).get("ready"))
+        except (OSError, CallgrindError):
+            return False
+
+    def _start(self) -> None:
+        folder = shared_hosts_dir()
+        with open(folder / "start.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one process starts it; the others wait
+            if self.running:
+                return
+            for old in folder.glob("callgrind-out-*"):  # from hosts that exited long ago
+                if time.time() - old.stat().st_mtime > 86400:
+                    shutil.rmtree(old, ignore_errors=True)
+            out_dir = Path(tempfile.mkdtemp(prefix="callgrind-out-", dir=folder))
+            self._log = folder / f"{self.socket_path.stem}.log"
+            cmd = host_command(out_dir, ["--socket", str(self.socket_path),
+                                         "--idle", str(self.idle_s)])
+            with open(self._log, "wb") as log:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, env=host_env(),
+                                        start_new_session=True)
+            self.starts += 1
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    raise CallgrindError("the shared callgrind host exited during start",
+                                         self._log_tail())
+                if self.socket_path.exists() and self.running:
+                    return
+                time.sleep(0.5)
+            proc.kill()
+            raise CallgrindError("the shared callgrind host did not start in time",
+                                 self._log_tail())
+
+    def close(self) -> None:
+        """Nothing to do: the shared host outlives this process and exits when idle."""
+
+    def stop(self) -> None:
+        """Ask the shared host to exit now."""
+        try:
+            self._call({"op": "shutdown"}, timeout=30)
+        except (OSError, CallgrindError):
+            pass
+
+    def _request_dir(self) -> Path:
+        return Path(tempfile.mkdtemp(prefix="request-", dir=shared_hosts_dir()))
+
+    def _exchange(self, frame: dict) -> dict:
+        try:
+            return self._call(frame, timeout=REQUEST_TIMEOUT_S)
+        except OSError as e:
+            raise CallgrindError(f"lost the shared callgrind host: {e}", self._log_tail()) from None
+
+
+def keep_alive_seconds() -> float:
+    """TORCHMARK_CALLGRIND_KEEPALIVE: seconds a shared host waits for work (0: no sharing)."""
+    raw = os.environ.get("TORCHMARK_CALLGRIND_KEEPALIVE", "0")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"TORCHMARK_CALLGRIND_KEEPALIVE must be a number of seconds, "
+                         f"got {raw!r}") from None
+    return max(value, 0.0)
+
+
 _DEFAULT_HOST: Host | None = None
 
 
 def default_host() -> Host:
-    """The process-wide host, closed at interpreter exit."""
+    """The process-wide host: a private one closed at exit, or, with
+    TORCHMARK_CALLGRIND_KEEPALIVE > 0, a host shared between processes."""
     global _DEFAULT_HOST
     if _DEFAULT_HOST is None:
-        _DEFAULT_HOST = Host()
+        idle = keep_alive_seconds()
+        _DEFAULT_HOST = SharedHost(idle) if idle > 0 else Host()
         atexit.register(_DEFAULT_HOST.close)
     return _DEFAULT_HOST
 

@@ -191,44 +191,25 @@ def _zygote(commands: int, replies: int, requests, closed: tuple[int, ...]) -> N
         os.write(replies, _REPLY.pack(pid, status))
 
 
-def serve(args: argparse.Namespace) -> None:
-    import torch  # noqa: F401  (the point of this process: pay for it once)
+class _Zygote:
+    """The host's handle on its zygote: send a request folder, get (pid, status)."""
 
-    import torchmark.callgrind.globals_bridge  # noqa: F401  (children use it)
-    from torchmark.callgrind.client_requests import ClientRequests
-    from torchmark.callgrind.framing import recv_frame, send_frame
+    def __init__(self, requests, closed: tuple[int, ...]) -> None:
+        command_r, self.commands = os.pipe()
+        self.replies, reply_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if os.fork() == 0:
+            _zygote(command_r, reply_w, requests, (self.commands, self.replies, *closed))
+        os.close(command_r)
+        os.close(reply_w)
 
-    requests = ClientRequests(args.helper)
-    # Instrumentation goes on here, once: code translated with instrumentation from now on
-    # is inherited by every forked measurement. A short warm-up of common paths
-    # (interpreter, dispatcher, TensorIterator, allocator) saves each measurement from
-    # translating them again.
-    requests.start_instrumentation()
-    _warm_up_common_paths()
-    # Everything alive now goes to the permanent generation: the collection each
-    # measurement makes before counting then only walks what that measurement created.
-    gc.collect()
-    gc.freeze()
-    command_r, command_w = os.pipe()
-    reply_r, reply_w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if os.fork() == 0:
-        _zygote(command_r, reply_w, requests,
-                (command_w, reply_r, args.requests, args.responses))
-    os.close(command_r)
-    os.close(reply_w)
-    send_frame(args.responses, {"ready": True, "pid": os.getpid(),
-                                "on_valgrind": bool(requests.running_on_valgrind())})
-    while True:
-        request = recv_frame(args.requests)
-        if request is None or request.get("op") == "shutdown":
-            return
+    def measure(self, request: dict, out_dir: str) -> dict:
         started = time.perf_counter()
         with open(os.path.join(request["folder"], "request.pkl"), "wb") as f:
             pickle.dump(request, f)
-        os.write(command_w, request["folder"].encode())
-        reply = os.read(reply_r, _REPLY.size)
+        os.write(self.commands, request["folder"].encode())
+        reply = os.read(self.replies, _REPLY.size)
         if len(reply) != _REPLY.size:
             raise SystemExit("the measurement zygote exited")
         pid, status = _REPLY.unpack(reply)
@@ -240,28 +221,114 @@ def serve(args: argparse.Namespace) -> None:
         except OSError:
             pass
         for p in pids[1:]:
-            dumps += sorted(glob.glob(os.path.join(args.out_dir, f"callgrind.out.{p}.*")),
+            dumps += sorted(glob.glob(os.path.join(out_dir, f"callgrind.out.{p}.*")),
                             key=lambda path: int(path.rsplit(".", 1)[1]))
         for p in pids:  # exit-time dumps: collection was off, nothing in them
-            leftover = os.path.join(args.out_dir, f"callgrind.out.{p}")
+            leftover = os.path.join(out_dir, f"callgrind.out.{p}")
             if os.path.exists(leftover):
                 os.unlink(leftover)
-        send_frame(args.responses, {
-            "pid": pid,
-            "exit_code": os.waitstatus_to_exitcode(status),
-            "dumps": dumps,
-            "child_s": child_s,
-            "host_s": time.perf_counter() - started,
-        })
+        return {"pid": pid, "exit_code": os.waitstatus_to_exitcode(status), "dumps": dumps,
+                "child_s": child_s, "host_s": time.perf_counter() - started}
+
+
+def _prepare(helper: str):
+    """Import torch, switch instrumentation on, warm up, freeze the GC."""
+    import torch  # noqa: F401  (the point of this process: pay for it once)
+
+    import torchmark.callgrind.globals_bridge  # noqa: F401  (children use it)
+    from torchmark.callgrind.client_requests import ClientRequests
+
+    requests = ClientRequests(helper)
+    # Instrumentation goes on here, once: code translated with instrumentation from now on
+    # is inherited by every forked measurement. A short warm-up of common paths
+    # (interpreter, dispatcher, TensorIterator, allocator) saves each measurement from
+    # translating them again.
+    requests.start_instrumentation()
+    _warm_up_common_paths()
+    # Everything alive now goes to the permanent generation: the collection each
+    # measurement makes before counting then only walks what that measurement created.
+    gc.collect()
+    gc.freeze()
+    return requests
+
+
+def serve_pipes(args: argparse.Namespace) -> None:
+    """Serve the one client that started us, over the pipes it passed."""
+    from torchmark.callgrind.framing import recv_frame, send_frame
+
+    requests = _prepare(args.helper)
+    zygote = _Zygote(requests, (args.requests, args.responses))
+    send_frame(args.responses, {"ready": True, "pid": os.getpid(),
+                                "on_valgrind": bool(requests.running_on_valgrind())})
+    while True:
+        request = recv_frame(args.requests)
+        if request is None or request.get("op") == "shutdown":
+            return
+        send_frame(args.responses, zygote.measure(request, args.out_dir))
+
+
+def serve_socket(args: argparse.Namespace) -> None:
+    """Serve any client of this user on a unix socket, one request per connection, until
+    `args.idle` seconds pass without one (a host shared between processes)."""
+    import socket
+
+    from torchmark.callgrind.framing import recv_frame, send_frame
+
+    requests = _prepare(args.helper)
+    zygote = _Zygote(requests, ())
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(args.socket)
+    except FileNotFoundError:
+        pass
+    listener.bind(args.socket)
+    listener.listen(16)
+    listener.settimeout(args.idle)
+    try:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                return  # idle for too long
+            with conn:
+                conn.setblocking(True)
+                try:
+                    request = recv_frame(conn.fileno())
+                    if request is None:
+                        continue
+                    if request.get("op") == "shutdown":
+                        send_frame(conn.fileno(), {"ok": True})
+                        return
+                    if request.get("op") == "ping":
+                        send_frame(conn.fileno(), {
+                            "ready": True, "pid": os.getpid(),
+                            "on_valgrind": bool(requests.running_on_valgrind())})
+                        continue
+                    send_frame(conn.fileno(), zygote.measure(request, args.out_dir))
+                except OSError:  # the client went away; serve the next one
+                    continue
+    finally:
+        try:
+            os.unlink(args.socket)
+        except OSError:
+            pass
+        # (the out folder stays: valgrind writes this process's exit-time dump into it;
+        # the next shared host removes folders left a day ago)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--requests", type=int, required=True)
-    parser.add_argument("--responses", type=int, required=True)
+    parser.add_argument("--requests", type=int)
+    parser.add_argument("--responses", type=int)
+    parser.add_argument("--socket")
+    parser.add_argument("--idle", type=float, default=600.0)
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("--helper", required=True)
-    serve(parser.parse_args())
+    args = parser.parse_args()
+    if args.socket:
+        serve_socket(args)
+    else:
+        serve_pipes(args)
 
 
 if __name__ == "__main__":

@@ -34,8 +34,15 @@ def _load(path: str):
 @click.option("--label", default=None)
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
               help="Write the CallgrindStats as JSON (for callgrind-diff).")
-def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save):
+@click.option("--keep-alive", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              help="Seconds the valgrind host waits for the next command before exiting, so "
+                   "repeated commands skip its start-up (0: a private host per command; "
+                   "TORCHMARK_CALLGRIND_KEEPALIVE overrides).")
+def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, keep_alive):
     """Count the instructions STMT executes (callgrind), and show where they go."""
+    import os
+
+    os.environ.setdefault("TORCHMARK_CALLGRIND_KEEPALIVE", str(keep_alive))
     from torchmark.callgrind.collector import median_repeat
     from torchmark.callgrind.report import describe
     from torchmark.timing.timer_class import Timer
