@@ -7,7 +7,9 @@ user would pay them:
    (torch launched with this interpreter's folder first on PATH, as it requires);
 2. a second collection in the same torchmark process (the valgrind host is reused);
 3. ten different statements in one `torchmark.callgrind.collect_many` call;
-4. repeats=5 of `x * y`: (max - min) / median.
+4. repeats=5 of `x * y`: (max - min) / median;
+5. with TORCHMARK_CALLGRIND_KEEPALIVE (a valgrind host shared between processes): one
+   collection in a new process, once another process has started the shared host.
 
 Targets (issue #4): one collection >= 6x faster than torch; ten statements < 60 s;
 per-iteration counts within 5% of torch's; repeat spread <= 0.5%.
@@ -76,6 +78,24 @@ def run_python(code: str, env: dict | None = None) -> tuple[dict, float]:
     return json.loads(proc.stdout.strip().splitlines()[-1]), wall
 
 
+SHARED_ONE = """
+import json, time, torchmark
+t0 = time.perf_counter()
+s = torchmark.Timer(*{mul!r}).collect_callgrind(number=100, repeats=1)[0]
+print(json.dumps({{"first_s": time.perf_counter() - t0, "count": s.counts()}}))
+"""
+
+
+def shared_host_rows() -> tuple[dict, float, dict, float]:
+    """(starting process, its wall), (next process, its wall), then stop the host."""
+    env = dict(os.environ, TORCHMARK_CALLGRIND_KEEPALIVE="300")
+    cold, cold_wall = run_python(SHARED_ONE.format(mul=MUL), env=env)
+    warm, warm_wall = run_python(SHARED_ONE.format(mul=MUL), env=env)
+    run_python("import json\nfrom torchmark.callgrind import collector\n"
+               "collector.SharedHost(1).stop()\nprint(json.dumps({}))", env=env)
+    return cold, cold_wall, warm, warm_wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-torch", action="store_true", help="torchmark only (fast)")
@@ -107,6 +127,12 @@ def main() -> None:
                      f"{spread:.4%}", "-", "-"))
     print(row.format("10 statements, one collect_many call (s)", f"{ten['total_s']:.1f}",
                      "-", "-"))
+    cold, cold_wall, warm, warm_wall = shared_host_rows()
+    print(row.format("shared host: process that starts it (s, wall)",
+                     f"{cold_wall:.1f}", "-", f"{t_first / cold_wall:.1f}x" if theirs else "-"))
+    print(row.format("shared host: next process, one collection (s, wall)",
+                     f"{warm_wall:.1f}", f"{t_first:.1f}" if theirs else "-",
+                     f"{t_first / warm_wall:.0f}x" if theirs else "-"))
     print(f"process wall times: torchmark one-collection script {ours_wall:.1f} s, "
           f"ten-statement script {ten_wall:.1f} s")
 
