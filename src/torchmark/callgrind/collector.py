@@ -17,7 +17,6 @@ import platform
 import select
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -426,10 +425,3 @@ def collect(request: Request, retain_out_file: bool = False,
             host: Host | None = None) -> tuple[CallgrindStats, ...]:
     """Count `request` on `host` (the default host when None)."""
     return (host or default_host()).run(request, retain_out_file)
-
-
-def summarize_totals(stats: Sequence[CallgrindStats]) -> dict[str, float]:
-    totals = [s.counts() for s in stats]
-    median = statistics.median(totals)
-    return {"median": median, "min": min(totals), "max": max(totals),
-            "spread": (max(totals) - min(totals)) / median if median else 0.0}

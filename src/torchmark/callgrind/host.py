@@ -102,8 +102,10 @@ def _run_child(request: dict, requests, protocol_fds: tuple[int, int]) -> None:
         stmt, number = request["stmt"], request["number"]
         warmup = compile(f"for __torchmark_i in range({request['warmup']}):\n"
                          f"{textwrap.indent(stmt, '    ')}\n", "<warmup>", "exec")
-        blocks = [compile(blocked_source(stmt, number, f"repeat {r}"), "<stmt>", "exec")
-                  for r in range(request["repeats"])]
+        # One code object for every repeat: what runs before counting must not depend on
+        # how many repeats were asked for, or two requests would start from other states.
+        stmt_block = compile(blocked_source(stmt, number, "stmt"), "<stmt>", "exec")
+        blocks = [stmt_block] * request["repeats"]
         if request["collect_baseline"]:
             blocks.append(compile(blocked_source("pass", number, "baseline"), "<baseline>",
                                   "exec"))
