@@ -7,7 +7,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from torchmark.callgrind.collector import Host, Request, default_host, median_repeat
+from torchmark.callgrind.collector import Host, default_host, median_repeat
 from torchmark.callgrind.stats import CallgrindStats
 
 DEFAULT_REPEATS = 3
@@ -71,14 +71,3 @@ def collect_many(
                 raise r
     return results
 
-
-def make_request(task_spec, globals_, number: int, repeats: int | None,
-                 collect_baseline: bool) -> Request:
-    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-        raise ValueError(f"collect_callgrind: number must be a positive int, got {number!r}")
-    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
-                                or repeats < 1):
-        raise ValueError(f"collect_callgrind: repeats must be a positive int, got {repeats!r}")
-    return Request(task_spec=task_spec, globals=globals_, number=number,
-                   repeats=DEFAULT_REPEATS if repeats is None else repeats,
-                   collect_baseline=collect_baseline)

@@ -65,13 +65,11 @@ def _run_cpp(request: dict, folder: str) -> None:
         f.write("\n".join(str(p) for p in pids))
 
 
-def _run_child(request: dict, requests, protocol_fds: tuple[int, int]) -> None:
+def _run_child(request: dict, requests) -> None:
     """Body of the forked child: never returns."""
     folder = request["folder"]
     code = 3
     try:
-        for fd in protocol_fds:
-            os.close(fd)
         log = os.open(os.path.join(folder, "output.log"), os.O_WRONLY | os.O_CREAT, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
@@ -188,7 +186,7 @@ def _zygote(commands: int, replies: int, requests, closed: tuple[int, ...]) -> N
             os.close(replies)
             with open(os.path.join(folder.decode(), "request.pkl"), "rb") as f:
                 request = pickle.load(f)
-            _run_child(request, requests, ())
+            _run_child(request, requests)
         _, status = os.waitpid(pid, 0)
         os.write(replies, _REPLY.pack(pid, status))
 

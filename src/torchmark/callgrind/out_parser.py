@@ -11,7 +11,7 @@ import dataclasses
 import os
 import re
 
-from torchmark.callgrind.function_counts import FunctionCount, FunctionCounts
+from torchmark.callgrind.function_counts import FunctionCounts
 
 _NAME = re.compile(r"^\((\d+)\)(?:\s(.*))?$")
 
@@ -118,12 +118,8 @@ def parse_callgrind_text(text: str) -> ParsedProfile:
     if summary is not None and summary != total:
         raise CallgrindFormatError(
             f"self costs add up to {total} but the file's summary says {summary}")
-
-    def counts(counter: collections.Counter[str], inclusive_flag: bool) -> FunctionCounts:
-        pairs = (FunctionCount(c, fn) for fn, c in counter.items() if c)
-        return FunctionCounts(tuple(sorted(pairs, reverse=True)), inclusive=inclusive_flag)
-
-    return ParsedProfile(counts(exclusive, False), counts(inclusive, True), total)
+    return ParsedProfile(FunctionCounts._from_dict(exclusive, inclusive=False),
+                         FunctionCounts._from_dict(inclusive, inclusive=True), total)
 
 
 def parse_callgrind_file(path: str | os.PathLike) -> ParsedProfile:

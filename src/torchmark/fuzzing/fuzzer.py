@@ -68,6 +68,12 @@ def _find_alias_cycle(graph: dict[str, list[str]]) -> list[str] | None:
     return None
 
 
+def _case_count(method: str, n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"Fuzzer.{method}: n must be a non-negative int, got {n!r}")
+    return int(n)
+
+
 def _constraint_name(index: int, fn: Callable) -> str:
     return f"constraint {index} ({getattr(fn, '__name__', type(fn).__name__)})"
 
@@ -152,17 +158,13 @@ class Fuzzer:
 
     def take(self, n: int) -> Iterator[Case]:
         """Yield `n` cases `(tensors, tensor_properties, params)`, reproducibly from the seed."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"Fuzzer.take: n must be a non-negative int, got {n!r}")
-        return self._cases(int(n))
+        return self._cases(_case_count("take", n))
 
     def preview(self, n: int) -> Iterator[Case]:
         """Like `take`, but the tensors are on the meta device: the same shapes, strides,
         properties and parameters as `take(n)` gives, without allocating or filling any
         memory (and without reseeding torch)."""
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"Fuzzer.preview: n must be a non-negative int, got {n!r}")
-        return self._cases(int(n), meta=True)
+        return self._cases(_case_count("preview", n), meta=True)
 
     def _cases(self, n: int, meta: bool = False) -> Iterator[Case]:
         state = np.random.RandomState(self._seed)

@@ -264,12 +264,14 @@ class Timer:
 
     # -- instruction counts -------------------------------------------------------------
     def _callgrind_request(self, number: int, repeats: int | None, collect_baseline: bool):
-        from torchmark.callgrind.batch import make_request
+        from torchmark.callgrind.batch import DEFAULT_REPEATS
+        from torchmark.callgrind.collector import Request
 
-        if self._language is Language.CPP:
-            request = make_request(self._task_spec, {}, number, repeats, False)
-            request.library = self._timer.build()  # compile errors surface here
-            return request
+        number = _positive_int("number", number)
+        repeats = DEFAULT_REPEATS if repeats is None else _positive_int("repeats", repeats)
+        if self._language is Language.CPP:  # no baseline: there is no Python loop
+            return Request(self._task_spec, {}, number, repeats, collect_baseline=False,
+                           library=self._timer.build())  # compile errors surface here
         # Syntax errors surface here, before valgrind starts; the statement itself only
         # runs in the counted process (a crashing statement must not take this one down).
         compile(self._task_spec.stmt, "<stmt>", "exec")
@@ -277,7 +279,7 @@ class Timer:
         globals_ = dict(self._globals)
         for name, value in main_imports(self._task_spec.setup).items():
             globals_.setdefault(name, value)
-        return make_request(self._task_spec, globals_, number, repeats, collect_baseline)
+        return Request(self._task_spec, globals_, number, repeats, collect_baseline)
 
     def collect_callgrind(
         self,
