@@ -6,15 +6,18 @@ import os
 from pathlib import Path
 
 
-def cache_dir(*parts: str) -> Path:
-    """The cache folder (TORCHMARK_CACHE_DIR, else $XDG_CACHE_HOME/torchmark, else
-    ~/.cache/torchmark), with `parts` appended; created if missing."""
+def cache_root() -> Path:
+    """TORCHMARK_CACHE_DIR, else $XDG_CACHE_HOME/torchmark, else ~/.cache/torchmark
+    (not created)."""
     root = os.environ.get("TORCHMARK_CACHE_DIR")
     if root:
-        base = Path(root)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "torchmark"
-    path = base.joinpath(*parts)
+        return Path(root)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "torchmark"
+
+
+def cache_dir(*parts: str) -> Path:
+    """The cache folder with `parts` appended; created if missing."""
+    path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -32,6 +32,7 @@ from torchmark.callgrind.function_counts import FunctionCounts
 from torchmark.callgrind.globals_bridge import pack_globals
 from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
+from torchmark.procs import kill_group, pin
 from torchmark.timing.task_spec import TaskSpec
 
 START_TIMEOUT_S = float(os.environ.get("TORCHMARK_CALLGRIND_START_TIMEOUT", 600))
@@ -101,12 +102,14 @@ class Request:
     repeats: int = 1
     collect_baseline: bool = True
     library: str | None = None  # a compiled C++ snippet (torchmark.cpp) instead of Python
+    entry_suffix: str = ""  # which snippet of a bundle library
 
 
 class Host:
     """One valgrind process serving measurement requests, started on first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, cpus: list[int] | None = None) -> None:
+        self.cpus = cpus  # pin the host (and so every measurement) to these CPUs
         self._proc: subprocess.Popen | None = None
         self._requests_fd = self._responses_fd = -1
         self._dir: Path | None = None
@@ -134,6 +137,7 @@ class Host:
                                           env=host_env(), start_new_session=True)
         os.close(req_r)
         os.close(resp_w)
+        pin(self._proc.pid, self.cpus)
         self._requests_fd, self._responses_fd = req_w, resp_r
         self.starts += 1
         ready = self._receive(START_TIMEOUT_S, "start")
@@ -141,18 +145,22 @@ class Host:
             self.close()
             raise CallgrindError("the callgrind host is not running under valgrind")
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop the host: ask it to exit, or (`kill`, for a host that stopped answering)
+        kill it with every process it forked."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            try:
-                send_frame(self._requests_fd, {"op": "shutdown"})
-            except OSError:
-                pass
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            if not kill:
+                try:
+                    send_frame(self._requests_fd, {"op": "shutdown"})
+                except OSError:
+                    pass
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    kill = True
+            if kill:
+                kill_group(proc)
         for fd in (self._requests_fd, self._responses_fd):
             if fd >= 0:
                 try:
@@ -176,7 +184,7 @@ class Host:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 log = self._log_tail()
-                self.close()
+                self.close(kill=True)
                 raise CallgrindError(f"callgrind host: no answer to {what} in {timeout:.0f} s", log)
             ready, _, _ = select.select([self._responses_fd], [], [], min(remaining, 1.0))
             if ready:
@@ -187,7 +195,7 @@ class Host:
             if self._proc is None or self._proc.poll() is not None:
                 break
         log = self._log_tail()
-        self.close()
+        self.close(kill=True)
         raise CallgrindError(f"callgrind host exited during {what}", log)
 
     # -- measuring --------------------------------------------------------------------
@@ -200,20 +208,24 @@ class Host:
         assert self._dir is not None
         return Path(tempfile.mkdtemp(prefix="request-", dir=self._dir))
 
-    def _exchange(self, frame: dict) -> dict:
+    def _exchange(self, frame: dict, timeout: float) -> dict:
         send_frame(self._requests_fd, frame)
-        return self._receive(REQUEST_TIMEOUT_S, "a measurement")
+        return self._receive(timeout, "a measurement")
 
-    def run(self, request: Request, retain_out_file: bool = False) -> tuple[CallgrindStats, ...]:
+    def run(self, request: Request, retain_out_file: bool = False,
+            timeout: float | None = None) -> tuple[CallgrindStats, ...]:
+        """Count `request`; a host that gives no answer within `timeout` seconds (default
+        TORCHMARK_CALLGRIND_TIMEOUT, 900) is killed and restarted by the next request."""
         with self._lock:
             self._ensure_started()
             folder = self._request_dir()
             try:
-                return self._run(request, folder, retain_out_file)
+                return self._run(request, folder, retain_out_file,
+                                 REQUEST_TIMEOUT_S if timeout is None else timeout)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
 
-    def _run(self, request: Request, folder: Path, retain_out_file: bool):
+    def _run(self, request: Request, folder: Path, retain_out_file: bool, timeout: float):
         spec = request.task_spec
         frame = {
             "op": "collect", "folder": str(folder), "stmt": spec.stmt, "setup": spec.setup,
@@ -221,10 +233,10 @@ class Host:
             "number": request.number, "repeats": request.repeats,
             "warmup": min(request.number, 10), "collect_baseline": request.collect_baseline,
             "num_threads": spec.num_threads, "cwd": os.getcwd(), "sys_path": list(sys.path),
-            "library": request.library,
+            "library": request.library, "entry_suffix": request.entry_suffix,
         }
         sent = time.perf_counter()
-        reply = self._exchange(frame)
+        reply = self._exchange(frame, timeout)
         self.last_timings = {"child_s": reply.get("child_s", 0.0),
                              "host_s": reply.get("host_s", 0.0),
                              "round_trip_s": time.perf_counter() - sent}
@@ -376,7 +388,7 @@ class SharedHost(Host):
             raise CallgrindError("the shared callgrind host did not start in time",
                                  self._log_tail())
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
         """Nothing to do: the shared host outlives this process and exits when idle."""
 
     def stop(self) -> None:
@@ -389,9 +401,9 @@ class SharedHost(Host):
     def _request_dir(self) -> Path:
         return Path(tempfile.mkdtemp(prefix="request-", dir=shared_hosts_dir()))
 
-    def _exchange(self, frame: dict) -> dict:
+    def _exchange(self, frame: dict, timeout: float) -> dict:
         try:
-            return self._call(frame, timeout=REQUEST_TIMEOUT_S)
+            return self._call(frame, timeout=timeout)
         except OSError as e:
             raise CallgrindError(f"lost the shared callgrind host: {e}", self._log_tail()) from None
 

@@ -49,7 +49,7 @@ def _run_cpp(request: dict, folder: str) -> None:
     import ctypes
 
     lib = ctypes.CDLL(request["library"])
-    fn = lib.tm_callgrind
+    fn = getattr(lib, "tm_callgrind" + request.get("entry_suffix", ""))
     fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
                    ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_int]
     fn.restype = ctypes.c_int

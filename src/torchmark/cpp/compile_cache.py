@@ -15,18 +15,19 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from torchmark.cpp.snippet_source import DEFAULT_HEADER, snippet_source
+from torchmark.cpp.snippet_source import DEFAULT_HEADER, bundle_source, snippet_source
 from torchmark.paths import cache_dir
 
 LIBRARY = "libsnippet.so"
-_USER_FILES = ("<stmt>", "<setup>", "<global_setup>")
+_USER_FILES = ("<stmt", "<setup", "<global_setup")
 
 
 class CompileError(RuntimeError):
@@ -197,6 +198,26 @@ class SnippetBuilder:
     def build(self, stmt: str, setup: str, global_setup: str) -> Path:
         """The shared library for this snippet, from the cache or freshly compiled."""
         source = snippet_source(stmt, setup, global_setup)
+        return self._library(source, {"stmt": stmt, "setup": setup,
+                                      "global_setup": global_setup})
+
+    def build_bundle(self, snippets: Sequence[tuple[str, str, str]]) -> Path:
+        """One library holding every (stmt, setup, global_setup) snippet; snippet i's entry
+        points end in `bundle_entry_suffix(i)`. A snippet that does not compile raises
+        BundleCompileError, whose `failed` maps its index to the compiler's message."""
+        source = bundle_source(snippets)
+        try:
+            return self._library(source, {"bundle": len(snippets)})
+        except CompileError as e:
+            failed: dict[int, list[str]] = {}
+            for line in e.compiler_output.splitlines():
+                found = _BUNDLE_LINE.match(line)
+                if found:
+                    failed.setdefault(int(found.group(2)), []).append(line)
+            raise BundleCompileError(str(e), e.compiler_output,
+                                     {i: "\n".join(v) for i, v in failed.items()}) from None
+
+    def _library(self, source: str, meta: dict) -> Path:
         folder = cache_dir("cpp", "snippet-" + self._key(source))
         library = folder / LIBRARY
         if library.exists():
@@ -223,11 +244,21 @@ class SnippetBuilder:
                 raise CompileError("C++ snippet failed to compile:\n" + _user_errors(output),
                                    output)
             (folder / "meta.json").write_text(json.dumps({
-                "stmt": stmt, "setup": setup, "global_setup": global_setup,
-                "compile_s": self.last_build["compile_s"], "pch": pch is not None,
+                **meta, "compile_s": self.last_build["compile_s"], "pch": pch is not None,
                 "created": time.time()}))
             os.replace(tmp, library)
         return library
+
+
+class BundleCompileError(CompileError):
+    """A bundle failed to compile; `failed` maps snippet indices to their errors."""
+
+    def __init__(self, message: str, compiler_output: str, failed: dict[int, str]) -> None:
+        super().__init__(message, compiler_output)
+        self.failed = failed
+
+
+_BUNDLE_LINE = re.compile(r"^<(stmt|setup|global_setup):(\d+)>")
 
 
 _BUILDER: SnippetBuilder | None = None

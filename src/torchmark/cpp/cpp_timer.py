@@ -34,6 +34,16 @@ class CppTimer:
         self.num_threads = num_threads
         self._lib: ctypes.CDLL | None = None
         self.library_path: str | None = None
+        self.entry_suffix = ""
+
+    def use_library(self, path: str, entry_suffix: str) -> None:
+        """Run this snippet from an already built library (a bundle of many snippets,
+        see `SnippetBuilder.build_bundle`) instead of compiling it alone."""
+        self.library_path, self.entry_suffix = str(path), entry_suffix
+        self._lib = None
+
+    def _entry(self, lib: ctypes.CDLL, name: str):
+        return getattr(lib, name + self.entry_suffix)
 
     def build(self) -> str:
         """Compile (or find in the cache) the snippet's library; its path."""
@@ -44,21 +54,24 @@ class CppTimer:
 
     def _start(self) -> ctypes.CDLL:
         lib = ctypes.CDLL(self.build())
-        lib.tm_timer_start.argtypes = [ctypes.c_int]
-        lib.tm_timer_start.restype = ctypes.c_int
-        lib.tm_timer_timeit.argtypes = [ctypes.c_int64]
-        lib.tm_timer_timeit.restype = ctypes.c_double
-        lib.tm_last_error.restype = ctypes.c_char_p
-        if lib.tm_timer_start(self.num_threads) != 0:
-            raise SnippetError(f"C++ setup failed: {lib.tm_last_error().decode(errors='replace')}")
+        start, timeit, last_error = (self._entry(lib, name) for name in
+                                     ("tm_timer_start", "tm_timer_timeit", "tm_last_error"))
+        start.argtypes = [ctypes.c_int]
+        start.restype = ctypes.c_int
+        timeit.argtypes = [ctypes.c_int64]
+        timeit.restype = ctypes.c_double
+        last_error.restype = ctypes.c_char_p
+        self._timeit_fn, self._last_error_fn = timeit, last_error
+        if start(self.num_threads) != 0:
+            raise SnippetError(f"C++ setup failed: {last_error().decode(errors='replace')}")
         return lib
 
     def timeit(self, number: int) -> float:
         """Seconds for `number` runs of stmt (setup is not repeated)."""
         if self._lib is None:
             self._lib = self._start()
-        seconds = self._lib.tm_timer_timeit(int(number))
+        seconds = self._timeit_fn(int(number))
         if seconds < 0:
-            error = self._lib.tm_last_error().decode(errors="replace")
+            error = self._last_error_fn().decode(errors="replace")
             raise SnippetError(f"C++ statement failed: {error}")
         return seconds

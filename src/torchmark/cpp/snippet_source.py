@@ -14,6 +14,7 @@ points:
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
 DEFAULT_HEADER = "#include <torch/torch.h>"
 
@@ -77,11 +78,11 @@ void fail(Channel& c, const char* what) {
 
 }  // namespace
 
-extern "C" const char* tm_last_error() {
+extern "C" const char* tm_last_error@SFX@() {
   return channel ? channel->error.c_str() : "";
 }
 
-extern "C" int tm_timer_start(int num_threads) {
+extern "C" int tm_timer_start@SFX@(int num_threads) {
   if (channel) return 0;
   channel = new Channel();
   Channel& c = *channel;
@@ -117,7 +118,7 @@ extern "C" int tm_timer_start(int num_threads) {
   return c.failed ? 1 : 0;
 }
 
-extern "C" double tm_timer_timeit(int64_t n) {
+extern "C" double tm_timer_timeit@SFX@(int64_t n) {
   if (!channel) return -1.0;
   Channel& c = *channel;
   std::unique_lock<std::mutex> lock(c.mutex);
@@ -130,7 +131,7 @@ extern "C" double tm_timer_timeit(int64_t n) {
   return c.failed ? -1.0 : c.result;
 }
 
-extern "C" void tm_timer_stop() {
+extern "C" void tm_timer_stop@SFX@() {
   if (!channel) return;
   {
     std::lock_guard<std::mutex> lock(channel->mutex);
@@ -140,7 +141,7 @@ extern "C" void tm_timer_stop() {
   if (worker && worker->joinable()) worker->join();
 }
 
-extern "C" int tm_callgrind(int num_threads, int64_t number, int64_t warmup, int repeats,
+extern "C" int tm_callgrind@SFX@(int num_threads, int64_t number, int64_t warmup, int repeats,
                             int64_t* pids, char* error, int error_size) {
   try {
     return torchmark_run(num_threads, [&](auto& body) {
@@ -183,23 +184,61 @@ def _block(label: str, code: str, indent: int) -> str:
     return f'#line 1 "<{label}>"\n' + textwrap.indent(code, " " * indent) + "\n"
 
 
+def _lines(parts: list[str]) -> int:
+    return sum(p.count("\n") for p in parts)
+
+
+def _snippet_body(parts: list[str], stmt: str, setup: str, tag: str, suffix: str) -> None:
+    """Append the function that runs one snippet (entry points named with `suffix`)."""
+    body = _BODY.replace("@SFX@", suffix)
+    parts.append(f'#line {_lines(parts) + 2} "snippet.cpp"\n')
+    head, rest = body.split("@SETUP@\n")
+    body_before_stmt, tail = rest.split("@STMT@\n")
+    parts.append(head)
+    parts.append(_block(f"setup{tag}", setup, 2) if setup.strip() else "")
+    parts.append(f'#line {_lines(parts) + 2} "snippet.cpp"\n')
+    parts.append(body_before_stmt)
+    parts.append(_block(f"stmt{tag}", stmt, 6))
+    parts.append(f'#line {_lines(parts) + 2} "snippet.cpp"\n')
+    parts.append(tail)
+
+
 def snippet_source(stmt: str, setup: str, global_setup: str,
                    header: str = DEFAULT_HEADER) -> str:
     """The complete translation unit for one snippet."""
     parts = [_PRELUDE, header, "\n"]
     if global_setup.strip():
         parts.append(_block("global_setup", global_setup, 0))
-    line = sum(p.count("\n") for p in parts) + 2
-    parts.append(f'#line {line} "snippet.cpp"\n')
-    head, rest = _BODY.split("@SETUP@\n")
-    body_before_stmt, tail = rest.split("@STMT@\n")
-    parts.append(head)
-    parts.append(_block("setup", setup, 2) if setup.strip() else "")
-    line = sum(p.count("\n") for p in parts) + 2
-    parts.append(f'#line {line} "snippet.cpp"\n')
-    parts.append(body_before_stmt)
-    parts.append(_block("stmt", stmt, 6))
-    line = sum(p.count("\n") for p in parts) + 2
-    parts.append(f'#line {line} "snippet.cpp"\n')
-    parts.append(tail)
+    _snippet_body(parts, stmt, setup, "", "")
+    return "".join(parts)
+
+
+def bundle_entry_suffix(index: int) -> str:
+    """The suffix of snippet `index`'s entry points in a bundle (`tm_callgrind_s3`)."""
+    return f"_s{index}"
+
+
+def bundle_source(snippets: Sequence[tuple[str, str, str]],
+                  header: str = DEFAULT_HEADER) -> str:
+    """One translation unit for many (stmt, setup, global_setup) snippets: compiling it
+    costs about as much as compiling one, since parsing torch's headers dominates.
+
+    Snippet i lives in `namespace torchmark_snippet_i` with entry points suffixed
+    `bundle_entry_suffix(i)`; its code is reported as `<stmt:i>`, `<setup:i>` and
+    `<global_setup:i>`. `#include` lines of global setups move to the top of the unit.
+    """
+    includes: list[str] = []
+    for _, _, global_setup in snippets:
+        for line in global_setup.splitlines():
+            if line.strip().startswith("#include") and line.strip() not in includes:
+                includes.append(line.strip())
+    parts = [_PRELUDE, header, "\n", *(f"{line}\n" for line in includes)]
+    for i, (stmt, setup, global_setup) in enumerate(snippets):
+        parts.append(f"namespace torchmark_snippet_{i} {{\n")
+        rest = "\n".join("" if line.strip().startswith("#include") else line
+                         for line in global_setup.splitlines())
+        if rest.strip():
+            parts.append(_block(f"global_setup:{i}", rest, 0))
+        _snippet_body(parts, stmt, setup, f":{i}", bundle_entry_suffix(i))
+        parts.append(f"}}  // namespace torchmark_snippet_{i}\n")
     return "".join(parts)

@@ -271,7 +271,8 @@ class Timer:
         repeats = DEFAULT_REPEATS if repeats is None else _positive_int("repeats", repeats)
         if self._language is Language.CPP:  # no baseline: there is no Python loop
             return Request(self._task_spec, {}, number, repeats, collect_baseline=False,
-                           library=self._timer.build())  # compile errors surface here
+                           library=self._timer.build(),  # compile errors surface here
+                           entry_suffix=getattr(self._timer, "entry_suffix", ""))
         # Syntax errors surface here, before valgrind starts; the statement itself only
         # runs in the counted process (a crashing statement must not take this one down).
         compile(self._task_spec.stmt, "<stmt>", "exec")

@@ -1,0 +1,253 @@
+"""Grouped definitions: one definition, many derived cases.
+
+`GroupedStmts` benchmarks a statement (Python, C++ or both); `GroupedModules` an
+`nn.Module` built by model setup. With a `signature` (`f(x, w) -> y`) torchmark also
+derives the TorchScript variants (the statement or model scripted once, saved, and loaded
+by the Python and the C++ cases) and the autograd variants (`y.backward()` appended),
+for each thread count.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import re
+import textwrap
+from collections.abc import Iterable
+
+from torchmark.suite.scripted import ScriptedModel
+from torchmark.suite.signature import Signature, parse_signature
+from torchmark.suite.timer_args import AutoLabels, TimerArgs
+
+JIT_WARMUP_CALLS = 3
+
+
+def clean(code: str | None) -> str:
+    """Dedented code without surrounding blank lines ('' for None)."""
+    if code is None:
+        return ""
+    if not isinstance(code, str):
+        raise ValueError(f"expected code as a str, got {type(code).__name__}")
+    return textwrap.dedent(code).strip("\n").rstrip()
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupedSetup:
+    """Setup shared by the cases of a definition: Python, C++, and C++ global setup
+    (code outside the C++ function: includes, helpers; torchmark passes it on)."""
+
+    py_setup: str = ""
+    cpp_setup: str = ""
+    global_setup: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("py_setup", "cpp_setup", "global_setup"):
+            object.__setattr__(self, name, clean(getattr(self, name)))
+
+
+def _thread_counts(owner: str, num_threads) -> tuple[int, ...]:
+    values = (num_threads,) if isinstance(num_threads, int) else tuple(num_threads)
+    if not values or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
+                         for n in values):
+        raise ValueError(f"{owner}: num_threads must be a positive int or a non-empty tuple "
+                         f"of them, got {num_threads!r}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{owner}: num_threads lists a count twice: {num_threads!r}")
+    return values
+
+
+def _python_assigns(owner: str, field: str, code: str, name: str) -> None:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as e:
+        raise ValueError(f"{owner}: {field} is not valid Python: {e.msg} (line {e.lineno})") \
+            from None
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Store)}
+    if name not in assigned:
+        raise ValueError(f"{owner}: {field} never assigns {name!r} (named by the signature "
+                         f"or required by {owner})")
+
+
+def _cpp_mentions(owner: str, field: str, code: str, name: str) -> None:
+    if not re.search(rf"\b{re.escape(name)}\b", code):
+        raise ValueError(f"{owner}: {field} never defines {name!r}")
+
+
+def _join(*parts: str) -> str:
+    return "\n".join(p for p in parts if p.strip())
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivedCase:
+    """One case a definition yields (before materialize gives it its label)."""
+
+    auto_labels: AutoLabels
+    timer_args: TimerArgs
+    scripted: ScriptedModel | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupedBenchmark:
+    """A definition and the rules that derive its cases; build it with `GroupedStmts`,
+    `GroupedModules` or `GroupedVariants`."""
+
+    kind: str  # "stmts" or "modules"
+    py_fwd_stmt: str
+    cpp_fwd_stmt: str
+    setup: GroupedSetup
+    signature: Signature | None
+    torchscript: bool
+    autograd: bool
+    num_threads: tuple[int, ...]
+    py_model_setup: str = ""
+    cpp_model_setup: str = ""
+
+    # -- constructors -----------------------------------------------------------------
+    @classmethod
+    def from_stmts(cls, py_stmt: str | None = None, cpp_stmt: str | None = None,
+                   setup: GroupedSetup | None = None, signature: str | None = None,
+                   torchscript: bool = False, autograd: bool = False,
+                   num_threads: int | Iterable[int] = 1) -> GroupedBenchmark:
+        owner = "GroupedStmts"
+        py_stmt, cpp_stmt = clean(py_stmt), clean(cpp_stmt)
+        setup = _check_setup(owner, setup)
+        if not py_stmt and not cpp_stmt:
+            raise ValueError(f"{owner}: give py_stmt, cpp_stmt or both")
+        _check_global_setup(owner, setup, bool(cpp_stmt))
+        parsed = parse_signature(signature) if signature is not None else None
+        _check_modes(owner, parsed, torchscript, autograd)
+        if torchscript and not py_stmt:
+            raise ValueError(f"{owner}: torchscript=True needs py_stmt (the model is scripted "
+                             "from the Python statement)")
+        if parsed is not None:
+            if py_stmt:
+                _python_assigns(owner, "py_stmt", py_stmt, parsed.output)
+            if cpp_stmt:
+                _cpp_mentions(owner, "cpp_stmt", cpp_stmt, parsed.output)
+        return cls("stmts", py_stmt, cpp_stmt, setup, parsed, bool(torchscript),
+                   bool(autograd), _thread_counts(owner, num_threads))
+
+    @classmethod
+    def from_modules(cls, py_model_setup: str | None = None,
+                     cpp_model_setup: str | None = None, setup: GroupedSetup | None = None,
+                     signature: str | None = None, torchscript: bool = False,
+                     autograd: bool = False,
+                     num_threads: int | Iterable[int] = 1) -> GroupedBenchmark:
+        owner = "GroupedModules"
+        py_model, cpp_model = clean(py_model_setup), clean(cpp_model_setup)
+        setup = _check_setup(owner, setup)
+        if not py_model and not cpp_model:
+            raise ValueError(f"{owner}: give py_model_setup, cpp_model_setup or both")
+        _check_global_setup(owner, setup, bool(cpp_model))
+        if signature is None:
+            raise ValueError(f"{owner}: a signature is required (e.g. 'f(x) -> y')")
+        parsed = parse_signature(signature)
+        _check_modes(owner, parsed, torchscript, autograd)
+        if torchscript and not py_model:
+            raise ValueError(f"{owner}: torchscript=True needs py_model_setup (the model is "
+                             "scripted in Python)")
+        if py_model:
+            _python_assigns(owner, "py_model_setup", py_model, "model")
+        if cpp_model:
+            _cpp_mentions(owner, "cpp_model_setup", cpp_model, "model")
+        args, out = parsed.arg_list, parsed.output
+        return cls("modules", f"{out} = model({args})" if py_model else "",
+                   f"auto {out} = model->forward({args});" if cpp_model else "", setup, parsed,
+                   bool(torchscript), bool(autograd), _thread_counts(owner, num_threads),
+                   py_model, cpp_model)
+
+    # -- derivation ---------------------------------------------------------------------
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return tuple(lang for lang, stmt in (("python", self.py_fwd_stmt),
+                                              ("cpp", self.cpp_fwd_stmt)) if stmt)
+
+    @property
+    def runtimes(self) -> tuple[str, ...]:
+        return ("eager", "jit") if self.torchscript else ("eager",)
+
+    @property
+    def autograd_modes(self) -> tuple[str, ...]:
+        return ("forward", "forward+backward") if self.autograd else ("forward",)
+
+    def scripted_model(self) -> ScriptedModel | None:
+        if not self.torchscript:
+            return None
+        assert self.signature is not None
+        if self.kind == "stmts":
+            return ScriptedModel("stmts", "", self.py_fwd_stmt, self.signature)
+        return ScriptedModel("modules", self.setup.py_setup, self.py_model_setup,
+                             self.signature)
+
+    def cases(self) -> list[DerivedCase]:
+        """Every case: language x runtime x autograd x thread count."""
+        out = []
+        scripted = self.scripted_model()
+        for language in self.languages:
+            for runtime in self.runtimes:
+                for autograd in self.autograd_modes:
+                    for threads in self.num_threads:
+                        labels = AutoLabels(runtime, autograd, language, threads)
+                        model = scripted if runtime == "jit" else None
+                        out.append(DerivedCase(labels, self._timer_args(labels, model), model))
+        return out
+
+    def _timer_args(self, labels: AutoLabels, model: ScriptedModel | None) -> TimerArgs:
+        backward = labels.autograd == "forward+backward"
+        out = self.signature.output if self.signature else ""
+        if labels.language == "python":
+            setup = _join(self.setup.py_setup, self.py_model_setup)
+            stmt = self.py_fwd_stmt
+            if model is not None:
+                stmt = f"{out} = jit_model({self.signature.arg_list})"
+                warm = _join(stmt, f"{out}.backward()" if backward else "")
+                setup = _join(self.setup.py_setup, f"jit_model = torch.jit.load({str(model.path)!r})",
+                              f"for _ in range({JIT_WARMUP_CALLS}):  # let TorchScript specialize",
+                              textwrap.indent(warm, "    "))
+            if backward:
+                stmt = _join(stmt, f"{out}.backward()")
+            return TimerArgs(stmt, setup or "pass", "", labels.num_threads, "python")
+
+        global_setup = self.setup.global_setup
+        setup = _join(self.setup.cpp_setup, self.cpp_model_setup)
+        stmt = self.cpp_fwd_stmt
+        if model is not None:
+            inputs = ", ".join(self.signature.args)
+            stmt = _join(f"std::vector<torch::jit::IValue> jit_inputs{{{inputs}}};",
+                         f"auto {out} = jit_model.forward(jit_inputs).toTensor();")
+            warm = _join(stmt, f"{out}.backward();" if backward else "")
+            global_setup = _join("#include <torch/script.h>", global_setup)
+            setup = _join(self.setup.cpp_setup,
+                          f"auto jit_model = torch::jit::load({json.dumps(str(model.path))});",
+                          f"for (int i = 0; i < {JIT_WARMUP_CALLS}; ++i) {{",
+                          textwrap.indent(warm, "  "), "}")
+        if backward:
+            stmt = _join(stmt, f"{out}.backward();")
+        return TimerArgs(stmt, setup, global_setup, labels.num_threads, "cpp")
+
+
+def _check_setup(owner: str, setup) -> GroupedSetup:
+    if setup is None:
+        return GroupedSetup()
+    if not isinstance(setup, GroupedSetup):
+        raise ValueError(f"{owner}: setup must be a GroupedSetup, got {type(setup).__name__}")
+    return setup
+
+
+def _check_global_setup(owner: str, setup: GroupedSetup, has_cpp: bool) -> None:
+    if setup.global_setup and not has_cpp:
+        raise ValueError(f"{owner}: setup.global_setup is C++ code, but the definition has "
+                         "no C++ side")
+
+
+def _check_modes(owner: str, signature: Signature | None, torchscript, autograd) -> None:
+    if torchscript and signature is None:
+        raise ValueError(f"{owner}: torchscript=True needs a signature (e.g. 'f(x) -> y')")
+    if autograd and signature is None:
+        raise ValueError(f"{owner}: autograd=True needs a signature naming the output")
+
+
+GroupedStmts = GroupedBenchmark.from_stmts
+GroupedModules = GroupedBenchmark.from_modules

@@ -1,0 +1,102 @@
+"""materialize: nested dicts of definitions -> the flat list of concrete cases."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from torchmark.suite.grouped import GroupedBenchmark
+from torchmark.suite.scripted import ScriptedModel
+from torchmark.suite.timer_args import AutoLabels, TimerArgs
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One concrete benchmark: its labels, derived labels, and Timer arguments."""
+
+    label: tuple[str, ...]
+    auto_labels: AutoLabels
+    timer_args: TimerArgs
+    scripted: ScriptedModel | None = None
+
+    @property
+    def id(self) -> str:
+        """`Pointwise/Math/add/x + 1 [py eager fwd t1]`: unique within a suite."""
+        return f"{'/'.join(self.label)} [{self.auto_labels.short}]"
+
+    def prepare(self) -> None:
+        """Create what the case loads at setup (its TorchScript model, if any)."""
+        if self.scripted is not None:
+            self.scripted.ensure()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "label": list(self.label),
+                "auto_labels": self.auto_labels.to_dict(),
+                "timer_args": self.timer_args.to_dict()}
+
+
+def _key_parts(key: Any, path: tuple[str, ...]) -> tuple[str, ...]:
+    parts = key if isinstance(key, tuple) else (key,)
+    for part in parts:
+        if not isinstance(part, str) or not part.strip():
+            raise ValueError(f"materialize: label {part!r} under {'/'.join(path) or 'the top'} "
+                             "must be a non-empty str")
+    return tuple(p.strip() for p in parts)
+
+
+def materialize(definitions: Mapping | GroupedBenchmark | TimerArgs) -> list[Case]:
+    """Flatten `{label: definition or {label: ...}}` into Cases, in definition order.
+
+    A definition is a GroupedBenchmark (GroupedStmts / GroupedModules / a value of
+    GroupedVariants) or a TimerArgs; keys may be strings or tuples of strings. Two cases
+    with the same id are an error naming it.
+    """
+    cases: list[Case] = []
+    seen: dict[str, tuple[str, ...]] = {}
+
+    def add(case: Case) -> None:
+        if case.id in seen:
+            raise ValueError(f"materialize: duplicate case {case.id!r}")
+        seen[case.id] = case.label
+        cases.append(case)
+
+    def walk(value: Any, path: tuple[str, ...]) -> None:
+        if isinstance(value, Mapping):
+            if not value:
+                raise ValueError(f"materialize: {'/'.join(path) or 'the top level'} is empty")
+            for key, child in value.items():
+                walk(child, path + _key_parts(key, path))
+        elif isinstance(value, GroupedBenchmark):
+            for derived in value.cases():
+                add(Case(path, derived.auto_labels, derived.timer_args, derived.scripted))
+        elif isinstance(value, TimerArgs):
+            add(Case(path, AutoLabels(language=value.language,
+                                      num_threads=value.num_threads), value))
+        else:
+            raise ValueError(f"materialize: {'/'.join(path) or 'the top level'} is a "
+                             f"{type(value).__name__}; expected a dict, GroupedStmts, "
+                             "GroupedModules, GroupedVariants or TimerArgs")
+
+    walk(definitions, ())
+    return cases
+
+
+def select(cases: list[Case], pattern: str | None = None, subset: int | None = None) -> list[Case]:
+    """Cases whose id matches `pattern` (a case-insensitive regular expression), then
+    `subset` of them spread evenly over the list."""
+    if pattern:
+        try:
+            regex = re.compile(pattern, re.IGNORECASE)
+        except re.error as e:
+            raise ValueError(f"--filter {pattern!r} is not a valid regular expression: {e}") \
+                from None
+        cases = [c for c in cases if regex.search(c.id)]
+    if subset is not None:
+        if isinstance(subset, bool) or not isinstance(subset, int) or subset < 1:
+            raise ValueError(f"--subset must be a positive int, got {subset!r}")
+        if subset < len(cases):
+            step = len(cases) / subset
+            cases = [cases[int(i * step)] for i in range(subset)]
+    return cases

@@ -1,0 +1,290 @@
+"""Running suite cases: wall times in ordinary worker processes, instruction counts in
+long-lived valgrind hosts, one of each per slot, pinned to the slot's CPUs.
+
+Per case a slot measures `blocked_autorange` in its wall-time worker, then counts
+`number` runs `repeats` times in its callgrind host (the host imports torch once and
+forks per case, so valgrind's start-up is paid once per slot). C++ cases are compiled
+beforehand into a few bundle libraries (one compile for many snippets). A case that
+raises is recorded as failed; one that kills or hangs its worker is retried
+`retries` times on a fresh worker, then recorded as failed; the others go on. Every
+finished case is appended to the results file at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import queue
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from torchmark.suite.materialize import Case
+from torchmark.suite.results import ResultsWriter, finished_ids
+from torchmark.suite.workers import CaseFailed, WallWorker, WorkerLost
+
+BUNDLE_MAX = 64
+
+
+@dataclasses.dataclass
+class RunOptions:
+    workers: int = 2
+    min_run_time: float = 0.1  # seconds of blocked_autorange per case
+    number: int = 100  # runs counted per callgrind repeat
+    repeats: int = 5
+    timeout: float = 300.0  # seconds per case and stage
+    retries: int = 1  # extra attempts after a worker died or hung
+    wall: bool = True
+    instructions: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("workers", "number", "repeats"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"suite run: {name} must be a positive int, got {value!r}")
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) \
+                or self.retries < 0:
+            raise ValueError(f"suite run: retries must be an int >= 0, got {self.retries!r}")
+        for name in ("min_run_time", "timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"suite run: {name} must be a positive number, got {value!r}")
+        if not (self.wall or self.instructions):
+            raise ValueError("suite run: nothing to measure (wall times and instruction "
+                             "counts are both off)")
+
+
+@dataclasses.dataclass
+class RunSummary:
+    total: int
+    skipped: int
+    ok: int
+    failed: int
+    elapsed_s: float
+    compile_s: float
+    records: list[dict[str, Any]]
+
+
+def _cpu_sets(workers: int) -> list[list[int]]:
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        cpus = list(range(os.cpu_count() or 1))
+    return [[cpus[i % len(cpus)]] for i in range(workers)]
+
+
+def _threads_cpus(cpus: list[int], all_cpus: list[int], threads: int) -> list[int]:
+    """The slot's CPU first, then neighbours, for a case that runs `threads` threads."""
+    start = all_cpus.index(cpus[0]) if cpus[0] in all_cpus else 0
+    return [all_cpus[(start + i) % len(all_cpus)] for i in range(min(threads, len(all_cpus)))]
+
+
+def instruction_summary(totals: Sequence[int], number: int) -> dict[str, Any]:
+    median = statistics.median_low(totals)
+    spread = (max(totals) - min(totals)) / median if median else 0.0
+    return {"median": median, "per_run": median / number, "repeats": list(totals),
+            "spread": spread, "number": number}
+
+
+class Slot:
+    """One worker slot: a wall-time worker and a callgrind host on the same CPUs."""
+
+    def __init__(self, index: int, cpus: list[int], all_cpus: list[int]) -> None:
+        from torchmark.callgrind.collector import Host
+
+        self.index, self.cpus, self.all_cpus = index, cpus, all_cpus
+        self.wall = WallWorker(cpus)
+        self.host = Host(cpus)
+
+    def close(self) -> None:
+        self.wall.close()
+        self.wall.remove_log()
+        self.host.close()
+
+    def measure_wall(self, case: Case, library: tuple[str, str] | None,
+                     options: RunOptions) -> dict[str, Any]:
+        request = {"timer_args": case.timer_args.to_dict(), "min_run_time": options.min_run_time,
+                   "cpus": _threads_cpus(self.cpus, self.all_cpus,
+                                         case.timer_args.num_threads)}
+        if library is not None:
+            request["library"], request["entry_suffix"] = library
+        return self.wall.measure(request, options.timeout)
+
+    def count(self, case: Case, library: tuple[str, str] | None,
+              options: RunOptions) -> dict[str, Any]:
+        from torchmark.callgrind.collector import CallgrindError
+
+        timer = case.timer_args.timer()
+        if library is not None:
+            timer._timer.use_library(*library)
+        request = timer._callgrind_request(options.number, options.repeats,
+                                           collect_baseline=False)
+        try:
+            stats = self.host.run(request, timeout=options.timeout)
+        except CallgrindError as e:
+            message = str(e).splitlines()[0]
+            if "killed by signal" in message or "host" in message:
+                raise WorkerLost(message) from None
+            raise CaseFailed(message) from None
+        return instruction_summary([s.counts() for s in stats], options.number)
+
+
+class SuiteRunner:
+    """Runs cases into a JSON-lines file; see the module docstring."""
+
+    def __init__(self, cases: Sequence[Case], out: str | os.PathLike,
+                 options: RunOptions | None = None, resume: bool = False,
+                 on_record: Callable[[dict[str, Any]], None] | None = None,
+                 on_phase: Callable[[str], None] | None = None) -> None:
+        self.options = options or RunOptions()
+        ids = [c.id for c in cases]
+        if len(set(ids)) != len(ids):
+            raise ValueError("suite run: the cases contain duplicate ids")
+        done = finished_ids(out) if resume else set()
+        self.cases = [c for c in cases if c.id not in done]
+        self.skipped = len(cases) - len(self.cases)
+        self.out, self.resume = out, resume
+        self.on_record = on_record or (lambda record: None)
+        self.on_phase = on_phase or (lambda phase: None)
+        self._stop = threading.Event()
+
+    # -- preparation ------------------------------------------------------------------
+    def _prepare(self, writer: ResultsWriter) -> tuple[list[Case], dict[str, tuple[str, str]]]:
+        """Script TorchScript models and compile C++ bundles; cases that fail here are
+        recorded as failed. Returns the runnable cases and each C++ case's library."""
+        runnable, cpp = [], []
+        for case in self.cases:
+            try:
+                case.prepare()
+            except Exception as e:
+                self._record(writer, case, None, "failed", f"preparing: {type(e).__name__}: {e}",
+                             attempts=1)
+                continue
+            (cpp if case.timer_args.language == "cpp" else runnable).append(case)
+        libraries: dict[str, tuple[str, str]] = {}
+        if cpp:
+            self.on_phase(f"compiling {len(cpp)} C++ cases")
+            chunks = _chunks(cpp, self.options.workers)
+            with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+                for chunk_libraries, failures in pool.map(_build_bundle, chunks):
+                    libraries.update(chunk_libraries)
+                    for case, error in failures:
+                        self._record(writer, case, None, "failed", error, attempts=1)
+        runnable += [c for c in cpp if c.id in libraries]
+        order = {c.id: i for i, c in enumerate(self.cases)}
+        return sorted(runnable, key=lambda c: order[c.id]), libraries
+
+    # -- running ----------------------------------------------------------------------
+    def _record(self, writer: ResultsWriter, case: Case, slot: int | None, status: str,
+                error: str | None = None, attempts: int = 1, **results: Any) -> dict:
+        record = {"type": "case", "id": case.id, "status": status, **case.to_dict(),
+                  **results, "error": error, "attempts": attempts, "slot": slot,
+                  "finished": time.time()}
+        writer.write(record)
+        self.on_record(record)
+        return record
+
+    def _run_case(self, slot: Slot, case: Case, library, writer: ResultsWriter) -> dict:
+        options = self.options
+        attempts = 0
+        while True:
+            attempts += 1
+            started = time.perf_counter()
+            results: dict[str, Any] = {}
+            try:
+                if options.wall:
+                    results["wall"] = slot.measure_wall(case, library, options)
+                if options.instructions:
+                    results["instructions"] = slot.count(case, library, options)
+            except CaseFailed as e:
+                return self._record(writer, case, slot.index, "failed", str(e), attempts,
+                                    **results)
+            except WorkerLost as e:
+                if attempts <= options.retries and not self._stop.is_set():
+                    continue
+                return self._record(writer, case, slot.index, "failed", str(e), attempts,
+                                    **results)
+            return self._record(writer, case, slot.index, "ok", None, attempts,
+                                elapsed_s=time.perf_counter() - started, **results)
+
+    def run(self) -> RunSummary:
+        started = time.perf_counter()
+        options = dataclasses.asdict(self.options)
+        writer = ResultsWriter(self.out, options, self.resume)
+        records: list[dict[str, Any]] = []
+        inner = self.on_record
+        self.on_record = lambda record: (records.append(record), inner(record))
+        slots: list[Slot] = []
+        try:
+            compile_started = time.perf_counter()
+            runnable, libraries = self._prepare(writer)
+            compile_s = time.perf_counter() - compile_started
+            self.on_phase(f"measuring {len(runnable)} cases on {options['workers']} workers")
+            pending: queue.Queue[Case] = queue.Queue()
+            for case in runnable:
+                pending.put(case)
+            cpu_sets = _cpu_sets(self.options.workers)
+            all_cpus = sorted({c for s in cpu_sets for c in s})
+            slots = [Slot(i, cpus, all_cpus) for i, cpus in enumerate(cpu_sets)]
+
+            def work(slot: Slot) -> None:
+                while not self._stop.is_set():
+                    try:
+                        case = pending.get_nowait()
+                    except queue.Empty:
+                        return
+                    self._run_case(slot, case, libraries.get(case.id), writer)
+
+            threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in slots]
+            for t in threads:
+                t.start()
+            try:
+                for t in threads:
+                    while t.is_alive():
+                        t.join(timeout=0.5)
+            except KeyboardInterrupt:
+                self._stop.set()
+                raise
+        finally:
+            for slot in slots:
+                slot.close()
+            ok = sum(r["status"] == "ok" for r in records)
+            elapsed = time.perf_counter() - started
+            writer.close({"elapsed_s": elapsed, "ok": ok, "failed": len(records) - ok,
+                          "interrupted": self._stop.is_set()})
+        return RunSummary(len(self.cases) + self.skipped, self.skipped, ok, len(records) - ok,
+                          elapsed, compile_s, records)
+
+
+def _chunks(cases: list[Case], workers: int) -> list[list[Case]]:
+    n = max(workers, -(-len(cases) // BUNDLE_MAX))
+    n = min(n, len(cases))
+    return [cases[i::n] for i in range(n)]
+
+
+def _build_bundle(cases: list[Case]) -> tuple[dict[str, tuple[str, str]], list[tuple[Case, str]]]:
+    """Compile `cases` into one library, dropping (and reporting) snippets that fail."""
+    from torchmark.cpp.compile_cache import BundleCompileError, default_builder
+    from torchmark.cpp.snippet_source import bundle_entry_suffix
+
+    failures: list[tuple[Case, str]] = []
+    remaining = list(cases)
+    while remaining:
+        snippets = [(c.timer_args.stmt, c.timer_args.setup, c.timer_args.global_setup)
+                    for c in remaining]
+        try:
+            library = default_builder().build_bundle(snippets)
+        except BundleCompileError as e:
+            if not e.failed:  # not attributable to one snippet: every case fails
+                message = "C++ compile failed: " + "\n".join(e.compiler_output.splitlines()[-5:])
+                return {}, failures + [(c, message) for c in remaining]
+            failures += [(remaining[i], f"C++ compile failed: {msg}")
+                         for i, msg in sorted(e.failed.items())]
+            remaining = [c for i, c in enumerate(remaining) if i not in e.failed]
+            continue
+        return ({c.id: (str(library), bundle_entry_suffix(i)) for i, c in enumerate(remaining)},
+                failures)
+    return {}, failures

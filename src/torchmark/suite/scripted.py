@@ -1,0 +1,92 @@
+"""TorchScript artifacts of the suite: a model scripted once in Python, saved to the cache,
+and loaded by both the Python and the C++ TorchScript cases."""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import hashlib
+import importlib.util
+import os
+import textwrap
+from pathlib import Path
+
+from torchmark.paths import cache_dir, cache_root
+from torchmark.suite.signature import Signature
+
+MODEL_FILE = "model.pt"
+
+
+def _torch_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptedModel:
+    """What to script: a statement body (`kind="stmts"`, made into `forward(args)`) or the
+    `model` built by Python model setup (`kind="modules"`)."""
+
+    kind: str
+    setup: str
+    body: str
+    signature: Signature
+
+    @property
+    def key(self) -> str:
+        text = "\n--\n".join([self.kind, self.setup, self.body, self.signature.arg_list,
+                              self.signature.output, _torch_version()])
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    @property
+    def folder(self) -> Path:
+        return cache_root() / "suite" / "models" / self.key
+
+    @property
+    def path(self) -> Path:
+        """Where the saved model lives (it exists once `ensure()` has run)."""
+        return self.folder / MODEL_FILE
+
+    def module_source(self) -> str:
+        """The Python source of the module scripted for `kind="stmts"`."""
+        body = textwrap.indent(self.body, " " * 8)
+        return (f"import torch\n\n\nclass TorchmarkModel(torch.nn.Module):\n"
+                f"    def forward(self, {self.signature.arg_list}):\n{body}\n"
+                f"        return {self.signature.output}\n")
+
+    def _script(self):
+        import torch
+
+        if self.kind == "stmts":
+            source = self.folder / "model_source.py"
+            source.write_text(self.module_source())
+            spec = importlib.util.spec_from_file_location(f"torchmark_model_{self.key}", source)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return torch.jit.script(module.TorchmarkModel())
+        namespace: dict = {"torch": torch}
+        exec(compile(self.setup or "pass", "<setup>", "exec"), namespace)
+        exec(compile(self.body, "<model setup>", "exec"), namespace)
+        if "model" not in namespace:
+            raise ValueError("GroupedModules: py_model_setup must assign `model`")
+        return torch.jit.script(namespace["model"])
+
+    def ensure(self) -> Path:
+        """Script and save the model unless it is already saved; its path."""
+        if self.path.exists():
+            return self.path
+        cache_dir("suite", "models", self.key)
+        with open(self.folder / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not self.path.exists():
+                import torch
+
+                tmp = self.folder / f".{MODEL_FILE}.{os.getpid()}"
+                torch.jit.save(self._script(), str(tmp))
+                os.replace(tmp, self.path)
+        return self.path

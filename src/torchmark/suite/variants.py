@@ -1,0 +1,127 @@
+"""GroupedVariants: many related one-line benchmarks written as one block per language.
+
+    # @setup                 // @setup
+    x = torch.ones((4, 4))   auto x = torch::ones({4, 4});
+    # @add                   // @add
+    x + 1                    x + 1;
+    x += 1                   x += 1;
+
+A `@label` marker starts a group; each statement in it is a case (labelled with the
+Python statement, or the C++ one where there is no Python). Python and C++ groups of
+the same label pair up line by line. `@setup` is shared by every case; `// @global_setup`
+(C++ only) goes outside the C++ function. A line indented deeper than the statement
+before it continues that statement. `parse_stmts` turns a two-column table
+(`Python | C++`) into the two blocks.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from torchmark.suite.grouped import GroupedBenchmark, GroupedSetup
+
+_MARKERS = {"python": re.compile(r"^#\s*@(.*)$"), "cpp": re.compile(r"^//\s*@(.*)$")}
+_COMMENT = {"python": re.compile(r"^#"), "cpp": re.compile(r"^//")}
+_SETUP, _GLOBAL_SETUP = "setup", "global_setup"
+
+
+def parse_block(block: str, language: str) -> tuple[dict[str, list[str]], str, str]:
+    """(label -> statements, setup, global_setup) of one language's block."""
+    marker, comment = _MARKERS[language], _COMMENT[language]
+    groups: dict[str, list[str]] = {}
+    setup_lines: dict[str, list[str]] = {_SETUP: [], _GLOBAL_SETUP: []}
+    current: str | None = None
+    statement_indent = 0
+    for number, line in enumerate(textwrap.dedent(block).splitlines(), start=1):
+        stripped = line.strip()
+        found = marker.match(stripped)
+        if found:
+            label = found.group(1).strip()
+            key = label.lower().replace(" ", "_")
+            if not label:
+                raise ValueError(f"GroupedVariants: empty @label on line {number} of the "
+                                 f"{language} block")
+            if key in (_SETUP, _GLOBAL_SETUP):
+                if key == _GLOBAL_SETUP and language == "python":
+                    raise ValueError("GroupedVariants: @global_setup is for the C++ block only")
+                current = key
+            else:
+                if label in groups:
+                    raise ValueError(f"GroupedVariants: label {label!r} appears twice in the "
+                                     f"{language} block")
+                groups[label] = []
+                current = label
+            continue
+        if current in (_SETUP, _GLOBAL_SETUP):
+            setup_lines[current].append(line)
+            continue
+        if not stripped or comment.match(stripped):
+            continue
+        if current is None:
+            raise ValueError(f"GroupedVariants: line {number} of the {language} block comes "
+                             f"before any '@label' marker: {stripped!r}")
+        indent = len(line) - len(line.lstrip())
+        statements = groups[current]
+        if statements and indent > statement_indent:
+            statements[-1] += "\n" + line[statement_indent:]
+        else:
+            statements.append(stripped)
+            statement_indent = indent
+    return (groups, "\n".join(setup_lines[_SETUP]).strip("\n"),
+            "\n".join(setup_lines[_GLOBAL_SETUP]).strip("\n"))
+
+
+def _case_label(py_stmt: str, cpp_stmt: str) -> str:
+    text = (py_stmt or cpp_stmt).splitlines()[0].strip()
+    return text[:-1].rstrip() if text.endswith(";") else text
+
+
+def GroupedVariants(py_block: str = "", cpp_block: str = "",  # noqa: N802 (upstream's name)
+                    num_threads=1) -> dict[str, GroupedBenchmark | dict[str, GroupedBenchmark]]:
+    """{label: benchmark} for one-statement groups, {label: {statement: benchmark}} else."""
+    py_groups, py_setup, _ = parse_block(py_block, "python")
+    cpp_groups, cpp_setup, global_setup = parse_block(cpp_block, "cpp")
+    if not py_groups and not cpp_groups:
+        raise ValueError("GroupedVariants: no '@label' groups found")
+    setup = GroupedSetup(py_setup, cpp_setup, global_setup)
+    out: dict[str, GroupedBenchmark | dict[str, GroupedBenchmark]] = {}
+    for label in [*py_groups, *(k for k in cpp_groups if k not in py_groups)]:
+        py_lines, cpp_lines = py_groups.get(label, []), cpp_groups.get(label, [])
+        n = max(len(py_lines), len(cpp_lines))
+        pairs = [(py_lines[i] if i < len(py_lines) else "",
+                  cpp_lines[i] if i < len(cpp_lines) else "") for i in range(n)]
+        benchmarks = {}
+        for py_stmt, cpp_stmt in pairs:
+            case_setup = setup if cpp_stmt else GroupedSetup(py_setup=py_setup)
+            name = _case_label(py_stmt, cpp_stmt)
+            if name in benchmarks:
+                raise ValueError(f"GroupedVariants: statement {name!r} appears twice under "
+                                 f"label {label!r}")
+            benchmarks[name] = GroupedBenchmark.from_stmts(
+                py_stmt or None, cpp_stmt or None, case_setup, num_threads=num_threads)
+        if not benchmarks:
+            raise ValueError(f"GroupedVariants: label {label!r} has no statements")
+        out[label] = next(iter(benchmarks.values())) if len(benchmarks) == 1 else benchmarks
+    return out
+
+
+_RULE = re.compile(r"^\s*-+\s*\|\s*-+\s*$")
+
+
+def parse_stmts(table: str) -> tuple[str, str]:
+    """(python, cpp) from a two-column table whose columns are split at the `|` of a
+    `---- | ----` rule line; lines above the rule (titles) are dropped. Without a rule
+    the whole text is Python."""
+    lines = textwrap.dedent(table).splitlines()
+    rules = [i for i, line in enumerate(lines) if _RULE.match(line)]
+    if not rules:
+        return textwrap.dedent(table).strip("\n"), ""
+    column = lines[rules[0]].index("|")
+    py, cpp = [], []
+    for line in lines[rules[0] + 1:]:
+        if len(line) > column and line[column] != "|" and line[column:].strip():
+            raise ValueError(f"parse_stmts: line {line!r} does not have '|' at column {column}")
+        py.append(line[:column].rstrip())
+        cpp.append(line[column + 1:].rstrip() if len(line) > column else "")
+    return textwrap.dedent("\n".join(py)).strip("\n"), textwrap.dedent("\n".join(cpp)).strip("\n")
