@@ -12,6 +12,7 @@ from torchmark.cli.callgrind_cmd import callgrind_cmd, callgrind_diff_cmd
 from torchmark.cli.compare_cmd import compare_cmd
 from torchmark.cli.demo_cmd import demo_cmd
 from torchmark.cli.fuzz_cmd import fuzz_cmd
+from torchmark.cli.suite_cmd import suite_cmd
 from torchmark.cli.timeit_cmd import timeit_cmd
 
 EXIT_USAGE = 2
@@ -30,6 +31,7 @@ cli.add_command(fuzz_cmd)
 cli.add_command(callgrind_cmd)
 cli.add_command(callgrind_diff_cmd)
 cli.add_command(cache_cmd)
+cli.add_command(suite_cmd)
 
 
 def _fail(message: str, code: int) -> int:

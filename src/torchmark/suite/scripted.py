@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import os
 import textwrap
+import warnings
 from pathlib import Path
 
 from torchmark.paths import cache_dir, cache_root
@@ -87,6 +88,8 @@ class ScriptedModel:
                 import torch
 
                 tmp = self.folder / f".{MODEL_FILE}.{os.getpid()}"
-                torch.jit.save(self._script(), str(tmp))
+                with warnings.catch_warnings():  # TorchScript's deprecation notices
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    torch.jit.save(self._script(), str(tmp))
                 os.replace(tmp, self.path)
         return self.path

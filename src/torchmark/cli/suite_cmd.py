@@ -1,0 +1,176 @@
+"""`torchmark suite`: list, run and compare the instruction-count suite."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import click
+
+_FILTER = click.option("--filter", "pattern", default=None,
+                       help="Only cases whose id matches this regular expression "
+                            "(case-insensitive).")
+_DEFINITIONS = click.option("--definitions", type=click.Path(dir_okay=False), default=None,
+                            help="A Python file defining DEFINITIONS (default: the standard "
+                                 "suite).")
+
+
+@click.group("suite")
+def suite_cmd() -> None:
+    """The instruction-count suite: grouped definitions run as many cases."""
+
+
+@suite_cmd.command("list")
+@_FILTER
+@_DEFINITIONS
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.option("--show-code", is_flag=True, help="Print each case's stmt and setup too.")
+def list_cmd(pattern, definitions, fmt, show_code):
+    """Print the cases (ids) the suite defines."""
+    from torchmark.suite.loading import load_cases
+    from torchmark.suite.materialize import select
+
+    cases = select(load_cases(definitions), pattern)
+    if fmt == "json":
+        for case in cases:
+            click.echo(json.dumps(case.to_dict()))
+        return
+    for case in cases:
+        click.echo(case.id)
+        if show_code:
+            args = case.timer_args
+            for name in ("global_setup", "setup", "stmt"):
+                code = getattr(args, name)
+                if code and code != "pass":
+                    click.echo(f"  {name}:\n" + "\n".join(f"    {ln}" for ln in code.splitlines()))
+    click.echo(f"{len(cases)} cases", err=True)
+
+
+def _summary_table(records: list[dict]) -> object:
+    from rich.table import Table
+
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        groups[r["label"][0] if r.get("label") else r["id"]].append(r)
+    table = Table(title="suite run")
+    for name, justify in (("group", "left"), ("cases", "right"), ("failed", "right"),
+                          ("median instr/run", "right"), ("median wall/run", "right"),
+                          ("max spread", "right")):
+        table.add_column(name, justify=justify)
+    from torchmark.timing.stats import select_unit
+
+    for name, rs in groups.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        counts = sorted(r["instructions"]["per_run"] for r in ok if r.get("instructions"))
+        walls = sorted(r["wall"]["median"] for r in ok if r.get("wall"))
+        spreads = [r["instructions"]["spread"] for r in ok if r.get("instructions")]
+        wall = ""
+        if walls:
+            w = walls[len(walls) // 2]
+            unit, scale = select_unit(w)
+            wall = f"{w / scale:.1f} {unit}"
+        table.add_row(name, str(len(rs)), str(len(rs) - len(ok)),
+                      f"{counts[len(counts) // 2]:,.0f}" if counts else "", wall,
+                      f"{max(spreads):.2%}" if spreads else "")
+    return table
+
+
+@suite_cmd.command("run")
+@_FILTER
+@_DEFINITIONS
+@click.option("--subset", type=click.IntRange(min=1), default=None,
+              help="Run N cases spread evenly over the (filtered) suite.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Worker slots (each: a wall-time worker and a valgrind host, pinned).")
+@click.option("--out", type=click.Path(dir_okay=False), default="suite-results.jsonl",
+              show_default=True, help="JSON-lines results, appended as each case finishes.")
+@click.option("--resume", is_flag=True, help="Skip the cases OUT already holds.")
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Callgrind repeats per case.")
+@click.option("--number", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Runs of the statement per callgrind repeat.")
+@click.option("--min-run-time", type=click.FloatRange(min=0, min_open=True), default=0.1,
+              show_default=True, help="Seconds of blocked_autorange per case.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
+              show_default=True, help="Seconds a case may take per stage before its worker "
+                                      "is killed.")
+@click.option("--retries", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Extra attempts for a case whose worker died or hung.")
+@click.option("--no-wall", is_flag=True, help="Skip wall times.")
+@click.option("--no-instructions", is_flag=True, help="Skip instruction counts.")
+def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number, min_run_time,
+            timeout, retries, no_wall, no_instructions):
+    """Run the suite: wall times and instruction counts per case, into OUT."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from torchmark.suite.loading import load_cases
+    from torchmark.suite.materialize import select
+    from torchmark.suite.runner import RunOptions, SuiteRunner
+
+    options = RunOptions(workers=workers, min_run_time=min_run_time, number=number,
+                         repeats=repeats, timeout=timeout, retries=retries, wall=not no_wall,
+                         instructions=not no_instructions)
+    cases = select(load_cases(definitions), pattern, subset)
+    if not cases:
+        raise click.UsageError("no case matches --filter")
+    console = Console(stderr=True)
+    failures = [0]
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("failed: {task.fields[failed]}"), TimeElapsedColumn(),
+                  TextColumn("ETA"), TimeRemainingColumn(), console=console,
+                  transient=False) as progress:
+        def on_phase(phase: str) -> None:
+            progress.update(task, description=phase)
+
+        def on_record(record: dict) -> None:
+            if record["status"] != "ok":
+                failures[0] += 1
+                progress.console.print(f"[red]failed[/red] {record['id']}: "
+                                       f"{(record['error'] or '').splitlines()[0]}")
+            progress.update(task, advance=1, failed=failures[0])
+
+        task = progress.add_task("preparing", total=len(cases), failed=0)
+        runner = SuiteRunner(cases, out, options, resume=resume, on_record=on_record,
+                             on_phase=on_phase)
+        progress.update(task, total=len(runner.cases), completed=0)
+        summary = runner.run()
+    Console().print(_summary_table(summary.records))
+    click.echo(f"{summary.ok} ok, {summary.failed} failed, {summary.skipped} already in {out}; "
+               f"{summary.elapsed_s:.1f} s ({summary.compile_s:.1f} s preparing) -> {out}")
+    return 1 if summary.failed else 0
+
+
+@suite_cmd.command("compare")
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@click.option("--threshold", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Flag changes above this many percent.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
+              show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Show only the N largest changes.")
+@click.option("--fail-above", type=click.FloatRange(min=0), default=None,
+              help="Exit 1 when a case's count grew by more than this many percent.")
+def compare_cmd(a, b, threshold, fmt, top, fail_above):
+    """Per-case instruction-count deltas from A to B, largest first."""
+    from torchmark.suite.ab_report import compare_results, render_markdown, render_text
+    from torchmark.suite.results import read_records
+
+    report = compare_results(read_records(a), read_records(b), threshold / 100)
+    click.echo(render_markdown(report, top) if fmt == "markdown" else render_text(report, top))
+    if fail_above is not None:
+        worse = report.regressions_above(fail_above / 100)
+        if worse:
+            click.echo(f"{len(worse)} case(s) grew by more than {fail_above}%: "
+                       + ", ".join(d.id for d in worse[:5]), err=True)
+            return 1
+    return 0

@@ -1,0 +1,115 @@
+"""A/B reports: per-case instruction-count deltas between two results files."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Delta:
+    id: str
+    a: float  # instructions per run
+    b: float
+    spread: float  # the larger repeat spread of the two sides
+
+    @property
+    def change(self) -> float:
+        """(b - a) / a."""
+        return (self.b - self.a) / self.a if self.a else float("inf")
+
+
+@dataclasses.dataclass
+class ABReport:
+    deltas: list[Delta]  # sorted by |change|, largest first
+    only_a: list[str]
+    only_b: list[str]
+    failed: list[tuple[str, str]]  # (id, which side failed and why)
+    threshold: float
+
+    @property
+    def flagged(self) -> list[Delta]:
+        return [d for d in self.deltas if abs(d.change) > self.threshold]
+
+    def regressions_above(self, fraction: float) -> list[Delta]:
+        return [d for d in self.deltas if d.change > fraction]
+
+
+def _by_id(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in records}  # a resumed file may repeat an id: the last wins
+
+
+def compare_results(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]],
+                    threshold: float = 0.01) -> ABReport:
+    """Deltas of instructions per run for the cases both sides counted."""
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    a_map, b_map = _by_id(a), _by_id(b)
+    deltas, failed = [], []
+    for case_id in [i for i in a_map if i in b_map]:
+        ra, rb = a_map[case_id], b_map[case_id]
+        bad = [(side, r) for side, r in (("A", ra), ("B", rb)) if r.get("status") != "ok"
+               or not r.get("instructions")]
+        if bad:
+            failed.append((case_id, "; ".join(f"{side}: {r.get('error') or 'no counts'}"
+                                              for side, r in bad)))
+            continue
+        ia, ib = ra["instructions"], rb["instructions"]
+        deltas.append(Delta(case_id, ia["per_run"], ib["per_run"],
+                            max(ia.get("spread", 0.0), ib.get("spread", 0.0))))
+    deltas.sort(key=lambda d: (-abs(d.change), d.id))
+    return ABReport(deltas, [i for i in a_map if i not in b_map],
+                    [i for i in b_map if i not in a_map], failed, threshold)
+
+
+def _row(d: Delta, threshold: float) -> list[str]:
+    flag = "!" if abs(d.change) > threshold else ""
+    if flag and abs(d.change) <= d.spread:
+        flag = "?"  # beyond the threshold, but within the repeats' own spread
+    return [flag, f"{d.change:+.2%}", f"{d.a:,.0f}", f"{d.b:,.0f}", f"{d.spread:.2%}", d.id]
+
+
+HEADERS = ["", "change", "A instr/run", "B instr/run", "spread", "case"]
+
+
+def render_text(report: ABReport, limit: int | None = None) -> str:
+    rows = [_row(d, report.threshold) for d in report.deltas[:limit]]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(HEADERS)]
+    lines = ["  ".join(h.rjust(w) if i < 5 else h for i, (h, w) in
+                       enumerate(zip(HEADERS, widths, strict=True)))]
+    for r in rows:
+        lines.append("  ".join(c.rjust(w) if i < 5 else c for i, (c, w) in
+                               enumerate(zip(r, widths, strict=True))))
+    lines += _footer(report)
+    return "\n".join(lines)
+
+
+def render_markdown(report: ABReport, limit: int | None = None) -> str:
+    flagged = report.flagged
+    lines = [f"**Instruction counts**: {len(report.deltas)} cases compared, {len(flagged)} "
+             f"changed by more than {report.threshold:.1%}.", ""]
+    lines.append("| " + " | ".join(h or "flag" for h in HEADERS) + " |")
+    lines.append("|" + "|".join(["---"] + ["---:"] * 4 + ["---"]) + "|")
+    for d in report.deltas[:limit]:
+        cells = _row(d, report.threshold)
+        cells[-1] = f"`{cells[-1]}`"
+        lines.append("| " + " | ".join(cells) + " |")
+    extra = _footer(report)
+    if extra:
+        lines += [""] + [f"- {line}" for line in extra]
+    return "\n".join(lines)
+
+
+def _footer(report: ABReport) -> list[str]:
+    lines = []
+    if report.only_a:
+        lines.append(f"only in A ({len(report.only_a)}): {', '.join(report.only_a[:10])}"
+                     + (" ..." if len(report.only_a) > 10 else ""))
+    if report.only_b:
+        lines.append(f"only in B ({len(report.only_b)}): {', '.join(report.only_b[:10])}"
+                     + (" ..." if len(report.only_b) > 10 else ""))
+    for case_id, why in report.failed:
+        lines.append(f"not compared: {case_id}: {why.splitlines()[0] if why else ''}")
+    return lines

@@ -1,0 +1,119 @@
+"""The suite runner for real: worker processes, valgrind hosts, C++ bundles, failures,
+timeouts and resume."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from torchmark.cli.main import main
+from torchmark.suite.loading import load_cases
+from torchmark.suite.results import read_records
+from torchmark.suite.runner import RunOptions, SuiteRunner
+
+from conftest import requires_valgrind
+
+DEFS = str(Path(__file__).parent / "defs_small.py")
+requires_compiler = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                                       reason="no C++ compiler")
+
+
+def cases_for(mode, monkeypatch):
+    monkeypatch.setenv("TORCHMARK_TEST_DEFS", mode)
+    return load_cases(DEFS)
+
+
+@requires_valgrind
+@requires_compiler
+@pytest.mark.slow
+def test_end_to_end_with_a_raising_and_an_aborting_case(tmp_path, monkeypatch):
+    cases = cases_for("e2e", monkeypatch)
+    ids = [c.id for c in cases]
+    assert ids == ["py [py eager fwd t1]", "cpp [cpp eager fwd t1]", "jit [py eager fwd t1]",
+                   "jit [py jit fwd t1]", "raises [py eager fwd t1]", "aborts [py eager fwd t1]"]
+    out = tmp_path / "results.jsonl"
+    seen = []
+    summary = SuiteRunner(cases, out, RunOptions(workers=2, min_run_time=0.05, retries=0),
+                          on_record=seen.append).run()
+    assert (summary.total, summary.ok, summary.failed) == (6, 4, 2)
+    records = {r["id"]: r for r in read_records(out)}
+    assert set(records) == set(ids) and len(seen) == 6
+    for case_id in ids[:4]:
+        r = records[case_id]
+        assert r["status"] == "ok", r["error"]
+        assert r["wall"]["median"] > 0 and r["wall"]["times"]
+        counts = r["instructions"]
+        assert len(counts["repeats"]) == 5 and counts["number"] == 100
+        assert counts["median"] > 10_000 and counts["per_run"] == counts["median"] / 100
+    assert records["cpp [cpp eager fwd t1]"]["timer_args"]["language"] == "cpp"
+    assert records["raises [py eager fwd t1]"]["status"] == "failed"
+    assert "boom from the case" in records["raises [py eager fwd t1]"]["error"]
+    aborted = records["aborts [py eager fwd t1]"]
+    assert aborted["status"] == "failed" and "signal 6" in aborted["error"]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["type"] == "header" and lines[-1]["type"] == "footer"
+    assert lines[-1]["ok"] == 4 and lines[-1]["failed"] == 2
+
+
+def test_a_hanging_case_times_out_and_the_others_go_on(tmp_path, monkeypatch):
+    cases = cases_for("hang", monkeypatch)
+    started = time.perf_counter()
+    summary = SuiteRunner(cases, tmp_path / "r.jsonl",
+                          RunOptions(workers=1, min_run_time=0.05, timeout=5, retries=0,
+                                     instructions=False)).run()
+    assert time.perf_counter() - started < 60
+    by_id = {r["id"]: r for r in summary.records}
+    assert by_id["hangs [py eager fwd t1]"]["status"] == "failed"
+    assert "timed out after 5 s" in by_id["hangs [py eager fwd t1]"]["error"]
+    assert by_id["ok [py eager fwd t1]"]["status"] == "ok"
+
+
+def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TORCHMARK_TEST_DEFS", "many")
+    out = tmp_path / "results.jsonl"
+    argv = ["suite", "run", "--definitions", DEFS, "--no-instructions", "--workers", "1",
+            "--min-run-time", "0.2", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "torchmark.cli.main", *argv],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env=dict(os.environ))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if out.exists() and out.read_text().count('"type": "case"') >= 3:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # interrupted mid-run, without any clean-up
+    proc.wait()
+    first = read_records(out)
+    assert 3 <= len(first) < 8
+    with open(out, "a") as f:
+        f.write('{"type": "case", "id": "case 7 [py eager f')  # a torn last line
+    assert main([*argv, "--resume"]) == 0
+    text = capsys.readouterr()
+    assert f"{len(first)} already in" in text.out
+    records = read_records(out)
+    ids = [r["id"] for r in records]
+    assert sorted(ids) == sorted(f"case {i} [py eager fwd t1]" for i in range(8))
+    assert len(ids) == len(set(ids)) == 8  # nothing measured twice
+    assert all(r["status"] == "ok" for r in records)
+    headers = [json.loads(line) for line in out.read_text().splitlines()
+               if line.startswith('{"type": "header"')]
+    assert [h["resumed"] for h in headers] == [False, True]
+
+
+def test_suite_list_cli(capsys):
+    assert main(["suite", "list", "--filter", "^Training/simple.*cpp jit"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "Training/simple [cpp jit fwd t1]", "Training/simple [cpp jit fwd t2]",
+        "Training/simple [cpp jit fwd+bwd t1]", "Training/simple [cpp jit fwd+bwd t2]"]
+    assert main(["suite", "list", "--filter", "Reduction/sum", "--format", "json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["timer_args"]["language"] for r in rows] == ["python", "cpp"]
+    assert main(["suite", "run", "--filter", "no such case"]) == 2
+    assert main(["suite", "list", "--definitions", "/nonexistent.py"]) == 2

@@ -1,0 +1,102 @@
+import pytest
+
+from torchmark.suite import GroupedBenchmark, GroupedVariants, materialize, parse_stmts
+from torchmark.suite.variants import parse_block
+
+PY = """
+    # @setup
+    x = torch.ones((4, 4))
+    y = torch.ones(
+        (4, 4))
+
+    # @add
+    x + y
+    torch.add(x, y,
+              alpha=2)
+    # a comment, not a case
+
+    # @view
+    x.view(-1)
+"""
+
+CPP = """
+    // @global_setup
+    #include <vector>
+    int helper() { return 1; }
+    // @setup
+    auto x = torch::ones({4, 4});
+    auto y = torch::ones({4, 4});
+    // @add
+    x + y;
+    torch::add(x, y, 2);
+    // @only C++
+    helper();
+"""
+
+
+def test_parse_block_groups_statements_and_setup():
+    groups, setup, global_setup = parse_block(PY, "python")
+    assert list(groups) == ["add", "view"]
+    assert groups["add"] == ["x + y", "torch.add(x, y,\n          alpha=2)"]
+    assert setup == "x = torch.ones((4, 4))\ny = torch.ones(\n    (4, 4))"
+    assert global_setup == ""
+    groups, setup, global_setup = parse_block(CPP, "cpp")
+    assert global_setup == "#include <vector>\nint helper() { return 1; }"
+    assert list(groups) == ["add", "only C++"]
+
+
+def test_grouped_variants_pairs_languages_by_label_and_line():
+    variants = GroupedVariants(PY, CPP)
+    assert list(variants) == ["add", "view", "only C++"]
+    add = variants["add"]
+    assert list(add) == ["x + y", "torch.add(x, y,"]
+    first = add["x + y"]
+    assert isinstance(first, GroupedBenchmark)
+    assert (first.py_fwd_stmt, first.cpp_fwd_stmt) == ("x + y", "x + y;")
+    assert first.setup.global_setup.startswith("#include <vector>")
+    assert isinstance(variants["view"], GroupedBenchmark)  # one statement: no sub-label
+    assert variants["view"].cpp_fwd_stmt == ""
+    assert variants["only C++"].py_fwd_stmt == ""
+    ids = [c.id for c in materialize({"V": variants})]
+    assert ids == ["V/add/x + y [py eager fwd t1]", "V/add/x + y [cpp eager fwd t1]",
+                   "V/add/torch.add(x, y, [py eager fwd t1]",
+                   "V/add/torch.add(x, y, [cpp eager fwd t1]",
+                   "V/view [py eager fwd t1]", "V/only C++ [cpp eager fwd t1]"]
+
+
+def test_variants_take_thread_counts():
+    variants = GroupedVariants("# @a\nx", num_threads=(1, 2))
+    assert [c.auto_labels.num_threads for c in variants["a"].cases()] == [1, 2]
+
+
+@pytest.mark.parametrize("py, cpp, fragment", [
+    ("x + 1", "", "before any '@label'"),
+    ("# @a\nx\n# @a\ny", "", "appears twice"),
+    ("# @global_setup\nimport os\n# @a\nx", "", "C++ block only"),
+    ("# @a\nx\nx", "", "appears twice under label"),
+    ("# @\nx", "", "empty @label"),
+    ("# @setup\nx = 1", "", "no '@label' groups"),
+    ("# @a\n# only a comment", "", "has no statements"),
+])
+def test_variant_errors(py, cpp, fragment):
+    with pytest.raises(ValueError, match="GroupedVariants") as e:
+        GroupedVariants(py, cpp)
+    assert fragment in str(e.value)
+
+
+def test_parse_stmts_splits_two_columns():
+    table = """
+        Python                   | C++
+        ------------------------ | ------------------------
+        # @setup                 | // @setup
+        x = torch.ones(2)        | auto x = torch::ones({2});
+                                 |
+        # @neg                   | // @neg
+        -x                       | -x;
+    """
+    py, cpp = parse_stmts(table)
+    assert py == "# @setup\nx = torch.ones(2)\n\n# @neg\n-x"
+    assert cpp == "// @setup\nauto x = torch::ones({2});\n\n// @neg\n-x;"
+    assert parse_stmts("# @a\nx") == ("# @a\nx", "")
+    with pytest.raises(ValueError, match="column"):
+        parse_stmts("a | b\n--- | ---\nabc ; def\n")
