@@ -50,7 +50,7 @@ def _run_cpp(request: dict, folder: str) -> None:
 
     lib = ctypes.CDLL(request["library"])
     fn = getattr(lib, "tm_callgrind" + request.get("entry_suffix", ""))
-    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
                    ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_int]
     fn.restype = ctypes.c_int
     pids = (ctypes.c_int64 * request["repeats"])()
@@ -58,7 +58,7 @@ def _run_cpp(request: dict, folder: str) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     status = fn(request["num_threads"], request["number"], request["warmup"],
-                request["repeats"], pids, error, len(error))
+                request["repeats"], int(request["num_threads"] == 1), pids, error, len(error))
     if status != 0:
         raise RuntimeError(f"C++ snippet failed: {error.value.decode(errors='replace')}")
     with open(os.path.join(folder, "manifest.txt"), "w") as f:
@@ -116,9 +116,16 @@ def _run_child(request: dict, requests) -> None:
         gc.disable()
         # Every block runs in its own fork of this (warmed-up) process, so each starts
         # from the same memory state: the allocator's free lists, Python's arenas and
-        # caches are identical, and so are the counts, repeat after repeat.
+        # caches are identical, and so are the counts, repeat after repeat. A process
+        # that runs more than one thread cannot fork safely (a thread pool that holds a
+        # lock at the fork never releases it in the child), so with num_threads > 1 the
+        # blocks run one after another in this process.
         manifest = []
         for block in blocks:
+            if request["num_threads"] > 1:
+                exec(block, namespace)
+                manifest.append(os.getpid())
+                continue
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
@@ -220,7 +227,7 @@ class _Zygote:
                 pids += [int(line) for line in f.read().split()]
         except OSError:
             pass
-        for p in pids[1:]:
+        for p in dict.fromkeys(pids[1:]):  # a pid listed for several repeats: its dumps in order
             dumps += sorted(glob.glob(os.path.join(out_dir, f"callgrind.out.{p}.*")),
                             key=lambda path: int(path.rsplit(".", 1)[1]))
         for p in pids:  # exit-time dumps: collection was off, nothing in them

@@ -142,13 +142,21 @@ extern "C" void tm_timer_stop@SFX@() {
 }
 
 extern "C" int tm_callgrind@SFX@(int num_threads, int64_t number, int64_t warmup, int repeats,
-                            int64_t* pids, char* error, int error_size) {
+                            int fork_repeats, int64_t* pids, char* error, int error_size) {
   try {
     return torchmark_run(num_threads, [&](auto& body) {
       body(warmup);  // lazy initialization, outside instrumentation
       CALLGRIND_START_INSTRUMENTATION;
       body(warmup);  // symbol binding, instrumented but not collected
       for (int r = 0; r < repeats; ++r) {
+        if (!fork_repeats) {  // several threads: forking is unsafe, count in place
+          CALLGRIND_TOGGLE_COLLECT;
+          body(number);
+          CALLGRIND_TOGGLE_COLLECT;
+          CALLGRIND_DUMP_STATS_AT("repeat");
+          pids[r] = getpid();
+          continue;
+        }
         std::fflush(nullptr);
         pid_t pid = fork();
         if (pid == 0) {

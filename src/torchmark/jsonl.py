@@ -1,0 +1,88 @@
+"""JSON-lines result files: a header line per run, one line per record, a footer when a
+run ends. Each line is flushed as written, so an interrupted run keeps every finished
+record; a torn last line is skipped on reading and closed off before appending."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def iter_lines(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a file, skipping lines that are not (a torn last line)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                yield value
+
+
+class JsonlWriter:
+    """Appends one flushed JSON line per record (thread-safe). `resume` appends to an
+    existing file; otherwise the file is replaced. The header is written at once."""
+
+    def __init__(self, path: str | os.PathLike, header: dict[str, Any], resume: bool) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not resume or not self.path.exists() or self.path.stat().st_size == 0
+        torn = False
+        if not fresh:
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b"\n"
+        self._file = open(self.path, "w" if fresh else "a", encoding="utf-8")
+        if torn:
+            self._file.write("\n")  # end the torn line so the next record stands alone
+        self.resumed = not fresh
+        self.write({**header, "resumed": self.resumed})
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, default=str)
+        with self._lock:
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    def close(self, footer: dict[str, Any] | None = None) -> None:
+        if footer is not None:
+            self.write(footer)
+        self._file.close()
+
+
+def system_info() -> dict[str, Any]:
+    """Where a run happened: torch, Python, machine, CPU model, git commit (when known)."""
+    import platform
+    import subprocess
+    from importlib import metadata
+
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = None
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=5, check=False).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"torch": torch_version, "python": platform.python_version(),
+            "machine": platform.machine(), "cpu": cpu, "cpus": os.cpu_count(),
+            "host": platform.node(), "git_commit": commit}
