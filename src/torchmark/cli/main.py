@@ -12,6 +12,7 @@ from torchmark.cli.callgrind_cmd import callgrind_cmd, callgrind_diff_cmd
 from torchmark.cli.compare_cmd import compare_cmd
 from torchmark.cli.demo_cmd import demo_cmd
 from torchmark.cli.fuzz_cmd import fuzz_cmd
+from torchmark.cli.ops_cmd import ops_cmd
 from torchmark.cli.suite_cmd import suite_cmd
 from torchmark.cli.timeit_cmd import timeit_cmd
 
@@ -32,6 +33,7 @@ cli.add_command(callgrind_cmd)
 cli.add_command(callgrind_diff_cmd)
 cli.add_command(cache_cmd)
 cli.add_command(suite_cmd)
+cli.add_command(ops_cmd)
 
 
 def _fail(message: str, code: int) -> int:
@@ -53,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as e:
         return _fail(e.format_message(), e.exit_code)
     except (ValueError, TypeError, SyntaxError, FileNotFoundError, NotImplementedError) as e:
+        if getattr(e, "problems", None):  # a config with several problems: one line each
+            for line in str(e).splitlines():
+                _fail(line, EXIT_USAGE)
+            return EXIT_USAGE
         return _fail(f"{type(e).__name__}: {e}" if isinstance(e, SyntaxError) else str(e),
                      EXIT_USAGE)
     except KeyboardInterrupt:

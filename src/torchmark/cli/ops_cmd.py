@@ -1,0 +1,129 @@
+"""`torchmark ops`: operator benchmarks from a JSON / YAML config (PARAM's format)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import click
+
+from torchmark.ops.executor import EXEC_MODES
+
+
+def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
+    """Relaunch this command under Nsight Compute (ncu) or Nsight Systems (nsys)."""
+    binary = shutil.which(tool)
+    names = {"ncu": "Nsight Compute", "nsys": "Nsight Systems"}
+    if binary is None:
+        raise click.UsageError(f"--{tool}: {tool} ({names[tool]}) is not installed or not on "
+                               "PATH; install NVIDIA Nsight tools or drop the flag")
+    if not device.startswith("cuda"):
+        raise click.UsageError(f"--{tool} profiles CUDA kernels: add --device cuda")
+    inner = [sys.executable, "-m", "torchmark.cli.main", "ops", *argv]
+    if tool == "ncu":
+        cmd = [binary, "--target-processes", "all", "-f", "-o", f"{prefix}_ncu", *inner]
+    else:
+        cmd = [binary, "profile", "-f", "true", "-o", f"{prefix}_nsys", *inner]
+    click.echo("running: " + " ".join(cmd), err=True)
+    return subprocess.run(cmd, check=False).returncode
+
+
+@click.command("ops")
+@click.option("-c", "--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="Config file (PARAM JSON format, or YAML with the same schema).")
+@click.option("-w", "--warmup", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("-i", "--iterations", "--iteration", type=click.IntRange(min=1), default=20,
+              show_default=True)
+@click.option("-b", "--backward", is_flag=True, help="Also time the backward pass.")
+@click.option("-d", "--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="torch CPU threads for the run.")
+@click.option("-o", "--output-prefix", "prefix", default="ops-results", show_default=True,
+              help="Results go to PREFIX.jsonl.")
+@click.option("--exec-mode", type=click.Choice(EXEC_MODES), default="discrete",
+              show_default=True)
+@click.option("--l2-flush", is_flag=True, help="Flush the GPU's L2 before each timed call.")
+@click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays of the op.")
+@click.option("--compile", "compile_", is_flag=True, help="Time torch.compile(op).")
+@click.option("--resume-id", default=None, help="Start at this case id (inclusive).")
+@click.option("--stop-id", default=None, help="Stop before this case id.")
+@click.option("--resume", "resume_file", type=click.Path(dir_okay=False), default=None,
+              help="Continue this results file: skip its cases, append the others.")
+@click.option("--list", "list_only", is_flag=True,
+              help="Print every expanded case with its id; run nothing.")
+@click.option("--profile", is_flag=True, help="Write a torch.profiler trace PREFIX.trace.json.")
+@click.option("--ncu", is_flag=True, help="Relaunch under Nsight Compute (PREFIX_ncu).")
+@click.option("--nsys", is_flag=True, help="Relaunch under Nsight Systems (PREFIX_nsys).")
+@click.option("--plugin", "plugins", multiple=True,
+              help="Import MODULE first (it registers operators with register_op).")
+@click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, exec_mode,
+            l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
+            profile, ncu, nsys, plugins, quiet):
+    """Benchmark operators from a config: every expanded case, one JSON line each."""
+    from torchmark.ops.executor import RunOptions
+    from torchmark.ops.loading import load_config
+    from torchmark.ops.registry import load_plugin
+    from torchmark.ops.report import describe_config, records_table
+    from torchmark.ops.runner import run, select_cases
+
+    for module in plugins:
+        load_plugin(module)
+    config = load_config(config_path)
+    options = RunOptions(warmup=warmup, iterations=iterations, backward=backward, device=device,
+                         threads=threads, exec_mode=exec_mode, l2_flush=l2_flush,
+                         cuda_graph=cuda_graph, compile=compile_, resume_id=resume_id,
+                         stop_id=stop_id)
+    if list_only:
+        cases = select_cases(config, options)
+        for case in cases:
+            click.echo(f"{case.id}\t{describe_config({'build': case.build, 'input': case.input})}")
+        click.echo(f"{len(cases)} cases", err=True)
+        return 0
+    if ncu or nsys:
+        argv = ["-c", config_path, "-w", str(warmup), "-i", str(iterations), "-d", device,
+                "--exec-mode", exec_mode, "-o", prefix, "--quiet"]
+        argv += ["-b"] * backward + ["--l2-flush"] * l2_flush + ["--cuda-graph"] * cuda_graph
+        argv += ["--compile"] * compile_ + [f"--plugin={p}" for p in plugins]
+        argv += [f"--resume-id={resume_id}"] * bool(resume_id) + \
+            [f"--stop-id={stop_id}"] * bool(stop_id)
+        code = 0
+        for tool, on in (("ncu", ncu), ("nsys", nsys)):
+            if on:
+                code = code or _nsight(tool, device, argv, prefix)
+        return code
+    options.validate()
+    out = f"{prefix}.jsonl"
+    trace = f"{prefix}.trace.json" if profile else None
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    failed = [0]
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("failed: {task.fields[failed]}"), TimeRemainingColumn(),
+                  console=Console(stderr=True), disable=quiet) as progress:
+        task = progress.add_task("ops", total=None, failed=0)
+
+        def on_record(record: dict) -> None:
+            if record["status"] != "ok":
+                failed[0] += 1
+                progress.console.print(f"[red]failed[/red] {record['id']} "
+                                       f"({describe_config(record['config'])}): {record['error']}")
+            progress.update(task, advance=1, failed=failed[0])
+
+        records = run(config, options, out=None if resume_file else out, resume=resume_file,
+                      on_record=on_record,
+                      on_start=lambda n: progress.update(task, total=n), profile=trace)
+    if not quiet:
+        Console().print(records_table(records))
+    written = resume_file or out
+    click.echo(f"{len(records) - failed[0]} ok, {failed[0]} failed -> {written}"
+               + (f"; trace: {trace}" if trace else ""))
+    return 1 if failed[0] else 0

@@ -1,0 +1,228 @@
+"""Timing one operator case: warm-up, iterations, execution modes, backward, memory.
+
+Modes: `discrete` times each call alone (host clock, device synchronized around it);
+`continuous` puts one timer around all iterations and reports the mean; and
+`continuous_events` records CUDA events around each call, synchronizing once at the end.
+With `backward`, each iteration runs the forward untimed, makes the gradient (ones)
+outside the timed region, and times the backward pass alone. Times are in seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+EXEC_MODES = ("discrete", "continuous", "continuous_events")
+
+
+@dataclasses.dataclass
+class RunOptions:
+    warmup: int = 5
+    iterations: int = 20
+    backward: bool = False
+    device: str = "cpu"
+    threads: int | None = None
+    exec_mode: str = "discrete"
+    l2_flush: bool = False
+    cuda_graph: bool = False
+    compile: bool = False
+    resume_id: str | None = None
+    stop_id: str | None = None
+
+    def validate(self) -> None:
+        """Clear errors for impossible combinations, before anything runs."""
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
+            raise ValueError(f"warmup must be an int >= 0, got {self.warmup!r}")
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int) \
+                or self.iterations < 1:
+            raise ValueError(f"iterations must be an int >= 1, got {self.iterations!r}")
+        if self.exec_mode not in EXEC_MODES:
+            raise ValueError(f"exec mode must be one of {', '.join(EXEC_MODES)}, "
+                             f"got {self.exec_mode!r}")
+        if self.threads is not None and (isinstance(self.threads, bool) or
+                                         not isinstance(self.threads, int) or self.threads < 1):
+            raise ValueError(f"threads must be a positive int, got {self.threads!r}")
+        kind, _, index = self.device.partition(":")
+        if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
+            raise ValueError(f"device must be cpu, cuda or cuda:N, got {self.device!r}")
+        cuda = kind == "cuda"
+        if cuda:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ValueError(f"device {self.device}: CUDA is not available on this machine")
+        for flag, what in ((self.l2_flush, "--l2-flush"), (self.cuda_graph, "--cuda-graph"),
+                           (self.exec_mode == "continuous_events",
+                            "--exec-mode continuous_events")):
+            if flag and not cuda:
+                raise ValueError(f"{what} needs a CUDA device (--device cuda)")
+        if self.l2_flush and self.exec_mode == "continuous":
+            raise ValueError("--l2-flush needs a flush between calls: use --exec-mode discrete "
+                             "or continuous_events")
+        if self.cuda_graph and self.backward:
+            raise ValueError("--cuda-graph times the forward only; drop --backward")
+
+
+def summarize(times: list[float]) -> dict[str, Any]:
+    return {"times": times, "median": statistics.median(times), "mean": statistics.fmean(times),
+            "min": min(times), "max": max(times), "iterations": len(times)}
+
+
+class _Clock:
+    """Synchronization, flushing and the three ways of timing calls on one device."""
+
+    def __init__(self, options: RunOptions) -> None:
+        import torch
+
+        self.torch = torch
+        self.device = torch.device(options.device)
+        self.cuda = self.device.type == "cuda"
+        self.mode = options.exec_mode
+        self.flush: Callable[[], None] = lambda: None
+        if options.l2_flush:
+            from torchmark.timing.l2 import L2Flusher
+
+            self.flush = L2Flusher(self.device).flush
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    def time_calls(self, call: Callable[[], Any], n: int,
+                   before: Callable[[], Any] | None = None) -> tuple[list[float], Any]:
+        """Times of n calls (per call), by the mode; `before` runs untimed before each
+        call and its result is passed to `call` (used for backward)."""
+        out = None
+        if self.mode == "continuous" and before is None:
+            self.sync()
+            start = time.perf_counter()
+            for _ in range(n):
+                out = call()
+            self.sync()
+            return [(time.perf_counter() - start) / n], out
+        if self.mode == "continuous_events":
+            events = [(self.torch.cuda.Event(enable_timing=True),
+                       self.torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+            for start, end in events:
+                arg = before() if before else None
+                self.flush()
+                start.record()
+                out = call(arg) if before else call()
+                end.record()
+            self.sync()
+            return [s.elapsed_time(e) / 1000.0 for s, e in events], out
+        times = []
+        for _ in range(n):
+            arg = before() if before else None
+            self.flush()
+            self.sync()
+            start = time.perf_counter()
+            out = call(arg) if before else call()
+            self.sync()
+            times.append(time.perf_counter() - start)
+        return times, out
+
+
+def _grad_output(out: Any):
+    import torch
+
+    candidates = [out] if isinstance(out, torch.Tensor) else \
+        [t for t in out if isinstance(t, torch.Tensor)] if isinstance(out, (list, tuple)) else []
+    for t in candidates:
+        if t.grad_fn is not None:
+            return t
+    raise ValueError("--backward: the output has no gradient history (no input requires "
+                     "grad, or the op is not differentiable)")
+
+
+def _rss_bytes(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+class _Memory:
+    """Peak device memory of the timed calls (CUDA), or the growth of the process's
+    resident set while they ran (CPU)."""
+
+    def __init__(self, clock: _Clock) -> None:
+        self.clock = clock
+        torch = clock.torch
+        if clock.cuda:
+            torch.cuda.reset_peak_memory_stats(clock.device)
+            self.base = torch.cuda.memory_allocated(clock.device)
+        else:
+            self.base = _rss_bytes("VmRSS")
+            try:  # reset the peak resident size (Linux), so VmHWM is this region's peak
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")
+                self.peak_field = "VmHWM"
+            except OSError:
+                self.peak_field = "VmRSS"
+
+    def result(self) -> dict[str, Any]:
+        torch = self.clock.torch
+        if self.clock.cuda:
+            return {"peak_bytes": int(torch.cuda.max_memory_allocated(self.clock.device)
+                                      - self.base)}
+        peak = _rss_bytes(self.peak_field)
+        if peak is None or self.base is None:
+            return {}
+        return {"rss_growth_bytes": max(int(peak - self.base), 0)}
+
+
+def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
+            options: RunOptions) -> tuple[dict[str, Any], Any]:
+    """Metrics of one case ({"forward": {...}, "backward": {...}}) and its last output."""
+    torch_ = __import__("torch")
+    clock = _Clock(options)
+    target = torch_.compile(fn) if options.compile else fn
+
+    def forward(_: Any = None) -> Any:
+        return target(*args, **kwargs)
+
+    for _ in range(options.warmup):
+        out = forward()
+        if options.backward:
+            _grad_output(out).backward(torch_.ones_like(_grad_output(out)))
+    clock.sync()
+    timed: Callable = forward
+    if options.cuda_graph:
+        timed = _graph(torch_, forward)
+    memory = _Memory(clock)
+    times, out = clock.time_calls(timed, options.iterations)
+    metrics = {"forward": {**summarize(times), "memory": memory.result()}}
+    if options.cuda_graph:
+        out = forward()
+    if options.backward:
+        def make_graph() -> tuple[Any, Any]:
+            y = _grad_output(forward())
+            return y, torch_.ones_like(y)
+
+        memory = _Memory(clock)
+        times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
+                                    options.iterations, before=make_graph)
+        metrics["backward"] = {**summarize(times), "memory": memory.result()}
+    return metrics, out
+
+
+def _graph(torch_, forward: Callable) -> Callable:
+    """A CUDA graph of one forward call; replaying it is what gets timed."""
+    stream = torch_.cuda.Stream()
+    stream.wait_stream(torch_.cuda.current_stream())
+    with torch_.cuda.stream(stream):
+        for _ in range(3):
+            forward()
+    torch_.cuda.current_stream().wait_stream(stream)
+    graph = torch_.cuda.CUDAGraph()
+    with torch_.cuda.graph(graph):
+        forward()
+    return lambda _=None: graph.replay()

@@ -1,0 +1,177 @@
+"""Range and copy expansion (PARAM's RangeConfigIterator, and more).
+
+`__range__` names the attributes of an argument that hold ranges:
+
+- tensor `shape`: an element `[min, max, step]` takes every value min, min+step, ... <= max;
+  tensor `dtype`: a list of dtypes;
+- int / long `value`: `[min, max, step]`, inclusive; float / double `value` too (beyond
+  PARAM, which has no float ranges);
+- bool / str / device `value`: a list of values;
+- genericlist / tuple `value`: each item expanded, the results crossed.
+
+Everything is a Cartesian product: positional arguments first (argument 0 outermost), then
+kwargs (also expanded, beyond PARAM); within a shape, dimension 0 outermost. After
+expansion `__copy__` entries (`{"shape": [dim, [arg, arg_dim]]}`) copy a dimension from an
+earlier positional argument, in argument order. Meta keys are removed from the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+from torchmark.ops.schema import BenchmarkConfig, ConfigError, Spec
+
+META = ("__range__", "__copy__", "__list__")
+
+
+def _inclusive(lo, hi, step) -> list:
+    if all(isinstance(x, int) for x in (lo, hi, step)):
+        return list(range(lo, hi + 1, step))
+    out, i = [], 0
+    while lo + i * step <= hi + 1e-9 * max(abs(hi), 1.0):
+        out.append(round(lo + i * step, 12))
+        i += 1
+    return out
+
+
+def _expand_value(arg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every concrete version of one argument (a dict as in the config)."""
+    ranged = arg.get("__range__", [])
+    base = {k: v for k, v in arg.items() if k not in ("__range__", "__list__")}
+    kind = arg["type"]
+    if kind == "tensor":
+        shapes = [arg["shape"]]
+        if "shape" in ranged:
+            dims = [_inclusive(*d) if isinstance(d, list) else [d] for d in arg["shape"]]
+            shapes = [list(s) for s in itertools.product(*dims)]
+        dtypes = arg.get("dtype", "float")
+        dtypes = dtypes if "dtype" in ranged else [dtypes]
+        return [{**base, "shape": shape, "dtype": dtype} for shape in shapes for dtype in dtypes]
+    if kind in ("genericlist", "tuple"):
+        if "value" in ranged:
+            choices = [expand_arg(item) for item in arg["value"]]
+            return [{**base, "value": list(items)} for items in itertools.product(*choices)]
+        return [{**base, "value": [_strip(item) for item in arg["value"]]}]
+    if "value" in ranged:
+        value = arg["value"]
+        values = _inclusive(*value) if kind in ("int", "long", "float", "double") else value
+        return [{**base, "value": v} for v in values]
+    return [base]
+
+
+def _strip(arg: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in arg.items() if k not in META}
+    if arg.get("type") in ("genericlist", "tuple"):
+        out["value"] = [_strip(item) for item in arg["value"]]
+    return out
+
+
+def expand_arg(arg: dict[str, Any]) -> list[dict[str, Any]]:
+    """The concrete versions of one argument, meta keys removed except `__copy__` (applied
+    by `expand_spec`, which knows the other arguments)."""
+    return _expand_value(arg)
+
+
+def _apply_copies(args: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
+    """Apply each argument's `__copy__` in argument order; a copy reads the current shape
+    of any positional argument (earlier copies included), as PARAM does."""
+    out = [dict(a, shape=list(a["shape"])) if a.get("type") == "tensor" else dict(a)
+           for a in args]
+    for i, arg in enumerate(out):
+        for copy in arg.pop("__copy__", None) or []:
+            dim, (src, src_dim) = copy["shape"]
+            path = f"{where}.args[{i}].__copy__"
+            if not 0 <= src < len(out) or out[src].get("type") != "tensor":
+                raise ConfigError("config", [(path, f"copies from argument {src}, which is not "
+                                                    "a tensor argument of this spec")])
+            source = out[src]["shape"]
+            if not (0 <= dim < len(arg["shape"]) and 0 <= src_dim < len(source)):
+                raise ConfigError("config", [(path, f"dimension {dim} <- argument {src} "
+                                                    f"dimension {src_dim} is out of range")])
+            arg["shape"][dim] = source[src_dim]
+    for i, arg in enumerate(out):
+        if arg.get("type") == "tensor" and -1 in arg["shape"]:
+            raise ConfigError("config", [(f"{where}.args[{i}].shape",
+                                          f"{arg['shape']} still holds -1 after __copy__")])
+    return out
+
+
+def expand_spec(spec: dict[str, Any], where: str = "spec") -> list[dict[str, Any]]:
+    """Every concrete {args, kwargs} of one spec, in PARAM's order."""
+    args = [expand_arg(a) for a in spec.get("args", [])]
+    names = list(spec.get("kwargs", {}))
+    kwargs = [expand_arg(spec["kwargs"][n]) for n in names]
+    out = []
+    for combo in itertools.product(*args, *kwargs):
+        positional = _apply_copies(list(combo[:len(args)]), where)
+        out.append({"args": positional, "kwargs": dict(zip(names, combo[len(args):],
+                                                            strict=True))})
+    return out
+
+
+def _has_ranges(spec: dict[str, Any]) -> bool:
+    text = repr(spec)
+    return "__range__" in text or "__copy__" in text
+
+
+def spec_variants(specs: list[dict[str, Any]] | None, where: str) -> list[tuple[str, Any]]:
+    """(id, concrete spec) for each spec of a build or input list: id `i` for a plain
+    spec, `i_j` for the j-th expansion of a ranged one (PARAM's ids)."""
+    if not specs:
+        return [("0", None)]
+    out = []
+    for i, spec in enumerate(specs):
+        if _has_ranges(spec):
+            out += [(f"{i}_{j}", v) for j, v in enumerate(expand_spec(spec, f"{where}[{i}]"))]
+        else:
+            out.append((str(i), expand_spec(spec, f"{where}[{i}]")[0]))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One concrete benchmark: operator, ids, and the expanded build and input specs."""
+
+    op: str
+    config_index: int
+    build_id: str
+    input_id: str
+    build: dict[str, Any] | None
+    input: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        """`op|config|build|input`, e.g. `torch.mm|0|0|0_5`."""
+        return f"{self.op}|{self.config_index}|{self.build_id}|{self.input_id}"
+
+
+def _dump(spec: Spec) -> dict[str, Any]:
+    return spec.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
+
+
+def _clean_dump(spec: Spec) -> dict[str, Any]:
+    """The spec as config JSON: empty meta lists dropped."""
+    def clean(arg: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in arg.items() if not (k in META and not v)}
+        if out.get("type") in ("genericlist", "tuple"):
+            out["value"] = [clean(a) for a in out["value"]]
+        return out
+    data = _dump(spec)
+    return {"args": [clean(a) for a in data["args"]],
+            "kwargs": {k: clean(v) for k, v in data["kwargs"].items()}}
+
+
+def iter_cases(config: BenchmarkConfig) -> Iterator[Case]:
+    """Every case of a config, in order: operator, config entry, build, input."""
+    for op, entry in config.ops.items():
+        for index, item in enumerate(entry.config):
+            where = f"{op}.config[{index}]"
+            builds = spec_variants([_clean_dump(s) for s in item.build] if item.build else None,
+                                   f"{where}.build")
+            inputs = spec_variants([_clean_dump(s) for s in item.input], f"{where}.input")
+            for build_id, build in builds:
+                for input_id, spec in inputs:
+                    yield Case(op, index, build_id, input_id, build, spec)

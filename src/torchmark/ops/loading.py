@@ -1,0 +1,59 @@
+"""Reading a config file (JSON or YAML, same schema) and checking every operator name."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from torchmark.ops.registry import resolve
+from torchmark.ops.schema import BenchmarkConfig, ConfigError, validate_config
+
+
+def _parse(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"config {path}: no such file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), [("", "not a text file")]) from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            return yaml.safe_load(text)  # safe_load: data only, no Python objects
+        except yaml.YAMLError as e:
+            where = getattr(e, "problem_mark", None)
+            at = f" (line {where.line + 1})" if where is not None else ""
+            raise ConfigError(str(path), [("", f"not valid YAML{at}: "
+                                               f"{getattr(e, 'problem', e)}")]) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(str(path), [("", f"not valid JSON (line {e.lineno}, column "
+                                           f"{e.colno}): {e.msg}")]) from None
+
+
+def check_operators(config: BenchmarkConfig, source: str) -> None:
+    problems = []
+    for name in config.ops:
+        try:
+            resolve(name)
+        except LookupError as e:
+            problems.append((name, str(e).strip("'\"")))
+    if problems:
+        raise ConfigError(source, problems)
+
+
+def config_from_data(data: Any, source: str = "config") -> BenchmarkConfig:
+    """Validate an already parsed config (a dict in PARAM's format)."""
+    config = validate_config(data, source)
+    check_operators(config, source)
+    return config
+
+
+def load_config(path: str | os.PathLike) -> BenchmarkConfig:
+    """Read, validate and resolve a config file; ConfigError lists every problem."""
+    path = Path(path)
+    return config_from_data(_parse(path), str(path))

@@ -1,0 +1,128 @@
+"""Operators by name: torch functions and Tensor methods (`torch.add`,
+`torch.nn.functional.relu`, `torch.Tensor.add_`), nn modules built from the "build" spec
+(`torch.nn.Conv2d`), `aten::` ops by schema name (`aten::add.Tensor`), and user operators
+registered with `register_op` (from a `--plugin MODULE` or a `torchmark.ops` entry point).
+Names are resolved attribute by attribute; nothing is evaluated."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+_USER_OPS: dict[str, Operator] = {}
+_ENTRY_POINTS_LOADED = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Operator:
+    """A resolved operator. `kind` is "function" (called with the inputs), "module" (an
+    nn.Module class: built from the build spec, then called) or "builder" (a user
+    callable that returns the function to time)."""
+
+    name: str
+    kind: str
+    target: Any
+
+    def build(self, args: list[Any], kwargs: dict[str, Any], device: str) -> Callable:
+        if self.kind == "function":
+            if args or kwargs:
+                raise ValueError(f"{self.name} is a function: it takes no build arguments")
+            return self.target
+        if self.kind == "module":
+            return self.target(*args, **kwargs).to(device)
+        return self.target(*args, **kwargs)
+
+
+def register_op(name: str, fn: Callable | None = None, *,
+                builder: Callable[..., Callable] | None = None) -> None:
+    """Make `name` available to configs: `fn` is called with each case's inputs, or
+    `builder(*build_args, **build_kwargs)` returns the callable to time."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("register_op: name must be a non-empty str")
+    if (fn is None) == (builder is None):
+        raise ValueError(f"register_op({name!r}): give exactly one of fn and builder")
+    _USER_OPS[name] = Operator(name, "function" if fn is not None else "builder",
+                               fn if fn is not None else builder)
+
+
+def load_plugin(module: str) -> None:
+    """Import a module that registers operators (`--plugin MODULE`)."""
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        raise ValueError(f"--plugin {module}: cannot import it ({e})") from None
+
+
+def _load_entry_points() -> None:
+    """Operators from installed packages: entry points in group `torchmark.ops`, each a
+    callable taking `register_op`, or a {name: function} mapping."""
+    global _ENTRY_POINTS_LOADED
+    if _ENTRY_POINTS_LOADED:
+        return
+    _ENTRY_POINTS_LOADED = True
+    from importlib import metadata
+
+    for entry in metadata.entry_points(group="torchmark.ops"):
+        value = entry.load()
+        if isinstance(value, dict):
+            for name, fn in value.items():
+                register_op(name, fn)
+        else:
+            value(register_op)
+
+
+def _resolve_torch(name: str) -> Operator:
+    import torch
+
+    parts = name.split(".")
+    if parts[0] != "torch" or len(parts) < 2 or not all(p.isidentifier() for p in parts):
+        raise LookupError(f"unknown operator {name!r}: expected torch.<name>, "
+                          "aten::<op>[.<overload>] or a registered name")
+    target: Any = torch
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and part != "__call__":
+            raise LookupError(f"unknown operator {name!r}: private names are not operators")
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise LookupError(f"unknown operator {name!r}: {'.'.join(parts[:i])} has no "
+                              f"attribute {part!r}") from None
+    if inspect.isclass(target):
+        if issubclass(target, torch.nn.Module):
+            return Operator(name, "module", target)
+        raise LookupError(f"{name!r} is a class but not an nn.Module")
+    if not callable(target):
+        raise LookupError(f"{name!r} is not callable")
+    return Operator(name, "function", target)
+
+
+def _resolve_aten(name: str) -> Operator:
+    import torch
+
+    op_name, _, overload = name[len("aten::"):].partition(".")
+    if not op_name.isidentifier() or (overload and not overload.isidentifier()):
+        raise LookupError(f"unknown operator {name!r}: expected aten::<op>[.<overload>]")
+    try:
+        packet = getattr(torch.ops.aten, op_name)
+    except (AttributeError, RuntimeError):
+        raise LookupError(f"unknown operator {name!r}: aten has no op {op_name!r}") from None
+    if not overload:
+        return Operator(name, "function", packet.default if "default" in packet.overloads()
+                        else packet)
+    if overload not in packet.overloads():
+        raise LookupError(f"unknown operator {name!r}: aten::{op_name} has no overload "
+                          f"{overload!r} (it has {', '.join(packet.overloads())})")
+    return Operator(name, "function", getattr(packet, overload))
+
+
+def resolve(name: str) -> Operator:
+    """The operator a config names; LookupError saying why it is unknown."""
+    _load_entry_points()
+    if name in _USER_OPS:
+        return _USER_OPS[name]
+    if name.startswith("aten::"):
+        return _resolve_aten(name)
+    return _resolve_torch(name)

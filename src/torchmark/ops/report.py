@@ -1,0 +1,71 @@
+"""Human-readable summaries of op cases and records (renderers never measure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchmark.timing.stats import select_unit
+
+
+def describe_arg(arg: dict[str, Any]) -> str:
+    kind = arg["type"]
+    if kind == "tensor":
+        dims = "x".join(str(d) for d in arg["shape"]) or "scalar"
+        return f"{dims} {arg.get('dtype', 'float')}"
+    if kind in ("genericlist", "tuple"):
+        inner = ", ".join(describe_arg(a) for a in arg["value"])
+        return f"[{inner}]" if kind == "genericlist" else f"({inner})"
+    if kind == "none":
+        return "None"
+    if arg.get("value") is None and arg.get("value_range") is not None:
+        return f"{kind} in {arg['value_range']}"
+    return repr(arg.get("value"))
+
+
+def describe_spec(spec: dict[str, Any] | None) -> str:
+    if not spec:
+        return ""
+    parts = [describe_arg(a) for a in spec.get("args", [])]
+    parts += [f"{k}={describe_arg(v)}" for k, v in spec.get("kwargs", {}).items()]
+    return ", ".join(parts)
+
+
+def describe_config(config: dict[str, Any]) -> str:
+    build = describe_spec(config.get("build"))
+    text = describe_spec(config.get("input"))
+    return f"build({build}) -> {text}" if build else text
+
+
+def format_seconds(seconds: float) -> str:
+    unit, scale = select_unit(seconds)
+    return f"{seconds / scale:.3g} {unit}"
+
+
+def throughput(record: dict[str, Any]) -> str:
+    amount = (record.get("metrics") or {}).get("work") or {}
+    if "tflops" in amount and amount.get("flops", 0) >= 4 * amount.get("bytes", 0):
+        return f"{amount['tflops']:.3g} TFLOP/s"
+    if "gbps" in amount:
+        return f"{amount['gbps']:.3g} GB/s"
+    if "tflops" in amount:
+        return f"{amount['tflops']:.3g} TFLOP/s"
+    return ""
+
+
+def records_table(records: list[dict[str, Any]], title: str = "operator benchmarks"):
+    """A rich Table: op, config, median forward (and backward) time, throughput."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for name, justify in (("op", "left"), ("config", "left"), ("forward", "right"),
+                          ("backward", "right"), ("throughput", "right"), ("status", "left")):
+        table.add_column(name, justify=justify)
+    for r in records:
+        metrics = r.get("metrics") or {}
+        fwd = metrics.get("forward", {}).get("median")
+        bwd = metrics.get("backward", {}).get("median")
+        status = "ok" if r["status"] == "ok" else f"failed: {r.get('error') or ''}"
+        table.add_row(r["op"], describe_config(r["config"]),
+                      format_seconds(fwd) if fwd else "", format_seconds(bwd) if bwd else "",
+                      throughput(r), status)
+    return table

@@ -1,0 +1,194 @@
+"""Running a config: every expanded case, one record each, appended to a JSON-lines file
+as it finishes. A case that fails (shapes the op rejects, out of memory) is recorded with
+its error and the run goes on."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from torchmark.jsonl import JsonlWriter, iter_lines, system_info
+from torchmark.ops.executor import RunOptions, measure
+from torchmark.ops.expansion import Case, iter_cases
+from torchmark.ops.generators import DataGenerator, seed_for
+from torchmark.ops.registry import resolve
+from torchmark.ops.schema import BenchmarkConfig
+from torchmark.ops.throughput import work
+
+SCHEMA = "torchmark.ops.results"
+VERSION = 1
+
+
+def select_cases(config: BenchmarkConfig, options: RunOptions,
+                 done: set[str] | None = None) -> list[Case]:
+    """The cases to run: from --resume-id (inclusive) to --stop-id (exclusive), minus
+    those already done. An id that is not in the config is an error."""
+    cases = list(iter_cases(config))
+    ids = [c.id for c in cases]
+    for flag, value in (("--resume-id", options.resume_id), ("--stop-id", options.stop_id)):
+        if value is not None and value not in ids:
+            raise ValueError(f"{flag} {value!r} is not a case of this config (ids look like "
+                             f"{ids[0]!r}; --list prints them)")
+    start = ids.index(options.resume_id) if options.resume_id else 0
+    stop = ids.index(options.stop_id) if options.stop_id else len(ids)
+    return [c for c in cases[start:stop] if not done or c.id not in done]
+
+
+def finished_ids(path: str | os.PathLike) -> set[str]:
+    """Ids already recorded in a results file (ok or failed)."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"--resume {path}: no such file")
+    return {r["id"] for r in iter_lines(path) if r.get("type") == "record" and "id" in r}
+
+
+def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+    return [r for r in iter_lines(path) if r.get("type") == "record"]
+
+
+@contextlib.contextmanager
+def _threads(n: int | None) -> Iterator[None]:
+    import torch
+
+    if n is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _derived(metrics: dict[str, Any], amount: dict[str, int]) -> dict[str, Any]:
+    median = metrics["forward"]["median"]
+    out: dict[str, Any] = dict(amount)
+    if median > 0 and "flops" in amount:
+        out["tflops"] = amount["flops"] / median / 1e12
+    if median > 0 and "bytes" in amount:
+        out["gbps"] = amount["bytes"] / median / 1e9
+    return out
+
+
+def _error_text(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".strip()
+
+
+class _Builds:
+    """The built operator of the current build spec, reused across its inputs."""
+
+    def __init__(self, device: str) -> None:
+        self.device, self.key, self.fn = device, None, None
+
+    def get(self, case: Case) -> Callable:
+        key = (case.op, case.config_index, case.build_id)
+        if key != self.key:
+            self.key, self.fn = None, None
+            op = resolve(case.op)
+            generator = DataGenerator(self.device, seed_for("build|" + "|".join(map(str, key))))
+            args, kwargs = generator.arguments(case.build)
+            import torch
+
+            torch.manual_seed(seed_for(case.id))
+            self.fn, self.key = op.build(args, kwargs, self.device), key
+        return self.fn
+
+
+def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]:
+    """One record: the case's config and metrics, or its error."""
+    record: dict[str, Any] = {"type": "record", "op": case.op, "id": case.id,
+                              "config": {"build": case.build, "input": case.input}}
+    started = time.perf_counter()
+    try:
+        fn = builds.get(case)
+        args, kwargs = DataGenerator(options.device, seed_for(case.id)).arguments(case.input)
+        metrics, out = measure(fn, args, kwargs, options)
+        metrics["work"] = _derived(metrics, work(case.op, args, kwargs, out))
+        record.update(status="ok", metrics=metrics, error=None)
+    except Exception as e:  # recorded; the run goes on
+        record.update(status="failed", metrics=None, error=_error_text(e))
+        _release_memory(options.device)
+    record["elapsed_s"] = time.perf_counter() - started
+    return record
+
+
+def _release_memory(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
+        out: str | os.PathLike | None = None, resume: str | os.PathLike | None = None,
+        on_record: Callable[[dict[str, Any]], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+        profile: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+    """Run every case of `config`; returns the records. With `out` (or `resume`, an
+    existing file to continue) each record is appended to that JSON-lines file as it
+    finishes, between a header and a footer line."""
+    options = options or RunOptions()
+    options.validate()
+    done = finished_ids(resume) if resume is not None else set()
+    cases = select_cases(config, options, done)
+    if on_start:
+        on_start(len(cases))
+    path = resume if resume is not None else out
+    writer = None
+    if path is not None:
+        writer = JsonlWriter(path, {"type": "header", "schema": SCHEMA, "version": VERSION,
+                                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                    "run_options": dataclasses.asdict(options),
+                                    "system": {**system_info(), **_device_info(options)}},
+                             resume=resume is not None)
+    records: list[dict[str, Any]] = []
+    builds = _Builds(options.device)
+    profiler = _profiler(profile)
+    try:
+        with _threads(options.threads), profiler:
+            for case in cases:
+                record = run_case(case, options, builds)
+                records.append(record)
+                if writer:
+                    writer.write(record)
+                if on_record:
+                    on_record(record)
+    finally:
+        if profile is not None and hasattr(profiler, "export_chrome_trace"):
+            profiler.export_chrome_trace(str(profile))
+        if writer:
+            ok = sum(r["status"] == "ok" for r in records)
+            footer = {"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                      "ok": ok, "failed": len(records) - ok, "skipped": len(done)}
+            if profile is not None:
+                footer["trace_file"] = str(profile)
+            writer.close(footer)
+    return records
+
+
+def _profiler(path: str | os.PathLike | None):
+    if path is None:
+        return contextlib.nullcontext()
+    import torch
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return torch.profiler.profile(activities=activities, record_shapes=True)
+
+
+def _device_info(options: RunOptions) -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {"device": options.device, "cuda_available": torch.cuda.is_available()}
+    if options.device.startswith("cuda"):
+        props = torch.cuda.get_device_properties(torch.device(options.device))
+        info.update(gpu=props.name, gpu_memory=props.total_memory,
+                    l2_bytes=getattr(props, "L2_cache_size", None), cuda=torch.version.cuda)
+    return info

@@ -1,0 +1,373 @@
+"""The operator-config schema (PARAM's JSON format), validated with pydantic.
+
+    {op_name: {build_iterator?, input_iterator?, build_data_generator?,
+               input_data_generator?, config: [{build?: [spec], input: [spec]}]}}
+    spec = {args: [arg], kwargs: {name: arg}}
+
+Every problem is reported with its JSON path (`torch.mm.config[0].input[0].args[1].shape`)
+and a one-line reason, before anything runs. Config text is data: nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+DTYPES = ("uint8", "int8", "int16", "int", "long", "float", "double", "float16", "bfloat16",
+          "bool")
+DATA_GENERATORS = ("PyTorch:DefaultDataGenerator", "PyTorch::DefaultDataGenerator")
+ITERATORS = ("DefaultConfigIterator", "RangeConfigIterator", "DummyConfigIterator")
+RANGEABLE = {"tensor": ("shape", "dtype"), "int": ("value",), "long": ("value",),
+             "float": ("value",), "double": ("value",), "bool": ("value",), "str": ("value",),
+             "device": ("value",), "genericlist": ("value",), "tuple": ("value",), "none": ()}
+ARG_TYPES = tuple(RANGEABLE)
+
+
+class ConfigError(ValueError):
+    """A config failed validation; `problems` holds (path, reason) pairs."""
+
+    def __init__(self, source: str, problems: list[tuple[str, str]]) -> None:
+        self.source, self.problems = source, problems
+        lines = [f"{source}: {path}: {reason}" if path else f"{source}: {reason}"
+                 for path, reason in problems]
+        super().__init__("\n".join(lines))
+
+
+def _fail(reason: str) -> PydanticCustomError:
+    return PydanticCustomError("torchmark", reason)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_range_triplet(v: Any, what: str, number=_is_int) -> None:
+    if not (isinstance(v, list) and len(v) == 3 and all(number(x) for x in v)):
+        raise _fail(f"a {what} range must be [min, max, step], got {v!r}")
+    lo, hi, step = v
+    if hi < lo:
+        raise _fail(f"the {what} range {v!r} is reversed (max < min)")
+    if step <= 0:
+        raise _fail(f"the {what} range {v!r} needs a positive step")
+
+
+class _Arg(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, strict=False)
+
+    range_attrs: list[str] = Field(default_factory=list, alias="__range__")
+    copies: list[Any] = Field(default_factory=list, alias="__copy__")
+    list_attrs: Any = Field(default=None, alias="__list__")  # PARAM declares it; no effect
+
+    @field_validator("copies")
+    @classmethod
+    def _copies(cls, v: list) -> list:
+        for item in v:
+            ok = (isinstance(item, dict) and len(item) == 1 and "shape" in item
+                  and isinstance(item["shape"], list) and len(item["shape"]) == 2
+                  and _is_int(item["shape"][0]) and isinstance(item["shape"][1], list)
+                  and len(item["shape"][1]) == 2 and all(_is_int(x) for x in item["shape"][1]))
+            if not ok:
+                raise _fail(f"each __copy__ entry must be {{\"shape\": [dim, [arg, dim]]}}, "
+                            f"got {item!r}")
+        return v
+
+    def ranged(self, attr: str) -> bool:
+        return attr in self.range_attrs
+
+
+def _check_range_attrs(kind: str, attrs: list[str]) -> None:
+    allowed = RANGEABLE[kind]
+    for attr in attrs:
+        if attr not in allowed:
+            raise _fail(f"__range__ lists {attr!r}, but a {kind} argument can only range over "
+                        f"{', '.join(allowed) or 'nothing'}")
+
+
+class TensorArg(_Arg):
+    type: Literal["tensor"]
+    shape: list[Any]
+    dtype: Any = "float"
+    requires_grad: bool | None = None
+    value_range: list[Any] | None = None
+
+    @field_validator("shape")
+    @classmethod
+    def _shape(cls, v: list, info) -> list:
+        attrs = info.data.get("range_attrs", [])
+        _check_range_attrs("tensor", attrs)
+        copies = info.data.get("copies", [])
+        for dim in v:
+            if isinstance(dim, list):
+                if "shape" not in attrs:
+                    raise _fail(f"shape element {dim!r} is a range, but 'shape' is not in "
+                                "__range__")
+                _check_range_triplet(dim, "shape")
+                if dim[0] < 1:
+                    raise _fail(f"the shape range {dim!r} must start at 1 or more")
+            elif _is_int(dim) and (dim > 0 or (dim == -1 and copies)):
+                continue
+            else:
+                raise _fail(f"shape must be a list of positive ints, got {v!r}"
+                            + (" (-1 is a placeholder for __copy__ only)" if dim == -1 else ""))
+        return v
+
+    @field_validator("dtype")
+    @classmethod
+    def _dtype(cls, v: Any, info) -> Any:
+        values = v if isinstance(v, list) and "dtype" in info.data.get("range_attrs", []) \
+            else [v]
+        for d in values:
+            if d not in DTYPES:
+                raise _fail(f"unknown dtype {d!r}; expected one of {', '.join(DTYPES)}")
+        return v
+
+    @field_validator("value_range")
+    @classmethod
+    def _value_range(cls, v: Any) -> Any:
+        return _check_value_range(v)
+
+
+def _check_value_range(v: Any) -> Any:
+    if v is None:
+        return v
+    if not (isinstance(v, list) and len(v) == 2 and all(_is_number(x) for x in v)):
+        raise _fail(f"value_range must be [min, max], got {v!r}")
+    if v[0] > v[1]:
+        raise _fail(f"value_range {v!r} is reversed (min > max)")
+    return v
+
+
+class _ScalarArg(_Arg):
+    value_range: list[Any] | None = None
+
+    @field_validator("value_range")
+    @classmethod
+    def _value_range(cls, v: Any) -> Any:
+        return _check_value_range(v)
+
+    @model_validator(mode="after")
+    def _has_value(self):
+        if getattr(self, "value", None) is None and self.value_range is None:
+            raise _fail(f"a {getattr(self, 'type', 'number')} argument needs a value or a "
+                        "value_range")
+        return self
+
+
+class IntArg(_ScalarArg):
+    type: Literal["int", "long"]
+    value: Any = None
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: Any, info) -> Any:
+        attrs = info.data.get("range_attrs", [])
+        _check_range_attrs("int", attrs)
+        if "value" in attrs:
+            _check_range_triplet(v, "value")
+        elif v is not None and not _is_int(v):
+            raise _fail(f"an int value must be an integer, got {v!r}")
+        return v
+
+
+class FloatArg(_ScalarArg):
+    type: Literal["float", "double"]
+    value: Any = None
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: Any, info) -> Any:
+        attrs = info.data.get("range_attrs", [])
+        _check_range_attrs("float", attrs)
+        if "value" in attrs:
+            _check_range_triplet(v, "value", _is_number)
+        elif v is not None and not _is_number(v):
+            raise _fail(f"a float value must be a number, got {v!r}")
+        return v
+
+
+def _listable(kind: str, check, what: str):
+    def validate(cls, v: Any, info) -> Any:
+        attrs = info.data.get("range_attrs", [])
+        _check_range_attrs(kind, attrs)
+        values = v if "value" in attrs else [v]
+        if "value" in attrs and (not isinstance(v, list) or not v):
+            raise _fail(f"with 'value' in __range__, value must be a non-empty list, got {v!r}")
+        for item in values:
+            if not check(item):
+                raise _fail(f"a {kind} value must be {what}, got {item!r}")
+        return v
+    return validate
+
+
+class BoolArg(_Arg):
+    type: Literal["bool"]
+    value: Any = False
+    _value = field_validator("value")(classmethod(_listable("bool", lambda x: isinstance(
+        x, bool), "true or false")))
+
+
+class StrArg(_Arg):
+    type: Literal["str"]
+    value: Any = ""
+    _value = field_validator("value")(classmethod(_listable("str", lambda x: isinstance(
+        x, str), "a string")))
+
+
+def _device_ok(x: Any) -> bool:
+    if not isinstance(x, str):
+        return False
+    kind, _, index = x.partition(":")
+    return kind in ("cpu", "cuda", "meta", "mps", "xpu") and (not index or index.isdigit())
+
+
+class DeviceArg(_Arg):
+    type: Literal["device"]
+    value: Any = "cpu"
+    _value = field_validator("value")(classmethod(_listable("device", _device_ok,
+                                                            "a device such as 'cpu' or 'cuda:0'")))
+
+
+class NoneArg(_Arg):
+    type: Literal["none"]
+    value: None = None
+
+
+class ListArg(_Arg):
+    type: Literal["genericlist", "tuple"]
+    value: list[Arg]
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: list, info) -> list:
+        _check_range_attrs("genericlist", info.data.get("range_attrs", []))
+        return v
+
+
+Arg = Annotated[TensorArg | IntArg | FloatArg | BoolArg | StrArg | DeviceArg | NoneArg |
+                ListArg, Field(discriminator="type")]
+ListArg.model_rebuild()
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    args: list[Arg] = Field(default_factory=list)
+    kwargs: dict[str, Arg] = Field(default_factory=dict)
+
+
+class ConfigEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    build: list[Spec] | None = None
+    input: list[Spec]
+
+    @field_validator("input")
+    @classmethod
+    def _input(cls, v: list) -> list:
+        if not v:
+            raise _fail("input must list at least one spec")
+        return v
+
+
+class OpEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    build_iterator: str | None = None
+    input_iterator: str | None = None
+    build_data_generator: str | None = None
+    input_data_generator: str | None = None
+    config: list[ConfigEntry]
+
+    @field_validator("build_iterator", "input_iterator")
+    @classmethod
+    def _iterator(cls, v: str | None) -> str | None:
+        if v is not None and v not in ITERATORS:
+            raise _fail(f"unknown iterator {v!r}; expected one of {', '.join(ITERATORS)}")
+        return v
+
+    @field_validator("build_data_generator", "input_data_generator")
+    @classmethod
+    def _generator(cls, v: str | None) -> str | None:
+        if v is not None and v not in DATA_GENERATORS:
+            raise _fail(f"unknown data generator {v!r}; expected {DATA_GENERATORS[0]}")
+        return v
+
+    @field_validator("config")
+    @classmethod
+    def _config(cls, v: list) -> list:
+        if not v:
+            raise _fail("config must list at least one entry")
+        return v
+
+
+class BenchmarkConfig(RootModel[dict[str, OpEntry]]):
+    """A whole config file: operator name -> its entry."""
+
+    @property
+    def ops(self) -> dict[str, OpEntry]:
+        return self.root
+
+
+_TAGS = set(ARG_TYPES)
+
+
+def format_path(loc: tuple) -> str:
+    """('torch.mm', 'config', 0, 'input', 0, 'args', 1, 'tensor', 'shape') ->
+    'torch.mm.config[0].input[0].args[1].shape' (union tags dropped)."""
+    out = ""
+    previous: Any = None
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in _TAGS and (isinstance(previous, int) or
+                                (i >= 2 and loc[i - 2] == "kwargs")):
+            previous = part
+            continue  # the discriminated union's branch name
+        elif part == "range_attrs":
+            out += ".__range__"
+        elif part == "copies":
+            out += ".__copy__"
+        else:
+            out += ("." if out else "") + str(part)
+        previous = part
+    return out
+
+
+def _reason(error: dict) -> str:
+    kind, message = error["type"], error["msg"]
+    if kind == "missing":
+        return "required, but missing"
+    if kind == "union_tag_invalid":
+        tag = error.get("ctx", {}).get("tag")
+        return f"unknown type {tag!r}; expected one of {', '.join(ARG_TYPES)}"
+    if kind == "union_tag_not_found":
+        return f"every argument needs a 'type' (one of {', '.join(ARG_TYPES)})"
+    if kind == "extra_forbidden":
+        return "unknown key"
+    return message
+
+
+def validate_config(data: Any, source: str = "config") -> BenchmarkConfig:
+    """The validated config, or ConfigError listing every problem with its path."""
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(source, [("", "a config must be a non-empty JSON object of "
+                                         "{operator name: entry}")])
+    try:
+        return BenchmarkConfig.model_validate(data)
+    except ValidationError as e:
+        problems = [(format_path(err["loc"]), _reason(err)) for err in e.errors()]
+        raise ConfigError(source, problems) from None

@@ -1,0 +1,60 @@
+"""Work done by well-known operators, for GB/s and TFLOP/s in reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_MATMUL = {"mm", "matmul", "bmm", "addmm", "baddbmm", "addbmm", "linear"}
+_ELEMENTWISE = {"add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_", "relu", "relu_",
+                "sigmoid", "tanh", "gelu", "exp", "log", "neg", "abs", "sqrt", "clone", "copy_",
+                "silu", "softmax", "where", "maximum", "minimum", "pow"}
+
+
+def base_name(op: str) -> str:
+    """`torch.nn.functional.relu` / `torch.Tensor.add_` / `aten::mm.default` -> `relu` /
+    `add_` / `mm`."""
+    if op.startswith("aten::"):
+        return op[len("aten::"):].split(".")[0]
+    return op.rsplit(".", 1)[-1]
+
+
+def _tensors(values: Any) -> list:
+    import torch
+
+    if isinstance(values, torch.Tensor):
+        return [values]
+    if isinstance(values, dict):
+        values = list(values.values())
+    if isinstance(values, (list, tuple)):
+        return [t for v in values for t in _tensors(v)]
+    return []
+
+
+def _bytes(tensors: list) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any) -> dict[str, int]:
+    """{"flops": ..., "bytes": ...} where the operator is known; {} otherwise."""
+    name = base_name(op)
+    inputs, outputs = _tensors(args) + _tensors(kwargs), _tensors(output)
+    if not outputs:
+        return {}
+    moved = _bytes(inputs) + _bytes(outputs)
+    out = outputs[0]
+    if name in _MATMUL:
+        mats = [t for t in _tensors(args) if t.dim() >= 2]
+        if len(mats) < 2:
+            return {}
+        a, b = mats[-2], mats[-1]
+        if name == "linear":  # weight is (out, in)
+            k = a.shape[-1]
+        else:
+            k = a.shape[-1] if a.shape[-1] == b.shape[-2] else a.shape[-2]
+        flops = 2 * out.numel() * k
+        if name in ("addmm", "baddbmm", "addbmm"):
+            flops += out.numel()
+        return {"flops": int(flops), "bytes": int(moved)}
+    if name in _ELEMENTWISE:
+        return {"flops": int(out.numel()), "bytes": int(moved)}
+    return {}
