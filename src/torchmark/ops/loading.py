@@ -41,7 +41,7 @@ def check_operators(config: BenchmarkConfig, source: str) -> None:
         try:
             resolve(name)
         except LookupError as e:
-            problems.append((name, str(e).strip("'\"")))
+            problems.append((name, str(e.args[0]) if e.args else str(e)))
     if problems:
         raise ConfigError(source, problems)
 

@@ -109,7 +109,7 @@ def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]
         fn = builds.get(case)
         args, kwargs = DataGenerator(options.device, seed_for(case.id)).arguments(case.input)
         metrics, out = measure(fn, args, kwargs, options)
-        metrics["work"] = _derived(metrics, work(case.op, args, kwargs, out))
+        metrics["work"] = _derived(metrics, work(case.op, args, kwargs, out, fn))
         record.update(status="ok", metrics=metrics, error=None)
     except Exception as e:  # recorded; the run goes on
         record.update(status="failed", metrics=None, error=_error_text(e))

@@ -34,14 +34,19 @@ def _bytes(tensors: list) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any) -> dict[str, int]:
-    """{"flops": ..., "bytes": ...} where the operator is known; {} otherwise."""
+def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any,
+         built: Any = None) -> dict[str, int]:
+    """{"flops": ..., "bytes": ...} where the operator is known; {} otherwise. `built` is
+    the module a build spec made (its parameters count as bytes read)."""
     name = base_name(op)
     inputs, outputs = _tensors(args) + _tensors(kwargs), _tensors(output)
     if not outputs:
         return {}
     moved = _bytes(inputs) + _bytes(outputs)
     out = outputs[0]
+    if name == "Linear" and hasattr(built, "in_features"):
+        moved += sum(p.numel() * p.element_size() for p in built.parameters())
+        return {"flops": int(2 * out.numel() * built.in_features), "bytes": int(moved)}
     if name in _MATMUL:
         mats = [t for t in _tensors(args) if t.dim() >= 2]
         if len(mats) < 2:

@@ -1,0 +1,88 @@
+"""Range and copy expansion: counts, order, ids."""
+
+from torchmark.ops import config_from_data, iter_cases
+
+
+def cases(args, kwargs=None, op="torch.mm", build=None):
+    entry = {"input": [{"args": args, "kwargs": kwargs or {}}]}
+    if build is not None:
+        entry["build"] = build
+    return list(iter_cases(config_from_data({op: {"config": [entry]}})))
+
+
+def shapes(case):
+    return [a["shape"] for a in case.input["args"] if a["type"] == "tensor"]
+
+
+def test_the_matmul_sweep_gives_121_cases():
+    out = cases([{"type": "tensor", "shape": [[128, 2048, 16], 64], "__range__": ["shape"]},
+                 {"type": "tensor", "shape": [64, 32]}])
+    assert len(out) == 121
+    assert shapes(out[0]) == [[128, 64], [64, 32]]
+    assert shapes(out[-1]) == [[2048, 64], [64, 32]]  # max included
+    assert [c.id for c in out[:2]] == ["torch.mm|0|0|0_0", "torch.mm|0|0|0_1"]
+    assert "__range__" not in out[0].input["args"][0]
+
+
+def test_products_in_param_order():
+    out = cases([{"type": "tensor", "shape": [[1, 2, 1], [3, 4, 1]], "dtype": ["float", "double"],
+                  "__range__": ["shape", "dtype"]},
+                 {"type": "int", "value": [1, 3, 2], "__range__": ["value"]}])
+    assert len(out) == 2 * 2 * 2 * 2
+    first = [(c.input["args"][0]["shape"], c.input["args"][0]["dtype"], c.input["args"][1]["value"])
+             for c in out[:4]]
+    assert first == [([1, 3], "float", 1), ([1, 3], "float", 3), ([1, 3], "double", 1),
+                     ([1, 3], "double", 3)]
+
+
+def test_lists_of_bool_str_device_and_float_ranges():
+    out = cases([{"type": "bool", "value": [True, False], "__range__": ["value"]},
+                 {"type": "str", "value": ["a", "b", "c"], "__range__": ["value"]},
+                 {"type": "device", "value": ["cpu", "meta"], "__range__": ["value"]},
+                 {"type": "float", "value": [0.5, 1.5, 0.25], "__range__": ["value"]}],
+                op="torch.add")
+    assert len(out) == 2 * 3 * 2 * 5
+    assert sorted({c.input["args"][3]["value"] for c in out}) == [0.5, 0.75, 1.0, 1.25, 1.5]
+
+
+def test_recursive_expansion_inside_lists_and_tuples():
+    out = cases([{"type": "genericlist", "__range__": ["value"], "value": [
+        {"type": "tensor", "shape": [[1, 3, 1]], "__range__": ["shape"]},
+        {"type": "tuple", "__range__": ["value"], "value": [
+            {"type": "int", "value": [1, 2, 1], "__range__": ["value"]}]}]}], op="torch.cat")
+    assert len(out) == 3 * 2
+    inner = out[1].input["args"][0]["value"]
+    assert inner[0]["shape"] == [1] and inner[1]["value"][0]["value"] == 2
+    assert "__range__" not in inner[0] and "__range__" not in inner[1]["value"][0]
+
+
+def test_kwargs_expand_too():
+    out = cases([{"type": "tensor", "shape": [4]}],
+                {"alpha": {"type": "int", "value": [1, 3, 1], "__range__": ["value"]}},
+                op="torch.add")
+    assert [c.input["kwargs"]["alpha"]["value"] for c in out] == [1, 2, 3]
+
+
+def test_copy_takes_dimensions_from_other_arguments():
+    out = cases([
+        {"type": "tensor", "shape": [[1, 2, 1], -1, -1], "__range__": ["shape"],
+         "__copy__": [{"shape": [1, [1, 1]]}, {"shape": [2, [2, 2]]}]},
+        {"type": "tensor", "shape": [-1, [8, 9, 1], [16, 17, 1]], "__range__": ["shape"],
+         "__copy__": [{"shape": [0, [0, 0]]}]},
+        {"type": "tensor", "shape": [-1, -1, 4],
+         "__copy__": [{"shape": [0, [0, 0]]}, {"shape": [1, [1, 2]]}]}], op="torch.baddbmm")
+    assert len(out) == 2 * 2 * 2
+    for c in out:
+        inp, b1, b2 = shapes(c)
+        assert inp == [b1[0], b1[1], 4] and b2 == [b1[0], b1[2], 4]
+    assert "__copy__" not in out[0].input["args"][0]
+
+
+def test_build_and_input_ids_combine():
+    out = cases([{"type": "tensor", "shape": [2, 4]}], op="torch.nn.Linear",
+                build=[{"args": [{"type": "int", "value": 4},
+                                 {"type": "int", "value": [2, 3, 1], "__range__": ["value"]}]},
+                       {"args": [{"type": "int", "value": 4}, {"type": "int", "value": 8}]}])
+    assert [c.id for c in out] == ["torch.nn.Linear|0|0_0|0", "torch.nn.Linear|0|0_1|0",
+                                   "torch.nn.Linear|0|1|0"]
+    assert out[1].build["args"][1]["value"] == 3

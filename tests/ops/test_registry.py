@@ -1,0 +1,58 @@
+import pytest
+import torch
+
+from torchmark.ops.registry import load_plugin, register_op, resolve
+
+
+def test_torch_functions_methods_and_functional():
+    assert resolve("torch.add").target is torch.add
+    assert resolve("torch.nn.functional.relu").target is torch.nn.functional.relu
+    add_ = resolve("torch.Tensor.add_")
+    x = torch.zeros(2)
+    add_.build([], {}, "cpu")(x, 1)
+    assert x.tolist() == [1.0, 1.0]
+
+
+def test_modules_are_built_from_the_build_spec():
+    op = resolve("torch.nn.Linear")
+    assert op.kind == "module"
+    model = op.build([4, 2], {"bias": False}, "cpu")
+    assert isinstance(model, torch.nn.Linear) and model.bias is None
+    assert model(torch.ones(3, 4)).shape == (3, 2)
+    with pytest.raises(ValueError, match="takes no build arguments"):
+        resolve("torch.add").build([1], {}, "cpu")
+
+
+def test_aten_ops_by_schema_name():
+    add = resolve("aten::add.Tensor")
+    assert add.target is torch.ops.aten.add.Tensor
+    assert add.target(torch.ones(2), torch.ones(2)).tolist() == [2.0, 2.0]
+    assert resolve("aten::mm").target is torch.ops.aten.mm.default
+    with pytest.raises(LookupError, match="aten has no op 'no_such'"):
+        resolve("aten::no_such")
+
+
+@pytest.mark.parametrize("name, fragment", [
+    ("torch.no_such", "torch has no attribute 'no_such'"),
+    ("torch.nn.functional.nope", "torch.nn.functional has no attribute 'nope'"),
+    ("numpy.add", "expected torch.<name>"),
+    ("torch.float32", "not callable"),
+    ("torch.Size", "not an nn.Module"),
+    ("torch.add; import os", "expected torch.<name>"),
+])
+def test_unknown_names(name, fragment):
+    with pytest.raises(LookupError) as e:
+        resolve(name)
+    assert fragment in str(e.value)
+
+
+def test_plugins_register_functions_and_builders(monkeypatch):
+    monkeypatch.syspath_prepend(__file__.rsplit("/", 1)[0])
+    load_plugin("plugin_ops")
+    assert resolve("test.double").build([], {}, "cpu")(torch.ones(1)).item() == 2.0
+    scale = resolve("test.scaler").build([3], {}, "cpu")
+    assert scale(torch.ones(1)).item() == 3.0
+    with pytest.raises(ValueError, match="cannot import"):
+        load_plugin("no_such_plugin_module")
+    with pytest.raises(ValueError, match="exactly one of fn and builder"):
+        register_op("x")

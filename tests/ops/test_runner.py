@@ -1,0 +1,164 @@
+"""Running configs: failures recorded, resume, backward timing, the JSON-lines schema."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchmark.cli.main import main
+from torchmark.ops import RunOptions, config_from_data, load_config, read_records, run
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "ops"
+QUICK = RunOptions(warmup=1, iterations=3)
+
+
+def t(*shape, **extra):
+    return {"type": "tensor", "shape": list(shape), **extra}
+
+
+MIXED = {"torch.mm": {"config": [{"input": [
+    {"args": [t(4, 8), t(8, 2)]},
+    {"args": [t(4, 8), t(3, 2)]},  # the op rejects these shapes
+    {"args": [t(2, 2), t(2, 2)]}]}]}}
+
+
+def test_param_configs_run_unchanged():
+    for name, count in (("simple_add.json", 1), ("simple_mm.json", 1), ("mm_sweep.json", 121)):
+        config = load_config(EXAMPLES / name)
+        options = RunOptions(warmup=1, iterations=1, stop_id="torch.mm|0|0|0_3") \
+            if count > 1 else QUICK
+        records = run(config, options)
+        assert all(r["status"] == "ok" for r in records), records[0]["error"]
+        assert len(records) == (3 if count > 1 else 1)
+
+
+def test_a_failing_config_in_the_middle_is_recorded_and_the_others_run(tmp_path):
+    out = tmp_path / "r.jsonl"
+    records = run(config_from_data(MIXED), QUICK, out=out)
+    assert [r["status"] for r in records] == ["ok", "failed", "ok"]
+    assert records[1]["error"].startswith("RuntimeError: ")
+    assert "cannot be multiplied" in records[1]["error"]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["type"] for line in lines] == ["header", "record", "record", "record", "footer"]
+    assert lines[-1]["ok"] == 2 and lines[-1]["failed"] == 1
+
+
+def test_jsonl_schema(tmp_path):
+    out = tmp_path / "r.jsonl"
+    run(config_from_data(MIXED), QUICK, out=out)
+    header, first = (json.loads(line) for line in out.read_text().splitlines()[:2])
+    assert header["schema"] == "torchmark.ops.results" and header["version"] == 1
+    assert header["run_options"]["iterations"] == 3
+    assert {"torch", "python", "cpu", "device", "git_commit"} <= set(header["system"])
+    assert first["op"] == "torch.mm" and first["id"] == "torch.mm|0|0|0"
+    assert first["config"]["input"]["args"][0] == {"type": "tensor", "shape": [4, 8],
+                                                   "dtype": "float"}
+    forward = first["metrics"]["forward"]
+    assert len(forward["times"]) == 3 and forward["median"] > 0
+    assert set(forward) >= {"times", "median", "mean", "min", "max", "iterations", "memory"}
+    assert "rss_growth_bytes" in forward["memory"]
+    assert first["metrics"]["work"]["flops"] == 2 * 4 * 8 * 2
+    assert first["metrics"]["work"]["tflops"] > 0
+
+
+def test_resume_continues_an_interrupted_file(tmp_path):
+    out = tmp_path / "r.jsonl"
+    run(config_from_data(MIXED), QUICK, out=out)
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])  # killed mid-write
+    records = run(config_from_data(MIXED), QUICK, resume=out)
+    assert [r["id"] for r in records] == ["torch.mm|0|0|1", "torch.mm|0|0|2"]
+    ids = [r["id"] for r in read_records(out)]
+    assert ids == ["torch.mm|0|0|0", "torch.mm|0|0|1", "torch.mm|0|0|2"]
+
+
+def test_resume_and_stop_ids():
+    config = config_from_data(MIXED)
+    records = run(config, RunOptions(warmup=0, iterations=1, resume_id="torch.mm|0|0|1",
+                                     stop_id="torch.mm|0|0|2"))
+    assert [r["id"] for r in records] == ["torch.mm|0|0|1"]
+    with pytest.raises(ValueError, match="--stop-id 'torch.mm|9' is not a case"):
+        run(config, RunOptions(stop_id="torch.mm|9"))
+
+
+def test_backward_is_timed_on_its_own():
+    config = config_from_data({"torch.nn.functional.relu": {"config": [{"input": [
+        {"args": [t(64, 64)]}]}]}, "torch.add": {"config": [{"input": [
+            {"args": [t(4, requires_grad=False), t(4, requires_grad=False)]}]}]}})
+    relu, add = run(config, RunOptions(warmup=1, iterations=4, backward=True))
+    assert relu["status"] == "ok"
+    assert len(relu["metrics"]["backward"]["times"]) == 4
+    assert relu["metrics"]["backward"]["median"] > 0
+    assert add["status"] == "failed" and "no gradient history" in add["error"]
+
+
+def test_modules_built_once_per_build_spec():
+    config = config_from_data({"torch.nn.Linear": {"config": [{
+        "build": [{"args": [{"type": "int", "value": 8}, {"type": "int", "value": 4}]}],
+        "input": [{"args": [t(2, 8)]}, {"args": [t(16, 8)]}]}]}})
+    records = run(config, QUICK)
+    assert [r["status"] for r in records] == ["ok", "ok"]
+    assert records[0]["metrics"]["work"]["flops"] == 2 * 2 * 4 * 8
+
+
+@pytest.mark.parametrize("mode", ["discrete", "continuous"])
+def test_cpu_exec_modes(mode):
+    records = run(config_from_data(MIXED), RunOptions(warmup=1, iterations=5, exec_mode=mode))
+    times = records[0]["metrics"]["forward"]["times"]
+    assert len(times) == (5 if mode == "discrete" else 1)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the errors without CUDA")
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(exec_mode="continuous_events"), "continuous_events needs a CUDA device"),
+    (dict(l2_flush=True), "--l2-flush needs a CUDA device"),
+    (dict(cuda_graph=True), "--cuda-graph needs a CUDA device"),
+    (dict(device="cuda"), "CUDA is not available"),
+    (dict(device="tpu"), "device must be cpu, cuda or cuda:N"),
+    (dict(iterations=0), "iterations must be an int >= 1"),
+])
+def test_option_errors_without_cuda(kwargs, fragment):
+    with pytest.raises(ValueError) as e:
+        run(config_from_data(MIXED), RunOptions(**kwargs))
+    assert fragment in str(e.value)
+
+
+def test_yaml_config(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("torch.add:\n  config:\n    - input:\n        - args:\n"
+                      "            - {type: tensor, shape: [8]}\n"
+                      "            - {type: float, value: 2.5}\n")
+    records = run(load_config(config), QUICK)
+    assert records[0]["status"] == "ok"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("torch.add: [unclosed\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_cli_list_run_resume_and_profile(tmp_path, capsys):
+    config = tmp_path / "mixed.json"
+    config.write_text(json.dumps(MIXED))
+    assert main(["ops", "-c", str(EXAMPLES / "mm_sweep.json"), "--list"]) == 0
+    captured = capsys.readouterr()
+    listed = captured.out.splitlines()
+    assert len(listed) == 121 and listed[0] == "torch.mm|0|0|0_0\t128x64 float, 64x32 float"
+    prefix = tmp_path / "out"
+    assert main(["ops", "-c", str(config), "-w", "1", "-i", "2", "-o", str(prefix),
+                 "--profile"]) == 1  # one config failed
+    out = capsys.readouterr().out
+    assert "2 ok, 1 failed" in out and "torch.mm" in out
+    assert Path(f"{prefix}.trace.json").exists()
+    assert len(read_records(f"{prefix}.jsonl")) == 3
+    assert main(["ops", "-c", str(config), "--resume", f"{prefix}.jsonl", "--quiet"]) == 0
+    assert "0 ok, 0 failed" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(shutil.which("ncu") is not None, reason="ncu is installed")
+def test_nsight_missing_gives_a_clear_message(tmp_path, capsys):
+    config = tmp_path / "mixed.json"
+    config.write_text(json.dumps(MIXED))
+    assert main(["ops", "-c", str(config), "--ncu", "-d", "cuda"]) == 2
+    assert "ncu (Nsight Compute) is not installed" in capsys.readouterr().err
