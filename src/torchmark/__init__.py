@@ -43,7 +43,8 @@ __all__ = sorted([*_EXPORTS, "__version__"])
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        if name in ("op_fuzzers", "callgrind", "compare", "cpp", "fuzzing", "timing", "suite"):
+        if name in ("op_fuzzers", "callgrind", "compare", "cpp", "fuzzing", "timing", "suite",
+                    "ops"):
             return importlib.import_module(f"torchmark.{name}")
         raise AttributeError(f"module 'torchmark' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
