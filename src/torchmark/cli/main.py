@@ -13,6 +13,7 @@ from torchmark.cli.compare_cmd import compare_cmd
 from torchmark.cli.demo_cmd import demo_cmd
 from torchmark.cli.fuzz_cmd import fuzz_cmd
 from torchmark.cli.ops_cmd import ops_cmd
+from torchmark.cli.replay_cmd import replay_cmd, trace_cmd
 from torchmark.cli.suite_cmd import suite_cmd
 from torchmark.cli.timeit_cmd import timeit_cmd
 
@@ -34,6 +35,8 @@ cli.add_command(callgrind_diff_cmd)
 cli.add_command(cache_cmd)
 cli.add_command(suite_cmd)
 cli.add_command(ops_cmd)
+cli.add_command(replay_cmd)
+cli.add_command(trace_cmd)
 
 
 def _fail(message: str, code: int) -> int:

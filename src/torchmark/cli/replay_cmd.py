@@ -1,0 +1,70 @@
+"""`torchmark replay` (re-run a recorded execution trace) and `torchmark trace` (record one)."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("replay")
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option("-d", "--device", default="cpu", show_default=True, help="cpu or cuda.")
+@click.option("-w", "--warmup", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("-i", "--iterations", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--subgraph", default=None, help="Replay only the ops under the first node "
+                                               "with this name (e.g. a record_function label).")
+@click.option("--step", type=click.IntRange(min=0), default=None,
+              help="Replay only the ops under ProfilerStep#STEP.")
+@click.option("--profile", is_flag=True, help="Write a profiler trace of one replayed "
+                                              "iteration to PREFIX.trace.json.")
+@click.option("-o", "--output-prefix", "prefix", default=None,
+              help="Write JSON lines (the operator-config format) to PREFIX.jsonl.")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True)
+def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefix, top):
+    """Replay the top-level aten ops of an execution TRACE and time them."""
+    from torchmark.replay.session import replay, summary_lines
+
+    trace_out = f"{prefix or Path(trace).stem}.trace.json" if profile else None
+    report = replay(trace, device=device, warmup=warmup, iterations=iterations,
+                    subgraph=subgraph, step=step, out=f"{prefix}.jsonl" if prefix else None,
+                    profile=trace_out)
+    for line in summary_lines(report, top):
+        click.echo(line)
+    if prefix:
+        click.echo(f"records: {prefix}.jsonl")
+    if trace_out:
+        click.echo(f"profiler trace: {trace_out}")
+
+
+@click.command("trace", context_settings={"ignore_unknown_options": True})
+@click.option("-o", "--output", default="trace.json", show_default=True,
+              help="The execution trace (its op durations go to NAME.kineto.json).")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def trace_cmd(output, command):
+    """Record an execution trace of a Python script: torchmark trace -- python s.py ARGS."""
+    from torchmark.replay.record import record, timing_path
+
+    args = list(command)
+    if args and Path(args[0]).name.startswith("python"):
+        args = args[1:]
+    if not args or not args[0].endswith(".py"):
+        raise click.UsageError("expected a Python script: torchmark trace -- python script.py")
+    script = Path(args[0])
+    if not script.is_file():
+        raise FileNotFoundError(f"{script}: no such script")
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(script), *args[1:]]
+    sys.path.insert(0, str(script.parent.resolve()))
+    try:
+        with record(output):
+            try:
+                runpy.run_path(str(script), run_name="__main__")
+            except SystemExit as e:
+                if e.code not in (0, None):
+                    raise click.ClickException(f"{script} exited with status {e.code}") from None
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    click.echo(f"execution trace: {output} (op durations: {timing_path(output)})")

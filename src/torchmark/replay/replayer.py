@@ -1,0 +1,310 @@
+"""Replaying a trace's operators: resolve each from its schema, rebuild its arguments,
+run it, and time it per operator and per iteration."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from torchmark.replay.trace import ExecutionTrace, Node
+from torchmark.replay.values import (
+    MEMORY_FORMATS,
+    SCALAR_TYPES,
+    TensorFactory,
+    Unsupported,
+    _is_tensor_value,
+    _split_list_types,
+    schema_name,
+    walk_tensors,
+)
+
+_REF = object()  # marks an argument slot filled from an earlier op's output
+
+
+@dataclasses.dataclass
+class ReplayedOp:
+    """One top-level operator of the trace and what became of it."""
+
+    node: Node
+    op: str  # `aten::name.overload`
+    status: str = "pending"  # "replayed" or "skipped"
+    reason: str | None = None
+    times: list[float] = dataclasses.field(default_factory=list)
+    output_mismatch: str | None = None
+    recorded_us: float | None = None  # its duration in the original run, when known
+    fn: Any = None
+    args: list[Any] = dataclasses.field(default_factory=list)
+    kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    refs: list[tuple[str, Any, int]] = dataclasses.field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return f"{self.node.name}|{self.node.id}"
+
+
+def resolve_overload(node: Node):
+    """torch.ops.aten.<name>.<overload> for a node, or Unsupported with the reason."""
+    import torch
+
+    name, overload = schema_name(node)
+    try:
+        packet = getattr(torch.ops.aten, name)
+    except (AttributeError, RuntimeError):
+        raise Unsupported(f"torch has no operator aten::{name}") from None
+    key = overload or "default"
+    if key not in packet.overloads():
+        raise Unsupported(f"aten::{name} has no overload {key!r} in this torch")
+    return getattr(packet, key)
+
+
+class Replayer:
+    """Replays the selected operators of a trace on `device`."""
+
+    def __init__(self, trace: ExecutionTrace, device: str = "cpu", *,
+                 subgraph: str | None = None, step: int | None = None, seed: int = 0) -> None:
+        import torch
+
+        self.torch = torch
+        self.trace, self.device = trace, torch.device(device)
+        self.factory = TensorFactory(device, seed)
+        self.ops = [ReplayedOp(n, _display_name(n)) for n in trace.top_level_ops(subgraph, step)]
+
+    # -- preparation ------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Resolve every op, rebuild its arguments, run it once (dry run): ops that cannot
+        be resolved, rebuilt or run are skipped with their reason."""
+        produced: set[tuple[int, int]] = set()
+        for rop in self.ops:
+            try:
+                rop.fn = resolve_overload(rop.node)
+                name, _ = schema_name(rop.node)
+                walk_tensors(rop.node, name, self._plan_unless(produced))
+            except Unsupported as e:
+                rop.status, rop.reason = "skipped", str(e)
+                continue
+            produced.update(_output_tensor_ids(rop.node))
+        env: dict[int, Any] = {}
+        with self.torch.no_grad():
+            for rop in self.ops:
+                if rop.status == "skipped":
+                    continue
+                try:
+                    self._build_arguments(rop, env)
+                    out = rop.fn(*self._fill(rop.args, rop, env), **rop.kwargs)
+                except Unsupported as e:
+                    rop.status, rop.reason = "skipped", str(e)
+                    continue
+                except Exception as e:  # the op rejected the rebuilt arguments
+                    text = str(e).strip().splitlines()
+                    rop.status = "skipped"
+                    rop.reason = f"{type(e).__name__}: {text[0] if text else ''}"
+                    continue
+                rop.status = "replayed"
+                rop.output_mismatch = _check_outputs(rop.node, out)
+                _store_outputs(rop.node, out, env)
+
+    def _plan_unless(self, produced: set[tuple[int, int]]) -> Callable[..., None]:
+        def visit(value, shape, stride, type_name, bound):
+            if _key(value) not in produced:
+                self.factory.plan(value, shape, stride, type_name, bound)
+        return visit
+
+    def _convert(self, value: Any, type_name: str, shape: Any, stride: Any, arg_type: str,
+                 env: dict[int, Any], rop: ReplayedOp, slot: tuple) -> Any:
+        torch = self.torch
+        if type_name.startswith("Tensor(nullptr") or type_name == "Tensor(undefined)":
+            return None  # an undefined (optional) tensor
+        if type_name.startswith("Tensor("):
+            if not _is_tensor_value(value):
+                raise Unsupported(f"a tensor argument was recorded as {value!r}")
+            if _key(value) in env:
+                rop.refs.append((slot, _key(value)))
+                return _REF
+            return self.factory.tensor(value, shape, stride if isinstance(stride, list) else [],
+                                       type_name)
+        if type_name.startswith("GenericList["):
+            types = _split_list_types(type_name)
+            return [self._convert(v, types[i] if i < len(types) else "",
+                                  shape[i] if isinstance(shape, list) and i < len(shape) else [],
+                                  stride[i] if isinstance(stride, list) and i < len(stride) else [],
+                                  "", env, rop, (*slot, i))
+                    for i, v in enumerate(value)]
+        if type_name == "None" or value == "<None>":
+            return None
+        if type_name == "Int":
+            if "ScalarType" in arg_type:
+                return getattr(torch, SCALAR_TYPES[value]) if value in SCALAR_TYPES else \
+                    _unsupported(f"scalar type code {value}")
+            if "MemoryFormat" in arg_type:
+                return getattr(torch, MEMORY_FORMATS.get(value, "contiguous_format"))
+            if "Layout" in arg_type:
+                return torch.strided if value == 0 else _unsupported(f"layout code {value}")
+            return int(value)
+        if type_name == "Double":
+            return float(value)
+        if type_name == "Bool":
+            return bool(value)
+        if type_name == "String":
+            return str(value)
+        if type_name == "Device":
+            return self.device
+        raise Unsupported(f"cannot rebuild an argument of type {type_name!r}")
+
+    def _build_arguments(self, rop: ReplayedOp, env: dict[int, Any]) -> None:
+        schema = rop.fn._schema
+        io = rop.node.inputs
+        values, types = io["values"], io["types"]
+        shapes = io["shapes"] + [[]] * len(values)
+        strides = io["strides"] + [[]] * len(values)
+        if len(values) > len(schema.arguments):
+            raise Unsupported(f"{len(values)} recorded inputs for a schema with "
+                              f"{len(schema.arguments)} arguments")
+        rop.args, rop.kwargs, rop.refs = [], {}, []
+        for i, (value, type_name) in enumerate(zip(values, types, strict=False)):
+            argument = schema.arguments[i]
+            converted = self._convert(value, type_name, shapes[i], strides[i], str(argument.type),
+                                      env, rop, ("kw", argument.name) if argument.kwarg_only
+                                      else ("pos", i))
+            if argument.kwarg_only:
+                rop.kwargs[argument.name] = converted
+            else:
+                rop.args.append(converted)
+
+    @staticmethod
+    def _fill(args: list[Any], rop: ReplayedOp, env: dict[int, Any]) -> list[Any]:
+        """Arguments with the outputs of earlier ops put in place (positional and kw)."""
+        if not rop.refs:
+            return args
+        args = list(args)
+        for slot, tensor_id in rop.refs:
+            kind, where, *rest = slot
+            container: Any = args if kind == "pos" else rop.kwargs
+            target = env[tensor_id]
+            if rest:
+                item = container[where]
+                for index in rest[:-1]:
+                    item = item[index]
+                item[rest[-1]] = target
+            else:
+                container[where] = target
+        return args
+
+    # -- running ----------------------------------------------------------------------
+    @property
+    def replayed(self) -> list[ReplayedOp]:
+        return [r for r in self.ops if r.status == "replayed"]
+
+    def run_once(self, per_op: Callable[[ReplayedOp, float], None] | None = None) -> None:
+        """One iteration: every replayed op, outputs feeding later ops. With `per_op`,
+        each op is timed (host clock; CUDA events on a GPU) and reported to it."""
+        torch = self.torch
+        env: dict[int, Any] = {}
+        cuda = self.device.type == "cuda"
+        with torch.no_grad():
+            for rop in self.replayed:
+                args = self._fill(rop.args, rop, env)
+                if per_op is None:
+                    out = rop.fn(*args, **rop.kwargs)
+                elif cuda:
+                    start, end = torch.cuda.Event(enable_timing=True), \
+                        torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    out = rop.fn(*args, **rop.kwargs)
+                    end.record()
+                    end.synchronize()
+                    per_op(rop, start.elapsed_time(end) / 1000.0)
+                else:
+                    from torchmark.timing.clocks import timer
+
+                    t0 = timer()
+                    out = rop.fn(*args, **rop.kwargs)
+                    per_op(rop, timer() - t0)
+                _store_outputs(rop.node, out, env)
+
+    def time_ops(self, warmup: int, iterations: int) -> None:
+        for _ in range(warmup):
+            self.run_once()
+        for rop in self.replayed:
+            rop.times = []
+        for _ in range(iterations):
+            self.run_once(lambda rop, seconds: rop.times.append(seconds))
+
+    def time_iterations(self, iterations: int):
+        """The whole iteration, timed with torchmark's Timer (a Measurement)."""
+        from torchmark.timing.timer_class import Timer
+
+        threads = self.torch.get_num_threads()
+        return Timer("replay()", globals={"replay": self.run_once}, label="replay",
+                     num_threads=threads).repeat(repeat=iterations, number=1)
+
+
+def _unsupported(reason: str):
+    raise Unsupported(reason)
+
+
+def _display_name(node: Node) -> str:
+    name, overload = schema_name(node)
+    return f"aten::{name}" + (f".{overload}" if overload else "")
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
+def _key(value: list) -> tuple[int, int]:
+    """A recorded tensor's identity: (tensor id, storage id). Tensor ids alone are reused
+    once a tensor is freed."""
+    return value[0], value[1]
+
+
+def _output_tensor_ids(node: Node) -> list[tuple[int, int]]:
+    return [_key(v) for v in _flatten_values(node.outputs["values"])]
+
+
+def _flatten_values(values: list) -> list[list]:
+    out = []
+    for v in values:
+        if _is_tensor_value(v):
+            out.append(v)
+        elif isinstance(v, list):
+            out += _flatten_values(v)
+    return out
+
+
+def _store_outputs(node: Node, out: Any, env: dict[int, Any]) -> None:
+    import torch
+
+    produced = [t for t in _flatten(out) if isinstance(t, torch.Tensor)]
+    for value, tensor in zip(_flatten_values(node.outputs["values"]), produced, strict=False):
+        env[_key(value)] = tensor
+
+
+def _check_outputs(node: Node, out: Any) -> str | None:
+    """A description of how the outputs differ from the recorded ones (None: same)."""
+    import torch
+
+    from torchmark.replay.values import tensor_dtype
+
+    produced = [t for t in _flatten(out) if isinstance(t, torch.Tensor)]
+    recorded = [(s, t) for s, t in zip(_flatten_shapes(node.outputs), node.outputs["types"],
+                                       strict=False) if t.startswith("Tensor(")]
+    for (shape, type_name), tensor in zip(recorded, produced, strict=False):
+        try:
+            dtype = tensor_dtype(type_name)
+        except Unsupported:
+            continue
+        if list(tensor.shape) != list(shape) or tensor.dtype != dtype:
+            return (f"recorded {shape} {dtype}, replayed {list(tensor.shape)} {tensor.dtype}")
+    return None
+
+
+def _flatten_shapes(io: dict[str, list]) -> list:
+    return io["shapes"]
+
+
+def median_or_none(times: list[float]) -> float | None:
+    return statistics.median(times) if times else None

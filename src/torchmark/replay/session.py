@@ -1,0 +1,164 @@
+"""A whole replay: load, prepare, time, report coverage, write JSON lines."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import Any
+
+from torchmark.jsonl import JsonlWriter, system_info
+from torchmark.replay.record import timing_path
+from torchmark.replay.replayer import ReplayedOp, Replayer
+from torchmark.replay.trace import ExecutionTrace, load_trace
+
+SCHEMA = "torchmark.ops.results"  # the operator-config output's shape: one reader for both
+
+
+@dataclasses.dataclass
+class ReplayReport:
+    trace: str
+    device: str
+    ops: list[ReplayedOp]
+    iteration: Any  # a Measurement of whole iterations
+    time_weighted: float | None  # share of the recorded op time that was replayed
+
+    @property
+    def replayed(self) -> list[ReplayedOp]:
+        return [op for op in self.ops if op.status == "replayed"]
+
+    @property
+    def skipped(self) -> list[ReplayedOp]:
+        return [op for op in self.ops if op.status != "replayed"]
+
+    @property
+    def coverage(self) -> float:
+        return len(self.replayed) / len(self.ops) if self.ops else 0.0
+
+    def top(self, n: int = 10) -> list[ReplayedOp]:
+        from torchmark.replay.replayer import median_or_none
+
+        return sorted(self.replayed, key=lambda op: -(median_or_none(op.times) or 0))[:n]
+
+
+def recorded_durations(trace_path: str) -> dict[int, float]:
+    """rf_id -> duration (us) from the profiler trace recorded beside the execution trace
+    (`torchmark trace` / `record()` write it); {} when there is none."""
+    path = timing_path(trace_path)
+    if not path.exists():
+        return {}
+    try:
+        events = json.loads(path.read_text()).get("traceEvents", [])
+    except (OSError, ValueError, AttributeError):
+        return {}
+    out = {}
+    for event in events:
+        args = event.get("args") or {}
+        if event.get("ph") == "X" and "Record function id" in args and "dur" in event:
+            out[int(args["Record function id"])] = float(event["dur"])
+    return out
+
+
+def _time_weighted(trace: ExecutionTrace, ops: list[ReplayedOp]) -> float | None:
+    durations = recorded_durations(trace.path)
+    if not durations:
+        return None
+    total = replayed = 0.0
+    for op in ops:
+        op.recorded_us = durations.get(op.node.rf_id) if op.node.rf_id is not None else None
+        if op.recorded_us is None:
+            continue
+        total += op.recorded_us
+        if op.status == "replayed":
+            replayed += op.recorded_us
+    return replayed / total if total else None
+
+
+def _record(op: ReplayedOp) -> dict[str, Any]:
+    from torchmark.ops.executor import summarize
+
+    node = op.node
+    return {"type": "record", "op": op.op, "id": op.id,
+            "config": {"build": None, "input": {"shapes": node.inputs["shapes"],
+                                                "types": node.inputs["types"]},
+                       "node": node.id, "schema": node.schema},
+            "status": "ok" if op.status == "replayed" else "skipped",
+            "metrics": {"forward": summarize(op.times)} if op.times else None,
+            "error": op.reason, "output_mismatch": op.output_mismatch,
+            "recorded_us": op.recorded_us}
+
+
+def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
+           iterations: int = 10, subgraph: str | None = None, step: int | None = None,
+           out: str | os.PathLike | None = None,
+           profile: str | os.PathLike | None = None) -> ReplayReport:
+    """Replay a trace's top-level operators and time them; see ReplayReport."""
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: CUDA is not available on this machine")
+    if device.split(":")[0] not in ("cpu", "cuda"):
+        raise ValueError(f"--device must be cpu or cuda, got {device!r}")
+    for name, value, low in (("warmup", warmup, 0), ("iterations", iterations, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    trace = load_trace(path)
+    replayer = Replayer(trace, device, subgraph=subgraph, step=step)
+    if not replayer.ops:
+        raise ValueError(f"{path}: no aten operators to replay"
+                         + (f" under {subgraph!r}" if subgraph else ""))
+    replayer.prepare()
+    replayer.time_ops(warmup, iterations)
+    iteration = replayer.time_iterations(iterations) if replayer.replayed else None
+    if profile is not None:
+        from torch.profiler import profile as profiler
+
+        with profiler() as prof:
+            replayer.run_once()
+        prof.export_chrome_trace(str(profile))
+    report = ReplayReport(str(path), device, replayer.ops, iteration,
+                          _time_weighted(trace, replayer.ops))
+    if out is not None:
+        writer = JsonlWriter(out, {"type": "header", "schema": SCHEMA, "version": 1,
+                                   "source": "replay", "trace": str(path),
+                                   "trace_schema": trace.schema,
+                                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                   "run_options": {"device": device, "warmup": warmup,
+                                                   "iterations": iterations,
+                                                   "subgraph": subgraph, "step": step},
+                                   "system": system_info()}, resume=False)
+        for op in replayer.ops:
+            writer.write(_record(op))
+        writer.close({"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                      "ok": len(report.replayed), "skipped": len(report.skipped),
+                      "coverage": report.coverage, "time_weighted_coverage": report.time_weighted,
+                      "iteration_median": iteration.median if iteration else None})
+    return report
+
+
+def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
+    """The text report: coverage, iteration time, top ops, every skipped op."""
+    from torchmark.ops.report import format_seconds
+    from torchmark.replay.replayer import median_or_none
+
+    lines = [f"trace: {report.trace} on {report.device}",
+             f"replayed {len(report.replayed)} of {len(report.ops)} top-level ops "
+             f"({report.coverage:.1%})"
+             + (f"; {report.time_weighted:.1%} of the recorded op time"
+                if report.time_weighted is not None else
+                "; time-weighted coverage unknown (no timing trace beside it)")]
+    if report.iteration is not None:
+        lines.append(f"iteration: median {format_seconds(report.iteration.median)} "
+                     f"({len(report.iteration.times)} iterations)")
+    total = sum(median_or_none(op.times) or 0 for op in report.replayed) or 1.0
+    lines.append(f"top {min(top, len(report.replayed))} ops by time:")
+    for op in report.top(top):
+        median = median_or_none(op.times) or 0
+        lines.append(f"  {format_seconds(median):>10}  {median / total:6.1%}  {op.op} "
+                     f"(node {op.node.id})")
+    if report.skipped:
+        lines.append(f"skipped ({len(report.skipped)}):")
+        for op in report.skipped:
+            lines.append(f"  {op.op} (node {op.node.id}): {op.reason}")
+    return lines

@@ -1,0 +1,143 @@
+"""Reading a PyTorch execution trace (`torch.profiler.ExecutionTraceObserver`) and
+choosing the operators to replay.
+
+The trace is a JSON object (`.json` or `.json.gz`) with a `schema` version and `nodes`:
+each node has an `id`, a `name`, `ctrl_deps` (its parent), `inputs` / `outputs` (values,
+shapes, types, strides) and `attrs` (among them `rf_id` and `op_schema`). Replay runs the
+top-level `aten::` operators: those with no `aten::` ancestor (the operators an operator
+calls are run by it, not again), in the order they started.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+SUPPORTED_SCHEMAS = ("1.0.", "1.1.")
+
+
+class TraceError(ValueError):
+    """The file is not an execution trace torchmark can read."""
+
+
+@dataclasses.dataclass
+class Node:
+    id: int
+    name: str
+    parent: int
+    inputs: dict[str, list]
+    outputs: dict[str, list]
+    attrs: dict[str, Any]
+    children: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def schema(self) -> str:
+        return self.attrs.get("op_schema") or ""
+
+    @property
+    def rf_id(self) -> int | None:
+        return self.attrs.get("rf_id")
+
+    @property
+    def is_aten(self) -> bool:
+        return self.name.startswith("aten::")
+
+
+@dataclasses.dataclass
+class ExecutionTrace:
+    path: str
+    schema: str
+    nodes: dict[int, Node]
+
+    def ancestors(self, node: Node):
+        seen = set()
+        while node.parent in self.nodes and node.parent != node.id and node.parent not in seen:
+            seen.add(node.parent)
+            node = self.nodes[node.parent]
+            yield node
+
+    def subtree(self, root: Node) -> list[Node]:
+        out, stack = [], [root.id]
+        while stack:
+            node = self.nodes[stack.pop()]
+            out.append(node)
+            stack.extend(node.children)
+        return out
+
+    def find(self, name: str) -> list[Node]:
+        return sorted((n for n in self.nodes.values() if n.name == name), key=lambda n: n.id)
+
+    def top_level_ops(self, subgraph: str | None = None, step: int | None = None) -> list[Node]:
+        """The `aten::` nodes to replay, in execution order: under the first node named
+        `subgraph`, or under `ProfilerStep#<step>`, or the whole trace."""
+        scope = list(self.nodes.values())
+        if subgraph is not None or step is not None:
+            name = subgraph if subgraph is not None else f"ProfilerStep#{step}"
+            roots = self.find(name)
+            if not roots:
+                names = sorted({n.name for n in self.nodes.values() if not n.is_aten})[:10]
+                raise TraceError(f"{self.path}: no node named {name!r} (non-aten nodes include: "
+                                 f"{', '.join(names)})")
+            scope = self.subtree(roots[0])
+        ops = [n for n in scope if n.is_aten
+               and not any(a.is_aten for a in self.ancestors(n))]
+        return sorted(ops, key=lambda n: n.id)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"trace {path}: no such file") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as e:
+            raise TraceError(f"{path}: a damaged gzip file ({e})") from None
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}: not JSON (binary data)") from None
+    except json.JSONDecodeError as e:
+        near_end = e.pos >= len(raw.rstrip()) - 1
+        raise TraceError(f"{path}: {'truncated JSON' if near_end else 'not JSON'} "
+                         f"(line {e.lineno}, column {e.colno}: {e.msg})") from None
+
+
+def _node(raw: Any, path: Path) -> Node:
+    try:
+        attrs = {a["name"]: a.get("value") for a in raw.get("attrs", [])}
+        io = {key: {field: list(raw[key].get(field, [])) for field in
+                    ("values", "shapes", "types", "strides")} for key in ("inputs", "outputs")}
+        return Node(int(raw["id"]), str(raw["name"]), int(raw.get("ctrl_deps", 0)),
+                    io["inputs"], io["outputs"], attrs)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise TraceError(f"{path}: a node is malformed ({type(e).__name__}: {e}): "
+                         f"{str(raw)[:120]}") from None
+
+
+def load_trace(path: str | os.PathLike) -> ExecutionTrace:
+    """Parse an execution trace (JSON or gzipped JSON) and link its node tree."""
+    path = Path(path)
+    data = _read_json(path)
+    if not isinstance(data, dict) or "nodes" not in data or "schema" not in data:
+        raise TraceError(f"{path}: not an execution trace (expected a JSON object with "
+                         "'schema' and 'nodes')")
+    schema = str(data["schema"])
+    if not schema.startswith(SUPPORTED_SCHEMAS):
+        raise TraceError(f"{path}: execution-trace schema {schema!r} is not supported "
+                         f"(torchmark reads {', '.join(s + '*' for s in SUPPORTED_SCHEMAS)})")
+    if not isinstance(data["nodes"], list):
+        raise TraceError(f"{path}: 'nodes' is not a list")
+    nodes = {}
+    for raw in data["nodes"]:
+        node = _node(raw, path)
+        nodes[node.id] = node
+    for node in nodes.values():
+        if node.parent in nodes and node.parent != node.id:
+            nodes[node.parent].children.append(node.id)
+    return ExecutionTrace(str(path), schema, nodes)
