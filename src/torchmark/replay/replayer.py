@@ -275,35 +275,50 @@ def _flatten_values(values: list) -> list[list]:
     return out
 
 
-def _store_outputs(node: Node, out: Any, env: dict[int, Any]) -> None:
+def _recorded_outputs(node: Node) -> list[tuple[Any, Any, str]]:
+    """(value, shape, type) of each recorded output, list outputs flattened, positions kept."""
+    out = []
+    io = node.outputs
+    for value, shape, type_name in zip(io["values"], io["shapes"] + [[]] * len(io["values"]),
+                                       io["types"], strict=False):
+        if type_name.startswith("GenericList[") and isinstance(value, list):
+            types = _split_list_types(type_name)
+            out += [(v, shape[i] if isinstance(shape, list) and i < len(shape) else [],
+                     types[i] if i < len(types) else "") for i, v in enumerate(value)]
+        else:
+            out.append((value, shape, type_name))
+    return out
+
+
+def _pairs(node: Node, out: Any):
+    """(recorded value, shape, type, replayed tensor) for outputs that are tensors on both
+    sides (an undefined output, such as an unrequested gradient, is skipped)."""
     import torch
 
-    produced = [t for t in _flatten(out) if isinstance(t, torch.Tensor)]
-    for value, tensor in zip(_flatten_values(node.outputs["values"]), produced, strict=False):
+    for (value, shape, type_name), tensor in zip(_recorded_outputs(node), _flatten(out),
+                                                 strict=False):
+        if isinstance(tensor, torch.Tensor) and _is_tensor_value(value) \
+                and not type_name.startswith("Tensor(nullptr"):
+            yield value, shape, type_name, tensor
+
+
+def _store_outputs(node: Node, out: Any, env: dict[tuple[int, int], Any]) -> None:
+    for value, _, _, tensor in _pairs(node, out):
         env[_key(value)] = tensor
 
 
 def _check_outputs(node: Node, out: Any) -> str | None:
     """A description of how the outputs differ from the recorded ones (None: same)."""
-    import torch
-
     from torchmark.replay.values import tensor_dtype
 
-    produced = [t for t in _flatten(out) if isinstance(t, torch.Tensor)]
-    recorded = [(s, t) for s, t in zip(_flatten_shapes(node.outputs), node.outputs["types"],
-                                       strict=False) if t.startswith("Tensor(")]
-    for (shape, type_name), tensor in zip(recorded, produced, strict=False):
+    for _, shape, type_name, tensor in _pairs(node, out):
         try:
             dtype = tensor_dtype(type_name)
         except Unsupported:
             continue
         if list(tensor.shape) != list(shape) or tensor.dtype != dtype:
-            return (f"recorded {shape} {dtype}, replayed {list(tensor.shape)} {tensor.dtype}")
+            return f"recorded {shape} {dtype}, replayed {list(tensor.shape)} {tensor.dtype}"
     return None
-
-
-def _flatten_shapes(io: dict[str, list]) -> list:
-    return io["shapes"]
 
 
 def median_or_none(times: list[float]) -> float | None:

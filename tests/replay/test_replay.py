@@ -1,0 +1,192 @@
+"""Replaying execution traces recorded here, on the CPU, of small real programs."""
+
+import gzip
+import json
+import sys
+
+import pytest
+import torch
+
+from torchmark.cli.main import main
+from torchmark.replay import TraceError, load_trace, record, replay
+from torchmark.replay.replayer import Replayer
+
+
+def mlp_step():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    x, target = torch.randn(8, 16), torch.randint(0, 4, (8,))
+
+    def step():
+        loss = torch.nn.functional.cross_entropy(model(x), target)
+        loss.backward()
+    return step
+
+
+def conv_step():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4),
+                                torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 4 * 4, 5))
+    x = torch.randn(2, 3, 8, 8)
+
+    def step():
+        model(x).sum().backward()
+    return step
+
+
+def inplace_step():
+    x = torch.ones(4, 4)
+
+    def step():
+        x.add_(1)
+        x.mul_(2)
+        torch.relu_(x)
+        x.clamp_(max=100.0)
+    return step
+
+
+def views_step():
+    x = torch.zeros(4, 6)
+
+    def step():
+        v = x.view(24)
+        v.add_(1)
+        row = x[1]
+        row.mul_(3)
+        x.t().contiguous().sum()
+    return step
+
+
+PROGRAMS = {"mlp": mlp_step, "conv": conv_step, "inplace": inplace_step, "views": views_step}
+
+
+def record_program(tmp_path, name):
+    step = PROGRAMS[name]()
+    step()  # warm up outside the trace
+    path = tmp_path / f"{name}.json"
+    with record(path):
+        step()
+    return path
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_recorded_programs_replay_with_full_coverage(tmp_path, name):
+    path = record_program(tmp_path, name)
+    report = replay(path, warmup=1, iterations=3)
+    assert report.ops, "the trace holds top-level ops"
+    for op in report.ops:
+        assert op.status in ("replayed", "skipped")
+        if op.status == "skipped":
+            assert op.reason, op.op
+        else:
+            assert op.output_mismatch is None, (op.op, op.output_mismatch)
+            assert len(op.times) == 3 and all(t > 0 for t in op.times)
+    assert report.coverage >= 0.95, [(o.op, o.reason) for o in report.skipped]
+    assert report.time_weighted is not None and report.time_weighted >= 0.95
+    assert report.iteration.median > 0
+
+
+def test_only_top_level_ops_are_selected(tmp_path):
+    trace = load_trace(record_program(tmp_path, "mlp"))
+    selected = trace.top_level_ops()
+    names = [n.name for n in selected]
+    assert names[:3] == ["aten::linear", "aten::relu", "aten::linear"]
+    assert "aten::addmm" not in names[:3]  # run by aten::linear, not again
+    for node in selected:
+        assert not any(a.is_aten for a in trace.ancestors(node))
+    ids = [n.id for n in selected]
+    assert ids == sorted(ids)
+
+
+def test_storage_sharing_and_dataflow(tmp_path):
+    base = torch.arange(12.0)
+    a, b = base[:6], base[6:]  # two views of one storage, made before recording
+    path = tmp_path / "shared.json"
+    with record(path, with_timing=False):
+        c = torch.add(a, b)
+        torch.mul(c, a)
+    replayer = Replayer(load_trace(path))
+    replayer.prepare()
+    add, mul = replayer.ops
+    assert add.status == mul.status == "replayed"
+    x, y = add.args[0], add.args[1]
+    assert x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+    assert y.storage_offset() - x.storage_offset() == 6
+    assert len(mul.refs) == 1  # its first input is add's output, not a fresh tensor
+
+
+def test_subgraph_selection(tmp_path):
+    x = torch.ones(4)
+    path = tmp_path / "sub.json"
+    with record(path):
+        torch.sin(x)
+        with torch.profiler.record_function("block"):
+            torch.cos(x)
+            torch.exp(x)
+    report = replay(path, warmup=0, iterations=1, subgraph="block")
+    assert [op.op for op in report.ops] == ["aten::cos", "aten::exp"]
+    with pytest.raises(TraceError, match="no node named 'nope'"):
+        replay(path, subgraph="nope")
+
+
+def test_an_unresolvable_op_is_skipped_with_its_reason(tmp_path):
+    path = record_program(tmp_path, "inplace")
+    data = json.loads(path.read_text())
+    for node in data["nodes"]:
+        if node["name"] == "aten::mul_":
+            node["name"] = "aten::no_such_op"
+            for attr in node["attrs"]:
+                if attr["name"] == "op_schema":
+                    attr["value"] = "aten::no_such_op(Tensor self) -> Tensor"
+    gz = tmp_path / "edited.json.gz"
+    gz.write_bytes(gzip.compress(json.dumps(data).encode()))
+    report = replay(gz, warmup=0, iterations=1)
+    skipped = {op.op: op.reason for op in report.skipped}
+    assert skipped == {"aten::no_such_op": "torch has no operator aten::no_such_op"}
+    assert report.time_weighted is None  # no timing trace beside the edited copy
+
+
+def test_jsonl_output_has_the_ops_shape(tmp_path):
+    path = record_program(tmp_path, "mlp")
+    replay(path, warmup=0, iterations=2, out=tmp_path / "r.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert lines[0]["schema"] == "torchmark.ops.results" and lines[0]["source"] == "replay"
+    records = [line for line in lines if line["type"] == "record"]
+    assert all({"op", "id", "config", "status", "metrics", "error"} <= set(r) for r in records)
+    assert records[0]["op"] == "aten::linear" and records[0]["status"] == "ok"
+    assert len(records[0]["metrics"]["forward"]["times"]) == 2
+    assert lines[-1]["type"] == "footer" and lines[-1]["coverage"] >= 0.95
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\x00\x01binary", "not JSON"),
+    (b'{"nodes": [', "truncated JSON"),
+    (b'{"traceEvents": []}', "not an execution trace"),
+    (b'{"schema": "9.0.0", "nodes": []}', "schema '9.0.0' is not supported"),
+    (b'{"schema": "1.1.1", "nodes": [{"name": "x"}]}', "a node is malformed"),
+])
+def test_bad_files_give_one_line_errors(tmp_path, capsys, content, message):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    with pytest.raises(TraceError, match=message):
+        load_trace(bad)
+    assert main(["replay", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_trace_then_replay(tmp_path, capsys):
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, torch\nn = int(sys.argv[1])\nx = torch.randn(n, n)\n"
+                      "(x @ x).relu().sum()\n")
+    out = tmp_path / "prog.json"
+    assert main(["trace", "-o", str(out), "--", sys.executable, str(script), "8"]) == 0
+    assert out.exists() and (tmp_path / "prog.kineto.json").exists()
+    capsys.readouterr()
+    prefix = tmp_path / "r"
+    assert main(["replay", str(out), "-i", "2", "-o", str(prefix)]) == 0
+    text = capsys.readouterr().out
+    assert "replayed 4 of 4 top-level ops (100.0%)" in text
+    assert (tmp_path / "r.jsonl").exists()
+    assert main(["trace", "--", "ls"]) == 2
