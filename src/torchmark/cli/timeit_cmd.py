@@ -18,7 +18,19 @@ import click
 @click.option("--env", default=None, help="Environment tag for A/B comparisons.")
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
               help="Append the Measurement to this JSON file.")
-def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, description, env, save):
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="cuda: GPU time per call (CUDA events) beside the host launch time.")
+@click.option("--l2", type=click.Choice(["cold", "hot"]), default="cold", show_default=True,
+              help="With --device cuda: flush the GPU's L2 before each call, or not.")
+@click.option("--mode", type=click.Choice(["events", "blocking", "graph"]), default="events",
+              show_default=True, help="With --device cuda: plain events, calls queued behind "
+                                      "a spin kernel, or CUDA-graph replay.")
+@click.option("--rsd", type=click.FloatRange(min=0), default=0.02, show_default=True,
+              help="With --device cuda: stop at this relative standard deviation.")
+@click.option("--max-run-time", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="With --device cuda: stop after this many seconds regardless.")
+def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, description, env, save,
+               device, l2, mode, rsd, max_run_time):
     """Time STMT with blocked_autorange and print the Measurement.
 
     Several STMT arguments are joined as lines, as in `python -m timeit`.
@@ -35,8 +47,16 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         description=description,
         env=env,
     )
-    m = timer.blocked_autorange(min_run_time=min_run_time)
-    click.echo(m.summary())
+    if device == "cuda":
+        try:
+            m = timer.device_time(l2=l2, mode=mode, rsd=rsd, min_run_time=min_run_time,
+                                  max_run_time=max_run_time)
+        except RuntimeError as e:
+            raise click.UsageError(str(e)) from None
+        results = [m, m.host_measurement()]
+    else:
+        results = [timer.blocked_autorange(min_run_time=min_run_time)]
+    click.echo(results[0].summary())
     if save:
-        held = save_measurements(save, [m], append=True)
+        held = save_measurements(save, results, append=True)
         click.echo(f"saved to {save} ({len(held)} measurement{'s' if len(held) > 1 else ''})")

@@ -12,6 +12,21 @@ from torchmark.compare.text import render_text
 from torchmark.timing.measurement import Measurement
 
 
+def _clock_tagged(m: Measurement) -> Measurement:
+    """Device-time (and host launch-time) measurements carry their clock in their column
+    name, so a table never mixes clocks silently."""
+    import dataclasses
+
+    meta = m.metadata if isinstance(m.metadata, dict) else {}
+    clock = meta.get("clock")
+    if clock not in ("cuda_events", "host_launch"):
+        return m
+    tag = f"[device, L2 {meta.get('l2')}]" if clock == "cuda_events" else "[host launch]"
+    description = f"{m.task_spec.description} {tag}" if m.task_spec.description else tag
+    return Measurement(m.number_per_run, m.raw_times,
+                       dataclasses.replace(m.task_spec, description=description), m.metadata)
+
+
 class Compare:
     """Tables of measurements: one per label; rows are (threads, env, sub_label or stmt),
     columns are descriptions. Replicates of one task are merged first.
@@ -57,7 +72,7 @@ class Compare:
         """One TableLayout per label, in order of first appearance."""
         options = Options(self._colorize, self._trim_significant_figures, self._highlight_warnings)
         groups: dict[str | None, list[Measurement]] = {}
-        for m in Measurement.merge(self._results):
+        for m in Measurement.merge(_clock_tagged(m) for m in self._results):
             groups.setdefault(m.task_spec.label, []).append(m)
         return [TableLayout(group, options) for group in groups.values()]
 

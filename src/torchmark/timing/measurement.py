@@ -153,8 +153,42 @@ class Measurement:
             f"  {n} measurement{'s' if n > 1 else ''}, {self.number_per_run} {runs} "
             f"{threads} thread{'s' if threads > 1 else ''}"
         )
+        lines.extend(self.clock_lines())
         lines.extend(self._warnings)
         return "\n".join(lines).strip()
+
+    @property
+    def clock(self) -> str:
+        """Which clock the times come from: "host" (wall time) or "device" (CUDA events)."""
+        meta = self.metadata if isinstance(self.metadata, dict) else {}
+        return "device" if meta.get("clock") == "cuda_events" else "host"
+
+    def clock_lines(self) -> list[str]:
+        """For device-time measurements: the clock, cache state, stopping rule, host time."""
+        if self.clock != "device":
+            return []
+        meta = self.metadata or {}
+        stop = meta.get("stop") or {}
+        lines = [f"  Device time (CUDA events; L2 {meta.get('l2')}, {meta.get('mode')} mode); "
+                 f"stopped by {stop.get('rule')}: {stop.get('reason')}"]
+        host = sorted(meta.get("host_times") or [])
+        if host:
+            median = host[len(host) // 2]
+            unit, scale = select_unit(median)
+            lines.append(f"  Host launch time: median {median / scale:.2f} {unit}")
+        if meta.get("dropped_low_clock"):
+            lines.append(f"  {meta['dropped_low_clock']} samples dropped: SM clock throttled")
+        elif meta.get("clock_check", "").startswith("SM clock not checked"):
+            lines.append(f"  {meta['clock_check']}")
+        return lines
+
+    def host_measurement(self) -> Measurement:
+        """The host launch times of a device-time measurement, as a Measurement."""
+        if self.clock != "device":
+            raise ValueError("host_measurement: this measurement already holds host times")
+        meta = self.metadata or {}
+        return Measurement(number_per_run=1, raw_times=list(meta.get("host_times") or []),
+                           task_spec=self.task_spec, metadata={"clock": "host_launch"})
 
     # -- combining --------------------------------------------------------------------
     @staticmethod

@@ -262,6 +262,56 @@ class Timer:
         return self._measurement(number, times)
 
 
+    # -- device time --------------------------------------------------------------------
+    def device_time(
+        self,
+        *,
+        l2: str = "cold",
+        mode: str = "events",
+        rsd: float = 0.02,
+        min_run_time: float = 0.05,
+        max_run_time: float = 5.0,
+        min_clock_ratio: float = 0.75,
+        graph_calls: int = 10,
+    ) -> Measurement:
+        """GPU time per call, from CUDA events around each call of `stmt`.
+
+        `l2="cold"` zeroes a device buffer the size of the GPU's L2 before each call
+        (outside the timed region); `"hot"` does not. `mode` is "events", "blocking"
+        (calls queued behind a spin kernel, hiding the CPU's launch cost) or "graph"
+        (`graph_calls` calls captured in a CUDA graph; replay time / graph_calls).
+        Sampling stops when the relative standard deviation is at most `rsd` (after
+        `min_run_time` seconds of device time), or after `max_run_time` seconds.
+        Samples taken while the SM clock is below `min_clock_ratio` of its maximum are
+        dropped (when nvidia-ml-py can read it). The Measurement's times are device
+        times; its metadata holds the host launch times, the stopping rule that ended
+        sampling, the sample count and the clock check.
+        """
+        from torchmark.timing.device_time import (
+            DeviceTimeOptions,
+            measure_device_time,
+            require_cuda,
+        )
+        from torchmark.timing.stopping import StopRule
+
+        if self._language is not Language.PYTHON:
+            raise ValueError("Timer.device_time: only Python statements (C++ snippets time "
+                             "the host)")
+        options = DeviceTimeOptions(
+            l2=l2, mode=mode, min_clock_ratio=_non_negative("min_clock_ratio", min_clock_ratio),
+            graph_calls=graph_calls,
+            rule=StopRule(rsd=_non_negative("rsd", rsd),
+                          min_time=_non_negative("min_run_time", min_run_time),
+                          max_time=_non_negative("max_run_time", max_run_time)))
+        require_cuda()
+        namespace = dict(CopyIfCallgrind.unwrap_all(self._globals))
+        exec(compile(self._task_spec.setup, "<setup>", "exec"), namespace)
+        code = compile(self._task_spec.stmt, "<stmt>", "exec")
+        with self._threads():
+            device, host, report = measure_device_time(lambda: exec(code, namespace), options)
+        return Measurement(number_per_run=1, raw_times=device, task_spec=self._task_spec,
+                           metadata={**report, "host_times": host})
+
     # -- instruction counts -------------------------------------------------------------
     def _callgrind_request(self, number: int, repeats: int | None, collect_baseline: bool):
         from torchmark.callgrind.batch import DEFAULT_REPEATS

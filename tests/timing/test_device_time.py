@@ -1,0 +1,153 @@
+"""Device time: the API, argument errors, the stopping rule (fake clock), the reporting.
+The GPU measurements themselves run only where CUDA is present."""
+
+import itertools
+
+import pytest
+import torch
+
+from torchmark import Compare, Measurement, TaskSpec, Timer
+from torchmark.cli.main import main
+from torchmark.timing.device_time import DeviceTimeOptions, sample_until
+from torchmark.timing.stopping import StopRule
+
+CUDA = torch.cuda.is_available()
+
+
+class FakeClock:
+    """Advances by `step` seconds at every read."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def batches(values, keep=None):
+    it = iter(values)
+    keeps = iter(keep) if keep is not None else itertools.repeat(True)
+
+    def take():
+        batch = next(it)
+        return batch, [v / 10 for v in batch], next(keeps)
+    return take
+
+
+def test_quiet_samples_stop_on_noise():
+    rule = StopRule(rsd=0.02, min_time=1e-4, max_time=10, min_samples=10)
+    quiet = itertools.repeat([1e-5 * (1 + 0.001 * i) for i in range(10)])
+    samples, hosts, dropped, decision = sample_until(rule, batches(quiet), FakeClock(0.01))
+    assert decision["rule"] == "noise" and decision["samples"] == len(samples)
+    assert "relative std" in decision["reason"] and decision["rsd"] <= 0.02
+    assert len(hosts) == len(samples) and dropped == 0
+
+
+def test_min_time_keeps_sampling_until_enough_device_time():
+    rule = StopRule(rsd=0.5, min_time=1e-3, max_time=100, min_samples=10)
+    samples, _, _, decision = sample_until(rule, batches(itertools.repeat([1e-5] * 10)),
+                                           FakeClock(0.001))
+    assert decision["rule"] == "noise" and sum(samples) >= 1e-3 and len(samples) == 100
+
+
+def test_noisy_samples_stop_on_timeout():
+    rule = StopRule(rsd=0.01, min_time=0, max_time=0.5)
+    noisy = itertools.cycle([[1e-5, 5e-5] * 5])
+    samples, _, _, decision = sample_until(rule, batches(noisy), FakeClock(0.1))
+    assert decision["rule"] == "timeout" and "timeout after" in decision["reason"]
+    assert len(samples) == 10 * 5  # five batches before the fake clock passed 0.5 s
+
+
+def test_throttled_batches_are_dropped_and_counted():
+    rule = StopRule(rsd=0.5, min_time=0, max_time=100, min_samples=10)
+    keep = itertools.chain([False, False], itertools.repeat(True))
+    _, _, dropped, decision = sample_until(rule, batches(itertools.repeat([1e-5] * 10), keep),
+                                           FakeClock(0.01))
+    assert dropped == 20 and decision["samples"] == 10
+    with pytest.raises(RuntimeError, match="all 30 samples were taken while the GPU clock"):
+        sample_until(StopRule(min_time=0, max_time=0.025), batches(itertools.repeat([1e-5] * 10),
+                                                       itertools.repeat(False)), FakeClock(0.01))
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(rsd=-1), "rsd must be a number >= 0"),
+    (dict(min_time=2, max_time=1), "max_time (1) is below min_time (2)"),
+    (dict(min_samples=1), "min_samples must be an int >= 2"),
+])
+def test_stop_rule_errors(kwargs, fragment):
+    with pytest.raises(ValueError) as e:
+        StopRule(**kwargs)
+    assert fragment in str(e.value)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(l2="warm"), "l2 must be 'cold' or 'hot'"),
+    (dict(mode="fast"), "mode must be one of events, blocking, graph"),
+    (dict(rsd=-0.1), "rsd must be a non-negative number"),
+    (dict(graph_calls=0), "graph_calls must be a positive int"),
+    (dict(min_clock_ratio=2), "min_clock_ratio must be in [0, 1]"),
+])
+def test_device_time_argument_errors(kwargs, fragment):
+    with pytest.raises(ValueError) as e:
+        Timer("x", "x = 1").device_time(**kwargs)
+    assert fragment in str(e.value)
+    with pytest.raises(ValueError, match="only Python statements"):
+        Timer("x;", language="cpp").device_time()
+
+
+@pytest.mark.skipif(CUDA, reason="checks the error raised without CUDA")
+def test_without_cuda_a_clear_error():
+    with pytest.raises(RuntimeError, match="device time needs a CUDA device"):
+        Timer("x + 1", "x = torch.ones(4)").device_time()
+
+
+@pytest.mark.skipif(CUDA, reason="checks the error raised without CUDA")
+def test_cli_device_cuda_without_cuda(capsys):
+    assert main(["timeit", "x + 1", "-s", "x = 1", "--device", "cuda"]) == 2
+    assert "device time needs a CUDA device" in capsys.readouterr().err
+
+
+def device_measurement(description=None):
+    meta = {"clock": "cuda_events", "l2": "cold", "mode": "events",
+            "stop": {"rule": "noise", "reason": "relative std 1.00% <= 2.00% after 40 samples",
+                     "samples": 40, "rsd": 0.01},
+            "dropped_low_clock": 0, "clock_check": "samples below 75% of the max SM clock dropped",
+            "host_times": [4.5e-6] * 40}
+    return Measurement(1, [1.8e-4] * 40, TaskSpec("x.copy_(y)", "pass", label="copy",
+                                                  description=description), meta)
+
+
+def test_measurement_reports_its_clock_and_round_trips():
+    m = device_measurement()
+    assert m.clock == "device"
+    text = m.summary()
+    assert "Device time (CUDA events; L2 cold, events mode); stopped by noise: relative std " \
+        "1.00% <= 2.00% after 40 samples" in text
+    assert "Host launch time: median 4.50 us" in text
+    again = Measurement.from_json(m.to_json())
+    assert again.clock == "device" and again.metadata["stop"]["samples"] == 40
+    host = m.host_measurement()
+    assert host.clock == "host" and host.median == pytest.approx(4.5e-6)
+    with pytest.raises(ValueError):
+        host.host_measurement()
+
+
+def test_compare_names_the_clock_of_each_column():
+    m = device_measurement("copy")
+    table = str(Compare([m, m.host_measurement()]))
+    assert "copy [device, L2 cold]" in table and "copy [host launch]" in table
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+@pytest.mark.cuda
+@pytest.mark.parametrize("mode", ["events", "blocking", "graph"])
+def test_device_time_on_a_gpu(mode):
+    t = Timer("y.copy_(x)", "x = torch.ones(1 << 20, device='cuda'); y = torch.empty_like(x)")
+    m = t.device_time(mode=mode, l2="hot", max_run_time=2)
+    assert m.clock == "device" and m.median > 0 and m.metadata["stop"]["samples"] == len(m.times)
+
+
+def test_options_defaults():
+    options = DeviceTimeOptions()
+    assert (options.l2, options.mode, options.rule.rsd) == ("cold", "events", 0.02)
