@@ -200,14 +200,23 @@ class Replayer:
         """One iteration: every replayed op, outputs feeding later ops. With `per_op`,
         each op is timed (host clock; CUDA events on a GPU) and reported to it."""
         torch = self.torch
-        env: dict[int, Any] = {}
+        env: dict[tuple[int, int], Any] = {}
         cuda = self.device.type == "cuda"
+        plans = [(rop, getattr(rop.fn, "_op", rop.fn), _output_slots(rop))
+                 for rop in self.replayed]
         with torch.no_grad():
-            for rop in self.replayed:
-                args = self._fill(rop.args, rop, env)
+            for rop, call, slots in plans:
+                args = self._fill(rop.args, rop, env) if rop.refs else rop.args
                 if per_op is None:
-                    out = rop.fn(*args, **rop.kwargs)
-                elif cuda:
+                    out = call(*args, **rop.kwargs)
+                    if slots is None:
+                        _store_outputs(rop.node, out, env)
+                    elif slots:
+                        flat = out if isinstance(out, (tuple, list)) else (out,)
+                        for index, key in slots:
+                            env[key] = flat[index]
+                    continue
+                if cuda:
                     start, end = torch.cuda.Event(enable_timing=True), \
                         torch.cuda.Event(enable_timing=True)
                     start.record()
@@ -300,6 +309,19 @@ def _pairs(node: Node, out: Any):
         if isinstance(tensor, torch.Tensor) and _is_tensor_value(value) \
                 and not type_name.startswith("Tensor(nullptr"):
             yield value, shape, type_name, tensor
+
+
+def _output_slots(rop: ReplayedOp) -> list[tuple[int, tuple[int, int]]] | None:
+    """(index in the returned tuple, env key) of each output later ops may read; None when
+    the outputs are nested (then `_store_outputs` walks them)."""
+    if any(t.startswith("GenericList[") for t in rop.node.outputs["types"]):
+        return None
+    out = []
+    for i, (value, type_name) in enumerate(zip(rop.node.outputs["values"],
+                                               rop.node.outputs["types"], strict=False)):
+        if _is_tensor_value(value) and not type_name.startswith("Tensor(nullptr"):
+            out.append((i, _key(value)))
+    return out
 
 
 def _store_outputs(node: Node, out: Any, env: dict[tuple[int, int], Any]) -> None:
