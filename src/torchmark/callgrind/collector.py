@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.callgrind.client_requests import helper_path
-from torchmark.callgrind.framing import recv_frame, send_frame
+from torchmark.callgrind.framing import TIMED_OUT, recv_frame, recv_frame_within, send_frame
 from torchmark.callgrind.function_counts import FunctionCounts
 from torchmark.callgrind.globals_bridge import pack_globals
 from torchmark.callgrind.out_parser import parse_callgrind_file
@@ -179,21 +179,13 @@ class Host:
             return ""
 
     def _receive(self, timeout: float, what: str) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                log = self._log_tail()
-                self.close(kill=True)
-                raise CallgrindError(f"callgrind host: no answer to {what} in {timeout:.0f} s", log)
-            ready, _, _ = select.select([self._responses_fd], [], [], min(remaining, 1.0))
-            if ready:
-                frame = recv_frame(self._responses_fd)
-                if frame is None:
-                    break
-                return frame
-            if self._proc is None or self._proc.poll() is not None:
-                break
+        frame = recv_frame_within(self._responses_fd, timeout, lambda: self.running)
+        if frame is TIMED_OUT:
+            log = self._log_tail()
+            self.close(kill=True)
+            raise CallgrindError(f"callgrind host: no answer to {what} in {timeout:.0f} s", log)
+        if frame is not None:
+            return frame
         log = self._log_tail()
         self.close(kill=True)
         raise CallgrindError(f"callgrind host exited during {what}", log)

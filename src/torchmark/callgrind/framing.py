@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import struct
+import time
+from collections.abc import Callable
 from typing import Any
 
 _HEADER = struct.Struct("!Q")
@@ -39,3 +42,21 @@ def recv_frame(fd: int) -> Any:
     if payload is None:
         return None
     return pickle.loads(payload)
+
+
+TIMED_OUT = object()
+
+
+def recv_frame_within(fd: int, timeout: float, alive: Callable[[], bool]) -> Any:
+    """The next frame from `fd`; None when the stream ends or the sender dies (`alive()`
+    turns false); TIMED_OUT after `timeout` seconds without one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return TIMED_OUT
+        ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+        if ready:
+            return recv_frame(fd)
+        if not alive():
+            return None

@@ -103,15 +103,8 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
             timeout, retries, no_wall, no_instructions):
     """Run the suite: wall times and instruction counts per case, into OUT."""
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
+    from torchmark.cli.progress import progress_bar
     from torchmark.suite.loading import load_cases
     from torchmark.suite.materialize import select
     from torchmark.suite.runner import RunOptions, SuiteRunner
@@ -122,12 +115,8 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     cases = select(load_cases(definitions), pattern, subset)
     if not cases:
         raise click.UsageError("no case matches --filter")
-    console = Console(stderr=True)
     failures = [0]
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("failed: {task.fields[failed]}"), TimeElapsedColumn(),
-                  TextColumn("ETA"), TimeRemainingColumn(), console=console,
-                  transient=False) as progress:
+    with progress_bar() as progress:
         def on_phase(phase: str) -> None:
             progress.update(task, description=phase)
 

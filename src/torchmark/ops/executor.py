@@ -196,7 +196,12 @@ def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
     clock.sync()
     timed: Callable = forward
     if options.cuda_graph:
-        timed = _graph(torch_, forward)
+        from torchmark.timing.device_time import capture_graph
+
+        replay = capture_graph(forward)
+
+        def timed(_: Any = None) -> Any:
+            return replay()
     memory = _Memory(clock)
     times, out = clock.time_calls(timed, options.iterations)
     metrics = {"forward": {**summarize(times), "memory": memory.result()}}
@@ -212,17 +217,3 @@ def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
                                     options.iterations, before=make_graph)
         metrics["backward"] = {**summarize(times), "memory": memory.result()}
     return metrics, out
-
-
-def _graph(torch_, forward: Callable) -> Callable:
-    """A CUDA graph of one forward call; replaying it is what gets timed."""
-    stream = torch_.cuda.Stream()
-    stream.wait_stream(torch_.cuda.current_stream())
-    with torch_.cuda.stream(stream):
-        for _ in range(3):
-            forward()
-    torch_.cuda.current_stream().wait_stream(stream)
-    graph = torch_.cuda.CUDAGraph()
-    with torch_.cuda.graph(graph):
-        forward()
-    return lambda _=None: graph.replay()

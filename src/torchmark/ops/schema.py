@@ -167,36 +167,31 @@ class _ScalarArg(_Arg):
         return self
 
 
+def _numeric(kind: str, check, what: str):
+    """The `value` validator of a numeric argument: a number, or with 'value' in
+    __range__ a [min, max, step] triplet."""
+    def validate(cls, v: Any, info) -> Any:
+        attrs = info.data.get("range_attrs", [])
+        _check_range_attrs(kind, attrs)
+        if "value" in attrs:
+            _check_range_triplet(v, "value", check)
+        elif v is not None and not check(v):
+            raise _fail(f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} value must be {what}, "
+                        f"got {v!r}")
+        return v
+    return validate
+
+
 class IntArg(_ScalarArg):
     type: Literal["int", "long"]
     value: Any = None
-
-    @field_validator("value")
-    @classmethod
-    def _value(cls, v: Any, info) -> Any:
-        attrs = info.data.get("range_attrs", [])
-        _check_range_attrs("int", attrs)
-        if "value" in attrs:
-            _check_range_triplet(v, "value")
-        elif v is not None and not _is_int(v):
-            raise _fail(f"an int value must be an integer, got {v!r}")
-        return v
+    _value = field_validator("value")(classmethod(_numeric("int", _is_int, "an integer")))
 
 
 class FloatArg(_ScalarArg):
     type: Literal["float", "double"]
     value: Any = None
-
-    @field_validator("value")
-    @classmethod
-    def _value(cls, v: Any, info) -> Any:
-        attrs = info.data.get("range_attrs", [])
-        _check_range_attrs("float", attrs)
-        if "value" in attrs:
-            _check_range_triplet(v, "value", _is_number)
-        elif v is not None and not _is_number(v):
-            raise _fail(f"a float value must be a number, got {v!r}")
-        return v
+    _value = field_validator("value")(classmethod(_numeric("float", _is_number, "a number")))
 
 
 def _listable(kind: str, check, what: str):

@@ -4,14 +4,12 @@ both pinned to the slot's CPUs and restarted when a case kills or hangs them."""
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from torchmark.callgrind.framing import recv_frame, send_frame
+from torchmark.callgrind.framing import TIMED_OUT, recv_frame_within, send_frame
 from torchmark.procs import kill_group, pin
 
 START_TIMEOUT_S = 300.0
@@ -58,21 +56,13 @@ class WallWorker:
             return ""
 
     def _receive(self, timeout: float, what: str) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.close(kill=True)
-                raise WorkerLost(f"the wall-time worker timed out after {timeout:.0f} s "
-                                 f"({what})")
-            ready, _, _ = select.select([self._resp], [], [], min(remaining, 1.0))
-            if ready:
-                frame = recv_frame(self._resp)
-                if frame is not None:
-                    return frame
-                break
-            if self._proc is None or self._proc.poll() is not None:
-                break
+        frame = recv_frame_within(self._resp, timeout, lambda: self._proc is not None
+                                  and self._proc.poll() is None)
+        if frame is TIMED_OUT:
+            self.close(kill=True)
+            raise WorkerLost(f"the wall-time worker timed out after {timeout:.0f} s ({what})")
+        if frame is not None:
+            return frame
         code = self._proc.wait() if self._proc is not None else None
         tail = self._log_tail()
         self.close(kill=True)

@@ -106,7 +106,7 @@ def measure_device_time(call: Callable[[], Any], options: DeviceTimeOptions,
     per_sample = 1
     timed = call
     if options.mode == "graph":
-        timed, per_sample = _graph(torch, call, options.graph_calls), options.graph_calls
+        timed, per_sample = capture_graph(call, options.graph_calls), options.graph_calls
     for _ in range(3):  # warm-up: lazy init, allocator, autotuning
         timed()
     torch.cuda.synchronize(device)
@@ -164,7 +164,10 @@ def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], lis
             return samples, hosts, dropped, decision
 
 
-def _graph(torch, call: Callable[[], Any], n: int) -> Callable[[], Any]:
+def capture_graph(call: Callable[[], Any], calls: int = 1) -> Callable[[], Any]:
+    """A CUDA graph of `calls` calls (after a warm-up on a side stream); its replay."""
+    import torch
+
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -173,6 +176,6 @@ def _graph(torch, call: Callable[[], Any], n: int) -> Callable[[], Any]:
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(n):
+        for _ in range(calls):
             call()
     return graph.replay
