@@ -97,33 +97,19 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     out = f"{prefix}.jsonl"
     trace = f"{prefix}.trace.json" if profile else None
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
 
-    failed = [0]
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("failed: {task.fields[failed]}"), TimeRemainingColumn(),
-                  console=Console(stderr=True), disable=quiet) as progress:
+    from torchmark.cli.progress import RecordTicker, progress_bar
+
+    with progress_bar(disable=quiet) as progress:
         task = progress.add_task("ops", total=None, failed=0)
-
-        def on_record(record: dict) -> None:
-            if record["status"] != "ok":
-                failed[0] += 1
-                progress.console.print(f"[red]failed[/red] {record['id']} "
-                                       f"({describe_config(record['config'])}): {record['error']}")
-            progress.update(task, advance=1, failed=failed[0])
-
+        on_record = RecordTicker(progress, task, lambda r: f"{r['id']} "
+                                 f"({describe_config(r['config'])})")
         records = run(config, options, out=None if resume_file else out, resume=resume_file,
                       on_record=on_record,
                       on_start=lambda n: progress.update(task, total=n), profile=trace)
     if not quiet:
         Console().print(records_table(records))
     written = resume_file or out
-    click.echo(f"{len(records) - failed[0]} ok, {failed[0]} failed -> {written}"
+    click.echo(f"{len(records) - on_record.failed} ok, {on_record.failed} failed -> {written}"
                + (f"; trace: {trace}" if trace else ""))
-    return 1 if failed[0] else 0
+    return 1 if on_record.failed else 0

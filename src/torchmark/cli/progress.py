@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -19,3 +22,19 @@ def progress_bar(disable: bool = False) -> Progress:
                     TextColumn("failed: {task.fields[failed]}"), TimeElapsedColumn(),
                     TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True),
                     disable=disable)
+
+
+class RecordTicker:
+    """Advances a progress task per finished record and prints each failure above it."""
+
+    def __init__(self, progress: Progress, task: Any,
+                 describe: Callable[[dict], str] = lambda record: record["id"]) -> None:
+        self.progress, self.task, self.describe, self.failed = progress, task, describe, 0
+
+    def __call__(self, record: dict) -> None:
+        if record["status"] not in ("ok", "replayed"):
+            self.failed += 1
+            error = (record.get("error") or "").splitlines()
+            self.progress.console.print(f"[red]failed[/red] {self.describe(record)}: "
+                                        f"{error[0] if error else ''}")
+        self.progress.update(self.task, advance=1, failed=self.failed)

@@ -104,7 +104,7 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     """Run the suite: wall times and instruction counts per case, into OUT."""
     from rich.console import Console
 
-    from torchmark.cli.progress import progress_bar
+    from torchmark.cli.progress import RecordTicker, progress_bar
     from torchmark.suite.loading import load_cases
     from torchmark.suite.materialize import select
     from torchmark.suite.runner import RunOptions, SuiteRunner
@@ -115,19 +115,13 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     cases = select(load_cases(definitions), pattern, subset)
     if not cases:
         raise click.UsageError("no case matches --filter")
-    failures = [0]
     with progress_bar() as progress:
+        task = progress.add_task("preparing", total=len(cases), failed=0)
+        on_record = RecordTicker(progress, task)
+
         def on_phase(phase: str) -> None:
             progress.update(task, description=phase)
 
-        def on_record(record: dict) -> None:
-            if record["status"] != "ok":
-                failures[0] += 1
-                progress.console.print(f"[red]failed[/red] {record['id']}: "
-                                       f"{(record['error'] or '').splitlines()[0]}")
-            progress.update(task, advance=1, failed=failures[0])
-
-        task = progress.add_task("preparing", total=len(cases), failed=0)
         runner = SuiteRunner(cases, out, options, resume=resume, on_record=on_record,
                              on_phase=on_phase)
         progress.update(task, total=len(runner.cases), completed=0)
