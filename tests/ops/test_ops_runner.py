@@ -162,3 +162,12 @@ def test_nsight_missing_gives_a_clear_message(tmp_path, capsys):
     config.write_text(json.dumps(MIXED))
     assert main(["ops", "-c", str(config), "--ncu", "-d", "cuda"]) == 2
     assert "ncu (Nsight Compute) is not installed" in capsys.readouterr().err
+
+
+def test_inplace_ops_and_aten_packets_run_with_the_default_config():
+    config = config_from_data({
+        "torch.Tensor.add_": {"config": [{"input": [{"args": [t(4), t(4)]}]}]},
+        "aten::add": {"config": [{"input": [{"args": [t(4), t(4)]}]}]}})
+    records = run(config, RunOptions(warmup=1, iterations=2, exec_mode="continuous"))
+    assert [r["status"] for r in records] == ["ok", "ok"], [r["error"] for r in records]
+    assert records[0]["metrics"]["forward"]["iterations"] == 2  # calls the mean covers

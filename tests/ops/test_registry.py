@@ -27,7 +27,8 @@ def test_aten_ops_by_schema_name():
     add = resolve("aten::add.Tensor")
     assert add.target is torch.ops.aten.add.Tensor
     assert add.target(torch.ones(2), torch.ones(2)).tolist() == [2.0, 2.0]
-    assert resolve("aten::mm").target is torch.ops.aten.mm.default
+    assert resolve("aten::mm").target is torch.ops.aten.mm  # the packet picks the overload
+    assert resolve("aten::add").target(torch.ones(2), torch.ones(2)).tolist() == [2.0, 2.0]
     with pytest.raises(LookupError, match="aten has no op 'no_such'"):
         resolve("aten::no_such")
 

@@ -41,6 +41,11 @@ def test_text_and_markdown_renderings():
     assert "| ! | +5.00% | 2,000 | 2,100 | 0.00% | `b` |" in md
 
 
+def test_zero_counts_on_both_sides_are_no_change():
+    report = compare_results([record("z", 0)], [record("z", 0)])
+    assert report.deltas[0].change == 0.0 and not report.flagged
+
+
 def test_change_within_the_repeat_spread_is_marked_uncertain():
     report = compare_results([record("a", 1000, spread=0.03)], [record("a", 1020)])
     assert render_text(report).splitlines()[1].split()[0] == "?"

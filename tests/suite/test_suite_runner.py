@@ -74,6 +74,16 @@ def test_a_hanging_case_times_out_and_the_others_go_on(tmp_path, monkeypatch):
     assert by_id["ok [py eager fwd t1]"]["status"] == "ok"
 
 
+def test_a_case_failing_in_the_parent_is_recorded_not_lost(tmp_path):
+    from torchmark.suite import TimerArgs, materialize
+
+    cases = materialize({"broken": TimerArgs("x +"), "fine": TimerArgs("1 + 1")})
+    summary = SuiteRunner(cases[:1], tmp_path / "r.jsonl",
+                          RunOptions(workers=1, wall=False)).run()  # fails before valgrind
+    assert (summary.ok, summary.failed) == (0, 1)
+    assert summary.records[0]["error"].startswith("SyntaxError")
+
+
 def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TORCHMARK_TEST_DEFS", "many")
     out = tmp_path / "results.jsonl"

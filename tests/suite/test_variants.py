@@ -64,6 +64,11 @@ def test_grouped_variants_pairs_languages_by_label_and_line():
                    "V/view [py eager fwd t1]", "V/only C++ [cpp eager fwd t1]"]
 
 
+def test_brackets_keep_a_statement_together():
+    groups, _, _ = parse_block("# @cat\ntorch.cat([\nx,\n])\ntorch.stack([x, x])", "python")
+    assert groups["cat"] == ["torch.cat([\nx,\n])", "torch.stack([x, x])"]
+
+
 def test_variants_take_thread_counts():
     variants = GroupedVariants("# @a\nx", num_threads=(1, 2))
     assert [c.auto_labels.num_threads for c in variants["a"].cases()] == [1, 2]

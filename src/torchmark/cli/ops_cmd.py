@@ -86,13 +86,13 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
                 "--exec-mode", exec_mode, "-o", prefix, "--quiet"]
         argv += ["-b"] * backward + ["--l2-flush"] * l2_flush + ["--cuda-graph"] * cuda_graph
         argv += ["--compile"] * compile_ + [f"--plugin={p}" for p in plugins]
+        argv += [f"--threads={threads}"] * bool(threads) + \
+            [f"--resume={resume_file}"] * bool(resume_file) + ["--profile"] * profile
         argv += [f"--resume-id={resume_id}"] * bool(resume_id) + \
             [f"--stop-id={stop_id}"] * bool(stop_id)
-        code = 0
-        for tool, on in (("ncu", ncu), ("nsys", nsys)):
-            if on:
-                code = code or _nsight(tool, device, argv, prefix)
-        return code
+        codes = [_nsight(tool, device, argv, prefix)
+                 for tool, on in (("ncu", ncu), ("nsys", nsys)) if on]
+        return max(codes)
     options.validate()
     out = f"{prefix}.jsonl"
     trace = f"{prefix}.trace.json" if profile else None

@@ -66,9 +66,12 @@ class RunOptions:
             raise ValueError("--cuda-graph times the forward only; drop --backward")
 
 
-def summarize(times: list[float]) -> dict[str, Any]:
+def summarize(times: list[float], calls: int | None = None) -> dict[str, Any]:
+    """Statistics of per-call times; `calls` is how many calls they cover (continuous
+    mode reports one mean over all of them)."""
     return {"times": times, "median": statistics.median(times), "mean": statistics.fmean(times),
-            "min": min(times), "max": max(times), "iterations": len(times)}
+            "min": min(times), "max": max(times),
+            "iterations": calls if calls is not None else len(times)}
 
 
 class _Clock:
@@ -185,9 +188,13 @@ def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
     torch_ = __import__("torch")
     clock = _Clock(options)
     target = torch_.compile(fn) if options.compile else fn
+    # Forward-only timing records no autograd graph (and in-place ops on inputs that
+    # require grad work); with --backward the graph is the point.
+    grad_mode = torch_.enable_grad if options.backward else torch_.no_grad
 
     def forward(_: Any = None) -> Any:
-        return target(*args, **kwargs)
+        with grad_mode():
+            return target(*args, **kwargs)
 
     for _ in range(options.warmup):
         out = forward()
@@ -204,7 +211,7 @@ def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
             return replay()
     memory = _Memory(clock)
     times, out = clock.time_calls(timed, options.iterations)
-    metrics = {"forward": {**summarize(times), "memory": memory.result()}}
+    metrics = {"forward": {**summarize(times, options.iterations), "memory": memory.result()}}
     if options.cuda_graph:
         out = forward()
     if options.backward:
@@ -215,5 +222,6 @@ def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
         memory = _Memory(clock)
         times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
                                     options.iterations, before=make_graph)
-        metrics["backward"] = {**summarize(times), "memory": memory.result()}
+        metrics["backward"] = {**summarize(times, options.iterations),
+                               "memory": memory.result()}
     return metrics, out

@@ -51,22 +51,19 @@ def _expand_value(arg: dict[str, Any]) -> list[dict[str, Any]]:
         dtypes = dtypes if "dtype" in ranged else [dtypes]
         return [{**base, "shape": shape, "dtype": dtype} for shape in shapes for dtype in dtypes]
     if kind in ("genericlist", "tuple"):
-        if "value" in ranged:
-            choices = [expand_arg(item) for item in arg["value"]]
-            return [{**base, "value": list(items)} for items in itertools.product(*choices)]
-        return [{**base, "value": [_strip(item) for item in arg["value"]]}]
+        # Items with ranges of their own expand even when the list does not name "value"
+        # (PARAM would pass them through unexpanded, and fail at run time).
+        for item in arg["value"]:
+            if item.get("__copy__"):
+                raise ConfigError("config", [("", "__copy__ works on positional tensor "
+                                                  "arguments only, not inside lists")])
+        choices = [expand_arg(item) for item in arg["value"]]
+        return [{**base, "value": list(items)} for items in itertools.product(*choices)]
     if "value" in ranged:
         value = arg["value"]
         values = _inclusive(*value) if kind in ("int", "long", "float", "double") else value
         return [{**base, "value": v} for v in values]
     return [base]
-
-
-def _strip(arg: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in arg.items() if k not in META}
-    if arg.get("type") in ("genericlist", "tuple"):
-        out["value"] = [_strip(item) for item in arg["value"]]
-    return out
 
 
 def expand_arg(arg: dict[str, Any]) -> list[dict[str, Any]]:
@@ -103,6 +100,10 @@ def expand_spec(spec: dict[str, Any], where: str = "spec") -> list[dict[str, Any
     """Every concrete {args, kwargs} of one spec, in PARAM's order."""
     args = [expand_arg(a) for a in spec.get("args", [])]
     names = list(spec.get("kwargs", {}))
+    for name in names:
+        if spec["kwargs"][name].get("__copy__"):
+            raise ConfigError("config", [(f"{where}.kwargs.{name}.__copy__", "__copy__ works "
+                                          "on positional tensor arguments only")])
     kwargs = [expand_arg(spec["kwargs"][n]) for n in names]
     out = []
     for combo in itertools.product(*args, *kwargs):

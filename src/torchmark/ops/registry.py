@@ -109,9 +109,8 @@ def _resolve_aten(name: str) -> Operator:
         packet = getattr(torch.ops.aten, op_name)
     except (AttributeError, RuntimeError):
         raise LookupError(f"unknown operator {name!r}: aten has no op {op_name!r}") from None
-    if not overload:
-        return Operator(name, "function", packet.default if "default" in packet.overloads()
-                        else packet)
+    if not overload:  # the packet picks the overload that matches the arguments
+        return Operator(name, "function", packet)
     if overload not in packet.overloads():
         raise LookupError(f"unknown operator {name!r}: aten::{op_name} has no overload "
                           f"{overload!r} (it has {', '.join(packet.overloads())})")

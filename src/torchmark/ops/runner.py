@@ -36,6 +36,9 @@ def select_cases(config: BenchmarkConfig, options: RunOptions,
                              f"{ids[0]!r}; --list prints them)")
     start = ids.index(options.resume_id) if options.resume_id else 0
     stop = ids.index(options.stop_id) if options.stop_id else len(ids)
+    if stop <= start:
+        raise ValueError(f"--stop-id {options.stop_id!r} comes before --resume-id "
+                         f"{options.resume_id!r}: no case would run")
     return [c for c in cases[start:stop] if not done or c.id not in done]
 
 
@@ -95,7 +98,7 @@ class _Builds:
             args, kwargs = generator.arguments(case.build)
             import torch
 
-            torch.manual_seed(seed_for(case.id))
+            torch.manual_seed(seed_for("weights|" + "|".join(map(str, key))))
             self.fn, self.key = op.build(args, kwargs, self.device), key
         return self.fn
 

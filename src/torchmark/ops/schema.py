@@ -66,7 +66,9 @@ def _check_range_triplet(v: Any, what: str, number=_is_int) -> None:
 
 
 class _Arg(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, strict=False)
+    # validate_default: a default `value` / `dtype` must still fit a __range__ naming it
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, strict=False,
+                              validate_default=True)
 
     range_attrs: list[str] = Field(default_factory=list, alias="__range__")
     copies: list[Any] = Field(default_factory=list, alias="__copy__")
@@ -87,6 +89,11 @@ class _Arg(BaseModel):
 
     def ranged(self, attr: str) -> bool:
         return attr in self.range_attrs
+
+    @model_validator(mode="after")
+    def _range_attrs_fit_the_type(self):
+        _check_range_attrs(getattr(self, "type", "none"), self.range_attrs)
+        return self
 
 
 def _check_range_attrs(kind: str, attrs: list[str]) -> None:
@@ -128,8 +135,10 @@ class TensorArg(_Arg):
     @field_validator("dtype")
     @classmethod
     def _dtype(cls, v: Any, info) -> Any:
-        values = v if isinstance(v, list) and "dtype" in info.data.get("range_attrs", []) \
-            else [v]
+        ranged = "dtype" in info.data.get("range_attrs", [])
+        if ranged and (not isinstance(v, list) or not v):
+            raise _fail(f"with 'dtype' in __range__, dtype must be a non-empty list, got {v!r}")
+        values = v if ranged else [v]
         for d in values:
             if d not in DTYPES:
                 raise _fail(f"unknown dtype {d!r}; expected one of {', '.join(DTYPES)}")

@@ -57,6 +57,8 @@ def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any,
         else:
             k = a.shape[-1] if a.shape[-1] == b.shape[-2] else a.shape[-2]
         flops = 2 * out.numel() * k
+        if a.dim() == 3 and out.dim() == 2:  # addbmm: the batch is summed away
+            flops *= a.shape[0]
         if name in ("addmm", "baddbmm", "addbmm"):
             flops += out.numel()
         return {"flops": int(flops), "bytes": int(moved)}

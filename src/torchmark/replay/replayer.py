@@ -19,6 +19,9 @@ from torchmark.replay.values import (
     schema_name,
     walk_tensors,
 )
+from torchmark.timing import clocks
+from torchmark.timing.measurement import Measurement
+from torchmark.timing.task_spec import TaskSpec
 
 _REF = object()  # marks an argument slot filled from an earlier op's output
 
@@ -38,6 +41,7 @@ class ReplayedOp:
     args: list[Any] = dataclasses.field(default_factory=list)
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     refs: list[tuple[str, Any, int]] = dataclasses.field(default_factory=list)
+    zero_output: bool = False  # an `empty*` op: its output is zeroed (untimed) before use
 
     @property
     def id(self) -> str:
@@ -102,8 +106,12 @@ class Replayer:
                     rop.reason = f"{type(e).__name__}: {text[0] if text else ''}"
                     continue
                 rop.status = "replayed"
+                rop.zero_output = schema_name(rop.node)[0] in _EMPTY_OPS
+                if rop.zero_output:
+                    _zero(out)
                 rop.output_mismatch = _check_outputs(rop.node, out)
                 _store_outputs(rop.node, out, env)
+        self.factory.keep_changed_snapshots()
 
     def _plan_unless(self, produced: set[tuple[int, int]]) -> Callable[..., None]:
         def visit(value, shape, stride, type_name, bound):
@@ -198,7 +206,8 @@ class Replayer:
 
     def run_once(self, per_op: Callable[[ReplayedOp, float], None] | None = None) -> None:
         """One iteration: every replayed op, outputs feeding later ops. With `per_op`,
-        each op is timed (host clock; CUDA events on a GPU) and reported to it."""
+        each op is timed (host clock; CUDA events on a GPU) and reported to it. An op
+        that fails here is skipped from then on, with its reason."""
         torch = self.torch
         env: dict[tuple[int, int], Any] = {}
         cuda = self.device.type == "cuda"
@@ -206,47 +215,82 @@ class Replayer:
                  for rop in self.replayed]
         with torch.no_grad():
             for rop, call, slots in plans:
-                args = self._fill(rop.args, rop, env) if rop.refs else rop.args
-                if per_op is None:
-                    out = call(*args, **rop.kwargs)
-                    if slots is None:
-                        _store_outputs(rop.node, out, env)
-                    elif slots:
-                        flat = out if isinstance(out, (tuple, list)) else (out,)
-                        for index, key in slots:
-                            env[key] = flat[index]
+                try:
+                    args = self._fill(rop.args, rop, env) if rop.refs else rop.args
+                    if per_op is None:
+                        out = call(*args, **rop.kwargs)
+                    elif cuda:
+                        start, end = torch.cuda.Event(enable_timing=True), \
+                            torch.cuda.Event(enable_timing=True)
+                        start.record()
+                        out = call(*args, **rop.kwargs)
+                        end.record()
+                        end.synchronize()
+                        per_op(rop, start.elapsed_time(end) / 1000.0)
+                    else:
+                        t0 = clocks.timer()
+                        out = call(*args, **rop.kwargs)
+                        per_op(rop, clocks.timer() - t0)
+                except KeyError:
+                    self._drop(rop, "an input it reads was not produced (its producer failed)")
                     continue
-                if cuda:
-                    start, end = torch.cuda.Event(enable_timing=True), \
-                        torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    out = rop.fn(*args, **rop.kwargs)
-                    end.record()
-                    end.synchronize()
-                    per_op(rop, start.elapsed_time(end) / 1000.0)
+                except Exception as e:
+                    text = str(e).strip().splitlines()
+                    self._drop(rop, f"failed while replaying: {type(e).__name__}: "
+                                    f"{text[0] if text else ''}")
+                    continue
+                if rop.zero_output:
+                    _zero(out)
+                if slots is None:
+                    _store_outputs(rop.node, out, env)
                 else:
-                    from torchmark.timing.clocks import timer
+                    flat = out if isinstance(out, (tuple, list)) else (out,)
+                    for index, key in slots:
+                        env[key] = flat[index]
 
-                    t0 = timer()
-                    out = rop.fn(*args, **rop.kwargs)
-                    per_op(rop, timer() - t0)
-                _store_outputs(rop.node, out, env)
+    @staticmethod
+    def _drop(rop: ReplayedOp, reason: str) -> None:
+        rop.status, rop.reason, rop.times = "skipped", reason, []
+
+    def reset(self) -> None:
+        """Put back the inputs that in-place ops changed, so every iteration starts from
+        the same data (outside any timed region)."""
+        self.factory.restore()
 
     def time_ops(self, warmup: int, iterations: int) -> None:
         for _ in range(warmup):
+            self.reset()
             self.run_once()
         for rop in self.replayed:
             rop.times = []
         for _ in range(iterations):
+            self.reset()
             self.run_once(lambda rop, seconds: rop.times.append(seconds))
 
-    def time_iterations(self, iterations: int):
-        """The whole iteration, timed with torchmark's Timer (a Measurement)."""
-        from torchmark.timing.timer_class import Timer
+    def time_iterations(self, iterations: int) -> Measurement:
+        """Whole iterations, each timed with torchmark's clock (device synchronized on a
+        GPU), inputs reset between them: a Measurement."""
+        times = []
+        for _ in range(iterations):
+            self.reset()
+            start = clocks.timer()
+            self.run_once()
+            times.append(clocks.timer() - start)
+        spec = TaskSpec(stmt="replay()", setup="pass", label="replay",
+                        sub_label=self.trace.path, num_threads=self.torch.get_num_threads())
+        return Measurement(number_per_run=1, raw_times=times, task_spec=spec)
 
-        threads = self.torch.get_num_threads()
-        return Timer("replay()", globals={"replay": self.run_once}, label="replay",
-                     num_threads=threads).repeat(repeat=iterations, number=1)
+
+_EMPTY_OPS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"}
+
+
+def _zero(out: Any) -> None:
+    """Uninitialised memory would be garbage indices and NaNs: replay it as zeros."""
+    import torch
+
+    for t in _flatten(out):
+        if isinstance(t, torch.Tensor):
+            t.zero_()
 
 
 def _unsupported(reason: str):

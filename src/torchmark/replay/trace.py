@@ -103,17 +103,33 @@ def _read_json(path: Path) -> Any:
     except UnicodeDecodeError:
         raise TraceError(f"{path}: not JSON (binary data)") from None
     except json.JSONDecodeError as e:
-        near_end = e.pos >= len(raw.rstrip()) - 1
+        near_end = e.pos >= len(raw.rstrip()) - 1 or e.msg.startswith("Unterminated string")
         raise TraceError(f"{path}: {'truncated JSON' if near_end else 'not JSON'} "
                          f"(line {e.lineno}, column {e.colno}: {e.msg})") from None
+
+
+def _io(raw: dict, key: str) -> dict[str, list]:
+    """A node's inputs or outputs: {values, shapes, types, strides}. Schema 1.0.x kept
+    them in parallel lists (`inputs`, `input_shapes`, `input_types`)."""
+    side = raw.get(key, {})
+    if isinstance(side, dict):
+        return {field: list(side.get(field, [])) for field in
+                ("values", "shapes", "types", "strides")}
+    prefix = key[:-1]  # "input" / "output"
+    return {"values": list(side), "shapes": list(raw.get(f"{prefix}_shapes", [])),
+            "types": list(raw.get(f"{prefix}_types", [])),
+            "strides": list(raw.get(f"{prefix}_strides", []))}
 
 
 def _node(raw: Any, path: Path) -> Node:
     try:
         attrs = {a["name"]: a.get("value") for a in raw.get("attrs", [])}
-        io = {key: {field: list(raw[key].get(field, [])) for field in
-                    ("values", "shapes", "types", "strides")} for key in ("inputs", "outputs")}
-        return Node(int(raw["id"]), str(raw["name"]), int(raw.get("ctrl_deps", 0)),
+        for key in ("op_schema", "rf_id"):  # top-level keys in schema 1.0.x
+            if key in raw and key not in attrs:
+                attrs[key] = raw[key]
+        io = {key: _io(raw, key) for key in ("inputs", "outputs")}
+        parent = raw.get("ctrl_deps", raw.get("parent", 0))
+        return Node(int(raw["id"]), str(raw["name"]), int(parent),
                     io["inputs"], io["outputs"], attrs)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise TraceError(f"{path}: a node is malformed ({type(e).__name__}: {e}): "

@@ -28,6 +28,7 @@ SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "f
 MEMORY_FORMATS = {0: "contiguous_format", 1: "preserve_format", 2: "channels_last",
                   3: "channels_last_3d"}
 SAFE_INT_HIGH = 2  # integer tensors with no known bound hold 0 or 1
+OFFSETS = -(1 << 62)  # a bound below this marks bag offsets: OFFSETS - (number of indices)
 
 
 class Unsupported(Exception):
@@ -87,6 +88,8 @@ def index_bounds(op: str, node: Node) -> dict[tuple[int, int | None], int]:
     try:
         if op in ("embedding", "embedding_bag", "_embedding_bag"):
             out[(1, None)] = shapes[0][0]
+            if op != "embedding" and len(shapes) > 2:  # offsets: 0, then non-decreasing
+                out[(2, None)] = OFFSETS - max(_numel(shapes[1]), 1)
         elif op in _DIM_INDEXED:
             dim = values[1] % len(shapes[0]) if shapes[0] else 0
             out[(_DIM_INDEXED[op], None)] = shapes[0][dim] if shapes[0] else 1
@@ -117,6 +120,7 @@ class TensorFactory:
         self.device = torch.device(device)
         self.generator = torch.Generator().manual_seed(seed)
         self.storages: dict[tuple[int, str], Any] = {}
+        self.initial: dict[tuple[int, str], Any] = {}  # first contents, while needed
         self.extent: dict[tuple[int, str], int] = {}
         self.bounds: dict[tuple[int, str], int] = {}
 
@@ -139,11 +143,26 @@ class TensorFactory:
                 base = torch.rand(size, generator=self.generator) < 0.5
             elif dtype.is_floating_point or dtype.is_complex:
                 base = torch.rand(size, generator=self.generator).to(dtype)
+            elif self.bounds.get(key, 0) <= OFFSETS:  # 0, then evenly spaced up to the count
+                count = OFFSETS - self.bounds[key]
+                base = (torch.arange(size) * (count // size)).to(dtype)
             else:
                 high = max(self.bounds.get(key, SAFE_INT_HIGH), 1)
                 base = torch.randint(0, high, (size,), generator=self.generator, dtype=dtype)
             self.storages[key] = base.to(self.device)
+            self.initial[key] = self.storages[key].clone()
         return self.storages[key]
+
+    def keep_changed_snapshots(self) -> None:
+        """After a dry run: keep the first contents only of storages that ops wrote to."""
+        torch = self.torch
+        for key in list(self.initial):
+            if torch.equal(self.initial[key], self.storages[key]):
+                del self.initial[key]
+
+    def restore(self) -> None:
+        for key, first in self.initial.items():
+            self.storages[key].copy_(first)
 
     def tensor(self, value: list, shape: list, stride: list, type_name: str) -> Any:
         dtype = tensor_dtype(type_name)

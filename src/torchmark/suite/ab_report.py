@@ -17,6 +17,8 @@ class Delta:
     @property
     def change(self) -> float:
         """(b - a) / a."""
+        if self.a == self.b:
+            return 0.0
         return (self.b - self.a) / self.a if self.a else float("inf")
 
 

@@ -207,6 +207,9 @@ class SuiteRunner:
                     continue
                 return self._record(writer, case, slot.index, "failed", str(e), attempts,
                                     **results)
+            except Exception as e:  # anything else is this case's failure, never the run's
+                return self._record(writer, case, slot.index, "failed",
+                                    f"{type(e).__name__}: {e}", attempts, **results)
             return self._record(writer, case, slot.index, "ok", None, attempts,
                                 elapsed_s=time.perf_counter() - started, **results)
 
@@ -277,6 +280,8 @@ def _build_bundle(cases: list[Case]) -> tuple[dict[str, tuple[str, str]], list[t
                     for c in remaining]
         try:
             library = default_builder().build_bundle(snippets)
+        except OSError as e:  # no compiler, or it could not run: every C++ case fails
+            return {}, failures + [(c, f"C++ compile failed: {e}") for c in remaining]
         except BundleCompileError as e:
             if not e.failed:  # not attributable to one snippet: every case fails
                 message = "C++ compile failed: " + "\n".join(e.compiler_output.splitlines()[-5:])

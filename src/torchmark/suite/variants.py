@@ -63,13 +63,19 @@ def parse_block(block: str, language: str) -> tuple[dict[str, list[str]], str, s
                              f"before any '@label' marker: {stripped!r}")
         indent = len(line) - len(line.lstrip())
         statements = groups[current]
-        if statements and indent > statement_indent:
+        if statements and (indent > statement_indent or _unclosed(statements[-1])
+                           or stripped[0] in ")]}"):
             statements[-1] += "\n" + line[statement_indent:]
         else:
             statements.append(stripped)
             statement_indent = indent
     return (groups, "\n".join(setup_lines[_SETUP]).strip("\n"),
             "\n".join(setup_lines[_GLOBAL_SETUP]).strip("\n"))
+
+
+def _unclosed(code: str) -> bool:
+    """Whether `code` opens more brackets than it closes (so the next line continues it)."""
+    return sum(code.count(c) for c in "([{") > sum(code.count(c) for c in ")]}")
 
 
 def _case_label(py_stmt: str, cpp_stmt: str) -> str:

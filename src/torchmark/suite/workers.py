@@ -30,7 +30,9 @@ class WallWorker:
         self.cpus = cpus
         self._proc: subprocess.Popen | None = None
         self._req = self._resp = -1
-        self._log = Path(tempfile.mkstemp(prefix="torchmark-wall-", suffix=".log")[1])
+        fd, name = tempfile.mkstemp(prefix="torchmark-wall-", suffix=".log")
+        os.close(fd)
+        self._log = Path(name)
         self.starts = 0
 
     def _start(self) -> None:

@@ -67,6 +67,7 @@ class SmClock:
 
     def __init__(self, device_index: int) -> None:
         self.handle = None
+        self.max_mhz = 0
         self.note = ""
         try:
             import pynvml
@@ -76,6 +77,7 @@ class SmClock:
             self.handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
             self.max_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
         except Exception as e:  # no NVML: report that the check did not run
+            self.handle = None
             self.note = f"SM clock not checked ({type(e).__name__}: install nvidia-ml-py)"
 
     def ratio(self) -> float | None:
