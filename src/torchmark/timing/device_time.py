@@ -7,7 +7,8 @@ Modes:
 - "blocking": a spin kernel queued first keeps the GPU busy while the CPU enqueues a
   batch of calls, so none of them waits for a launch (nvbench's blocking kernel);
 - "graph": `graph_calls` calls captured in a CUDA graph; each sample is one replay,
-  reported per call.
+  reported per call (with `l2="cold"` the flush runs before each replay, so only the
+  first call of a replay starts cold).
 
 With `l2="cold"` a device buffer the size of the L2 is zeroed before each call, outside
 the events; "hot" leaves the cache as the previous call left it.
