@@ -189,3 +189,22 @@ def test_shared_host_serves_a_second_process(tmp_path):
     finally:
         shared.stop()
     assert not shared.running
+
+
+def test_host_environment_is_canonical_and_padded(monkeypatch):
+    from torchmark.callgrind.collector import ENV_BLOCK, host_env
+
+    argv = ["/usr/bin/python3", "-m", "torchmark.callgrind.host", "--out-dir", "/tmp/x"]
+    monkeypatch.setenv("SOME_SESSION_TOKEN", "abc")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("MY_FLAG", "1")
+    monkeypatch.setenv("TORCHMARK_CALLGRIND_ENV", "MY_FLAG")
+    env = host_env(argv)
+    assert "SOME_SESSION_TOKEN" not in env and "PWD" not in env
+    assert env["OMP_NUM_THREADS"] == "1" and env["MY_FLAG"] == "1"
+    assert env["PYTHONHASHSEED"] == "0"
+    size = sum(len(a) + 1 for a in argv) + sum(len(k) + len(v) + 2 for k, v in env.items())
+    assert size % ENV_BLOCK == 0
+    monkeypatch.setenv("SOME_SESSION_TOKEN", "a much longer value than before")
+    monkeypatch.chdir("/")
+    assert host_env(argv) == env  # who asks, and from where, does not matter

@@ -69,10 +69,52 @@ def _setarch_prefix() -> list[str]:
     return cmd if ok else []
 
 
-def host_env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+ENV_BLOCK = 4096
+_PAD = "TORCHMARK_ENV_PAD"
+
+
+_KEPT_ENV = ("PATH", "HOME", "USER", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
+             "LD_PRELOAD")
+_KEPT_PREFIXES = ("LC_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "GOMP_", "TORCH", "PYTORCH_",
+                  "CUDA_", "NVIDIA_", "VALGRIND_", "DNNL_", "ONEDNN_", "ATEN_", "XDG_")
+
+
+def _import_roots() -> list[str]:
+    """The folders the host needs on its path: where torchmark and torch are installed."""
+    from importlib import util
+
+    roots = [str(Path(__file__).resolve().parents[2])]
+    spec = util.find_spec("torch")
+    if spec is not None and spec.submodule_search_locations:
+        roots.append(str(Path(list(spec.submodule_search_locations)[0]).parent))
+    return list(dict.fromkeys(roots))
+
+
+def host_env(client_argv: Sequence[str]) -> dict[str, str]:
+    """The host's environment: the same for every caller, so counts do not depend on who
+    asks. Only variables that steer torch, its libraries, valgrind or the locale are kept
+    (a caller's PWD, terminal or session variables are not), PYTHONPATH names just where
+    torchmark and torch live (the caller's sys.path travels with each request); list
+    more variables to keep in TORCHMARK_CALLGRIND_ENV ("A,B"). A pad
+    makes the strings and the argv fill whole ENV_BLOCKs, so the initial stack sits at the
+    same place. (Differences in the environment alone moved counts by up to 1% per call:
+    Python's start-up allocations shape the heap that malloc later walks.)"""
+    extra = {n.strip() for n in os.environ.get("TORCHMARK_CALLGRIND_ENV", "").split(",")}
+    env = {k: v for k, v in os.environ.items()
+           if k in _KEPT_ENV or k in extra or k.startswith(_KEPT_PREFIXES)}
+    env.update(PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join(_import_roots()))
+    env.pop(_PAD, None)
+    used = sum(len(a.encode()) + 1 for a in client_argv)
+    used += sum(len(k.encode()) + len(v.encode()) + 2 for k, v in env.items())
+    used += len(_PAD) + 2
+    env[_PAD] = "x" * (-(-(used + 1) // ENV_BLOCK) * ENV_BLOCK - used)
     return env
+
+
+def _client_argv(cmd: list[str]) -> list[str]:
+    """The part of a host command the counted process sees as its argv."""
+    return cmd[cmd.index(sys.executable):]
 
 
 def host_command(out_dir: Path, mode_args: list[str]) -> list[str]:
@@ -134,7 +176,8 @@ class Host:
         with open(self._log, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                           stderr=subprocess.STDOUT, pass_fds=(req_r, resp_w),
-                                          env=host_env(), start_new_session=True)
+                                          env=host_env(_client_argv(cmd)),
+                                          start_new_session=True)
         os.close(req_r)
         os.close(resp_w)
         pin(self._proc.pid, self.cpus)
@@ -365,7 +408,8 @@ class SharedHost(Host):
                                          "--idle", str(self.idle_s)])
             with open(self._log, "wb") as log:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=subprocess.STDOUT, env=host_env(),
+                                        stderr=subprocess.STDOUT,
+                                        env=host_env(_client_argv(cmd)),
                                         start_new_session=True)
             self.starts += 1
             deadline = time.monotonic() + START_TIMEOUT_S
