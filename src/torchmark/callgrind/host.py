@@ -183,15 +183,36 @@ def _zygote(commands: int, replies: int, requests, closed: tuple[int, ...]) -> N
     """
     for fd in closed:
         os.close(fd)
+    # The request is read into one buffer made before the first fork: `os.read` would
+    # allocate a 4 KiB block and shrink it, leaving the heap a little different after each
+    # request, so the n-th measurement would start from another state than the first
+    # (counts then drifted by up to a few % with the order of requests). What is left
+    # (waitpid's tuple, the reply bytes) is freed as it was allocated, restoring the heap.
+    buffer = bytearray(4096)
+    view = memoryview(buffer)
+    # One empty cycle first, so that whatever the first read, fork, wait and reply
+    # initialize is done before the first real measurement forks.
+    dummy_r, dummy_w = os.pipe()
+    for _ in range(2):
+        os.write(dummy_w, b"/")
+        os.readv(dummy_r, [view])
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        os.write(dummy_w, _REPLY.pack(pid, status))
+        os.readv(dummy_r, [view])
+    os.close(dummy_r)
+    os.close(dummy_w)
     while True:
-        folder = os.read(commands, 4096)
-        if not folder:
+        n = os.readv(commands, [view])
+        if not n:
             os._exit(0)
         pid = os.fork()
         if pid == 0:
             os.close(commands)
             os.close(replies)
-            with open(os.path.join(folder.decode(), "request.pkl"), "rb") as f:
+            with open(os.path.join(bytes(view[:n]).decode(), "request.pkl"), "rb") as f:
                 request = pickle.load(f)
             _run_child(request, requests)
         _, status = os.waitpid(pid, 0)
