@@ -172,7 +172,11 @@ class Host:
         out_dir.mkdir()
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
-        cmd = host_command(out_dir, ["--requests", str(req_r), "--responses", str(resp_w)])
+        # Fixed-width descriptor numbers: "5" is a cached one-character string in the host,
+        # "15" an allocation, and that one allocation made counts depend on which host
+        # (of several) served a statement.
+        cmd = host_command(out_dir, ["--requests", f"{req_r:05d}",
+                                     "--responses", f"{resp_w:05d}"])
         with open(self._log, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
                                           stderr=subprocess.STDOUT, pass_fds=(req_r, resp_w),
