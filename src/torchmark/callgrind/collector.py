@@ -41,11 +41,14 @@ _LOG_TAIL = 3000
 
 
 class CallgrindError(RuntimeError):
-    """A measurement failed in the counted process; `output` holds what it printed."""
+    """A measurement failed in the counted process; `output` holds what it printed.
+    `crashed` is true when a process died or stopped answering (the host, or the counted
+    process killed by a signal) rather than the statement raising: worth a retry."""
 
-    def __init__(self, message: str, output: str = "") -> None:
+    def __init__(self, message: str, output: str = "", crashed: bool = False) -> None:
         super().__init__(message if not output else f"{message}\n{output}")
         self.output = output
+        self.crashed = crashed
 
 
 def valgrind_path() -> str:
@@ -190,7 +193,7 @@ class Host:
         ready = self._receive(START_TIMEOUT_S, "start")
         if not ready.get("on_valgrind"):
             self.close()
-            raise CallgrindError("the callgrind host is not running under valgrind")
+            raise CallgrindError("the callgrind host is not running under valgrind", crashed=True)
 
     def close(self, kill: bool = False) -> None:
         """Stop the host: ask it to exit, or (`kill`, for a host that stopped answering)
@@ -230,12 +233,13 @@ class Host:
         if frame is TIMED_OUT:
             log = self._log_tail()
             self.close(kill=True)
-            raise CallgrindError(f"callgrind host: no answer to {what} in {timeout:.0f} s", log)
+            raise CallgrindError(f"callgrind host: no answer to {what} in {timeout:.0f} s", log,
+                                 crashed=True)
         if frame is not None:
             return frame
         log = self._log_tail()
         self.close(kill=True)
-        raise CallgrindError(f"callgrind host exited during {what}", log)
+        raise CallgrindError(f"callgrind host exited during {what}", log, crashed=True)
 
     # -- measuring --------------------------------------------------------------------
     def _ensure_started(self) -> None:
@@ -282,8 +286,9 @@ class Host:
         dumps = reply["dumps"]
         try:
             if reply["exit_code"] != 0:
-                raise CallgrindError(self._failure(reply["exit_code"], folder),
-                                     _read(folder / "output.log")[-_LOG_TAIL:])
+                message, crashed = self._failure(reply["exit_code"], folder)
+                raise CallgrindError(message, _read(folder / "output.log")[-_LOG_TAIL:],
+                                     crashed=crashed)
             expected = request.repeats + int(request.collect_baseline)
             if len(dumps) != expected:
                 raise CallgrindError(f"expected {expected} callgrind dumps, found {len(dumps)}",
@@ -313,14 +318,15 @@ class Host:
         )
 
     @staticmethod
-    def _failure(exit_code: int, folder: Path) -> str:
+    def _failure(exit_code: int, folder: Path) -> tuple[str, bool]:
+        """(message, whether the counted process crashed rather than raised)."""
         error = _read(folder / "error.txt").strip()
         if error:
             last = error.splitlines()[-1]
-            return f"the statement failed in the counted process: {last}\n{error}"
+            return f"the statement failed in the counted process: {last}\n{error}", False
         if exit_code < 0:
-            return f"the counted process was killed by signal {-exit_code}"
-        return f"the counted process exited with status {exit_code}"
+            return f"the counted process was killed by signal {-exit_code}", True
+        return f"the counted process exited with status {exit_code}", False
 
 
 def _read(path: Path) -> str:
@@ -345,7 +351,8 @@ def _shared_key() -> str:
     parts = [os.path.realpath(sys.executable), valgrind_path(), " ".join(_setarch_prefix())]
     spec = util.find_spec("torch")
     parts.append(metadata.version("torch") + str(spec.origin if spec else ""))
-    for name in ("host.py", "globals_bridge.py", "client_requests.py", "framing.py"):
+    for name in ("host.py", "globals_bridge.py", "client_requests.py", "framing.py",
+                 "collector.py"):  # collector.py: the host's command line and environment
         parts.append(hashlib.sha256((here / name).read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
@@ -384,10 +391,11 @@ class SharedHost(Host):
             ready, _, _ = select.select([conn], [], [], timeout)
             if not ready:
                 raise CallgrindError(f"the shared callgrind host did not answer in {timeout:.0f} s",
-                                     self._log_tail())
+                                     self._log_tail(), crashed=True)
             reply = recv_frame(conn.fileno())
         if reply is None:
-            raise CallgrindError("the shared callgrind host closed the connection", self._log_tail())
+            raise CallgrindError("the shared callgrind host closed the connection", self._log_tail(),
+                                 crashed=True)
         return reply
 
     @property
@@ -420,13 +428,13 @@ class SharedHost(Host):
             while time.monotonic() < deadline:
                 if proc.poll() is not None:
                     raise CallgrindError("the shared callgrind host exited during start",
-                                         self._log_tail())
+                                         self._log_tail(), crashed=True)
                 if self.socket_path.exists() and self.running:
                     return
                 time.sleep(0.5)
             proc.kill()
             raise CallgrindError("the shared callgrind host did not start in time",
-                                 self._log_tail())
+                                 self._log_tail(), crashed=True)
 
     def close(self, kill: bool = False) -> None:
         """Nothing to do: the shared host outlives this process and exits when idle."""
@@ -445,7 +453,8 @@ class SharedHost(Host):
         try:
             return self._call(frame, timeout=timeout)
         except OSError as e:
-            raise CallgrindError(f"lost the shared callgrind host: {e}", self._log_tail()) from None
+            raise CallgrindError(f"lost the shared callgrind host: {e}", self._log_tail(),
+                                 crashed=True) from None
 
 
 def keep_alive_seconds() -> float:

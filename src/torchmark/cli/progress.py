@@ -32,7 +32,7 @@ class RecordTicker:
         self.progress, self.task, self.describe, self.failed = progress, task, describe, 0
 
     def __call__(self, record: dict) -> None:
-        if record["status"] not in ("ok", "replayed"):
+        if record["status"] != "ok":
             self.failed += 1
             error = (record.get("error") or "").splitlines()
             self.progress.console.print(f"[red]failed[/red] {self.describe(record)}: "

@@ -87,9 +87,6 @@ class _Arg(BaseModel):
                             f"got {item!r}")
         return v
 
-    def ranged(self, attr: str) -> bool:
-        return attr in self.range_attrs
-
     @model_validator(mode="after")
     def _range_attrs_fit_the_type(self):
         _check_range_attrs(getattr(self, "type", "none"), self.range_attrs)

@@ -42,6 +42,8 @@ class ReplayedOp:
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     refs: list[tuple[str, Any, int]] = dataclasses.field(default_factory=list)
     zero_output: bool = False  # an `empty*` op: its output is zeroed (untimed) before use
+    call: Any = None  # the operator's C++ callable, resolved once after the dry run
+    slots: list[tuple[int, tuple[int, int]]] | None = None  # see _output_slots
 
     @property
     def id(self) -> str:
@@ -107,6 +109,7 @@ class Replayer:
                     continue
                 rop.status = "replayed"
                 rop.zero_output = schema_name(rop.node)[0] in _EMPTY_OPS
+                rop.call, rop.slots = getattr(rop.fn, "_op", rop.fn), _output_slots(rop)
                 if rop.zero_output:
                     _zero(out)
                 rop.output_mismatch = _check_outputs(rop.node, out)
@@ -211,10 +214,9 @@ class Replayer:
         torch = self.torch
         env: dict[tuple[int, int], Any] = {}
         cuda = self.device.type == "cuda"
-        plans = [(rop, getattr(rop.fn, "_op", rop.fn), _output_slots(rop))
-                 for rop in self.replayed]
         with torch.no_grad():
-            for rop, call, slots in plans:
+            for rop in self.replayed:
+                call, slots = rop.call, rop.slots
                 try:
                     args = self._fill(rop.args, rop, env) if rop.refs else rop.args
                     if per_op is None:

@@ -126,9 +126,7 @@ class Slot:
             stats = self.host.run(request, timeout=options.timeout)
         except CallgrindError as e:
             message = str(e).splitlines()[0]
-            if "killed by signal" in message or "host" in message:
-                raise WorkerLost(message) from None
-            raise CaseFailed(message) from None
+            raise (WorkerLost if e.crashed else CaseFailed)(message) from None
         return instruction_summary([s.counts() for s in stats], options.number)
 
 
