@@ -4,7 +4,10 @@ Each measurement runs in a fresh Python process, so start-up costs are included 
 user would pay them:
 
 1. one collection of `x * y` (128 floats, number=100, repeats=1): torchmark, then torch
-   (torch launched with this interpreter's folder first on PATH, as it requires);
+   (torch launched with this interpreter's folder first on PATH, as it requires); both
+   scripts have torch imported before the clock starts (torch's Timer import does it);
+   the host's start is broken down, and the floor (valgrind running `import torch` with
+   instrumentation off) is timed alone;
 2. a second collection in the same torchmark process (the valgrind host is reused);
 3. ten different statements in one `torchmark.callgrind.collect_many` call;
 4. repeats=5 of `x * y`: (max - min) / median;
@@ -24,20 +27,24 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 MUL = ("x * y", "x = torch.ones(128); y = torch.ones(128)")
 
 TORCHMARK_ONE = """
-import json, time, torchmark
+import json, time, torch, torchmark
+from torchmark.callgrind import collector
 t0 = time.perf_counter()
 s = torchmark.Timer(*{mul!r}).collect_callgrind(number=100, repeats=1)[0]
 t1 = time.perf_counter()
+phases = collector.default_host().start_timings
 torchmark.Timer(*{mul!r}).collect_callgrind(number=100, repeats=1)
 t2 = time.perf_counter()
 s5 = torchmark.Timer(*{mul!r}).collect_callgrind(number=100, repeats=5)
 t3 = time.perf_counter()
-print(json.dumps({{"first_s": t1 - t0, "count": s.counts(), "second_s": t2 - t1,
+print(json.dumps({{"first_s": t1 - t0, "phases": phases, "count": s.counts(),
+                  "second_s": t2 - t1,
                   "five_s": t3 - t2, "repeat_totals": [x.counts() for x in s5]}}))
 """
 
@@ -86,6 +93,19 @@ print(json.dumps({{"first_s": time.perf_counter() - t0, "count": s.counts()}}))
 """
 
 
+def floor_s() -> float:
+    """valgrind (callgrind, instrumentation off) running `python -c "import torch"`: what
+    any collector that runs torch under valgrind pays before its first count."""
+    from torchmark.callgrind.collector import valgrind_path
+
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        subprocess.run([valgrind_path(), "--tool=callgrind", "--instr-atstart=no", "-q",
+                        f"--callgrind-out-file={folder}/out.%p", sys.executable, "-c",
+                        "import torch"], check=True, capture_output=True)
+        return time.perf_counter() - start
+
+
 def shared_host_rows() -> tuple[dict, float, dict, float]:
     """(starting process, its wall), (next process, its wall), then stop the host."""
     env = dict(os.environ, TORCHMARK_CALLGRIND_KEEPALIVE="300")
@@ -117,6 +137,13 @@ def main() -> None:
     print(row.format("x * y, number=100: one collection (s)", f"{ours['first_s']:.1f}",
                      f"{t_first:.1f}" if theirs else "-",
                      f"{t_first / ours['first_s']:.1f}x" if theirs else "-"))
+    phases = ours["phases"]
+    print(row.format(f"  host start {phases['start_s']:.1f} s: import torch "
+                     f"{phases['import_s']:.1f}, warm-up {phases['warm_up_s']:.1f}", "", "",
+                     ""))
+    floor = floor_s()
+    print(row.format("  floor: valgrind running `import torch` (s)", f"{floor:.1f}", "-",
+                     f"{t_first / floor:.1f}x" if theirs else "-"))
     print(row.format("  the same, second call in the same process (s)",
                      f"{ours['second_s']:.1f}", "-",
                      f"{t_first / ours['second_s']:.0f}x" if theirs else "-"))

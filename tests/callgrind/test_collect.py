@@ -44,6 +44,12 @@ def test_counts_are_positive_and_repeat(mul_stats):
     assert 5_000 < totals[0] / 100 < 20_000
 
 
+def test_host_reports_where_its_start_went(mul_stats):
+    timings = collector.default_host().start_timings
+    assert set(timings) >= {"start_s", "import_s", "warm_up_s"}
+    assert 0 < timings["import_s"] + timings["warm_up_s"] < timings["start_s"]
+
+
 def test_same_statement_counted_twice(mul_stats):
     again = torchmark.Timer(*MUL).collect_callgrind()
     assert isinstance(again, torchmark.CallgrindStats)

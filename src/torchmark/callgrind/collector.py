@@ -162,6 +162,7 @@ class Host:
         self._lock = threading.Lock()
         self.starts = 0
         self.last_timings: dict[str, float] = {}
+        self.start_timings: dict[str, float] = {}  # the last start: seconds per phase
 
     # -- lifecycle --------------------------------------------------------------------
     @property
@@ -190,7 +191,10 @@ class Host:
         pin(self._proc.pid, self.cpus)
         self._requests_fd, self._responses_fd = req_w, resp_r
         self.starts += 1
+        launched = time.perf_counter()
         ready = self._receive(START_TIMEOUT_S, "start")
+        self.start_timings = {"start_s": time.perf_counter() - launched,
+                              **ready.get("phases", {})}
         if not ready.get("on_valgrind"):
             self.close()
             raise CallgrindError("the callgrind host is not running under valgrind", crashed=True)

@@ -259,14 +259,18 @@ class _Zygote:
                 "child_s": child_s, "host_s": time.perf_counter() - started}
 
 
-def _prepare(helper: str):
-    """Import torch, switch instrumentation on, warm up, freeze the GC."""
+def _prepare(helper: str, phases: dict):
+    """Import torch, switch instrumentation on, warm up, freeze the GC; the seconds each
+    step took go to `phases`."""
+    started = time.perf_counter()
     import torch  # noqa: F401  (the point of this process: pay for it once)
 
     import torchmark.callgrind.globals_bridge  # noqa: F401  (children use it)
     from torchmark.callgrind.client_requests import ClientRequests
 
     requests = ClientRequests(helper)
+    phases["import_s"] = time.perf_counter() - started
+    started = time.perf_counter()
     # Instrumentation goes on here, once: code translated with instrumentation from now on
     # is inherited by every forked measurement. A short warm-up of common paths
     # (interpreter, dispatcher, TensorIterator, allocator) saves each measurement from
@@ -277,6 +281,7 @@ def _prepare(helper: str):
     # measurement makes before counting then only walks what that measurement created.
     gc.collect()
     gc.freeze()
+    phases["warm_up_s"] = time.perf_counter() - started
     return requests
 
 
@@ -284,9 +289,10 @@ def serve_pipes(args: argparse.Namespace) -> None:
     """Serve the one client that started us, over the pipes it passed."""
     from torchmark.callgrind.framing import recv_frame, send_frame
 
-    requests = _prepare(args.helper)
+    phases: dict[str, float] = {}
+    requests = _prepare(args.helper, phases)
     zygote = _Zygote(requests, (args.requests, args.responses))
-    send_frame(args.responses, {"ready": True, "pid": os.getpid(),
+    send_frame(args.responses, {"ready": True, "pid": os.getpid(), "phases": phases,
                                 "on_valgrind": bool(requests.running_on_valgrind())})
     while True:
         request = recv_frame(args.requests)
@@ -302,7 +308,7 @@ def serve_socket(args: argparse.Namespace) -> None:
 
     from torchmark.callgrind.framing import recv_frame, send_frame
 
-    requests = _prepare(args.helper)
+    requests = _prepare(args.helper, {})
     zygote = _Zygote(requests, ())
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
