@@ -2,6 +2,7 @@
 The GPU measurements themselves run only where CUDA is present."""
 
 import itertools
+import sys
 
 import pytest
 import torch
@@ -151,3 +152,48 @@ def test_device_time_on_a_gpu(mode):
 def test_options_defaults():
     options = DeviceTimeOptions()
     assert (options.l2, options.mode, options.rule.rsd) == ("cold", "events", 0.02)
+
+
+class _FakeNvml:
+    """pynvml's surface that SmClock uses: two GPUs, found by UUID or by index."""
+
+    NVML_CLOCK_SM = 1
+
+    def __init__(self):
+        self.by_uuid = {"GPU-bbbb": "second", "GPU-aaaa": "first"}
+        self.clocks = {"first": (1000, 2000), "second": (1500, 1500)}  # (now, max)
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetHandleByUUID(self, name):
+        return self.by_uuid[name]
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return ["first", "second"][index]
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, kind):
+        return self.clocks[handle][1]
+
+    def nvmlDeviceGetClockInfo(self, handle, kind):
+        return self.clocks[handle][0]
+
+
+def test_sm_clock_finds_the_device_by_uuid(monkeypatch):
+    from torchmark.timing.device_time import SmClock
+
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml())
+    # CUDA_VISIBLE_DEVICES=1: torch's device 0 is NVML's device 1, known by its UUID
+    assert SmClock(0, uuid="bbbb").ratio() == 1.0
+    assert SmClock(0, uuid="GPU-aaaa").ratio() == 0.5
+    assert SmClock(1).ratio() == 1.0  # no UUID: torch's index
+    missing = SmClock(0, uuid="cccc")
+    assert missing.ratio() is None and "not checked" in missing.note
+
+
+def test_sm_clock_without_nvml_says_so(monkeypatch):
+    from torchmark.timing.device_time import SmClock
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    clock = SmClock(0)
+    assert clock.ratio() is None and "nvidia-ml-py" in clock.note

@@ -64,9 +64,12 @@ def require_cuda() -> None:
 
 
 class SmClock:
-    """The SM clock through NVML (nvidia-ml-py), when it is installed."""
+    """The SM clock through NVML (nvidia-ml-py), when it is installed.
 
-    def __init__(self, device_index: int) -> None:
+    NVML numbers devices in PCI order whatever CUDA_VISIBLE_DEVICES says, so the device
+    is found by its UUID (torch's index only where the UUID is unknown)."""
+
+    def __init__(self, device_index: int, uuid: str | None = None) -> None:
         self.handle = None
         self.max_mhz = 0
         self.note = ""
@@ -75,11 +78,22 @@ class SmClock:
 
             pynvml.nvmlInit()
             self.nvml = pynvml
-            self.handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+            if uuid:
+                name = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+                self.handle = pynvml.nvmlDeviceGetHandleByUUID(name)
+            else:
+                self.handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
             self.max_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
         except Exception as e:  # no NVML: report that the check did not run
             self.handle = None
             self.note = f"SM clock not checked ({type(e).__name__}: install nvidia-ml-py)"
+
+    @classmethod
+    def for_device(cls, torch: Any, device: Any) -> SmClock:
+        """The clock of a torch CUDA device (its current index when none is given)."""
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+        return cls(index, str(uuid) if uuid is not None else None)
 
     def ratio(self) -> float | None:
         if self.handle is None or not self.max_mhz:
@@ -113,7 +127,7 @@ def measure_device_time(call: Callable[[], Any], options: DeviceTimeOptions,
     for _ in range(3):  # warm-up: lazy init, allocator, autotuning
         timed()
     torch.cuda.synchronize(device)
-    clock = SmClock(device.index or 0)
+    clock = SmClock.for_device(torch, device)
     launch = [0.0]
 
     def take_batch() -> tuple[list[float], list[float], bool]:
