@@ -63,12 +63,9 @@ def system_info() -> dict[str, Any]:
     """Where a run happened: torch, Python, machine, CPU model, git commit (when known)."""
     import platform
     import subprocess
-    from importlib import metadata
 
-    try:
-        torch_version = metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        torch_version = None
+    from torchmark.torch_install import torch_version
+
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
@@ -83,6 +80,6 @@ def system_info() -> dict[str, Any]:
                                 timeout=5, check=False).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return {"torch": torch_version, "python": platform.python_version(),
+    return {"torch": torch_version(), "python": platform.python_version(),
             "machine": platform.machine(), "cpu": cpu, "cpus": os.cpu_count(),
             "host": platform.node(), "git_commit": commit}

@@ -84,12 +84,12 @@ _KEPT_PREFIXES = ("LC_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "GOMP_", "TORCH", 
 
 def _import_roots() -> list[str]:
     """The folders the host needs on its path: where torchmark and torch are installed."""
-    from importlib import util
+    from torchmark.torch_install import torch_folder
 
     roots = [str(Path(__file__).resolve().parents[2])]
-    spec = util.find_spec("torch")
-    if spec is not None and spec.submodule_search_locations:
-        roots.append(str(Path(list(spec.submodule_search_locations)[0]).parent))
+    folder = torch_folder()
+    if folder is not None:
+        roots.append(str(Path(folder).parent))
     return list(dict.fromkeys(roots))
 
 
@@ -349,12 +349,11 @@ def median_repeat(stats: Sequence[CallgrindStats]) -> CallgrindStats:
 def _shared_key() -> str:
     """What a shared host must match: interpreter, torch, torchmark's host code, valgrind.
     (The client's sys.path and working folder travel with each request.)"""
-    from importlib import metadata, util
+    from torchmark.torch_install import torch_folder, torch_version
 
     here = Path(__file__).parent
     parts = [os.path.realpath(sys.executable), valgrind_path(), " ".join(_setarch_prefix())]
-    spec = util.find_spec("torch")
-    parts.append(metadata.version("torch") + str(spec.origin if spec else ""))
+    parts.append(f"{torch_version()} {torch_folder()}")
     for name in ("host.py", "globals_bridge.py", "client_requests.py", "framing.py",
                  "collector.py"):  # collector.py: the host's command line and environment
         parts.append(hashlib.sha256((here / name).read_bytes()).hexdigest())

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from torchmark.cpp.snippet_source import DEFAULT_HEADER, bundle_source, snippet_source
 from torchmark.paths import cache_dir
+from torchmark.torch_install import torch_folder, torch_version
 
 LIBRARY = "libsnippet.so"
 _USER_FILES = ("<stmt", "<setup", "<global_setup")
@@ -99,12 +100,10 @@ FLAGS_REVISION = "1"  # change when torch_flags() changes what it produces
 def _torch_identity() -> str:
     """torch's version and location, read without importing torch (a cache lookup stays
     fast: only a cache miss imports torch to compute the compile flags)."""
-    from importlib import metadata, util
-
-    spec = util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
+    folder = torch_folder()
+    if folder is None:
         raise OSError("torch is not installed")
-    return f"torch {metadata.version('torch')} at {list(spec.submodule_search_locations)[0]}"
+    return f"torch {torch_version()} at {folder}"
 
 
 class SnippetBuilder:

@@ -14,17 +14,9 @@ from pathlib import Path
 
 from torchmark.paths import cache_dir, cache_root
 from torchmark.suite.signature import Signature
+from torchmark.torch_install import torch_version
 
 MODEL_FILE = "model.pt"
-
-
-def _torch_version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +32,7 @@ class ScriptedModel:
     @property
     def key(self) -> str:
         text = "\n--\n".join([self.kind, self.setup, self.body, self.signature.arg_list,
-                              self.signature.output, _torch_version()])
+                              self.signature.output, torch_version() or "unknown"])
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     @property
