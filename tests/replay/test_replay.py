@@ -227,3 +227,25 @@ def test_old_schema_nodes_and_truncated_strings(tmp_path):
     cut.write_text('{"schema": "1.1.1", "nodes": [{"name": "aten::ad')
     with pytest.raises(TraceError, match="truncated JSON"):
         load_trace(cut)
+
+
+def test_an_output_is_freed_after_its_last_reader(tmp_path):
+    import weakref
+
+    x = torch.randn(64)
+    path = tmp_path / "chain.json"
+    with record(path, with_timing=False):
+        y = torch.relu(x)
+        z = torch.mul(y, 2)
+        torch.sum(z)
+    replayer = Replayer(load_trace(path))
+    replayer.prepare()
+    relu, mul, total = replayer.replayed
+    assert [len(r.release) for r in (relu, mul, total)] == [0, 1, 2]  # y; z and the sum
+    made = []
+    call = relu.call
+    relu.call = lambda *a, **k: made.append(weakref.ref(out := call(*a, **k))) or out
+    alive_at = {}
+    replayer.run_once(lambda rop, seconds: alive_at.setdefault(rop.id, made[-1]() is not None))
+    # relu's output is read by mul only: dropped once mul has run, before sum runs
+    assert alive_at == {relu.id: True, mul.id: True, total.id: False}

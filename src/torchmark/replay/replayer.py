@@ -44,6 +44,7 @@ class ReplayedOp:
     zero_output: bool = False  # an `empty*` op: its output is zeroed (untimed) before use
     call: Any = None  # the operator's C++ callable, resolved once after the dry run
     slots: list[tuple[int, tuple[int, int]]] | None = None  # see _output_slots
+    release: tuple[tuple[int, int], ...] = ()  # outputs no later op reads: dropped after it
 
     @property
     def id(self) -> str:
@@ -115,6 +116,7 @@ class Replayer:
                 rop.output_mismatch = _check_outputs(rop.node, out)
                 _store_outputs(rop.node, out, env)
         self.factory.keep_changed_snapshots()
+        _plan_releases(self.replayed)
 
     def _plan_unless(self, produced: set[tuple[int, int]]) -> Callable[..., None]:
         def visit(value, shape, stride, type_name, bound):
@@ -249,6 +251,8 @@ class Replayer:
                     flat = out if isinstance(out, (tuple, list)) else (out,)
                     for index, key in slots:
                         env[key] = flat[index]
+                for key in rop.release:  # as in the original run: freed after its last use
+                    env.pop(key, None)
 
     @staticmethod
     def _drop(rop: ReplayedOp, reason: str) -> None:
@@ -368,6 +372,22 @@ def _output_slots(rop: ReplayedOp) -> list[tuple[int, tuple[int, int]]] | None:
         if _is_tensor_value(value) and not type_name.startswith("Tensor(nullptr"):
             out.append((i, _key(value)))
     return out
+
+
+def _plan_releases(ops: list[ReplayedOp]) -> None:
+    """Set each op's `release`: the values to forget once it has run, because no later op
+    reads them (what it read for the last time, what it produced that nobody reads), so
+    an iteration holds only live tensors, as the traced program did, not every output."""
+    last_read: dict[tuple[int, int], int] = {}
+    for i, rop in enumerate(ops):
+        for _, key in rop.refs:
+            last_read[key] = i
+    for i, rop in enumerate(ops):
+        outputs = [key for _, key in rop.slots] if rop.slots is not None \
+            else _output_tensor_ids(rop.node)
+        done = {key for _, key in rop.refs if last_read[key] == i}
+        done.update(key for key in outputs if last_read.get(key, -1) <= i)
+        rop.release = tuple(done)
 
 
 def _store_outputs(node: Node, out: Any, env: dict[tuple[int, int], Any]) -> None:
