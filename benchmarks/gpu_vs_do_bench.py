@@ -18,6 +18,7 @@ within 5%.
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import shutil
 import subprocess
@@ -75,25 +76,43 @@ torch.cuda.synchronize()
 """
 
 
-def ncu_add_seconds() -> float | None:
+UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3,
+         "ms": 1e-3, "second": 1.0, "s": 1.0}
+
+
+def ncu_add_seconds() -> tuple[float | None, str]:
+    """Median gpu__time_duration of the add kernels under Nsight Compute (caches flushed
+    between kernels, clocks left alone), or None and why not."""
     ncu = shutil.which("ncu")
     if ncu is None:
-        return None
+        return None, "ncu is not installed"
     with tempfile.TemporaryDirectory() as folder:
         script = os.path.join(folder, "child.py")
         with open(script, "w") as f:
             f.write(NCU_CHILD)
         out = subprocess.run([ncu, "--metrics", "gpu__time_duration.sum", "--csv",
-                              "--cache-control", "all", "--clock-control", "none",
-                              sys.executable, script], capture_output=True, text=True)
+                              "--print-units", "base", "--cache-control", "all",
+                              "--clock-control", "none", sys.executable, script],
+                             capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, f"ncu exited with {out.returncode}: {(out.stderr or out.stdout)[-500:]}"
+    lines = out.stdout.splitlines()
+    header = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if header is None:
+        return None, f"ncu printed no CSV table: {out.stdout[-500:]}"
     values = []
-    for line in out.stdout.splitlines():
-        if "gpu__time_duration.sum" in line:
-            cells = [c.strip('"') for c in line.split('","')]
-            unit, value = cells[-2], float(cells[-1].strip('"').replace(",", ""))
-            scale = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}
-            values.append(value * scale.get(unit, 1e-9))
-    return sorted(values)[len(values) // 2] if values else None
+    for row in csv.DictReader(lines[header:]):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        if "add" not in row.get("Kernel Name", "").lower():  # not the two fills
+            continue
+        unit = row.get("Metric Unit", "")
+        if unit not in UNITS:
+            return None, f"ncu reported an unknown time unit {unit!r}"
+        values.append(float(row["Metric Value"].replace(",", "")) * UNITS[unit])
+    if not values:
+        return None, "ncu reported no add kernel"
+    return sorted(values)[len(values) // 2], f"{len(values)} add kernels"
 
 
 def main() -> None:
@@ -131,11 +150,12 @@ def main() -> None:
     print(f"copy bandwidth: {achieved / 1e12:.2f} TB/s = {achieved / ceiling:.1%} of the "
           f"device-to-device ceiling {ceiling / 1e12:.2f} TB/s measured here")
     if args.ncu:
-        ncu = ncu_add_seconds()
+        ncu, how = ncu_add_seconds()
         if ncu is None:
-            print("ncu: not installed, or it reported no gpu__time_duration")
+            print(f"ncu: no figure ({how})")
         else:
-            print(f"ncu gpu__time_duration (add 256 MiB): {ncu * 1e6:.1f} us; torchmark cold "
+            print(f"ncu gpu__time_duration (add 256 MiB, {how}): {ncu * 1e6:.1f} us; "
+                  f"torchmark cold "
                   f"{results['add 256 MiB'] * 1e6:.1f} us: ratio "
                   f"{results['add 256 MiB'] / ncu:.3f}")
 

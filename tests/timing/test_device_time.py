@@ -66,9 +66,22 @@ def test_throttled_batches_are_dropped_and_counted():
     _, _, dropped, decision = sample_until(rule, batches(itertools.repeat([1e-5] * 10), keep),
                                            FakeClock(0.01))
     assert dropped == 20 and decision["samples"] == 10
-    with pytest.raises(RuntimeError, match="all 30 samples were taken while the GPU clock"):
-        sample_until(StopRule(min_time=0, max_time=0.025), batches(itertools.repeat([1e-5] * 10),
-                                                       itertools.repeat(False)), FakeClock(0.01))
+    assert "all_below_clock" not in decision
+
+
+def test_when_every_batch_is_throttled_they_are_kept_and_flagged():
+    # clocks locked below the threshold: the run is measured and says so, not refused
+    rule = StopRule(rsd=0.5, min_time=0, max_time=100, min_samples=10)
+    samples, hosts, dropped, decision = sample_until(
+        rule, batches(itertools.repeat([1e-5] * 10), itertools.repeat(False)), FakeClock(0.01))
+    assert len(samples) == len(hosts) == 100 and dropped == 0  # ten batches, then accepted
+    assert decision["all_below_clock"] is True and decision["rule"] == "noise"
+    # a noisy throttled run goes on to the timeout, then reports what it has
+    samples, _, _, decision = sample_until(
+        StopRule(rsd=0.01, min_time=0, max_time=0.25),
+        batches(itertools.cycle([[1e-5, 5e-5] * 5]), itertools.repeat(False)), FakeClock(0.1))
+    assert decision["rule"] == "timeout" and decision["all_below_clock"] is True
+    assert len(samples) == decision["samples"] == 30
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
@@ -87,6 +100,7 @@ def test_stop_rule_errors(kwargs, fragment):
     (dict(mode="fast"), "mode must be one of events, blocking, graph"),
     (dict(rsd=-0.1), "rsd must be a non-negative number"),
     (dict(graph_calls=0), "graph_calls must be a positive int"),
+    (dict(mode="graph", graph_calls=4), "only the first of graph_calls=4 calls would start"),
     (dict(min_clock_ratio=2), "min_clock_ratio must be in [0, 1]"),
 ])
 def test_device_time_argument_errors(kwargs, fragment):
@@ -152,6 +166,10 @@ def test_device_time_on_a_gpu(mode):
 def test_options_defaults():
     options = DeviceTimeOptions()
     assert (options.l2, options.mode, options.rule.rsd) == ("cold", "events", 0.02)
+    # a cold L2 is flushed before each graph replay: one call a graph; hot: ten
+    assert DeviceTimeOptions(mode="graph").graph_calls == 1
+    assert DeviceTimeOptions(mode="graph", l2="hot").graph_calls == 10
+    assert DeviceTimeOptions(mode="graph", l2="hot", graph_calls=3).graph_calls == 3
 
 
 class _FakeNvml:
@@ -189,6 +207,17 @@ def test_sm_clock_finds_the_device_by_uuid(monkeypatch):
     assert SmClock(1).ratio() == 1.0  # no UUID: torch's index
     missing = SmClock(0, uuid="cccc")
     assert missing.ratio() is None and "not checked" in missing.note
+
+
+def test_sm_clock_that_fails_mid_run_stops_checking(monkeypatch):
+    from torchmark.timing.device_time import SmClock
+
+    nvml = _FakeNvml()
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    clock = SmClock(0, uuid="aaaa")
+    del nvml.clocks["first"]  # the next read raises
+    assert clock.ratio() is None and "check stopped" in clock.note
+    assert clock.ratio() is None
 
 
 def test_sm_clock_without_nvml_says_so(monkeypatch):

@@ -185,8 +185,17 @@ class _Memory:
 def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
             options: RunOptions) -> tuple[dict[str, Any], Any]:
     """Metrics of one case ({"forward": {...}, "backward": {...}}) and its last output."""
-    torch_ = __import__("torch")
     clock = _Clock(options)
+    if not clock.cuda:
+        return _measure(fn, args, kwargs, options, clock)
+    # Events, streams and graphs work on the current device: make it the case's (cuda:N).
+    with clock.torch.cuda.device(clock.device):
+        return _measure(fn, args, kwargs, options, clock)
+
+
+def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: RunOptions,
+             clock: _Clock) -> tuple[dict[str, Any], Any]:
+    torch_ = clock.torch
     target = torch_.compile(fn) if options.compile else fn
     # Forward-only timing records no autograd graph (and in-place ops on inputs that
     # require grad work); with --backward the graph is the point.
@@ -202,6 +211,9 @@ def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
             _grad_output(out).backward(torch_.ones_like(_grad_output(out)))
     clock.sync()
     timed: Callable = forward
+    # With a CUDA graph, what the calls allocate is allocated once, at capture, in the
+    # graph's pool: its peak is measured from before the capture.
+    memory = _Memory(clock)
     if options.cuda_graph:
         from torchmark.timing.device_time import capture_graph
 
@@ -209,7 +221,6 @@ def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
 
         def timed(_: Any = None) -> Any:
             return replay()
-    memory = _Memory(clock)
     times, out = clock.time_calls(timed, options.iterations)
     metrics = {"forward": {**summarize(times, options.iterations), "memory": memory.result()}}
     if options.cuda_graph:

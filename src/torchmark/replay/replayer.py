@@ -3,6 +3,7 @@ run it, and time it per operator and per iteration."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
 from collections.abc import Callable
@@ -77,6 +78,7 @@ class Replayer:
         self.trace, self.device = trace, torch.device(device)
         self.factory = TensorFactory(device, seed)
         self.ops = [ReplayedOp(n, _display_name(n)) for n in trace.top_level_ops(subgraph, step)]
+        self._enqueue_s = 0.01  # host time to queue one iteration on a GPU (then measured)
 
     # -- preparation ------------------------------------------------------------------
     def prepare(self) -> None:
@@ -212,11 +214,24 @@ class Replayer:
     def run_once(self, per_op: Callable[[ReplayedOp, float], None] | None = None) -> None:
         """One iteration: every replayed op, outputs feeding later ops. With `per_op`,
         each op is timed (host clock; CUDA events on a GPU) and reported to it. An op
-        that fails here is skipped from then on, with its reason."""
+        that fails here is skipped from then on, with its reason.
+
+        On a GPU the iteration is queued behind a spin kernel that outlasts its launch
+        (twice the last iteration's host time), with a pair of events around each op and
+        one synchronization at the end: each op's time is its kernels', not the gap
+        the CPU leaves while launching it."""
         torch = self.torch
         env: dict[tuple[int, int], Any] = {}
         cuda = self.device.type == "cuda"
-        with torch.no_grad():
+        pending: list[tuple[ReplayedOp, Any, Any]] = []
+        # events, streams and the spin kernel work on the current device: the replay's
+        on_device = torch.cuda.device(self.device) if cuda else contextlib.nullcontext()
+        with torch.no_grad(), on_device:
+            if per_op is not None and cuda:
+                from torchmark.timing.device_time import spin
+
+                spin(torch, 2 * self._enqueue_s + 2e-4)
+                queued = clocks.timer()
             for rop in self.replayed:
                 call, slots = rop.call, rop.slots
                 try:
@@ -229,8 +244,7 @@ class Replayer:
                         start.record()
                         out = call(*args, **rop.kwargs)
                         end.record()
-                        end.synchronize()
-                        per_op(rop, start.elapsed_time(end) / 1000.0)
+                        pending.append((rop, start, end))
                     else:
                         t0 = clocks.timer()
                         out = call(*args, **rop.kwargs)
@@ -253,6 +267,12 @@ class Replayer:
                         env[key] = flat[index]
                 for key in rop.release:  # as in the original run: freed after its last use
                     env.pop(key, None)
+            if pending:
+                self._enqueue_s = clocks.timer() - queued
+                torch.cuda.synchronize(self.device)
+                for rop, start, end in pending:
+                    if rop.status == "replayed":
+                        per_op(rop, start.elapsed_time(end) / 1000.0)
 
     @staticmethod
     def _drop(rop: ReplayedOp, reason: str) -> None:

@@ -7,8 +7,12 @@ Modes:
 - "blocking": a spin kernel queued first keeps the GPU busy while the CPU enqueues a
   batch of calls, so none of them waits for a launch (nvbench's blocking kernel);
 - "graph": `graph_calls` calls captured in a CUDA graph; each sample is one replay,
-  reported per call (with `l2="cold"` the flush runs before each replay, so only the
-  first call of a replay starts cold).
+  reported per call. With `l2="cold"` the flush runs before each replay, so a graph holds
+  one call (graph_calls=1): a second call in it would find the L2 warm.
+
+Samples whose batch ran with the SM clock below `min_clock_ratio` of its maximum are
+dropped; if every batch was below it (clocks locked or power-capped), they are kept and
+the report says so.
 
 With `l2="cold"` a device buffer the size of the L2 is zeroed before each call, outside
 the events; "hot" leaves the cache as the previous call left it.
@@ -26,6 +30,7 @@ from torchmark.timing.stopping import StopRule
 MODES = ("events", "blocking", "graph")
 L2_MODES = ("cold", "hot")
 BATCH = 10
+THROTTLED_PATIENCE = 10 * BATCH  # throttled samples taken before a low clock is accepted
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +39,7 @@ class DeviceTimeOptions:
     mode: str = "events"
     rule: StopRule = StopRule()
     min_clock_ratio: float = 0.75  # samples taken below this share of the max SM clock drop
-    graph_calls: int = 10
+    graph_calls: int | None = None  # None: 1 with a cold L2, else 10
 
     def __post_init__(self) -> None:
         if self.l2 not in L2_MODES:
@@ -45,10 +50,17 @@ class DeviceTimeOptions:
         if not 0 <= self.min_clock_ratio <= 1:
             raise ValueError(f"device time: min_clock_ratio must be in [0, 1], got "
                              f"{self.min_clock_ratio!r}")
+        if self.graph_calls is None:
+            object.__setattr__(self, "graph_calls", 1 if self.l2 == "cold" else 10)
         if isinstance(self.graph_calls, bool) or not isinstance(self.graph_calls, int) \
                 or self.graph_calls < 1:
             raise ValueError(f"device time: graph_calls must be a positive int, got "
                              f"{self.graph_calls!r}")
+        if self.mode == "graph" and self.l2 == "cold" and self.graph_calls > 1:
+            raise ValueError(
+                f"device time: l2='cold' flushes before each graph replay, so only the "
+                f"first of graph_calls={self.graph_calls} calls would start cold; use "
+                f"graph_calls=1, or l2='hot'")
 
 
 def _nothing() -> None:
@@ -96,16 +108,42 @@ class SmClock:
         return cls(index, str(uuid) if uuid is not None else None)
 
     def ratio(self) -> float | None:
+        """The SM clock now, as a share of its maximum; None when it cannot be read."""
         if self.handle is None or not self.max_mhz:
             return None
-        mhz = self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
+        try:
+            mhz = self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
+        except Exception as e:  # NVML failing mid-run: stop checking, say why
+            self.handle = None
+            self.note = f"SM clock check stopped ({type(e).__name__}: {e})"
+            return None
         return mhz / self.max_mhz
 
 
-def _spin(torch, seconds: float) -> None:
-    """Queue a kernel that keeps the GPU busy for about `seconds`."""
-    rate = torch.cuda.get_device_properties(torch.cuda.current_device()).clock_rate * 1e3
+WARM_UP_S = 0.025  # as triton's do_bench: long enough for clocks and caches to settle
+
+
+def spin(torch, seconds: float) -> None:
+    """Queue a kernel on the current device that keeps it busy for about `seconds`."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    rate = getattr(props, "clock_rate", 0) * 1e3  # kHz; absent before some torch releases
     torch.cuda._sleep(int(max(seconds, 1e-5) * (rate or 1.5e9)))
+
+
+def _warm_up(torch, device, timed: Callable[[], Any], flush: Callable[[], None]) -> float:
+    """Run `timed` (after `flush`) at least 3 times and for WARM_UP_S: lazy init,
+    allocator, autotuning, clocks. Returns the host time to enqueue one flush and call."""
+    calls, started = 0, time.perf_counter()
+    enqueue = float("inf")
+    while calls < 3 or time.perf_counter() - started < WARM_UP_S:
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        flush()
+        timed()
+        enqueue = min(enqueue, time.perf_counter() - t0)
+        calls += 1
+    torch.cuda.synchronize(device)
+    return enqueue
 
 
 def measure_device_time(call: Callable[[], Any], options: DeviceTimeOptions,
@@ -115,6 +153,15 @@ def measure_device_time(call: Callable[[], Any], options: DeviceTimeOptions,
 
     require_cuda()
     device = torch.device(device or "cuda")
+    if device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    # Events, streams, graphs and the spin kernel all work on the current device.
+    with torch.cuda.device(device):
+        return _measure_on_device(torch, call, options, device)
+
+
+def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOptions,
+                       device: Any) -> tuple[list[float], list[float], dict[str, Any]]:
     flush: Callable[[], None] = _nothing
     if options.l2 == "cold":
         from torchmark.timing.l2 import L2Flusher
@@ -124,18 +171,17 @@ def measure_device_time(call: Callable[[], Any], options: DeviceTimeOptions,
     timed = call
     if options.mode == "graph":
         timed, per_sample = capture_graph(call, options.graph_calls), options.graph_calls
-    for _ in range(3):  # warm-up: lazy init, allocator, autotuning
-        timed()
-    torch.cuda.synchronize(device)
+    # The first spin is sized from the warm-up: a batch of flushes and calls to enqueue.
+    enqueue = [BATCH * _warm_up(torch, device, timed, flush)]
     clock = SmClock.for_device(torch, device)
-    launch = [0.0]
 
     def take_batch() -> tuple[list[float], list[float], bool]:
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in range(BATCH)]
         hosts = []
-        if options.mode == "blocking":
-            _spin(torch, 2 * launch[0] + 2e-4)
+        if options.mode == "blocking":  # twice what enqueueing took last time, + 200 us
+            spin(torch, 2 * enqueue[0] + 2e-4)
+        batch_start = time.perf_counter()
         for start, end in events:
             flush()
             t0 = time.perf_counter()
@@ -143,17 +189,24 @@ def measure_device_time(call: Callable[[], Any], options: DeviceTimeOptions,
             timed()
             end.record()
             hosts.append((time.perf_counter() - t0) / per_sample)
+        enqueue[0] = time.perf_counter() - batch_start
+        ratio = clock.ratio()  # read while the batch runs, not once the GPU idles
         torch.cuda.synchronize(device)
-        launch[0] = sum(hosts) * per_sample
-        ratio = clock.ratio()
         keep = ratio is None or ratio >= options.min_clock_ratio
         return [s.elapsed_time(e) / 1000.0 / per_sample for s, e in events], hosts, keep
 
     device_times, host_times, dropped, decision = sample_until(options.rule, take_batch)
+    if clock.note:
+        check = clock.note
+    elif decision.get("all_below_clock"):
+        check = (f"every sample ran below {options.min_clock_ratio:.0%} of the max SM clock "
+                 "(clocks locked or power-capped?): kept, not dropped")
+    else:
+        check = f"samples below {options.min_clock_ratio:.0%} of the max SM clock dropped"
     report = {"clock": "cuda_events", "l2": options.l2, "mode": options.mode,
-              "stop": decision, "dropped_low_clock": dropped,
-              "clock_check": clock.note or f"samples below {options.min_clock_ratio:.0%} of "
-                                           "the max SM clock dropped"}
+              "stop": decision, "dropped_low_clock": dropped, "clock_check": check}
+    if options.mode == "graph":
+        report["graph_calls"] = options.graph_calls
     return device_times, host_times, report
 
 
@@ -161,10 +214,15 @@ def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], lis
                  clock: Callable[[], float] = time.perf_counter
                  ) -> tuple[list[float], list[float], int, dict[str, Any]]:
     """Take batches until `rule` says stop: (kept samples, their host times, samples dropped
-    for a throttled clock, the decision). `clock` is injectable for tests."""
+    for a throttled clock, the decision). If no batch ran at full clock, the throttled
+    ones are judged once THROTTLED_PATIENCE samples are in (clocks ramping up pass
+    sooner) or at the timeout, and returned with "all_below_clock": True in the decision
+    and nothing counted as dropped: a GPU whose clocks are locked low is measured, not
+    refused. `clock` is injectable for tests."""
     samples: list[float] = []
     hosts: list[float] = []
-    dropped = 0
+    low: list[float] = []
+    low_hosts: list[float] = []
     started = clock()
     while True:
         batch, batch_hosts, keep = take_batch()
@@ -172,17 +230,21 @@ def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], lis
             samples += batch
             hosts += batch_hosts
         else:
-            dropped += len(batch)
-        decision = rule.decide(samples, clock() - started)
+            low += batch
+            low_hosts += batch_hosts
+        elapsed = clock() - started
+        judged = samples if samples or len(low) < THROTTLED_PATIENCE else low
+        decision = rule.decide(judged, elapsed)
         if decision is not None:
-            if not samples:
-                raise RuntimeError(f"device time: all {dropped} samples were taken while the "
-                                   "GPU clock was throttled; nothing to report")
-            return samples, hosts, dropped, decision
+            if not samples:  # describe what is returned: the throttled samples
+                decision = rule.decide(low, elapsed) or decision
+                return low, low_hosts, 0, {**decision, "all_below_clock": True}
+            return samples, hosts, len(low), decision
 
 
 def capture_graph(call: Callable[[], Any], calls: int = 1) -> Callable[[], Any]:
-    """A CUDA graph of `calls` calls (after a warm-up on a side stream); its replay."""
+    """A CUDA graph of `calls` calls (after a warm-up on a side stream) on the current
+    device; its replay."""
     import torch
 
     stream = torch.cuda.Stream()

@@ -272,18 +272,19 @@ class Timer:
         min_run_time: float = 0.05,
         max_run_time: float = 5.0,
         min_clock_ratio: float = 0.75,
-        graph_calls: int = 10,
+        graph_calls: int | None = None,
     ) -> Measurement:
         """GPU time per call, from CUDA events around each call of `stmt`.
 
         `l2="cold"` zeroes a device buffer the size of the GPU's L2 before each call
         (outside the timed region); `"hot"` does not. `mode` is "events", "blocking"
         (calls queued behind a spin kernel, hiding the CPU's launch cost) or "graph"
-        (`graph_calls` calls captured in a CUDA graph; replay time / graph_calls).
+        (`graph_calls` calls captured in a CUDA graph; replay time / graph_calls; by
+        default 10 with a hot L2, 1 with a cold one, which is flushed before each replay).
         Sampling stops when the relative standard deviation is at most `rsd` (after
         `min_run_time` seconds of device time), or after `max_run_time` seconds.
         Samples taken while the SM clock is below `min_clock_ratio` of its maximum are
-        dropped (when nvidia-ml-py can read it). The Measurement's times are device
+        dropped (when nvidia-ml-py can read it; if all were, they are kept and flagged). The Measurement's times are device
         times; its metadata holds the host launch times, the stopping rule that ended
         sampling, the sample count and the clock check.
         """
