@@ -1,10 +1,13 @@
-"""Shared fixtures: a deterministic fake clock for Timer and measurement builders."""
+"""Shared fixtures: a deterministic fake clock for Timer, measurement builders, and a
+simulated GPU behind torch.cuda (CI has none)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
+import time
 
 import pytest
 
@@ -56,3 +59,111 @@ def fake_timer_cls():
 
 requires_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
                                        reason="valgrind is not installed")
+
+
+class FakeGpu:
+    """A device clock that kernels advance; what the fake CUDA API records. With
+    `host_clock`, events also read the host's clock (for ops that really run on the CPU)."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.host_clock = False
+        self.current = 0
+        self.capturing: list | None = None
+        self.flushes = self.spins = 0
+        self.spin_seconds: list[float] = []
+        self.peak_bytes = 0
+        self.devices_used: set[int] = set()
+
+    def kernel(self, seconds: float) -> None:
+        self.devices_used.add(self.current)
+        if self.capturing is not None:
+            self.capturing.append(seconds)
+        else:
+            self.now += seconds
+
+
+def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
+    """Replace torch.cuda's entry points that torchmark's GPU code calls."""
+    import torch
+
+    import torchmark.timing.l2 as l2_module
+    from torchmark.timing import device_time
+
+    cuda = torch.cuda
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = gpu.now + (time.perf_counter() if gpu.host_clock else 0.0)
+
+        def elapsed_time(self, end):  # milliseconds, as CUDA's
+            return (end.t - self.t) * 1000.0
+
+    class Graph:
+        def __init__(self):
+            self.kernels: list[float] = []
+
+        def replay(self):
+            for seconds in self.kernels:
+                gpu.kernel(seconds)
+
+    @contextlib.contextmanager
+    def graph(g):
+        gpu.capturing = g.kernels
+        try:
+            yield
+        finally:
+            gpu.capturing = None
+
+    @contextlib.contextmanager
+    def device(d):
+        previous, gpu.current = gpu.current, torch.device(d).index or 0
+        try:
+            yield
+        finally:
+            gpu.current = previous
+
+    class Stream:
+        def wait_stream(self, other):
+            pass
+
+    class Props:
+        name, clock_rate, L2_cache_size, uuid = "fake", 1_000_000, 1 << 20, None
+
+    def sleep(cycles):  # clock_rate 1e6 kHz: a cycle is a nanosecond
+        gpu.spins += 1
+        gpu.spin_seconds.append(cycles / 1e9)
+        gpu.kernel(cycles / 1e9)
+
+    class Flusher:
+        def __init__(self, dev):
+            pass
+
+        def flush(self):
+            gpu.flushes += 1
+            gpu.kernel(1e-3)  # takes device time, which the events must not see
+
+    for name, value in dict(
+            is_available=lambda: True, Event=Event, CUDAGraph=Graph, graph=graph,
+            device=device, Stream=Stream, stream=lambda s: contextlib.nullcontext(),
+            current_stream=lambda: Stream(), current_device=lambda: gpu.current,
+            synchronize=lambda d=None: None, get_device_properties=lambda d: Props(),
+            _sleep=sleep, reset_peak_memory_stats=lambda d=None: None,
+            memory_allocated=lambda d=None: 0,
+            max_memory_allocated=lambda d=None: gpu.peak_bytes).items():
+        monkeypatch.setattr(cuda, name, value, raising=False)
+    monkeypatch.setattr(l2_module, "L2Flusher", Flusher)
+    monkeypatch.setattr(device_time, "SmClock", type("NoClock", (), {
+        "for_device": classmethod(lambda cls, t, d: cls()), "note": "",
+        "ratio": lambda self: None}))
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A simulated GPU behind torch.cuda (see FakeGpu), for CUDA control flow on the CPU."""
+    fake = FakeGpu()
+    install_fake_cuda(monkeypatch, fake)
+    return fake

@@ -249,3 +249,23 @@ def test_an_output_is_freed_after_its_last_reader(tmp_path):
     replayer.run_once(lambda rop, seconds: alive_at.setdefault(rop.id, made[-1]() is not None))
     # relu's output is read by mul only: dropped once mul has run, before sum runs
     assert alive_at == {relu.id: True, mul.id: True, total.id: False}
+
+
+def test_per_op_gpu_timing_on_a_simulated_device(tmp_path, fake_gpu, monkeypatch):
+    # The CUDA branch of the replay (events around each op behind a spin, one sync at the
+    # end) on the CPU: tensors stay on the CPU, torch.cuda is simulated (tests/conftest.py).
+    import torchmark.replay.replayer as replayer_module
+    from torchmark.replay.values import TensorFactory
+
+    path = record_program(tmp_path, "mlp")
+    monkeypatch.setattr(replayer_module, "TensorFactory",
+                        lambda device, seed: TensorFactory("cpu", seed))
+    fake_gpu.host_clock = True  # the ops really run on the CPU: events read its clock
+    replayer = Replayer(load_trace(path), device="cuda:1")
+    replayer.prepare()
+    assert replayer.replayed
+    replayer.time_ops(warmup=1, iterations=3)
+    for rop in replayer.replayed:
+        assert len(rop.times) == 3 and all(t > 0 for t in rop.times), rop.id
+    assert fake_gpu.spins == 3 and all(s > 2e-4 for s in fake_gpu.spin_seconds)  # timed only
+    assert fake_gpu.current == 0  # the replay's device was current only while it ran

@@ -1,0 +1,50 @@
+"""Device time's CUDA control flow, run on the CPU against a simulated GPU.
+
+CI has no GPU, so the code between `require_cuda()` and the events would otherwise never
+run there. A fake `torch.cuda` (events that read a simulated device clock, a graph that
+replays what was captured, a spin kernel that busies the device) checks the bookkeeping:
+per-call times, graph replays divided by their calls, the flush outside the events, the
+device made current, the spin sized from what enqueueing took, the report.
+"""
+
+import pytest
+
+from torchmark import Timer
+from torchmark.timing.device_time import DeviceTimeOptions, measure_device_time
+from torchmark.timing.stopping import StopRule
+
+RULE = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=10)
+
+
+@pytest.mark.parametrize("mode, l2", [("events", "cold"), ("events", "hot"),
+                                      ("blocking", "cold"), ("graph", "cold"),
+                                      ("graph", "hot")])
+def test_per_call_device_time(fake_gpu, mode, l2):
+    gpu = fake_gpu
+    times, hosts, report = measure_device_time(lambda: gpu.kernel(2e-6),
+                                               DeviceTimeOptions(l2=l2, mode=mode, rule=RULE))
+    assert times and all(t == pytest.approx(2e-6) for t in times)  # never the flush's 1 ms
+    assert len(hosts) == len(times) and all(h > 0 for h in hosts)
+    assert report["stop"]["rule"] == "noise" and report["mode"] == mode and report["l2"] == l2
+    assert (gpu.flushes > 0) == (l2 == "cold")
+    assert (gpu.spins > 0) == (mode == "blocking")
+    # each spin outlasts the enqueueing it covers, the first one sized by the warm-up
+    assert all(s > 2e-4 for s in gpu.spin_seconds)
+    if mode == "graph":
+        assert report["graph_calls"] == (1 if l2 == "cold" else 10)
+
+
+def test_the_named_device_is_made_current(fake_gpu):
+    gpu = fake_gpu
+    measure_device_time(lambda: gpu.kernel(1e-6), DeviceTimeOptions(l2="hot", rule=RULE),
+                        device="cuda:1")
+    assert gpu.devices_used == {1} and gpu.current == 0  # and put back afterwards
+
+
+def test_timer_device_time_on_the_fake_gpu(fake_gpu):
+    gpu = fake_gpu
+    m = Timer("gpu.kernel(5e-6)", globals={"gpu": gpu}).device_time(
+        mode="blocking", rsd=0.05, min_run_time=0, max_run_time=2)
+    assert m.clock == "device" and m.median == pytest.approx(5e-6)
+    assert m.metadata["stop"]["samples"] == len(m.times)
+    assert m.host_measurement().median > 0
