@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import time
 
 import pytest
 import torch
@@ -124,6 +125,18 @@ def test_host_restarts_after_it_dies():
     starts = host.starts
     assert torchmark.Timer("pass").collect_callgrind(number=1).counts() > 0
     assert host.starts == starts + 1
+
+
+def test_launch_returns_at_once_and_the_first_request_waits():
+    host = collector.default_host()
+    host.close()
+    starts = host.starts
+    began = time.perf_counter()
+    host.launch()  # what collect_callgrind does before compiling a C++ snippet
+    assert time.perf_counter() - began < 5  # bringing up torch under valgrind takes ~20 s
+    host.launch()  # already on its way: not a second host
+    assert torchmark.Timer("pass").collect_callgrind(number=1).counts() > 0
+    assert host.starts == starts + 1 and host.start_timings["import_s"] > 0
 
 
 def test_collect_many_keeps_order_and_errors():

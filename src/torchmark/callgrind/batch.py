@@ -33,10 +33,28 @@ def collect_many(
     3 repeats when `repeats` is None) or a tuple of `repeats` of them. With
     `return_exceptions`, a timer that fails gives its exception and the others go on.
     """
-    requests = [t._callgrind_request(number, repeats, collect_baseline) for t in timers]
-    results: list[Any] = [None] * len(requests)
+    from torchmark.timing.timer_class import Language
+
     if workers < 1:
         raise ValueError(f"collect_many: workers must be >= 1, got {workers}")
+    hosts = [default_host()] if workers == 1 else \
+        [Host() for _ in range(min(workers, len(timers)) or 1)]
+    try:
+        # valgrind brings up Python and torch while C++ snippets compile
+        if any(t.language is Language.CPP for t in timers):
+            for h in hosts:
+                h.launch()
+        requests = [t._callgrind_request(number, repeats, collect_baseline) for t in timers]
+        return _collect(requests, hosts, repeats, return_exceptions)
+    finally:
+        if workers > 1:
+            for h in hosts:
+                h.close()
+
+
+def _collect(requests: list, hosts: list[Host], repeats: int | None,
+             return_exceptions: bool) -> list[Any]:
+    results: list[Any] = [None] * len(requests)
     pending: queue.Queue[int] = queue.Queue()
     for i in range(len(requests)):
         pending.put(i)
@@ -52,19 +70,14 @@ def collect_many(
             except Exception as e:  # kept per timer; re-raised below unless asked not to
                 results[i] = e
 
-    if workers == 1:
-        work(default_host())
+    if len(hosts) == 1:
+        work(hosts[0])
     else:
-        hosts = [Host() for _ in range(min(workers, len(requests)) or 1)]
         threads = [threading.Thread(target=work, args=(h,)) for h in hosts]
-        try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        finally:
-            for h in hosts:
-                h.close()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     if not return_exceptions:
         for r in results:
             if isinstance(r, Exception):

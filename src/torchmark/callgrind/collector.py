@@ -163,13 +163,27 @@ class Host:
         self.starts = 0
         self.last_timings: dict[str, float] = {}
         self.start_timings: dict[str, float] = {}  # the last start: seconds per phase
+        self._launched_at: float | None = None  # set while a launched host is not yet ready
 
     # -- lifecycle --------------------------------------------------------------------
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def launch(self) -> None:
+        """Start the host without waiting for it (valgrind takes ~20 s to bring up Python
+        and torch): work done meanwhile, such as compiling a C++ snippet, overlaps it.
+        The first request waits for it to be ready."""
+        with self._lock:
+            if not self.running:
+                self.close()
+                self._launch()
+
     def _start(self) -> None:
+        self._launch()
+        self._await_ready()
+
+    def _launch(self) -> None:
         self._dir = Path(tempfile.mkdtemp(prefix="torchmark-callgrind-"))
         self._log = self._dir / "host.log"
         out_dir = self._dir / "out"
@@ -191,7 +205,11 @@ class Host:
         pin(self._proc.pid, self.cpus)
         self._requests_fd, self._responses_fd = req_w, resp_r
         self.starts += 1
-        launched = time.perf_counter()
+        self._launched_at = time.perf_counter()
+
+    def _await_ready(self) -> None:
+        """Wait for the launched host's first frame: ready, and running under valgrind."""
+        launched, self._launched_at = self._launched_at, None
         ready = self._receive(START_TIMEOUT_S, "start")
         self.start_timings = {"start_s": time.perf_counter() - launched,
                               **ready.get("phases", {})}
@@ -203,6 +221,7 @@ class Host:
         """Stop the host: ask it to exit, or (`kill`, for a host that stopped answering)
         kill it with every process it forked."""
         proc, self._proc = self._proc, None
+        self._launched_at = None
         if proc is not None:
             if not kill:
                 try:
@@ -250,6 +269,8 @@ class Host:
         if not self.running:
             self.close()
             self._start()
+        elif self._launched_at is not None:  # launched early: now wait for it
+            self._await_ready()
 
     def _request_dir(self) -> Path:
         assert self._dir is not None
@@ -438,6 +459,9 @@ class SharedHost(Host):
             proc.kill()
             raise CallgrindError("the shared callgrind host did not start in time",
                                  self._log_tail(), crashed=True)
+
+    def launch(self) -> None:
+        """A shared host starts (or is found) on first use."""
 
     def close(self, kill: bool = False) -> None:
         """Nothing to do: the shared host outlives this process and exits when idle."""

@@ -353,10 +353,13 @@ class Timer:
         cost); `retain_out_file` keeps the raw callgrind.out text in each result.
         """
         from torchmark.callgrind.batch import result_for
-        from torchmark.callgrind.collector import collect
+        from torchmark.callgrind.collector import collect, default_host
 
+        host = default_host()
+        if self._language is Language.CPP:
+            host.launch()  # valgrind brings up Python and torch while the snippet compiles
         request = self._callgrind_request(number, repeats, collect_baseline)
-        return result_for(collect(request, retain_out_file), repeats)
+        return result_for(collect(request, retain_out_file, host), repeats)
 
 
 def _positive_int(name: str, value: Any) -> int:
