@@ -1,6 +1,7 @@
 """JSON-lines result files: a header line per run, one line per record, a footer when a
 run ends. Each line is flushed as written, so an interrupted run keeps every finished
-record; a torn last line is skipped on reading and closed off before appending."""
+record; a torn last line is skipped on reading and cut off before appending, so the file
+stays valid JSON lines."""
 
 from __future__ import annotations
 
@@ -27,6 +28,25 @@ def iter_lines(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
                 yield value
 
 
+def _cut_torn_line(path: Path, chunk: int = 1 << 16) -> None:
+    """Truncate what follows the last newline (a line an interrupted run left half
+    written): its record was never finished, and appending after it would bury an
+    invalid line in the middle of the file."""
+    with open(path, "r+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        position = end
+        while position > 0:
+            step = min(chunk, position)
+            position -= step
+            f.seek(position)
+            newline = f.read(step).rfind(b"\n")
+            if newline >= 0:
+                if position + newline + 1 < end:
+                    f.truncate(position + newline + 1)
+                return
+        f.truncate(0)
+
+
 class JsonlWriter:
     """Appends one flushed JSON line per record (thread-safe). `resume` appends to an
     existing file; otherwise the file is replaced. The header is written at once."""
@@ -36,14 +56,9 @@ class JsonlWriter:
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not resume or not self.path.exists() or self.path.stat().st_size == 0
-        torn = False
         if not fresh:
-            with open(self.path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                torn = f.read(1) != b"\n"
+            _cut_torn_line(self.path)
         self._file = open(self.path, "w" if fresh else "a", encoding="utf-8")
-        if torn:
-            self._file.write("\n")  # end the torn line so the next record stands alone
         self.resumed = not fresh
         self.write({**header, "resumed": self.resumed})
 

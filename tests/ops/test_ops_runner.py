@@ -171,3 +171,24 @@ def test_inplace_ops_and_aten_packets_run_with_the_default_config():
     records = run(config, RunOptions(warmup=1, iterations=2, exec_mode="continuous"))
     assert [r["status"] for r in records] == ["ok", "ok"], [r["error"] for r in records]
     assert records[0]["metrics"]["forward"]["iterations"] == 2  # calls the mean covers
+
+
+def test_compile_happens_outside_the_timed_calls_even_without_warmup(monkeypatch):
+    import time as time_module
+
+    from torchmark.ops.executor import measure
+
+    def fake_compile(fn):  # stands in for torch.compile: the first call is the slow one
+        calls = []
+
+        def compiled(*args, **kwargs):
+            if not calls:
+                time_module.sleep(0.3)
+            calls.append(1)
+            return fn(*args, **kwargs)
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    options = RunOptions(warmup=0, iterations=3, compile=True)
+    metrics, _ = measure(torch.relu, [torch.ones(4)], {}, options)
+    assert max(metrics["forward"]["times"]) < 0.1

@@ -269,3 +269,16 @@ def test_per_op_gpu_timing_on_a_simulated_device(tmp_path, fake_gpu, monkeypatch
         assert len(rop.times) == 3 and all(t > 0 for t in rop.times), rop.id
     assert fake_gpu.spins == 3 and all(s > 2e-4 for s in fake_gpu.spin_seconds)  # timed only
     assert fake_gpu.current == 0  # the replay's device was current only while it ran
+
+
+def test_text_report_names_outputs_that_differ(tmp_path):
+    from torchmark.replay.session import summary_lines
+
+    report = replay(record_program(tmp_path, "indexing"), warmup=0, iterations=1)
+    differing = [op for op in report.replayed if op.output_mismatch]
+    # repeat_interleave's counts come from torch.tensor (aten::empty, zeroed on replay)
+    assert any("repeat_interleave" in op.op for op in differing)
+    text = "\n".join(summary_lines(report, top=50))
+    assert f"outputs differ from the recording ({len(differing)}" in text
+    for op in differing:
+        assert f"{op.op} (node {op.node.id}): {op.output_mismatch}" in text

@@ -114,6 +114,8 @@ def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, capsys):
     headers = [json.loads(line) for line in out.read_text().splitlines()
                if line.startswith('{"type": "header"')]
     assert [h["resumed"] for h in headers] == [False, True]
+    for line in out.read_text().splitlines():  # the torn line was cut, not buried
+        json.loads(line)
 
 
 def test_suite_list_cli(capsys):

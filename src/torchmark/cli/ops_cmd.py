@@ -40,7 +40,7 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="torch CPU threads for the run.")
 @click.option("-o", "--output-prefix", "prefix", default="ops-results", show_default=True,
-              help="Results go to PREFIX.jsonl.")
+              help="Results go to PREFIX.jsonl (replaced; --resume FILE appends).")
 @click.option("--exec-mode", type=click.Choice(EXEC_MODES), default="discrete",
               show_default=True)
 @click.option("--l2-flush", is_flag=True, help="Flush the GPU's L2 before each timed call.")
@@ -62,6 +62,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
             l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
             profile, ncu, nsys, plugins, quiet):
     """Benchmark operators from a config: every expanded case, one JSON line each."""
+    prefix = prefix.removesuffix(".jsonl")  # `-o run.jsonl` means run.jsonl, not .jsonl.jsonl
     from torchmark.ops.executor import RunOptions
     from torchmark.ops.loading import load_config
     from torchmark.ops.registry import load_plugin

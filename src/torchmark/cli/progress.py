@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -35,6 +36,7 @@ class RecordTicker:
         if record["status"] != "ok":
             self.failed += 1
             error = (record.get("error") or "").splitlines()
-            self.progress.console.print(f"[red]failed[/red] {self.describe(record)}: "
-                                        f"{error[0] if error else ''}")
+            # user text (ids, error messages) may hold brackets: never read as markup
+            self.progress.console.print(f"[red]failed[/red] {escape(self.describe(record))}: "
+                                        f"{escape(error[0]) if error else ''}")
         self.progress.update(self.task, advance=1, failed=self.failed)

@@ -48,6 +48,7 @@ def list_cmd(pattern, definitions, fmt, show_code):
 
 
 def _summary_table(records: list[dict]) -> object:
+    from rich.markup import escape
     from rich.table import Table
 
     groups: dict[str, list[dict]] = defaultdict(list)
@@ -70,7 +71,7 @@ def _summary_table(records: list[dict]) -> object:
             w = walls[len(walls) // 2]
             unit, scale = select_unit(w)
             wall = f"{w / scale:.1f} {unit}"
-        table.add_row(name, str(len(rs)), str(len(rs) - len(ok)),
+        table.add_row(escape(name), str(len(rs)), str(len(rs) - len(ok)),
                       f"{counts[len(counts) // 2]:,.0f}" if counts else "", wall,
                       f"{max(spreads):.2%}" if spreads else "")
     return table

@@ -205,7 +205,8 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
         with grad_mode():
             return target(*args, **kwargs)
 
-    for _ in range(options.warmup):
+    # torch.compile compiles on the first call: never inside the timed calls, even at -w 0
+    for _ in range(max(options.warmup, 1) if options.compile else options.warmup):
         out = forward()
         if options.backward:
             _grad_output(out).backward(torch_.ones_like(_grad_output(out)))

@@ -54,6 +54,7 @@ def throughput(record: dict[str, Any]) -> str:
 
 def records_table(records: list[dict[str, Any]], title: str = "operator benchmarks"):
     """A rich Table: op, config, median forward (and backward) time, throughput."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title)
@@ -65,7 +66,7 @@ def records_table(records: list[dict[str, Any]], title: str = "operator benchmar
         fwd = metrics.get("forward", {}).get("median")
         bwd = metrics.get("backward", {}).get("median")
         status = "ok" if r["status"] == "ok" else f"failed: {r.get('error') or ''}"
-        table.add_row(r["op"], describe_config(r["config"]),
+        table.add_row(escape(r["op"]), escape(describe_config(r["config"])),
                       format_seconds(fwd) if fwd else "", format_seconds(bwd) if bwd else "",
-                      throughput(r), status)
+                      throughput(r), escape(status))
     return table

@@ -167,7 +167,9 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
         if writer:
             ok = sum(r["status"] == "ok" for r in records)
             footer = {"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                      "ok": ok, "failed": len(records) - ok, "skipped": len(done)}
+                      "ok": ok, "failed": len(records) - ok, "skipped": len(done),
+                      # False when the run stopped early (Ctrl-C, a crash): resume it
+                      "complete": len(records) == len(cases), "not_run": len(cases) - len(records)}
             if profile is not None:
                 footer["trace_file"] = str(profile)
             writer.close(footer)

@@ -138,7 +138,8 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
 
 
 def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
-    """The text report: coverage, iteration time, top ops, every skipped op."""
+    """The text report: coverage, iteration time, top ops, every skipped op, and every
+    replayed op whose outputs differ from the recorded ones."""
     from torchmark.ops.report import format_seconds
     from torchmark.replay.replayer import median_or_none
 
@@ -155,8 +156,15 @@ def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
     lines.append(f"top {min(top, len(report.replayed))} ops by time:")
     for op in report.top(top):
         median = median_or_none(op.times) or 0
+        mark = " *" if op.output_mismatch else ""
         lines.append(f"  {format_seconds(median):>10}  {median / total:6.1%}  {op.op} "
-                     f"(node {op.node.id})")
+                     f"(node {op.node.id}){mark}")
+    differing = [op for op in report.replayed if op.output_mismatch]
+    if differing:
+        lines.append(f"outputs differ from the recording ({len(differing)}; marked * above; "
+                     "data-dependent shapes see the replay's data):")
+        for op in differing:
+            lines.append(f"  {op.op} (node {op.node.id}): {op.output_mismatch}")
     if report.skipped:
         lines.append(f"skipped ({len(report.skipped)}):")
         for op in report.skipped:
