@@ -74,6 +74,16 @@ def test_resume_continues_an_interrupted_file(tmp_path):
     assert ids == ["torch.mm|0|0|0", "torch.mm|0|0|1", "torch.mm|0|0|2"]
 
 
+def test_resume_refuses_a_changed_config(tmp_path):
+    out = tmp_path / "r.jsonl"
+    run(config_from_data(MIXED), QUICK, out=out)
+    changed = json.loads(json.dumps(MIXED).replace("[4, 8]", "[5, 8]"))
+    assert changed != MIXED
+    with pytest.raises(ValueError, match=r"case torch.mm\|0\|0\|0 was recorded with another"):
+        run(config_from_data(changed), QUICK, resume=out)
+    assert len(read_records(out)) == 3  # the file is untouched
+
+
 def test_resume_and_stop_ids():
     config = config_from_data(MIXED)
     records = run(config, RunOptions(warmup=0, iterations=1, resume_id="torch.mm|0|0|1",
@@ -152,8 +162,13 @@ def test_cli_list_run_resume_and_profile(tmp_path, capsys):
     assert "2 ok, 1 failed" in out and "torch.mm" in out
     assert Path(f"{prefix}.trace.json").exists()
     assert len(read_records(f"{prefix}.jsonl")) == 3
-    assert main(["ops", "-c", str(config), "--resume", f"{prefix}.jsonl", "--quiet"]) == 0
+    assert main(["ops", "-c", str(config), "-w", "1", "-i", "2", "--resume",
+                 f"{prefix}.jsonl", "--quiet"]) == 0
     assert "0 ok, 0 failed" in capsys.readouterr().out
+    # other options than the file was made with: refused, naming them
+    assert main(["ops", "-c", str(config), "-w", "1", "-i", "3", "--resume",
+                 f"{prefix}.jsonl", "--quiet"]) == 2
+    assert "iterations 2 -> 3" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(shutil.which("ncu") is not None, reason="ncu is installed")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -47,6 +48,42 @@ def finished_ids(path: str | os.PathLike) -> set[str]:
     if not Path(path).exists():
         raise FileNotFoundError(f"--resume {path}: no such file")
     return {r["id"] for r in iter_lines(path) if r.get("type") == "record" and "id" in r}
+
+
+# Options that change what a measurement means: a file is resumed only with the same ones.
+_MEASUREMENT_OPTIONS = ("warmup", "iterations", "backward", "device", "threads", "exec_mode",
+                        "l2_flush", "cuda_graph", "compile")
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def check_resumable(path: str | os.PathLike, config: BenchmarkConfig,
+                    options: RunOptions) -> None:
+    """Refuse to resume `path` with other options or a changed config: case ids are
+    positions in the config, so a changed config would silently keep old results under
+    the new cases' ids (and mixed settings would share one file)."""
+    lines = list(iter_lines(path))
+    header = next((r for r in lines if r.get("type") == "header"), None)
+    if header is not None:
+        before = header.get("run_options") or {}
+        now = dataclasses.asdict(options)
+        changed = [f"{k} {before[k]!r} -> {now[k]!r}" for k in _MEASUREMENT_OPTIONS
+                   if k in before and before[k] != now[k]]
+        if changed:
+            raise ValueError(f"--resume {path}: it was run with other options "
+                             f"({', '.join(changed)}); resume with the same ones, or write "
+                             "a new file")
+    recorded = {r["id"]: r.get("config") for r in lines
+                if r.get("type") == "record" and "id" in r}
+    for case in iter_cases(config):
+        if case.id in recorded and \
+                recorded[case.id] != _jsonable({"build": case.build, "input": case.input}):
+            raise ValueError(f"--resume {path}: case {case.id} was recorded with another "
+                             "config than this one has now (ids are positions in the "
+                             "config); resume with the config it was made from, or write a "
+                             "new file")
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -138,7 +175,10 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
     finishes, between a header and a footer line."""
     options = options or RunOptions()
     options.validate()
-    done = finished_ids(resume) if resume is not None else set()
+    done: set[str] = set()
+    if resume is not None:
+        done = finished_ids(resume)
+        check_resumable(resume, config, options)
     cases = select_cases(config, options, done)
     if on_start:
         on_start(len(cases))
