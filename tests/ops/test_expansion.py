@@ -1,6 +1,11 @@
 """Range and copy expansion: counts, order, ids."""
 
+import time
+
+import pytest
+
 from torchmark.ops import config_from_data, iter_cases
+from torchmark.ops.schema import ConfigError
 
 
 def cases(args, kwargs=None, op="torch.mm", build=None):
@@ -86,3 +91,15 @@ def test_build_and_input_ids_combine():
     assert [c.id for c in out] == ["torch.nn.Linear|0|0_0|0", "torch.nn.Linear|0|0_1|0",
                                    "torch.nn.Linear|0|1|0"]
     assert out[1].build["args"][1]["value"] == 3
+
+
+def test_a_sweep_too_large_to_run_is_refused_before_expanding():
+    huge = {"torch.add": {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": [[1, 100000, 1], [1, 100000, 1], [1, 100000, 1]],
+         "__range__": ["shape"]}, {"type": "float", "value": 1.0}]}]}]}}
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as e:
+        list(iter_cases(config_from_data(huge)))
+    assert time.perf_counter() - started < 5
+    assert "1,000,000,000,000,000 cases" in str(e.value)
+    assert "torch.add.config[0].input[0].args[0]" in str(e.value)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,7 +38,19 @@ def _inclusive(lo, hi, step) -> list:
     return out
 
 
-def _expand_value(arg: dict[str, Any]) -> list[dict[str, Any]]:
+MAX_CASES = 1_000_000  # expansions one spec may have: more is a typo, not a sweep
+
+
+def _check_count(counts: list[int], where: str) -> None:
+    """Refuse, before building anything, a product of ranges too large to run."""
+    total = math.prod(counts)
+    if total > MAX_CASES:
+        raise ConfigError("config", [(where, f"its ranges expand to {total:,} cases, more "
+                                             f"than the {MAX_CASES:,} a spec may have; "
+                                             "narrow them (or split the sweep)")])
+
+
+def _expand_value(arg: dict[str, Any], where: str = "spec") -> list[dict[str, Any]]:
     """Every concrete version of one argument (a dict as in the config)."""
     ranged = arg.get("__range__", [])
     base = {k: v for k, v in arg.items() if k not in ("__range__", "__list__")}
@@ -46,6 +59,7 @@ def _expand_value(arg: dict[str, Any]) -> list[dict[str, Any]]:
         shapes = [arg["shape"]]
         if "shape" in ranged:
             dims = [_inclusive(*d) if isinstance(d, list) else [d] for d in arg["shape"]]
+            _check_count([len(d) for d in dims], where)
             shapes = [list(s) for s in itertools.product(*dims)]
         dtypes = arg.get("dtype", "float")
         dtypes = dtypes if "dtype" in ranged else [dtypes]
@@ -57,7 +71,8 @@ def _expand_value(arg: dict[str, Any]) -> list[dict[str, Any]]:
             if item.get("__copy__"):
                 raise ConfigError("config", [("", "__copy__ works on positional tensor "
                                                   "arguments only, not inside lists")])
-        choices = [expand_arg(item) for item in arg["value"]]
+        choices = [expand_arg(item, where) for item in arg["value"]]
+        _check_count([len(c) for c in choices], where)
         return [{**base, "value": list(items)} for items in itertools.product(*choices)]
     if "value" in ranged:
         value = arg["value"]
@@ -66,10 +81,10 @@ def _expand_value(arg: dict[str, Any]) -> list[dict[str, Any]]:
     return [base]
 
 
-def expand_arg(arg: dict[str, Any]) -> list[dict[str, Any]]:
+def expand_arg(arg: dict[str, Any], where: str = "spec") -> list[dict[str, Any]]:
     """The concrete versions of one argument, meta keys removed except `__copy__` (applied
     by `expand_spec`, which knows the other arguments)."""
-    return _expand_value(arg)
+    return _expand_value(arg, where)
 
 
 def _apply_copies(args: list[dict[str, Any]], where: str) -> list[dict[str, Any]]:
@@ -98,13 +113,14 @@ def _apply_copies(args: list[dict[str, Any]], where: str) -> list[dict[str, Any]
 
 def expand_spec(spec: dict[str, Any], where: str = "spec") -> list[dict[str, Any]]:
     """Every concrete {args, kwargs} of one spec, in PARAM's order."""
-    args = [expand_arg(a) for a in spec.get("args", [])]
+    args = [expand_arg(a, f"{where}.args[{i}]") for i, a in enumerate(spec.get("args", []))]
     names = list(spec.get("kwargs", {}))
     for name in names:
         if spec["kwargs"][name].get("__copy__"):
             raise ConfigError("config", [(f"{where}.kwargs.{name}.__copy__", "__copy__ works "
                                           "on positional tensor arguments only")])
-    kwargs = [expand_arg(spec["kwargs"][n]) for n in names]
+    kwargs = [expand_arg(spec["kwargs"][n], f"{where}.kwargs.{n}") for n in names]
+    _check_count([len(a) for a in args + kwargs], where)
     out = []
     for combo in itertools.product(*args, *kwargs):
         positional = _apply_copies(list(combo[:len(args)]), where)
