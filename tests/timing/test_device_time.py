@@ -120,7 +120,14 @@ def test_without_cuda_a_clear_error():
 @pytest.mark.skipif(CUDA, reason="checks the error raised without CUDA")
 def test_cli_device_cuda_without_cuda(capsys):
     assert main(["timeit", "x + 1", "-s", "x = 1", "--device", "cuda"]) == 2
-    assert "device time needs a CUDA device" in capsys.readouterr().err
+    assert "there is no CUDA device here" in capsys.readouterr().err
+
+
+def test_cli_statement_errors_are_one_line(capsys):
+    assert main(["timeit", "y + 1"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == ("torchmark: error: the statement or its setup raised NameError: "
+                           "name 'y' is not defined")
 
 
 def device_measurement(description=None):

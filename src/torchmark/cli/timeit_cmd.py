@@ -48,15 +48,33 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         env=env,
     )
     if device == "cuda":
-        try:
-            m = timer.device_time(l2=l2, mode=mode, rsd=rsd, min_run_time=min_run_time,
-                                  max_run_time=max_run_time)
-        except RuntimeError as e:
-            raise click.UsageError(str(e)) from None
+        import torch
+
+        if not torch.cuda.is_available():
+            raise click.UsageError("--device cuda: there is no CUDA device here "
+                                   "(torch.cuda.is_available() is False); drop --device cuda "
+                                   "to time on the host")
+        m = _measure(lambda: timer.device_time(l2=l2, mode=mode, rsd=rsd,
+                                               min_run_time=min_run_time,
+                                               max_run_time=max_run_time))
         results = [m, m.host_measurement()]
     else:
-        results = [timer.blocked_autorange(min_run_time=min_run_time)]
+        results = [_measure(lambda: timer.blocked_autorange(min_run_time=min_run_time))]
     click.echo(results[0].summary())
     if save:
         held = save_measurements(save, results, append=True)
         click.echo(f"saved to {save} ({len(held)} measurement{'s' if len(held) > 1 else ''})")
+
+
+def _measure(measure):
+    """Run a measurement; the statement's (or setup's) own error is one line, exit 1."""
+    try:
+        return measure()
+    except (ValueError, TypeError) as e:
+        if str(e).startswith(("Timer", "device time", "StopRule")):  # bad options: exit 2
+            raise click.UsageError(str(e)) from None
+        raise click.ClickException(f"the statement or its setup raised "
+                                   f"{type(e).__name__}: {e}") from None
+    except Exception as e:
+        raise click.ClickException(f"the statement or its setup raised "
+                                   f"{type(e).__name__}: {e}") from None
