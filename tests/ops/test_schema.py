@@ -111,3 +111,20 @@ def test_config_text_is_never_evaluated(tmp_path):
     assert loaded.ops["torch.add"].config[0].input[0].args[1].value.startswith("__import__")
     with pytest.raises(ConfigError, match="expected torch"):
         config_from_data(config(op="__import__('os')"))
+
+
+@pytest.mark.parametrize("key, message", [
+    ("value_rnage", "unknown key 'value_rnage': did you mean 'value_range'?"),
+    ("__rnage__", "unknown key '__rnage__': did you mean '__range__'?"),
+    ("__sweep__", "unknown key '__sweep__' (meta keys are"),
+])
+def test_misspelled_argument_keys_are_refused(key, message):
+    arg = {"type": "tensor", "shape": [4, 4], key: [0, 1]}
+    with pytest.raises(ConfigError) as e:
+        config_from_data({"torch.relu": {"config": [{"input": [{"args": [arg]}]}]}})
+    assert "torch.relu.config[0].input[0].args[0]" in str(e.value) and message in str(e.value)
+
+
+def test_other_unknown_argument_keys_are_ignored_as_param_does():
+    arg = {"type": "tensor", "shape": [4, 4], "comment": "PARAM configs may carry their own"}
+    config_from_data({"torch.relu": {"config": [{"input": [{"args": [arg]}]}]}})

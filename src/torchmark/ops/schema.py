@@ -10,6 +10,7 @@ and a one-line reason, before anything runs. Config text is data: nothing is eva
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -73,6 +74,28 @@ class _Arg(BaseModel):
     range_attrs: list[str] = Field(default_factory=list, alias="__range__")
     copies: list[Any] = Field(default_factory=list, alias="__copy__")
     list_attrs: Any = Field(default=None, alias="__list__")  # PARAM declares it; no effect
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_misspelled_keys(cls, data: Any) -> Any:
+        """Keys this argument type does not know are ignored (PARAM configs may carry
+        their own), unless they are meta keys (`__x__`) or look like a misspelled known
+        key: those would silently drop a range or a setting."""
+        if not isinstance(data, dict):
+            return data
+        known = set()
+        for name, field in cls.model_fields.items():
+            known.update({name, field.alias} - {None})
+        for key in data:
+            if not isinstance(key, str) or key in known:
+                continue
+            close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+            if close:
+                raise _fail(f"unknown key {key!r}: did you mean {close[0]!r}?")
+            if key.startswith("__") and key.endswith("__"):
+                raise _fail(f"unknown key {key!r} (meta keys are __range__, __copy__, "
+                            "__list__)")
+        return data
 
     @field_validator("copies")
     @classmethod
