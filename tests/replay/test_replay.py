@@ -282,3 +282,17 @@ def test_text_report_names_outputs_that_differ(tmp_path):
     assert f"outputs differ from the recording ({len(differing)}" in text
     for op in differing:
         assert f"{op.op} (node {op.node.id}): {op.output_mismatch}" in text
+
+
+def test_trace_of_a_script_that_raises_keeps_what_ran(tmp_path, capsys):
+    script = tmp_path / "fails.py"
+    script.write_text("import torch\n(torch.ones(4) * 2).sum()\n"
+                      "def f():\n    raise ValueError('boom')\nf()\n")
+    out = tmp_path / "fails.json"
+    assert main(["trace", "-o", str(out), "--", sys.executable, str(script)]) == 1
+    err = capsys.readouterr().err
+    assert "fails.py raised ValueError: boom; what ran before is in the execution trace" in err
+    assert 'line 5, in <module>' in err and "click" not in err and "runpy" not in err
+    assert out.exists() and (tmp_path / "fails.kineto.json").exists()
+    report = replay(out, warmup=0, iterations=1)  # the ops before the error replay
+    assert report.replayed and report.time_weighted is not None

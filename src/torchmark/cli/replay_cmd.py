@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import runpy
 import sys
+import traceback
 from pathlib import Path
 
 import click
@@ -58,13 +59,29 @@ def trace_cmd(output, command):
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script), *args[1:]]
     sys.path.insert(0, str(script.parent.resolve()))
+    saved = f"execution trace: {output} (op durations: {timing_path(output)})"
     try:
         with record(output):
             try:
                 runpy.run_path(str(script), run_name="__main__")
             except SystemExit as e:
                 if e.code not in (0, None):
-                    raise click.ClickException(f"{script} exited with status {e.code}") from None
+                    raise click.ClickException(f"{script} exited with status {e.code}; "
+                                               f"what ran before is in the {saved}") from None
+            except Exception as e:  # the script's own error: its traceback, not ours
+                _print_script_traceback(e, script)
+                raise click.ClickException(f"{script} raised {type(e).__name__}: {e}; what "
+                                           f"ran before is in the {saved}") from None
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-    click.echo(f"execution trace: {output} (op durations: {timing_path(output)})")
+    click.echo(saved)
+
+
+def _print_script_traceback(error: BaseException, script: Path) -> None:
+    """The traceback from the script's first frame on (runpy and torchmark left out)."""
+    tb = error.__traceback__
+    target = str(script.resolve())
+    while tb is not None and str(Path(tb.tb_frame.f_code.co_filename).resolve()) != target:
+        tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(error), error, tb or error.__traceback__))
+    click.echo(text.rstrip(), err=True)

@@ -37,6 +37,9 @@ def record(path: str | os.PathLike, *, with_timing: bool = True) -> Iterator[Pat
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities, execution_trace_observer=observer) as prof:
-        yield path
-    prof.export_chrome_trace(str(timing_path(path)))
+    prof = profile(activities=activities, execution_trace_observer=observer)
+    try:
+        with prof:
+            yield path
+    finally:  # a body that raised still leaves the durations of what it ran
+        prof.export_chrome_trace(str(timing_path(path)))
