@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from torchmark import Measurement, TaskSpec
 from torchmark.timing.files import load_measurements, parse_measurements, save_measurements
 
 from conftest import make_measurement
@@ -46,3 +47,16 @@ def test_bad_content(tmp_path, data, message):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such file"):
         load_measurements(tmp_path / "nope.json")
+
+
+def test_other_torchmark_files_are_named(tmp_path):
+    lines = tmp_path / "ops.jsonl"
+    lines.write_text('{"type": "header", "schema": "torchmark.ops.results"}\n{"type": "x"}\n')
+    with pytest.raises(ValueError, match="JSON lines of 'torchmark.ops.results'"):
+        load_measurements(lines)
+    for field, value in (("number_per_run", 0), ("raw_times", [float("nan")])):
+        data = json.loads(Measurement(number_per_run=1, raw_times=[1.0],
+                                      task_spec=TaskSpec(stmt="x", setup="pass")).to_json())
+        data[field] = value
+        with pytest.raises(ValueError, match=field):
+            Measurement.from_dict(data)

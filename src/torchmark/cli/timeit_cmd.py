@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 
@@ -35,7 +37,7 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
 
     Several STMT arguments are joined as lines, as in `python -m timeit`.
     """
-    from torchmark.timing.files import save_measurements
+    from torchmark.timing.files import load_measurements, save_measurements
     from torchmark.timing.timer_class import Timer
 
     timer = Timer(
@@ -47,6 +49,8 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         description=description,
         env=env,
     )
+    if save and Path(save).exists():
+        load_measurements(save)  # a file it cannot append to fails now, not after measuring
     if device == "cuda":
         import torch
 

@@ -52,6 +52,9 @@ def parse_measurements(data: object, source: str = "input") -> list[Measurement]
             raise ValueError(f"{source}: 'measurements' must be a list")
     elif isinstance(data, dict) and data.get("schema") == MEASUREMENT_SCHEMA:
         items = [data]
+    elif isinstance(data, dict) and "schema" in data:
+        raise ValueError(f"{source}: not a torchmark measurements file (its schema is "
+                         f"{data['schema']!r}, not {FILE_SCHEMA!r})")
     else:
         raise ValueError(f"{source}: not a torchmark measurements file (no 'schema' field)")
     out = []
@@ -73,5 +76,19 @@ def load_measurements(path: str | os.PathLike) -> list[Measurement]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
+        first = _first_line_schema(text)
+        if first is not None:
+            raise ValueError(f"{path}: not a torchmark measurements file but JSON lines of "
+                             f"{first!r} (measurements files come from `timeit --save` or "
+                             "save_measurements)") from None
         raise ValueError(f"{path}: not valid JSON ({e})") from None
     return parse_measurements(data, str(path))
+
+
+def _first_line_schema(text: str) -> str | None:
+    """The `schema` of a JSON-lines file's first line (ops, replay, suite results)."""
+    try:
+        first = json.loads(text.split("\n", 1)[0])
+    except json.JSONDecodeError:
+        return None
+    return str(first["schema"]) if isinstance(first, dict) and "schema" in first else None

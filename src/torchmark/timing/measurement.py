@@ -247,6 +247,11 @@ class Measurement:
             raise ValueError(f"{SCHEMA_NAME}: missing field {e.args[0]!r}") from None
         except (TypeError, ValueError) as e:
             raise ValueError(f"{SCHEMA_NAME}: bad field value ({e})") from None
+        if number < 1:
+            raise ValueError(f"{SCHEMA_NAME}: number_per_run must be >= 1, got {number}")
+        if not raw or not all(math.isfinite(t) and t >= 0 for t in raw):
+            raise ValueError(f"{SCHEMA_NAME}: raw_times must be a non-empty list of finite "
+                             "times >= 0")
         return cls(number_per_run=number, raw_times=raw, task_spec=spec, metadata=data.get("metadata"))
 
     @classmethod
