@@ -296,3 +296,16 @@ def test_trace_of_a_script_that_raises_keeps_what_ran(tmp_path, capsys):
     assert out.exists() and (tmp_path / "fails.kineto.json").exists()
     report = replay(out, warmup=0, iterations=1)  # the ops before the error replay
     assert report.replayed and report.time_weighted is not None
+
+
+def test_trace_without_timing_for_scripts_with_their_own_profiler(tmp_path, capsys):
+    script = tmp_path / "profiled.py"
+    script.write_text("import torch\nx = torch.randn(8, 8)\n"
+                      "with torch.profiler.profile() as p:\n"
+                      "    for _ in range(2):\n        (x @ x).relu()\n        p.step()\n")
+    out = tmp_path / "profiled.json"
+    assert main(["trace", "--no-timing", "-o", str(out), "--", sys.executable,
+                 str(script)]) == 0
+    assert f"execution trace: {out}" in capsys.readouterr().out
+    assert out.exists() and not (tmp_path / "profiled.kineto.json").exists()
+    assert replay(out, warmup=0, iterations=1).replayed

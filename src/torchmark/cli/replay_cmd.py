@@ -43,8 +43,11 @@ def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefi
 @click.command("trace", context_settings={"ignore_unknown_options": True})
 @click.option("-o", "--output", default="trace.json", show_default=True,
               help="The execution trace (its op durations go to NAME.kineto.json).")
+@click.option("--no-timing", is_flag=True,
+              help="Only the execution trace, no profiler: for scripts that run their own "
+                   "torch.profiler (two profilers at once crash torch).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def trace_cmd(output, command):
+def trace_cmd(output, no_timing, command):
     """Record an execution trace of a Python script: torchmark trace -- python s.py ARGS."""
     from torchmark.replay.record import record, timing_path
 
@@ -59,9 +62,10 @@ def trace_cmd(output, command):
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script), *args[1:]]
     sys.path.insert(0, str(script.parent.resolve()))
-    saved = f"execution trace: {output} (op durations: {timing_path(output)})"
+    saved = f"execution trace: {output}" + \
+        ("" if no_timing else f" (op durations: {timing_path(output)})")
     try:
-        with record(output):
+        with record(output, with_timing=not no_timing):
             try:
                 runpy.run_path(str(script), run_name="__main__")
             except SystemExit as e:
