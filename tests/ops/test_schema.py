@@ -128,3 +128,16 @@ def test_misspelled_argument_keys_are_refused(key, message):
 def test_other_unknown_argument_keys_are_ignored_as_param_does():
     arg = {"type": "tensor", "shape": [4, 4], "comment": "PARAM configs may carry their own"}
     config_from_data({"torch.relu": {"config": [{"input": [{"args": [arg]}]}]}})
+
+
+@pytest.mark.parametrize("name, text", [
+    ("dup.json", '{"torch.relu": {"config": []}, "torch.relu": {"config": []}}'),
+    ("dup.yaml", "torch.relu:\n  config: []\ntorch.relu:\n  config: []\n"),
+])
+def test_a_key_given_twice_is_refused(tmp_path, name, text):
+    from torchmark.ops import load_config
+
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="the key 'torch.relu' appears twice"):
+        load_config(path)

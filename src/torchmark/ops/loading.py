@@ -11,7 +11,45 @@ from torchmark.ops.registry import resolve
 from torchmark.ops.schema import BenchmarkConfig, ConfigError, validate_config
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict:
+    """A JSON object / YAML mapping whose keys are unique: a repeated key (an operator
+    listed twice) would otherwise silently replace the first entry."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"the key {key!r} appears twice in one object (the second "
+                                "would silently replace the first)")
+        out[key] = value
+    return out
+
+
+def _yaml_loader():
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):  # safe: data only, no Python objects
+        def construct_mapping(self, node, deep=False):
+            self.flatten_mapping(node)
+            return _unique_keys([(self.construct_object(k, deep=deep),
+                                  self.construct_object(v, deep=deep))
+                                 for k, v in node.value])
+
+    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                    UniqueKeyLoader.construct_mapping)
+    return UniqueKeyLoader
+
+
 def _parse(path: Path) -> Any:
+    try:
+        return _parse_text(path)
+    except _DuplicateKey as e:
+        raise ConfigError(str(path), [("", str(e))]) from None
+
+
+def _parse_text(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -22,14 +60,14 @@ def _parse(path: Path) -> Any:
         import yaml
 
         try:
-            return yaml.safe_load(text)  # safe_load: data only, no Python objects
+            return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 (a SafeLoader)
         except yaml.YAMLError as e:
             where = getattr(e, "problem_mark", None)
             at = f" (line {where.line + 1})" if where is not None else ""
             raise ConfigError(str(path), [("", f"not valid YAML{at}: "
                                                f"{getattr(e, 'problem', e)}")]) from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
         raise ConfigError(str(path), [("", f"not valid JSON (line {e.lineno}, column "
                                            f"{e.colno}): {e.msg}")]) from None
