@@ -418,8 +418,8 @@ class SharedHost(Host):
                                      self._log_tail(), crashed=True)
             reply = recv_frame(conn.fileno())
         if reply is None:
-            raise CallgrindError("the shared callgrind host closed the connection", self._log_tail(),
-                                 crashed=True)
+            raise CallgrindError("the shared callgrind host closed the connection",
+                                 self._log_tail(), crashed=True)
         return reply
 
     @property

@@ -74,11 +74,10 @@ def _measure(measure):
     """Run a measurement; the statement's (or setup's) own error is one line, exit 1."""
     try:
         return measure()
-    except (ValueError, TypeError) as e:
-        if str(e).startswith(("Timer", "device time", "StopRule")):  # bad options: exit 2
-            raise click.UsageError(str(e)) from None
-        raise click.ClickException(f"the statement or its setup raised "
-                                   f"{type(e).__name__}: {e}") from None
     except Exception as e:
+        # options click cannot check alone (e.g. --max-run-time below --min-run-time)
+        if isinstance(e, (ValueError, TypeError)) and \
+                str(e).startswith(("Timer", "device time", "StopRule")):
+            raise click.UsageError(str(e)) from None
         raise click.ClickException(f"the statement or its setup raised "
                                    f"{type(e).__name__}: {e}") from None

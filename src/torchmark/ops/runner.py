@@ -43,13 +43,6 @@ def select_cases(config: BenchmarkConfig, options: RunOptions,
     return [c for c in cases[start:stop] if not done or c.id not in done]
 
 
-def finished_ids(path: str | os.PathLike) -> set[str]:
-    """Ids already recorded in a results file (ok or failed)."""
-    if not Path(path).exists():
-        raise FileNotFoundError(f"--resume {path}: no such file")
-    return {r["id"] for r in iter_lines(path) if r.get("type") == "record" and "id" in r}
-
-
 # Options that change what a measurement means: a file is resumed only with the same ones.
 _MEASUREMENT_OPTIONS = ("warmup", "iterations", "backward", "device", "threads", "exec_mode",
                         "l2_flush", "cuda_graph", "compile")
@@ -59,11 +52,14 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def check_resumable(path: str | os.PathLike, config: BenchmarkConfig,
-                    options: RunOptions) -> None:
-    """Refuse to resume `path` with other options or a changed config: case ids are
-    positions in the config, so a changed config would silently keep old results under
-    the new cases' ids (and mixed settings would share one file)."""
+def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
+                  options: RunOptions) -> set[str]:
+    """Ids already recorded in a results file (ok or failed), read once. Refuses to
+    resume `path` with other options or a changed config: case ids are positions in the
+    config, so a changed config would silently keep old results under the new cases' ids
+    (and mixed settings would share one file)."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"--resume {path}: no such file")
     lines = list(iter_lines(path))
     header = next((r for r in lines if r.get("type") == "header"), None)
     if header is not None:
@@ -84,6 +80,7 @@ def check_resumable(path: str | os.PathLike, config: BenchmarkConfig,
                              "config than this one has now (ids are positions in the "
                              "config); resume with the config it was made from, or write a "
                              "new file")
+    return set(recorded)
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -175,10 +172,7 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
     finishes, between a header and a footer line."""
     options = options or RunOptions()
     options.validate()
-    done: set[str] = set()
-    if resume is not None:
-        done = finished_ids(resume)
-        check_resumable(resume, config, options)
+    done = resumable_ids(resume, config, options) if resume is not None else set()
     cases = select_cases(config, options, done)
     if on_start:
         on_start(len(cases))

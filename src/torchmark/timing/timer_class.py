@@ -284,9 +284,10 @@ class Timer:
         Sampling stops when the relative standard deviation is at most `rsd` (after
         `min_run_time` seconds of device time), or after `max_run_time` seconds.
         Samples taken while the SM clock is below `min_clock_ratio` of its maximum are
-        dropped (when nvidia-ml-py can read it; if all were, they are kept and flagged). The Measurement's times are device
-        times; its metadata holds the host launch times, the stopping rule that ended
-        sampling, the sample count and the clock check.
+        dropped (when nvidia-ml-py can read it; if all were, they are kept and flagged).
+        The Measurement's times are device times; its metadata holds the host launch
+        times, the stopping rule that ended sampling, the sample count and the clock
+        check.
         """
         from torchmark.timing.device_time import (
             DeviceTimeOptions,
