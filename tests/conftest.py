@@ -74,6 +74,7 @@ class FakeGpu:
         self.spin_seconds: list[float] = []
         self.peak_bytes = 0
         self.devices_used: set[int] = set()
+        self.log: list[tuple[str, object]] = []  # ("spin" | "record" | "sync" | "capture", arg)
 
     def kernel(self, seconds: float) -> None:
         self.devices_used.add(self.current)
@@ -88,7 +89,7 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
     import torch
 
     import torchmark.timing.l2 as l2_module
-    from torchmark.timing import device_time
+    from torchmark.timing import clocks, device_time
 
     cuda = torch.cuda
 
@@ -97,6 +98,7 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
             self.t = None
 
         def record(self):
+            gpu.log.append(("record", None))
             self.t = gpu.now + (time.perf_counter() if gpu.host_clock else 0.0)
 
         def elapsed_time(self, end):  # milliseconds, as CUDA's
@@ -111,7 +113,8 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
                 gpu.kernel(seconds)
 
     @contextlib.contextmanager
-    def graph(g):
+    def graph(g, pool=None, stream=None, **kwargs):
+        gpu.log.append(("capture", stream.device if stream is not None else None))
         gpu.capturing = g.kernels
         try:
             yield
@@ -127,13 +130,20 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
             gpu.current = previous
 
     class Stream:
+        def __init__(self, device=None, **kwargs):
+            self.device = gpu.current if device is None else torch.device("cuda", device).index
+
         def wait_stream(self, other):
             pass
+
+    def synchronize(d=None):
+        gpu.log.append(("sync", d))
 
     class Props:
         name, clock_rate, L2_cache_size, uuid = "fake", 1_000_000, 1 << 20, None
 
     def sleep(cycles):  # clock_rate 1e6 kHz: a cycle is a nanosecond
+        gpu.log.append(("spin", cycles))
         gpu.spins += 1
         gpu.spin_seconds.append(cycles / 1e9)
         gpu.kernel(cycles / 1e9)
@@ -147,15 +157,16 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
             gpu.kernel(1e-3)  # takes device time, which the events must not see
 
     for name, value in dict(
-            is_available=lambda: True, Event=Event, CUDAGraph=Graph, graph=graph,
+            is_available=lambda: True, device_count=lambda: 2, Event=Event, CUDAGraph=Graph, graph=graph,
             device=device, Stream=Stream, stream=lambda s: contextlib.nullcontext(),
-            current_stream=lambda: Stream(), current_device=lambda: gpu.current,
-            synchronize=lambda d=None: None, get_device_properties=lambda d: Props(),
+            current_stream=lambda d=None: Stream(d), current_device=lambda: gpu.current,
+            synchronize=synchronize, get_device_properties=lambda d: Props(),
             _sleep=sleep, reset_peak_memory_stats=lambda d=None: None,
             memory_allocated=lambda d=None: 0,
             max_memory_allocated=lambda d=None: gpu.peak_bytes).items():
         monkeypatch.setattr(cuda, name, value, raising=False)
     monkeypatch.setattr(l2_module, "L2Flusher", Flusher)
+    monkeypatch.setattr(clocks, "_device_synchronize", lambda: synchronize)  # timer() syncs
     monkeypatch.setattr(device_time, "SmClock", type("NoClock", (), {
         "for_device": classmethod(lambda cls, t, d: cls()), "note": "",
         "ratio": lambda self: None}))

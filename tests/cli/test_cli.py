@@ -67,6 +67,7 @@ def test_compare_formats(capsys, tmp_path):
     (["compare"], "Missing argument"),
     (["nonsense"], "No such command"),
     (["demo", "--device", "tpu"], "--device"),
+    (["timeit", "pass", "--device", "cuda:x"], "expected cpu, cuda or cuda:N"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)

@@ -268,6 +268,10 @@ def test_per_op_gpu_timing_on_a_simulated_device(tmp_path, fake_gpu, monkeypatch
     for rop in replayer.replayed:
         assert len(rop.times) == 3 and all(t > 0 for t in rop.times), rop.id
     assert fake_gpu.spins == 3 and all(s > 2e-4 for s in fake_gpu.spin_seconds)  # timed only
+    # nothing waits for the device between a spin and the ops it holds back
+    kinds = [kind for kind, _ in fake_gpu.log]
+    spins = [i for i, kind in enumerate(kinds) if kind == "spin"]
+    assert all(kinds[i + 1] == "record" for i in spins), kinds
     assert fake_gpu.current == 0  # the replay's device was current only while it ran
 
 

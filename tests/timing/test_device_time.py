@@ -170,6 +170,21 @@ def test_device_time_on_a_gpu(mode):
     assert m.clock == "device" and m.median > 0 and m.metadata["stop"]["samples"] == len(m.times)
 
 
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+@pytest.mark.cuda
+def test_device_time_follows_the_setups_tensors():
+    from torchmark.timing.device_time import device_of_tensors
+
+    last = torch.cuda.device_count() - 1
+    t = Timer("y.copy_(x)", f"x = torch.ones(1 << 20, device='cuda:{last}'); "
+                            "y = torch.empty_like(x)")
+    assert t.device_time(l2="hot", max_run_time=1).median > 0
+    x = torch.ones(2, device=f"cuda:{last}")
+    assert device_of_tensors({"x": x, "m": torch.nn.Linear(2, 2).to(x.device)}) == x.device
+    assert device_of_tensors({"x": x, "c": torch.ones(2)}) == x.device
+    assert device_of_tensors({"c": torch.ones(2)}) is None
+
+
 def test_options_defaults():
     options = DeviceTimeOptions()
     assert (options.l2, options.mode, options.rule.rsd) == ("cold", "events", 0.02)

@@ -41,6 +41,33 @@ def test_the_named_device_is_made_current(fake_gpu):
     assert gpu.devices_used == {1} and gpu.current == 0  # and put back afterwards
 
 
+def test_graph_is_captured_on_a_stream_of_the_measured_device(fake_gpu):
+    gpu = fake_gpu
+    measure_device_time(lambda: gpu.kernel(1e-6),
+                        DeviceTimeOptions(l2="hot", mode="graph", rule=RULE), device="cuda:1")
+    assert [arg for kind, arg in gpu.log if kind == "capture"] == [1]
+
+
+def test_blocking_mode_never_waits_out_its_spin(fake_gpu):
+    gpu = fake_gpu
+    measure_device_time(lambda: gpu.kernel(1e-6),
+                        DeviceTimeOptions(l2="hot", mode="blocking", rule=RULE))
+    kinds = [kind for kind, _ in gpu.log]
+    assert all(kinds[i + 1] == "record" for i, kind in enumerate(kinds) if kind == "spin")
+
+
+def test_timer_device_time_on_a_named_device(fake_gpu):
+    gpu = fake_gpu
+    seen = []
+    Timer("gpu.kernel(1e-6)", "seen.append(gpu.current)", globals={"gpu": gpu, "seen": seen}
+          ).device_time(device="cuda:1", l2="hot", rsd=0.05, min_run_time=0, max_run_time=2)
+    assert seen == [1] and gpu.devices_used == {1}  # the setup too ran with it current
+    for bad, fragment in (("cpu", "must be a CUDA device"), ("cuda:7", "does not exist"),
+                          ("gpu", "must be a CUDA device")):
+        with pytest.raises(ValueError, match=fragment):
+            Timer("pass").device_time(device=bad)
+
+
 def test_timer_device_time_on_the_fake_gpu(fake_gpu):
     gpu = fake_gpu
     m = Timer("gpu.kernel(5e-6)", globals={"gpu": gpu}).device_time(

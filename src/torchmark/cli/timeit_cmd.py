@@ -7,6 +7,13 @@ from pathlib import Path
 import click
 
 
+def _check_device(ctx, param, value: str) -> str:
+    kind, colon, index = value.partition(":")
+    if value == "cpu" or (kind == "cuda" and (not colon or index.isdigit())):
+        return value
+    raise click.BadParameter(f"expected cpu, cuda or cuda:N, got {value!r}")
+
+
 @click.command("timeit")
 @click.argument("stmt", nargs=-1, required=True)
 @click.option("-s", "--setup", multiple=True, help="Setup code, run once (repeatable; lines).")
@@ -20,8 +27,9 @@ import click
 @click.option("--env", default=None, help="Environment tag for A/B comparisons.")
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
               help="Append the Measurement to this JSON file.")
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
-              help="cuda: GPU time per call (CUDA events) beside the host launch time.")
+@click.option("--device", default="cpu", show_default=True, callback=_check_device,
+              help="cuda or cuda:N: GPU time per call (CUDA events) beside the host launch "
+                   "time.")
 @click.option("--l2", type=click.Choice(["cold", "hot"]), default="cold", show_default=True,
               help="With --device cuda: flush the GPU's L2 before each call, or not.")
 @click.option("--mode", type=click.Choice(["events", "blocking", "graph"]), default="events",
@@ -51,16 +59,17 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     )
     if save and Path(save).exists():
         load_measurements(save)  # a file it cannot append to fails now, not after measuring
-    if device == "cuda":
+    if device != "cpu":
         import torch
 
         if not torch.cuda.is_available():
-            raise click.UsageError("--device cuda: there is no CUDA device here "
-                                   "(torch.cuda.is_available() is False); drop --device cuda "
+            raise click.UsageError(f"--device {device}: there is no CUDA device here "
+                                   "(torch.cuda.is_available() is False); drop --device "
                                    "to time on the host")
         m = _measure(lambda: timer.device_time(l2=l2, mode=mode, rsd=rsd,
                                                min_run_time=min_run_time,
-                                               max_run_time=max_run_time))
+                                               max_run_time=max_run_time,
+                                               device=None if device == "cuda" else device))
         results = [m, m.host_measurement()]
     else:
         results = [_measure(lambda: timer.blocked_autorange(min_run_time=min_run_time))]

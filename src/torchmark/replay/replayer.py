@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import statistics
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -231,7 +232,7 @@ class Replayer:
                 from torchmark.timing.device_time import spin
 
                 spin(torch, 2 * self._enqueue_s + 2e-4)
-                queued = clocks.timer()
+                queued = time.perf_counter()  # not clocks.timer(): it would wait the spin out
             for rop in self.replayed:
                 call, slots = rop.call, rop.slots
                 try:
@@ -268,7 +269,7 @@ class Replayer:
                 for key in rop.release:  # as in the original run: freed after its last use
                     env.pop(key, None)
             if pending:
-                self._enqueue_s = clocks.timer() - queued
+                self._enqueue_s = time.perf_counter() - queued
                 torch.cuda.synchronize(self.device)
                 for rop, start, end in pending:
                     if rop.status == "replayed":

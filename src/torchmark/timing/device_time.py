@@ -75,6 +75,39 @@ def require_cuda() -> None:
                            "False here; use blocked_autorange() for host time")
 
 
+def cuda_device(device: Any) -> Any:
+    """`device` ("cuda", "cuda:1", 1, a torch.device) as a torch.device of type cuda, or
+    a ValueError naming what was given."""
+    import torch
+
+    try:
+        parsed = torch.device("cuda", device) if isinstance(device, int) and \
+            not isinstance(device, bool) else torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        parsed = None
+    if parsed is None or parsed.type != "cuda":
+        raise ValueError(f"device time: device must be a CUDA device ('cuda', 'cuda:N' or an "
+                         f"index), got {device!r}")
+    if parsed.index is not None and not 0 <= parsed.index < torch.cuda.device_count():
+        raise ValueError(f"device time: {parsed} does not exist here "
+                         f"({torch.cuda.device_count()} CUDA device(s))")
+    return parsed
+
+
+def device_of_tensors(namespace: dict[str, Any]) -> Any:
+    """The CUDA device the tensors (and modules) of `namespace` are on, when they share
+    one; None when they hold no CUDA tensor or several devices."""
+    import torch
+
+    found = set()
+    for value in namespace.values():
+        if isinstance(value, torch.nn.Module):
+            value = next(value.parameters(), next(value.buffers(), None))
+        if isinstance(value, torch.Tensor) and value.is_cuda:
+            found.add(value.device)
+    return found.pop() if len(found) == 1 else None
+
+
 class SmClock:
     """The SM clock through NVML (nvidia-ml-py), when it is installed.
 
@@ -96,9 +129,11 @@ class SmClock:
             else:
                 self.handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
             self.max_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
-        except Exception as e:  # no NVML: report that the check did not run
+        except ImportError:
+            self.note = "SM clock not checked (install nvidia-ml-py to check it)"
+        except Exception as e:  # NVML present but this device not found: say why
             self.handle = None
-            self.note = f"SM clock not checked ({type(e).__name__}: install nvidia-ml-py)"
+            self.note = f"SM clock not checked (NVML: {type(e).__name__}: {e})"
 
     @classmethod
     def for_device(cls, torch: Any, device: Any) -> SmClock:
@@ -243,18 +278,23 @@ def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], lis
 
 
 def capture_graph(call: Callable[[], Any], calls: int = 1) -> Callable[[], Any]:
-    """A CUDA graph of `calls` calls (after a warm-up on a side stream) on the current
-    device; its replay."""
+    """A CUDA graph of `calls` calls on the current device; its replay.
+
+    The warm-up and the capture run on one side stream of that device: without
+    `stream=`, torch.cuda.graph captures on a stream it made once for the whole process,
+    on whichever device was current then, and libraries that keep per-stream workspaces
+    (cuBLAS) would first allocate them during the capture."""
     import torch
 
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
+    index = torch.cuda.current_device()
+    stream = torch.cuda.Stream(device=index)
+    stream.wait_stream(torch.cuda.current_stream(index))
     with torch.cuda.stream(stream):
         for _ in range(3):
             call()
-    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.current_stream(index).wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=stream):
         for _ in range(calls):
             call()
     return graph.replay

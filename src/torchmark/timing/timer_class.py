@@ -273,8 +273,14 @@ class Timer:
         max_run_time: float = 5.0,
         min_clock_ratio: float = 0.75,
         graph_calls: int | None = None,
+        device: Any = None,
     ) -> Measurement:
         """GPU time per call, from CUDA events around each call of `stmt`.
+
+        `device` ("cuda:1", an index or a torch.device) is made current for the setup and
+        the measurement; by default it is the device of the CUDA tensors the setup and
+        globals hold (the current device when they hold none): events time the device
+        they are recorded on, so they must be the one the statement runs on.
 
         `l2="cold"` zeroes a device buffer the size of the GPU's L2 before each call
         (outside the timed region); `"hot"` does not. `mode` is "events", "blocking"
@@ -291,6 +297,8 @@ class Timer:
         """
         from torchmark.timing.device_time import (
             DeviceTimeOptions,
+            cuda_device,
+            device_of_tensors,
             measure_device_time,
             require_cuda,
         )
@@ -306,12 +314,19 @@ class Timer:
                           min_time=_non_negative("min_run_time", min_run_time),
                           max_time=_non_negative("max_run_time", max_run_time)))
         require_cuda()
+        import torch
+
+        chosen = cuda_device(device) if device is not None else None
         namespace = dict(CopyIfCallgrind.unwrap_all(self._globals))
-        exec(compile(self._task_spec.setup, "<setup>", "exec"), namespace)
+        with torch.cuda.device(chosen) if chosen is not None else contextlib.nullcontext():
+            exec(compile(self._task_spec.setup, "<setup>", "exec"), namespace)
+        if chosen is None:
+            chosen = device_of_tensors(namespace)
         code = compile(self._task_spec.stmt, "<stmt>", "exec")
         with self._threads():
-            device, host, report = measure_device_time(lambda: exec(code, namespace), options)
-        return Measurement(number_per_run=1, raw_times=device, task_spec=self._task_spec,
+            times, host, report = measure_device_time(lambda: exec(code, namespace), options,
+                                                      device=chosen)
+        return Measurement(number_per_run=1, raw_times=times, task_spec=self._task_spec,
                            metadata={**report, "host_times": host})
 
     # -- instruction counts -------------------------------------------------------------
