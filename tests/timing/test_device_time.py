@@ -248,3 +248,28 @@ def test_sm_clock_without_nvml_says_so(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
     clock = SmClock(0)
     assert clock.ratio() is None and "nvidia-ml-py" in clock.note
+
+
+NCU_OUTPUT = '''==PROF== Connected to process 4242 (/usr/bin/python3.11)
+==PROF== Profiling "vectorized_elementwise_kernel": 0%....50%....100% - 1 pass
+==PROF== Disconnected from process 4242
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","python3.11","127.0.0.1","void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int, T2, T3)","1","7","(128, 1, 1)","(524288, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","1,234,560"
+"1","4242","python3.11","127.0.0.1","void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int, T2, T3)","1","7","(128, 1, 1)","(524288, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","1,236.5"
+'''
+
+
+def test_ncu_csv_of_the_gpu_benchmark_is_parsed():
+    # benchmarks/gpu_vs_do_bench.py runs on a GPU machine only; its parser runs here
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "benchmarks" / "gpu_vs_do_bench.py"
+    spec = importlib.util.spec_from_file_location("gpu_vs_do_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.parse_ncu_csv(NCU_OUTPUT) == pytest.approx([1.23456e-3, 1.2365e-3])
+    with pytest.raises(ValueError, match="no CSV table"):
+        module.parse_ncu_csv("==ERROR== no kernels were profiled")
+    with pytest.raises(ValueError, match="unknown time unit 'cycle'"):
+        module.parse_ncu_csv(NCU_OUTPUT.replace('"usecond"', '"cycle"'))
