@@ -106,6 +106,10 @@ def test_torchscript_model_scripts_and_saves(tmp_path, monkeypatch):
     (dict(py_stmt="y = (", signature="f(x) -> y"), "not valid Python"),
     (dict(cpp_stmt="auto z = x;", signature="f(x) -> y"), "never defines 'y'"),
     (dict(py_stmt="x", num_threads=0), "num_threads"),
+    (dict(py_stmt="x", num_threads=2.0), "num_threads must be a positive int"),
+    (dict(cpp_stmt="auto z = x; // y", signature="f(x) -> y"), "never defines 'y'"),
+    (dict(py_stmt="y = x * w", signature="f(x) -> y", torchscript=True),
+     "py_stmt uses 'w', which the signature does not pass in"),
     (dict(py_stmt="x", num_threads=(1, 1)), "twice"),
     (dict(py_stmt="x", setup="x = 1"), "must be a GroupedSetup"),
     (dict(py_stmt="x", setup=GroupedSetup(global_setup="int g;")), "no C++ side"),
@@ -131,7 +135,12 @@ def test_modules_errors(kwargs, fragment):
 
 
 def test_timer_args_validation():
+    from torchmark.timing.timer_class import Language
+
     assert TimerArgs("x", language="c++").language == "cpp"
+    assert TimerArgs("x;", language=Language.CPP).language == "cpp"
+    assert TimerArgs("x;", language="cpp").setup == ""  # the default "pass" is Python
+    assert TimerArgs("x", language=Language.PYTHON).setup == "pass"
     with pytest.raises(ValueError, match="language"):
         TimerArgs("x", language="rust")
     with pytest.raises(ValueError, match="num_threads"):

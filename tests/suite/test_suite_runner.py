@@ -16,6 +16,7 @@ from torchmark.cli.main import main
 from torchmark.suite.loading import load_cases
 from torchmark.suite.results import read_records
 from torchmark.suite.runner import RunOptions, SuiteRunner
+from torchmark.suite.timer_args import TimerArgs
 
 from conftest import requires_valgrind
 
@@ -116,6 +117,20 @@ def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, capsys):
     assert [h["resumed"] for h in headers] == [False, True]
     for line in out.read_text().splitlines():  # the torn line was cut, not buried
         json.loads(line)
+
+
+def test_resume_runs_failed_cases_again_and_refuses_other_options(tmp_path):
+    from torchmark.suite.materialize import materialize
+
+    cases = materialize({"broken": TimerArgs("x +"), "fine": TimerArgs("1 + 1")})
+    out = tmp_path / "r.jsonl"
+    options = RunOptions(workers=1, instructions=False, min_run_time=0.01)
+    summary = SuiteRunner(cases, out, options).run()
+    assert (summary.ok, summary.failed) == (1, 1)
+    again = SuiteRunner(cases, out, options, resume=True)
+    assert [c.id for c in again.cases] == [cases[0].id]  # the failed one, not the ok one
+    with pytest.raises(ValueError, match=r"other options \(instructions False -> True\)"):
+        SuiteRunner(cases, out, RunOptions(workers=1, min_run_time=0.01), resume=True)
 
 
 def test_suite_list_cli(capsys):

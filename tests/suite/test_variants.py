@@ -69,9 +69,20 @@ def test_brackets_keep_a_statement_together():
     assert groups["cat"] == ["torch.cat([\nx,\n])", "torch.stack([x, x])"]
 
 
+def test_brackets_inside_literals_and_comments_do_not_join_statements():
+    groups, _, _ = parse_block('# @split\ns.split("(")\ns.split("b")  # (\ns.split(\'[\')',
+                               "python")
+    assert groups["split"] == ['s.split("(")', 's.split("b")  # (', "s.split('[')"]
+    groups, _, _ = parse_block('// @find\ns.find("(");\ns.find(\'{\');  // (\n'
+                               's.find("b"); /* [ */', "cpp")
+    assert groups["find"] == ['s.find("(");', "s.find('{');  // (", 's.find("b"); /* [ */']
+
+
 def test_variants_take_thread_counts():
     variants = GroupedVariants("# @a\nx", num_threads=(1, 2))
     assert [c.auto_labels.num_threads for c in variants["a"].cases()] == [1, 2]
+    with pytest.raises(ValueError, match="^GroupedVariants: 'a', 'x': num_threads must be"):
+        GroupedVariants("# @a\nx", num_threads=0)
 
 
 @pytest.mark.parametrize("py, cpp, fragment", [

@@ -86,7 +86,9 @@ def _summary_table(records: list[dict]) -> object:
               help="Worker slots (each: a wall-time worker and a valgrind host, pinned).")
 @click.option("--out", type=click.Path(dir_okay=False), default="suite-results.jsonl",
               show_default=True, help="JSON-lines results, appended as each case finishes.")
-@click.option("--resume", is_flag=True, help="Skip the cases OUT already holds.")
+@click.option("--resume", is_flag=True,
+              help="Skip the cases OUT already holds as ok (failed ones run again); refused "
+                   "if OUT was run with other measurement options.")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Callgrind repeats per case.")
 @click.option("--number", type=click.IntRange(min=1), default=100, show_default=True,

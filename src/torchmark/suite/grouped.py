@@ -10,6 +10,7 @@ for each thread count.
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import json
 import re
@@ -47,7 +48,10 @@ class GroupedSetup:
 
 
 def _thread_counts(owner: str, num_threads) -> tuple[int, ...]:
-    values = (num_threads,) if isinstance(num_threads, int) else tuple(num_threads)
+    try:
+        values = (num_threads,) if isinstance(num_threads, int) else tuple(num_threads)
+    except TypeError:  # neither an int nor an iterable (e.g. 2.0)
+        values = (num_threads,)
     if not values or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
                          for n in values):
         raise ValueError(f"{owner}: num_threads must be a positive int or a non-empty tuple "
@@ -70,8 +74,28 @@ def _python_assigns(owner: str, field: str, code: str, name: str) -> None:
                          f"or required by {owner})")
 
 
+def _script_sees_only_its_arguments(owner: str, code: str, signature: Signature) -> None:
+    """A TorchScript model made from a statement sees its arguments, the names the
+    statement assigns, torch and builtins: anything else (a setup variable) would
+    only fail when the model is scripted, far from the definition."""
+    tree = ast.parse(code)
+    known = {*signature.args, "torch", *dir(builtins)}
+    known |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+              and isinstance(n.ctx, ast.Store)}
+    unknown = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                      and isinstance(n.ctx, ast.Load)} - known)
+    if unknown:
+        raise ValueError(f"{owner}: py_stmt uses {', '.join(map(repr, unknown))}, which the "
+                         f"signature does not pass in: with torchscript=True the statement "
+                         f"becomes a model's forward({signature.arg_list}), which sees only "
+                         "its arguments and torch")
+
+
+_CPP_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
 def _cpp_mentions(owner: str, field: str, code: str, name: str) -> None:
-    if not re.search(rf"\b{re.escape(name)}\b", code):
+    if not re.search(rf"\b{re.escape(name)}\b", _CPP_COMMENT.sub(" ", code)):
         raise ValueError(f"{owner}: {field} never defines {name!r}")
 
 
@@ -124,6 +148,8 @@ class GroupedBenchmark:
         if parsed is not None:
             if py_stmt:
                 _python_assigns(owner, "py_stmt", py_stmt, parsed.output)
+                if torchscript:
+                    _script_sees_only_its_arguments(owner, py_stmt, parsed)
             if cpp_stmt:
                 _cpp_mentions(owner, "cpp_stmt", cpp_stmt, parsed.output)
         return cls("stmts", py_stmt, cpp_stmt, setup, parsed, bool(torchscript),

@@ -34,9 +34,29 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
-def finished_ids(path: str | os.PathLike) -> set[str]:
-    """Ids of the cases a results file already holds (for --resume)."""
-    return {r["id"] for r in read_records(path)} if Path(path).exists() else set()
+# what a case's figures depend on: a resumed file must not mix two settings of these
+MEASUREMENT_OPTIONS = ("number", "repeats", "min_run_time", "wall", "instructions")
+
+
+def finished_ids(path: str | os.PathLike, options: dict[str, Any] | None = None) -> set[str]:
+    """Ids of the cases a results file holds as done, for --resume: those whose last
+    record is "ok" (failed ones, often a lost worker or a timeout, run again). With
+    `options`, a file made with other measurement options is refused."""
+    if not Path(path).exists():
+        return set()
+    if options is not None:
+        for record in iter_lines(path):
+            if record.get("type") != "header":
+                continue
+            before = record.get("options") or {}
+            changed = [f"{k} {before[k]!r} -> {options[k]!r}" for k in MEASUREMENT_OPTIONS
+                       if k in before and k in options and before[k] != options[k]]
+            if changed:
+                raise ValueError(f"--resume {path}: it was run with other options "
+                                 f"({', '.join(changed)}); resume with the same ones, or "
+                                 "write a new file")
+    last = {r["id"]: r.get("status") for r in read_records(path)}
+    return {case_id for case_id, status in last.items() if status == "ok"}
 
 
 class ResultsWriter(JsonlWriter):

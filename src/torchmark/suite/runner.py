@@ -141,7 +141,7 @@ class SuiteRunner:
         ids = [c.id for c in cases]
         if len(set(ids)) != len(ids):
             raise ValueError("suite run: the cases contain duplicate ids")
-        done = finished_ids(out) if resume else set()
+        done = finished_ids(out, dataclasses.asdict(self.options)) if resume else set()
         self.cases = [c for c in cases if c.id not in done]
         self.skipped = len(cases) - len(self.cases)
         self.out, self.resume = out, resume
@@ -158,8 +158,8 @@ class SuiteRunner:
             try:
                 case.prepare()
             except Exception as e:
-                self._record(writer, case, None, "failed", f"preparing: {type(e).__name__}: {e}",
-                             attempts=1)
+                self._record(writer, case, None, "failed",
+                             f"preparing: {type(e).__name__}: {str(e).strip()}", attempts=1)
                 continue
             (cpp if case.timer_args.language == "cpp" else runnable).append(case)
         libraries: dict[str, tuple[str, str]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any
 
 LANGUAGES = ("python", "cpp")
@@ -31,14 +32,16 @@ class TimerArgs:
         n = self.num_threads
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"TimerArgs: num_threads must be a positive int, got {n!r}")
-        language = {"py": "python", "c++": "cpp"}.get(str(self.language).lower(),
-                                                      str(self.language).lower())
+        given = self.language.name if isinstance(self.language, enum.Enum) else self.language
+        language = {"py": "python", "c++": "cpp"}.get(str(given).lower(), str(given).lower())
         if language not in LANGUAGES:
             raise ValueError(f"TimerArgs: language must be 'python' or 'cpp', "
                              f"got {self.language!r}")
         object.__setattr__(self, "language", language)
         if language == "python" and self.global_setup.strip():
             raise ValueError("TimerArgs: global_setup is for C++ cases only")
+        if language == "cpp" and self.setup.strip() == "pass":  # the default: no setup
+            object.__setattr__(self, "setup", "")
 
     def timer(self, **labels: Any):
         """A torchmark.Timer for these arguments (labels are passed through)."""

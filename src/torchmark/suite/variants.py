@@ -63,7 +63,7 @@ def parse_block(block: str, language: str) -> tuple[dict[str, list[str]], str, s
                              f"before any '@label' marker: {stripped!r}")
         indent = len(line) - len(line.lstrip())
         statements = groups[current]
-        if statements and (indent > statement_indent or _unclosed(statements[-1])
+        if statements and (indent > statement_indent or _unclosed(statements[-1], language)
                            or stripped[0] in ")]}"):
             statements[-1] += "\n" + line[statement_indent:]
         else:
@@ -73,9 +73,42 @@ def parse_block(block: str, language: str) -> tuple[dict[str, list[str]], str, s
             "\n".join(setup_lines[_GLOBAL_SETUP]).strip("\n"))
 
 
-def _unclosed(code: str) -> bool:
-    """Whether `code` opens more brackets than it closes (so the next line continues it)."""
-    return sum(code.count(c) for c in "([{") > sum(code.count(c) for c in ")]}")
+def _unclosed(code: str, language: str) -> bool:
+    """Whether `code` opens more brackets than it closes (so the next line continues it),
+    not counting those inside string or character literals and comments."""
+    line_comment = "#" if language == "python" else "//"
+    depth, i, quote = 0, 0, ""
+    while i < len(code):
+        if quote:
+            if code.startswith("\\", i):
+                i += 2
+                continue
+            if code.startswith(quote, i):
+                i, quote = i + len(quote), ""
+                continue
+            if code[i] == "\n" and len(quote) == 1:  # a one-line literal left open
+                quote = ""
+            i += 1
+            continue
+        if code.startswith(line_comment, i):
+            i = code.find("\n", i)
+            if i < 0:
+                break
+            continue
+        if language == "cpp" and code.startswith("/*", i):
+            end = code.find("*/", i + 2)
+            if end < 0:
+                break
+            i = end + 2
+            continue
+        char = code[i]
+        if char in "'\"":
+            quote = code[i:i + 3] if language == "python" and code[i:i + 3] == char * 3 else char
+            i += len(quote)
+            continue
+        depth += (char in "([{") - (char in ")]}")
+        i += 1
+    return depth > 0
 
 
 def _case_label(py_stmt: str, cpp_stmt: str) -> str:
@@ -104,8 +137,12 @@ def GroupedVariants(py_block: str = "", cpp_block: str = "",  # noqa: N802 (upst
             if name in benchmarks:
                 raise ValueError(f"GroupedVariants: statement {name!r} appears twice under "
                                  f"label {label!r}")
-            benchmarks[name] = GroupedBenchmark.from_stmts(
-                py_stmt or None, cpp_stmt or None, case_setup, num_threads=num_threads)
+            try:
+                benchmarks[name] = GroupedBenchmark.from_stmts(
+                    py_stmt or None, cpp_stmt or None, case_setup, num_threads=num_threads)
+            except ValueError as e:  # say which variant, in this API's name
+                raise ValueError(str(e).replace("GroupedStmts:", f"GroupedVariants: {label!r}, "
+                                                f"{name!r}:", 1)) from None
         if not benchmarks:
             raise ValueError(f"GroupedVariants: label {label!r} has no statements")
         out[label] = next(iter(benchmarks.values())) if len(benchmarks) == 1 else benchmarks
