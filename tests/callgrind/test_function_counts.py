@@ -99,3 +99,16 @@ def test_pickle_and_json_round_trips():
     assert list(f) == list(A) and FunctionCounts.from_dict(A.to_dict()).sum() == 1000
     with pytest.raises(ValueError, match="schema"):
         CallgrindStats.from_json('{"a": 1}')
+
+
+def test_describe_delta_compares_different_run_counts_per_run():
+    import dataclasses
+
+    from torchmark.callgrind.report import describe_delta
+
+    before = make_stats()  # 1000 instructions for 100 runs
+    after = dataclasses.replace(make_stats(A * 0.1), number_per_run=10)  # the same per run
+    text = describe_delta(before, after)
+    assert "delta:  +0 (+0.00%) for 100 runs" in text
+    assert "(after counted 10 runs: scaled to 100)" in text
+    assert "+0" in describe_delta(before, before)

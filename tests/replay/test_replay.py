@@ -229,6 +229,51 @@ def test_old_schema_nodes_and_truncated_strings(tmp_path):
         load_trace(cut)
 
 
+def test_cyclic_parents_and_a_step_without_ops(tmp_path, capsys):
+    cyclic = tmp_path / "cyclic.json"
+    node = {"inputs": [], "input_shapes": [], "input_types": [], "outputs": [],
+            "output_shapes": [], "output_types": []}
+    cyclic.write_text(json.dumps({"schema": "1.0.1", "nodes": [
+        {**node, "id": 1, "name": "step", "parent": 2},
+        {**node, "id": 2, "name": "ProfilerStep#3", "parent": 1}]}))
+    trace = load_trace(cyclic)
+    assert sorted(n.id for n in trace.subtree(trace.nodes[1])) == [1, 2]  # ends
+    assert main(["replay", str(cyclic), "--subgraph", "step"]) == 2
+    assert "no aten operators to replay under 'step'" in capsys.readouterr().err
+    assert main(["replay", str(cyclic), "--step", "3"]) == 2
+    assert "no aten operators to replay under ProfilerStep#3" in capsys.readouterr().err
+
+
+def test_random_ops_draw_the_same_values_every_run(tmp_path):
+    x = torch.randn(64)
+    path = tmp_path / "random.json"
+    with record(path):
+        mask = torch.rand(64) > 0.5
+        x[mask].sum()
+    after_prepare = []
+    for seed in (1, 2):  # whatever the caller's generator held before
+        torch.manual_seed(seed)
+        replayer = Replayer(load_trace(path))
+        replayer.prepare()
+        assert any(r.op.startswith("aten::rand") for r in replayer.replayed)
+        after_prepare.append(float(torch.rand(1)))
+    assert after_prepare[0] == after_prepare[1]
+    replayer.reset()
+    first = float(torch.rand(1))
+    replayer.reset()  # every iteration starts from the same generator state
+    assert float(torch.rand(1)) == first
+
+
+def test_a_script_exiting_with_a_message_or_a_code(tmp_path, capsys):
+    script = tmp_path / "exits.py"
+    script.write_text("import sys\nsys.exit(sys.argv[1] if sys.argv[1] != '3' else 3)\n")
+    out = tmp_path / "exits.json"
+    assert main(["trace", "-o", str(out), "--", sys.executable, str(script), "bad config"]) == 1
+    assert "exits.py exited with status 1 (bad config)" in capsys.readouterr().err
+    assert main(["trace", "-o", str(out), "--", sys.executable, str(script), "3"]) == 3
+    assert "exits.py exited with status 3;" in capsys.readouterr().err
+
+
 def test_an_output_is_freed_after_its_last_reader(tmp_path):
     import weakref
 

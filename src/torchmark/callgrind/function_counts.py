@@ -25,6 +25,9 @@ def _linewidth() -> int:
         return DEFAULT_LINEWIDTH
 
 
+NOISY_FUNCTIONS = ("dictobject.c:lookdict_unicode", "dictobject.c:unicodekeys_lookup_unicode")
+
+
 @dataclasses.dataclass(repr=False, eq=False, frozen=True)
 class FunctionCounts:
     """A sorted tuple of (count, "file:function") pairs with helpers to compare profiles.
@@ -95,8 +98,10 @@ class FunctionCounts:
         return sum(c for c, _ in self)
 
     def denoise(self) -> FunctionCounts:
-        """Drop CPython's unicode dict lookups, whose counts jitter from run to run."""
-        return self.filter(lambda fn: "dictobject.c:lookdict_unicode" not in fn)
+        """Drop CPython's unicode dict lookups, whose counts jitter from run to run (with
+        string hashing): `lookdict_unicode` up to Python 3.10, `unicodekeys_lookup_unicode`
+        from 3.11 on (torch filters only the first)."""
+        return self.filter(lambda fn: not any(name in fn for name in NOISY_FUNCTIONS))
 
     def _merge(self, other: FunctionCounts, sign: Callable[[int], int]) -> FunctionCounts:
         if not isinstance(other, FunctionCounts):

@@ -34,14 +34,21 @@ def describe(stats: CallgrindStats, top: int = 15) -> str:
 
 def describe_delta(before: CallgrindStats, after: CallgrindStats, top: int = 15,
                    inclusive: bool = False) -> str:
-    """after - before: totals and the functions that changed most, both ways."""
-    a, b = before.counts(), after.counts()
+    """after - before: totals and the functions that changed most, both ways. Counts
+    taken with different run counts are compared at the larger one (the other scaled)."""
+    runs = max(before.number_per_run, after.number_per_run)
+    scale_a, scale_b = runs / before.number_per_run, runs / after.number_per_run
+    a, b = round(before.counts() * scale_a), round(after.counts() * scale_b)
     change = (b - a) / a if a else float("inf")
     lines = [f"before: {a:,} ({before.task_spec.title.splitlines()[0]})",
              f"after:  {b:,} ({after.task_spec.title.splitlines()[0]})",
-             f"delta:  {b - a:+,} ({change:+.2%})", ""]
-    delta = after.as_standardized().delta(before.as_standardized(), inclusive=inclusive)
-    delta = delta.denoise()
+             f"delta:  {b - a:+,} ({change:+.2%}) for {runs} runs", ""]
+    for stats, scale, name in ((before, scale_a, "before"), (after, scale_b, "after")):
+        if scale != 1:
+            lines.insert(-1, f"({name} counted {stats.number_per_run} runs: scaled to {runs})")
+    standardized = [stats.as_standardized().stats(inclusive=inclusive) * scale
+                    for stats, scale in ((before, scale_a), (after, scale_b))]
+    delta = (standardized[1] - standardized[0]).denoise()
     ordered = sorted(delta, key=lambda fc: -abs(fc.count))[:top]
     width = max((len(f"{c:+,}") for c, _ in ordered), default=1)
     kind = "inclusive" if inclusive else "exclusive"

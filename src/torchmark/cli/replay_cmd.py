@@ -69,9 +69,14 @@ def trace_cmd(output, no_timing, command):
             try:
                 runpy.run_path(str(script), run_name="__main__")
             except SystemExit as e:
-                if e.code not in (0, None):
-                    raise click.ClickException(f"{script} exited with status {e.code}; "
-                                               f"what ran before is in the {saved}") from None
+                if e.code not in (0, None):  # sys.exit("text") exits 1, as in Python
+                    status = e.code if isinstance(e.code, int) else 1
+                    how = f"with status {status}" if isinstance(e.code, int) else \
+                        f"with status 1 ({e.code})"
+                    failure = click.ClickException(f"{script} exited {how}; what ran before "
+                                                   f"is in the {saved}")
+                    failure.exit_code = status
+                    raise failure from None
             except Exception as e:  # the script's own error: its traceback, not ours
                 _print_script_traceback(e, script)
                 raise click.ClickException(f"{script} raised {type(e).__name__}: {e}; what "

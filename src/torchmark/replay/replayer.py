@@ -77,7 +77,7 @@ class Replayer:
 
         self.torch = torch
         self.trace, self.device = trace, torch.device(device)
-        self.factory = TensorFactory(device, seed)
+        self.factory, self.seed = TensorFactory(device, seed), seed
         self.ops = [ReplayedOp(n, _display_name(n)) for n in trace.top_level_ops(subgraph, step)]
         self._enqueue_s = 0.01  # host time to queue one iteration on a GPU (then measured)
 
@@ -96,6 +96,7 @@ class Replayer:
                 continue
             produced.update(_output_tensor_ids(rop.node))
         env: dict[int, Any] = {}
+        self.torch.manual_seed(self.seed)  # random ops of the trace draw the same each run
         with self.torch.no_grad():
             for rop in self.ops:
                 if rop.status == "skipped":
@@ -280,9 +281,11 @@ class Replayer:
         rop.status, rop.reason, rop.times = "skipped", reason, []
 
     def reset(self) -> None:
-        """Put back the inputs that in-place ops changed, so every iteration starts from
-        the same data (outside any timed region)."""
+        """Put back the inputs that in-place ops changed and reseed torch's generators,
+        so every iteration starts from the same data and its random ops (dropout,
+        randint, normal_) draw the same values (outside any timed region)."""
         self.factory.restore()
+        self.torch.manual_seed(self.seed)
 
     def time_ops(self, warmup: int, iterations: int) -> None:
         for _ in range(warmup):

@@ -106,8 +106,9 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
     trace = load_trace(path)
     replayer = Replayer(trace, device, subgraph=subgraph, step=step)
     if not replayer.ops:
-        raise ValueError(f"{path}: no aten operators to replay"
-                         + (f" under {subgraph!r}" if subgraph else ""))
+        scope = f" under {subgraph!r}" if subgraph else \
+            f" under ProfilerStep#{step}" if step is not None else ""
+        raise ValueError(f"{path}: no aten operators to replay{scope}")
     replayer.prepare()
     replayer.time_ops(warmup, iterations)
     iteration = replayer.time_iterations(iterations) if replayer.replayed else None

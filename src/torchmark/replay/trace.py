@@ -61,11 +61,13 @@ class ExecutionTrace:
             yield node
 
     def subtree(self, root: Node) -> list[Node]:
-        out, stack = [], [root.id]
-        while stack:
+        out, stack, seen = [], [root.id], {root.id}
+        while stack:  # a malformed trace may link nodes in a cycle: each visited once
             node = self.nodes[stack.pop()]
             out.append(node)
-            stack.extend(node.children)
+            fresh = [c for c in node.children if c not in seen]
+            seen.update(fresh)
+            stack.extend(fresh)
         return out
 
     def find(self, name: str) -> list[Node]:
@@ -79,9 +81,12 @@ class ExecutionTrace:
             name = subgraph if subgraph is not None else f"ProfilerStep#{step}"
             roots = self.find(name)
             if not roots:
-                names = sorted({n.name for n in self.nodes.values() if not n.is_aten})[:10]
-                raise TraceError(f"{self.path}: no node named {name!r} (non-aten nodes include: "
-                                 f"{', '.join(names)})")
+                # in order of appearance: a script's own labels come before backward nodes
+                names = list(dict.fromkeys(n.name for n in sorted(
+                    self.nodes.values(), key=lambda n: n.id) if not n.is_aten and n.name))
+                more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+                raise TraceError(f"{self.path}: no node named {name!r} (non-aten nodes, first "
+                                 f"seen first: {', '.join(names[:10])}{more})")
             scope = self.subtree(roots[0])
         ops = [n for n in scope if n.is_aten
                and not any(a.is_aten for a in self.ancestors(n))]
