@@ -102,6 +102,9 @@ def test_backward_is_timed_on_its_own():
     assert len(relu["metrics"]["backward"]["times"]) == 4
     assert relu["metrics"]["backward"]["median"] > 0
     assert add["status"] == "failed" and "no gradient history" in add["error"]
+    assert add["error"].startswith("backward: ValueError")
+    assert len(add["metrics"]["forward"]["times"]) == 4  # the forward's figures are kept
+    assert "backward" not in add["metrics"]
 
 
 def test_modules_built_once_per_build_spec():
@@ -207,3 +210,23 @@ def test_compile_happens_outside_the_timed_calls_even_without_warmup(monkeypatch
     options = RunOptions(warmup=0, iterations=3, compile=True)
     metrics, _ = measure(torch.relu, [torch.ones(4)], {}, options)
     assert max(metrics["forward"]["times"]) < 0.1
+
+
+def test_compile_compiles_every_case_past_dynamos_recompile_limit(monkeypatch):
+    # every case's wrapper shares one code object: without a reset between cases, dynamo
+    # stops compiling after its recompile limit (8) and later cases silently run eager
+    graphs = []
+
+    def backend(gm, example_inputs):  # records what dynamo compiled, runs it as is
+        graphs.append(gm)
+        return gm.forward
+
+    real_compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn: real_compile(fn, backend=backend))
+    ops = ["add", "sub", "mul", "div", "maximum", "minimum", "atan2", "hypot", "fmod",
+           "remainder", "copysign"]
+    config = config_from_data({f"torch.{op}": {"config": [{"input": [
+        {"args": [t(8), t(8)]}]}]} for op in ops})
+    records = run(config, RunOptions(warmup=1, iterations=2, compile=True))
+    assert [r["status"] for r in records] == ["ok"] * len(ops)
+    assert len(graphs) >= len(ops)

@@ -193,9 +193,22 @@ def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
         return _measure(fn, args, kwargs, options, clock)
 
 
+class BackwardFailed(Exception):
+    """The forward was measured but the backward failed: `metrics` holds the forward."""
+
+    def __init__(self, metrics: dict[str, Any], out: Any, error: Exception) -> None:
+        text = str(error).strip().splitlines()
+        super().__init__(f"backward: {type(error).__name__}: {text[0] if text else ''}")
+        self.metrics, self.out = metrics, out
+
+
 def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: RunOptions,
              clock: _Clock) -> tuple[dict[str, Any], Any]:
     torch_ = clock.torch
+    if options.compile:
+        # dynamo caches per code object, and every case's wrapper shares one: after its
+        # recompile limit (8) later cases would silently run eager
+        torch_._dynamo.reset()
     target = torch_.compile(fn) if options.compile else fn
     # Forward-only timing records no autograd graph (and in-place ops on inputs that
     # require grad work); with --backward the graph is the point.
@@ -207,9 +220,7 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
 
     # torch.compile compiles on the first call: never inside the timed calls, even at -w 0
     for _ in range(max(options.warmup, 1) if options.compile else options.warmup):
-        out = forward()
-        if options.backward:
-            _grad_output(out).backward(torch_.ones_like(_grad_output(out)))
+        forward()
     clock.sync()
     timed: Callable = forward
     # With a CUDA graph, what the calls allocate is allocated once, at capture, in the
@@ -227,13 +238,28 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
     if options.cuda_graph:
         out = forward()
     if options.backward:
-        def make_graph() -> tuple[Any, Any]:
-            y = _grad_output(forward())
-            return y, torch_.ones_like(y)
-
-        memory = _Memory(clock)
-        times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
-                                    options.iterations, before=make_graph)
-        metrics["backward"] = {**summarize(times, options.iterations),
-                               "memory": memory.result()}
+        try:
+            metrics["backward"] = _measure_backward(forward, options, clock)
+        except Exception as e:  # the forward's figures stand; the record says what failed
+            raise BackwardFailed(metrics, out, e) from e
     return metrics, out
+
+
+def _measure_backward(forward: Callable[[], Any], options: RunOptions,
+                      clock: _Clock) -> dict[str, Any]:
+    """The backward pass alone, per call: each needs a fresh forward (untimed) first, so
+    it is timed call by call in every exec mode."""
+    torch_ = clock.torch
+
+    def make_graph(_: Any = None) -> tuple[Any, Any]:
+        y = _grad_output(forward())
+        return y, torch_.ones_like(y)
+
+    for _ in range(max(options.warmup, 1) if options.compile else options.warmup):
+        y, grad = make_graph()
+        y.backward(grad)
+    clock.sync()
+    memory = _Memory(clock)
+    times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
+                                options.iterations, before=make_graph)
+    return {**summarize(times, options.iterations), "memory": memory.result()}

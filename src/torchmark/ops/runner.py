@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.jsonl import JsonlWriter, iter_lines, system_info
-from torchmark.ops.executor import RunOptions, measure
+from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for
 from torchmark.ops.registry import resolve
@@ -148,6 +148,10 @@ def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]
         metrics, out = measure(fn, args, kwargs, options)
         metrics["work"] = _derived(metrics, work(case.op, args, kwargs, out, fn))
         record.update(status="ok", metrics=metrics, error=None)
+    except BackwardFailed as e:  # failed, but the forward's figures are kept
+        with contextlib.suppress(Exception):
+            e.metrics["work"] = _derived(e.metrics, work(case.op, args, kwargs, e.out, fn))
+        record.update(status="failed", metrics=e.metrics, error=str(e))
     except Exception as e:  # recorded; the run goes on
         record.update(status="failed", metrics=None, error=_error_text(e))
         _release_memory(options.device)
