@@ -103,3 +103,42 @@ def test_a_sweep_too_large_to_run_is_refused_before_expanding():
     assert time.perf_counter() - started < 5
     assert "1,000,000,000,000,000 cases" in str(e.value)
     assert "torch.add.config[0].input[0].args[0]" in str(e.value)
+
+
+@pytest.mark.parametrize("arg, fragment", [
+    ({"type": "tensor", "shape": [[1, 1000000000000, 1]], "__range__": ["shape"]},
+     "1,000,000,000,000 cases"),
+    ({"type": "float", "value": [0.0, 1.0, 1e-12], "__range__": ["value"]},
+     "1,000,000,000,001 cases"),
+    ({"type": "genericlist", "value": [
+        {"type": "int", "value": [1, 2000, 1], "__range__": ["value"]},
+        {"type": "int", "value": [1, 2000, 1], "__range__": ["value"]}]},
+     "4,000,000 cases"),
+])
+def test_huge_ranges_are_counted_not_built(arg, fragment):
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as e:
+        config_from_data({"torch.add": {"config": [{"input": [{"args": [arg]}]}]}})
+    assert time.perf_counter() - started < 2
+    assert fragment in str(e.value) and "torch.add.config[0].input[0].args[0]" in str(e.value)
+
+
+def test_builds_times_inputs_and_the_whole_config_are_capped():
+    ranged = {"type": "int", "value": [1, 3000, 1], "__range__": ["value"]}
+    with pytest.raises(ConfigError, match="9,000,000 cases, more than the 1,000,000 a config"):
+        config_from_data({"torch.nn.Linear": {"config": [{
+            "build": [{"args": [ranged, {"type": "int", "value": 4}]}],
+            "input": [{"args": [{"type": "tensor", "shape": [2, 8]}, ranged]}]}]}})
+
+
+def test_expansion_errors_name_the_file(tmp_path):
+    from torchmark.ops.loading import load_config
+
+    path = tmp_path / "copy.json"
+    path.write_text('{"torch.add": {"config": [{"input": [{"args": ['
+                    '{"type": "tensor", "shape": [4]}, {"type": "tensor", "shape": [-1],'
+                    ' "__copy__": [{"shape": [0, [0, 3]]}]}]}]}]}}')
+    with pytest.raises(ConfigError, match=f"^{path}: torch.add.config\\[0\\].input\\[0\\]"
+                                          ".args\\[1\\].__copy__: dimension 0 <- argument 0 "
+                                          "dimension 3 is out of range"):
+        load_config(path)

@@ -28,26 +28,63 @@ from torchmark.ops.schema import BenchmarkConfig, ConfigError, Spec
 META = ("__range__", "__copy__", "__list__")
 
 
-def _inclusive(lo, hi, step) -> list:
+MAX_CASES = 1_000_000  # cases one spec, or a whole config, may have: more is a typo
+
+
+def _range_length(lo, hi, step) -> int:
+    """How many values `_inclusive` gives, without making them."""
+    if all(isinstance(x, int) for x in (lo, hi, step)):
+        return len(range(lo, hi + 1, step))
+    return max(0, math.floor((hi - lo) / step + 1e-6) + 1)
+
+
+def _inclusive(lo, hi, step, where: str = "spec") -> list:
+    _check_count([_range_length(lo, hi, step)], where)
     if all(isinstance(x, int) for x in (lo, hi, step)):
         return list(range(lo, hi + 1, step))
-    out, i = [], 0
-    while lo + i * step <= hi + 1e-9 * max(abs(hi), 1.0):
-        out.append(round(lo + i * step, 12))
-        i += 1
-    return out
+    # max is reached when float steps land a hair beyond it (0.1 + 0.2 > 0.3)
+    return [round(lo + i * step, 12) for i in range(_range_length(lo, hi, step))]
 
 
-MAX_CASES = 1_000_000  # expansions one spec may have: more is a typo, not a sweep
-
-
-def _check_count(counts: list[int], where: str) -> None:
+def _check_count(counts: list[int], where: str, what: str = "a spec") -> None:
     """Refuse, before building anything, a product of ranges too large to run."""
     total = math.prod(counts)
     if total > MAX_CASES:
         raise ConfigError("config", [(where, f"its ranges expand to {total:,} cases, more "
-                                             f"than the {MAX_CASES:,} a spec may have; "
+                                             f"than the {MAX_CASES:,} {what} may have; "
                                              "narrow them (or split the sweep)")])
+
+
+def _arg_count(arg: dict[str, Any]) -> int:
+    """How many versions `_expand_value` makes of one argument, counted, not made."""
+    ranged = arg.get("__range__", [])
+    kind = arg["type"]
+    if kind == "tensor":
+        count = len(arg.get("dtype", [])) if "dtype" in ranged else 1
+        if "shape" in ranged:
+            count *= math.prod(_range_length(*d) if isinstance(d, list) else 1
+                               for d in arg["shape"])
+        return count
+    if kind in ("genericlist", "tuple"):
+        return math.prod(_arg_count(item) for item in arg["value"])
+    if "value" in ranged:
+        value = arg["value"]
+        return _range_length(*value) if kind in ("int", "long", "float", "double") \
+            else len(value)
+    return 1
+
+
+def _first_version(arg: dict[str, Any]) -> dict[str, Any]:
+    """The first version `_expand_value` makes of a positional argument (for checks)."""
+    if arg["type"] != "tensor" or "shape" not in arg.get("__range__", []):
+        return arg
+    return {**arg, "shape": [d[0] if isinstance(d, list) else d for d in arg["shape"]]}
+
+
+def spec_count(spec: dict[str, Any]) -> int:
+    """How many concrete {args, kwargs} `expand_spec` makes of one spec."""
+    return math.prod(_arg_count(a) for a in [*spec.get("args", []),
+                                              *spec.get("kwargs", {}).values()])
 
 
 def _expand_value(arg: dict[str, Any], where: str = "spec") -> list[dict[str, Any]]:
@@ -58,8 +95,9 @@ def _expand_value(arg: dict[str, Any], where: str = "spec") -> list[dict[str, An
     if kind == "tensor":
         shapes = [arg["shape"]]
         if "shape" in ranged:
-            dims = [_inclusive(*d) if isinstance(d, list) else [d] for d in arg["shape"]]
-            _check_count([len(d) for d in dims], where)
+            _check_count([_arg_count(arg)], where)
+            dims = [_inclusive(*d, where) if isinstance(d, list) else [d]
+                    for d in arg["shape"]]
             shapes = [list(s) for s in itertools.product(*dims)]
         dtypes = arg.get("dtype", "float")
         dtypes = dtypes if "dtype" in ranged else [dtypes]
@@ -71,12 +109,13 @@ def _expand_value(arg: dict[str, Any], where: str = "spec") -> list[dict[str, An
             if item.get("__copy__"):
                 raise ConfigError("config", [("", "__copy__ works on positional tensor "
                                                   "arguments only, not inside lists")])
+        _check_count([_arg_count(arg)], where)
         choices = [expand_arg(item, where) for item in arg["value"]]
-        _check_count([len(c) for c in choices], where)
         return [{**base, "value": list(items)} for items in itertools.product(*choices)]
     if "value" in ranged:
         value = arg["value"]
-        values = _inclusive(*value) if kind in ("int", "long", "float", "double") else value
+        values = _inclusive(*value, where) if kind in ("int", "long", "float", "double") \
+            else value
         return [{**base, "value": v} for v in values]
     return [base]
 
@@ -113,6 +152,7 @@ def _apply_copies(args: list[dict[str, Any]], where: str) -> list[dict[str, Any]
 
 def expand_spec(spec: dict[str, Any], where: str = "spec") -> list[dict[str, Any]]:
     """Every concrete {args, kwargs} of one spec, in PARAM's order."""
+    _check_count([spec_count(spec)], where)
     args = [expand_arg(a, f"{where}.args[{i}]") for i, a in enumerate(spec.get("args", []))]
     names = list(spec.get("kwargs", {}))
     for name in names:
@@ -120,7 +160,6 @@ def expand_spec(spec: dict[str, Any], where: str = "spec") -> list[dict[str, Any
             raise ConfigError("config", [(f"{where}.kwargs.{name}.__copy__", "__copy__ works "
                                           "on positional tensor arguments only")])
     kwargs = [expand_arg(spec["kwargs"][n], f"{where}.kwargs.{n}") for n in names]
-    _check_count([len(a) for a in args + kwargs], where)
     out = []
     for combo in itertools.product(*args, *kwargs):
         positional = _apply_copies(list(combo[:len(args)]), where)
@@ -179,6 +218,32 @@ def _clean_dump(spec: Spec) -> dict[str, Any]:
     data = _dump(spec)
     return {"args": [clean(a) for a in data["args"]],
             "kwargs": {k: clean(v) for k, v in data["kwargs"].items()}}
+
+
+def check_expansion(config: BenchmarkConfig) -> int:
+    """The number of cases `config` expands to, counted without making them; a
+    ConfigError if it is over MAX_CASES, or if a `__copy__` does not fit (checked on
+    each spec's first expansion: ranges change a shape's values, never its length)."""
+    total = 0
+    for op, entry in config.ops.items():
+        for index, item in enumerate(entry.config):
+            where = f"{op}.config[{index}]"
+            counts = []
+            for part, specs in (("build", item.build), ("input", item.input)):
+                dumped = [_clean_dump(s) for s in specs or []]
+                for i, spec in enumerate(dumped):
+                    named = [(f"args[{j}]", a) for j, a in enumerate(spec.get("args", []))]
+                    named += [(f"kwargs.{k}", a) for k, a in spec.get("kwargs", {}).items()]
+                    for name, arg in named:
+                        _check_count([_arg_count(arg)], f"{where}.{part}[{i}].{name}")
+                    _check_count([spec_count(spec)], f"{where}.{part}[{i}]")
+                    if spec_count(spec):
+                        _apply_copies([_first_version(a) for a in spec.get("args", [])],
+                                      f"{where}.{part}[{i}]")
+                counts.append(sum(spec_count(s) for s in dumped) or 1)
+            total += math.prod(counts)
+            _check_count([total], where, "a config")
+    return total
 
 
 def iter_cases(config: BenchmarkConfig) -> Iterator[Case]:

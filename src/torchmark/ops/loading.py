@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from torchmark.ops.expansion import check_expansion
 from torchmark.ops.registry import resolve
 from torchmark.ops.schema import BenchmarkConfig, ConfigError, validate_config
 
@@ -88,6 +89,10 @@ def config_from_data(data: Any, source: str = "config") -> BenchmarkConfig:
     """Validate an already parsed config (a dict in PARAM's format)."""
     config = validate_config(data, source)
     check_operators(config, source)
+    try:
+        check_expansion(config)
+    except ConfigError as e:  # named by the file, not "config"
+        raise ConfigError(source, e.problems) from None
     return config
 
 
