@@ -29,22 +29,33 @@ def iter_lines(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
 
 
 def _cut_torn_line(path: Path, chunk: int = 1 << 16) -> None:
-    """Truncate what follows the last newline (a line an interrupted run left half
-    written): its record was never finished, and appending after it would bury an
-    invalid line in the middle of the file."""
+    """Truncate what follows the last newline when it is not a whole JSON object (a line
+    an interrupted run left half written: its record was never finished, and appending
+    after it would bury an invalid line in the middle of the file). A whole object that
+    only lacks its newline (a file edited by hand) is kept, and the newline added."""
     with open(path, "r+b") as f:
         end = f.seek(0, os.SEEK_END)
-        position = end
+        position, cut = end, 0
         while position > 0:
             step = min(chunk, position)
             position -= step
             f.seek(position)
             newline = f.read(step).rfind(b"\n")
             if newline >= 0:
-                if position + newline + 1 < end:
-                    f.truncate(position + newline + 1)
-                return
-        f.truncate(0)
+                cut = position + newline + 1
+                break
+        if cut == end:
+            return
+        f.seek(cut)
+        try:
+            whole = isinstance(json.loads(f.read(end - cut)), dict)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            whole = False
+        if whole:
+            f.seek(end)
+            f.write(b"\n")
+        else:
+            f.truncate(cut)
 
 
 class JsonlWriter:

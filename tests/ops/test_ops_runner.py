@@ -74,6 +74,35 @@ def test_resume_continues_an_interrupted_file(tmp_path):
     assert ids == ["torch.mm|0|0|0", "torch.mm|0|0|1", "torch.mm|0|0|2"]
 
 
+def test_resume_keeps_a_whole_last_record_without_its_newline(tmp_path):
+    out = tmp_path / "r.jsonl"
+    run(config_from_data(MIXED), QUICK, out=out)
+    lines = out.read_text().splitlines()[:3]  # header and two records, no footer
+    out.write_text("\n".join(lines))  # the last record whole, its newline lost
+    records = run(config_from_data(MIXED), QUICK, resume=out)
+    assert [r["id"] for r in records] == ["torch.mm|0|0|2"]
+    ids = [r["id"] for r in read_records(out)]
+    assert ids == ["torch.mm|0|0|0", "torch.mm|0|0|1", "torch.mm|0|0|2"]
+
+
+def test_resume_refuses_files_it_did_not_write(tmp_path):
+    other = tmp_path / "other.jsonl"
+    run(config_from_data({"torch.add": {"config": [{"input": [{"args": [t(4), t(4)]}]}]}}),
+        QUICK, out=other)
+    with pytest.raises(ValueError, match=r"holds 1 case\(s\) this config does not have "
+                                         r"\(e.g. 'torch.add\|0\|0\|0'\)"):
+        run(config_from_data(MIXED), QUICK, resume=other)
+    saved = tmp_path / "m.json"
+    saved.write_text('[\n{"version": 1}\n]\n')
+    with pytest.raises(ValueError, match="not a torchmark ops results file .it has no header"):
+        run(config_from_data(MIXED), QUICK, resume=saved)
+    binary = tmp_path / "b.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ValueError, match="not a text file"):
+        run(config_from_data(MIXED), QUICK, resume=binary)
+    assert other.read_text().count("\n") == 3 and saved.read_text().count("\n") == 3
+
+
 def test_resume_refuses_a_changed_config(tmp_path):
     out = tmp_path / "r.jsonl"
     run(config_from_data(MIXED), QUICK, out=out)

@@ -60,26 +60,42 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
     (and mixed settings would share one file)."""
     if not Path(path).exists():
         raise FileNotFoundError(f"--resume {path}: no such file")
-    lines = list(iter_lines(path))
+    try:
+        lines = list(iter_lines(path))
+    except UnicodeDecodeError:
+        raise ValueError(f"--resume {path}: not a text file") from None
     header = next((r for r in lines if r.get("type") == "header"), None)
-    if header is not None:
-        before = header.get("run_options") or {}
-        now = dataclasses.asdict(options)
-        changed = [f"{k} {before[k]!r} -> {now[k]!r}" for k in _MEASUREMENT_OPTIONS
-                   if k in before and before[k] != now[k]]
-        if changed:
-            raise ValueError(f"--resume {path}: it was run with other options "
-                             f"({', '.join(changed)}); resume with the same ones, or write "
-                             "a new file")
+    if not lines and Path(path).stat().st_size == 0:
+        return set()  # nothing was written: a fresh start
+    if header is None or header.get("schema") != SCHEMA:
+        what = "it has no header line" if header is None else \
+            f"its schema is {header.get('schema')!r}"
+        raise ValueError(f"--resume {path}: not a torchmark ops results file ({what}); "
+                         "resume a file that `torchmark ops -o` wrote")
+    before = header.get("run_options") or {}
+    now = dataclasses.asdict(options)
+    changed = [f"{k} {before[k]!r} -> {now[k]!r}" for k in _MEASUREMENT_OPTIONS
+               if k in before and before[k] != now[k]]
+    if changed:
+        raise ValueError(f"--resume {path}: it was run with other options "
+                         f"({', '.join(changed)}); resume with the same ones, or write "
+                         "a new file")
     recorded = {r["id"]: r.get("config") for r in lines
                 if r.get("type") == "record" and "id" in r}
+    ids = set()
     for case in iter_cases(config):
+        ids.add(case.id)
         if case.id in recorded and \
                 recorded[case.id] != _jsonable({"build": case.build, "input": case.input}):
             raise ValueError(f"--resume {path}: case {case.id} was recorded with another "
                              "config than this one has now (ids are positions in the "
                              "config); resume with the config it was made from, or write a "
                              "new file")
+    foreign = sorted(set(recorded) - ids)
+    if foreign:
+        raise ValueError(f"--resume {path}: it holds {len(foreign)} case(s) this config does "
+                         f"not have (e.g. {foreign[0]!r}); resume with the config it was "
+                         "made from, or write a new file")
     return set(recorded)
 
 
