@@ -169,10 +169,27 @@ def test_bad_arguments(kwargs, message):
     (lambda t: t.blocked_autorange(min_run_time=-1), "min_run_time"),
     (lambda t: t.adaptive_autorange(threshold=-0.1), "threshold"),
     (lambda t: t.repeat(repeat=0), "repeat"),
+    # values that would never let the loop end
+    (lambda t: t.blocked_autorange(min_run_time=float("inf")), "min_run_time must be a finite"),
+    (lambda t: t.adaptive_autorange(threshold=0, max_run_time=0), "max_run_time must be > 0"),
+    (lambda t: t.adaptive_autorange(min_run_time=float("nan")), "min_run_time"),
 ])
 def test_bad_call_arguments(call, message):
     with pytest.raises(ValueError, match=message):
         call(Timer("pass"))
+
+
+def test_numpy_numbers_are_taken_as_torch_takes_them():
+    import numpy as np
+
+    t = Timer("pass", num_threads=np.int64(2))
+    assert t.timeit(np.int64(10)).number_per_run == 10
+    assert t.blocked_autorange(min_run_time=np.float32(0.01)).num_threads == 2
+    x = torchmark.FuzzedTensor("x", size=("k", np.int64(4)), max_elements=1e6)
+    fuzzer = torchmark.Fuzzer([torchmark.FuzzedParameter("k", 1, 8, distribution="uniform")],
+                              [x], seed=0)
+    tensors, _, _ = next(iter(fuzzer.take(1)))
+    assert tensors["x"].shape[1] == 4
 
 
 def test_languages_accepted():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -79,9 +80,10 @@ class FuzzedTensor:
                 f"probability_contiguous must lie in [0, 1], got {probability_contiguous!r}")
         bounds = {"min_elements": min_elements, "max_elements": max_elements,
                   "max_allocation_bytes": max_allocation_bytes}
-        for bound, value in bounds.items():
-            if value is not None and (not isinstance(value, int) or value < 0):
-                raise self._error(f"{bound} must be a non-negative int, got {value!r}")
+        for bound, value in bounds.items():  # torch takes any number here (1e6 too)
+            if value is not None and (isinstance(value, bool) or
+                                      not isinstance(value, numbers.Real) or not value >= 0):
+                raise self._error(f"{bound} must be a non-negative number, got {value!r}")
         if min_elements is not None and max_elements is not None and min_elements > max_elements:
             raise self._error(f"min_elements {min_elements} exceeds max_elements {max_elements}")
         if not isinstance(dtype, torch.dtype):
@@ -102,12 +104,12 @@ class FuzzedTensor:
         return ValueError(f"FuzzedTensor {self._name!r}: {problem}")
 
     def _check_dims(self, what: str, values: Any) -> tuple:
-        if isinstance(values, (str, int)) or not isinstance(values, Sequence):
+        if isinstance(values, (str, numbers.Integral)) or not isinstance(values, Sequence):
             raise self._error(f"{what} must be a tuple of ints and parameter names, got {values!r}")
         for v in values:
-            if isinstance(v, bool) or not isinstance(v, (str, int)):
+            if isinstance(v, bool) or not isinstance(v, (str, numbers.Integral)):
                 raise self._error(f"{what} entries must be ints or parameter names, got {v!r}")
-        return tuple(values)
+        return tuple(v if isinstance(v, str) else int(v) for v in values)
 
     @property
     def name(self) -> str:

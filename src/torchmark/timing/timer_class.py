@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import math
+import numbers
 import statistics
 import textwrap
 import timeit
@@ -86,8 +88,10 @@ class Timer:
             raise ValueError(f"Timer: stmt must be a str, got {type(stmt).__name__}")
         if not isinstance(setup, str):
             raise ValueError(f"Timer: setup must be a str, got {type(setup).__name__}")
-        if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1:
+        if not isinstance(num_threads, numbers.Integral) or isinstance(num_threads, bool) \
+                or num_threads < 1:
             raise ValueError(f"Timer: num_threads must be a positive int, got {num_threads!r}")
+        num_threads = int(num_threads)
         if globals is not None and not isinstance(globals, dict):
             raise ValueError(f"Timer: globals must be a dict, got {type(globals).__name__}")
 
@@ -253,6 +257,8 @@ class Timer:
         threshold = _non_negative("threshold", threshold)
         min_run_time = _non_negative("min_run_time", min_run_time)
         max_run_time = _non_negative("max_run_time", max_run_time)
+        if max_run_time == 0:  # torch reads 0 as "no limit", and can then run forever
+            raise ValueError("Timer: max_run_time must be > 0 (it bounds the measurement)")
         number = self._estimate_block_size(min_run_time=0.05)
 
         def stop_hook(times: list[float]) -> bool:
@@ -379,12 +385,16 @@ class Timer:
 
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    """An int >= 1 (numpy integers too, as torch takes them)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"Timer: {name} must be a positive int, got {value!r}")
-    return value
+    return int(value)
 
 
 def _non_negative(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"Timer: {name} must be a non-negative number, got {value!r}")
+    """A finite number >= 0 (an infinite time would never be reached: the loop would
+    not end)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not 0 <= value < math.inf:
+        raise ValueError(f"Timer: {name} must be a finite number >= 0, got {value!r}")
     return float(value)
