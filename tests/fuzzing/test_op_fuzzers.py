@@ -88,3 +88,15 @@ def test_sparse_with_literal_nnz_and_errors():
         next(f.take(1))
     with pytest.raises(ValueError, match="density names unknown parameter 'dd'"):
         Fuzzer([], [FuzzedSparseTensor("s", (4,), density="dd")])
+
+
+def test_sparse_preview_has_the_layout_of_take():
+    from torchmark.op_fuzzers import UnaryOpSparseFuzzer
+
+    fuzzer = UnaryOpSparseFuzzer(seed=0)
+    for (real, _, _), (meta, _, _) in zip(fuzzer.take(2), fuzzer.preview(2), strict=True):
+        x, y = real["x"], meta["x"]
+        assert y.is_sparse and y.device.type == "meta" and y.shape == x.shape
+        assert (y.sparse_dim(), y.is_coalesced()) == (x.sparse_dim(), x.is_coalesced())
+        if not x.is_coalesced():  # every drawn position stored twice, as in torch
+            assert y._nnz() == x._nnz()

@@ -98,7 +98,7 @@ def test_stop_rule_errors(kwargs, fragment):
 @pytest.mark.parametrize("kwargs, fragment", [
     (dict(l2="warm"), "l2 must be 'cold' or 'hot'"),
     (dict(mode="fast"), "mode must be one of events, blocking, graph"),
-    (dict(rsd=-0.1), "rsd must be a non-negative number"),
+    (dict(rsd=-0.1), "rsd must be a finite number >= 0"),
     (dict(graph_calls=0), "graph_calls must be a positive int"),
     (dict(mode="graph", graph_calls=4), "only the first of graph_calls=4 calls would start"),
     (dict(min_clock_ratio=2), "min_clock_ratio must be in [0, 1]"),
@@ -121,6 +121,11 @@ def test_without_cuda_a_clear_error():
 def test_cli_device_cuda_without_cuda(capsys):
     assert main(["timeit", "x + 1", "-s", "x = 1", "--device", "cuda"]) == 2
     assert "there is no CUDA device here" in capsys.readouterr().err
+
+
+def test_cli_statement_that_exits_says_so(capsys):
+    assert main(["timeit", "import sys; sys.exit(3)"]) == 3
+    assert "called sys.exit(3)" in capsys.readouterr().err
 
 
 def test_cli_statement_errors_are_one_line(capsys):

@@ -44,6 +44,41 @@ def test_bad_content(tmp_path, data, message):
         load_measurements(path)
 
 
+GOOD = {"schema": "torchmark.measurement", "version": 1, "number_per_run": 1,
+        "raw_times": [1e-6], "task_spec": {"stmt": "x", "setup": "pass"}}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"raw_times": "123"}, "raw_times must be a non-empty list"),
+    ({"raw_times": [0]}, "times > 0"),
+    ({"raw_times": [True]}, "raw_times"),
+    ({"number_per_run": 1.5}, "number_per_run must be an int"),
+    ({"number_per_run": True}, "number_per_run must be an int"),
+    ({"task_spec": {"stmt": 5, "setup": "pass"}}, "stmt must be a str"),
+    ({"task_spec": {"stmt": "x", "setup": "pass", "num_threads": "2"}}, "num_threads"),
+    ({"task_spec": {"stmt": "x", "setup": "pass", "label": 7}}, "label must be a str"),
+    ({"task_spec": []}, "task_spec must be an object"),
+    ({"metadata": [1]}, "metadata must be an object"),
+])
+def test_fields_of_the_wrong_type_are_named(tmp_path, change, message):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps([GOOD, {**GOOD, **change}]))
+    with pytest.raises(ValueError, match=f"m.json: measurement 1: .*{message}"):
+        load_measurements(path)
+
+
+@pytest.mark.parametrize("metadata, raw, message", [
+    ({(1, 2): 3}, [1.0], "key \\(1, 2\\) is not a str"),
+    ({1: "a"}, [1.0], "key 1 is not a str"),
+    ([1, 2], [1.0], "metadata must be a dict"),
+    (None, [1.0, float("nan")], "NaN or infinite"),
+])
+def test_what_json_cannot_carry_is_refused_when_written(metadata, raw, message):
+    m = Measurement(1, raw, TaskSpec("x", "pass"), metadata=metadata)
+    with pytest.raises(ValueError, match=message):
+        m.to_json()
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such file"):
         load_measurements(tmp_path / "nope.json")

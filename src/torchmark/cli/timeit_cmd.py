@@ -83,6 +83,11 @@ def _measure(measure):
     """Run a measurement; the statement's (or setup's) own error is one line, exit 1."""
     try:
         return measure()
+    except SystemExit as e:  # the statement's own sys.exit(): say so, keep its status
+        failure = click.ClickException(f"the statement or its setup called sys.exit("
+                                       f"{e.code!r})")
+        failure.exit_code = e.code if isinstance(e.code, int) and e.code else 1
+        raise failure from None
     except Exception as e:
         # options click cannot check alone (e.g. --max-run-time below --min-run-time)
         if isinstance(e, (ValueError, TypeError)) and \

@@ -96,8 +96,12 @@ class FuzzedSparseTensor(FuzzedTensor):
             raise self._error(
                 f"nnz {nnz} must lie between 0 and the {positions} positions of the sparse dims")
         is_coalesced = bool(self._value(self._coalesced, params, True))
-        if meta:  # a dense stand-in with the shape; nothing is allocated
-            tensor = torch.empty(size, dtype=self._dtype, device="meta")
+        if meta:  # the layout and stored count of take()'s tensor; nothing is allocated
+            stored = nnz if is_coalesced else 2 * nnz
+            tensor = torch.sparse_coo_tensor(
+                torch.empty(sparse_dim, stored, dtype=torch.long, device="meta"),
+                torch.empty([stored, *size[sparse_dim:]], dtype=self._dtype, device="meta"),
+                torch.Size(size), check_invariants=False)._coalesced_(is_coalesced)
         else:
             tensor = self.sparse_tensor_constructor(size, self._dtype, sparse_dim, nnz,
                                                     is_coalesced)

@@ -210,14 +210,23 @@ class Measurement:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with a versioned schema tag."""
         if self.metadata is not None:
+            if not isinstance(self.metadata, dict):
+                raise ValueError(f"Measurement.metadata must be a dict to be written as JSON, "
+                                 f"got {type(self.metadata).__name__}")
             for key, value in self.metadata.items():
+                if not isinstance(key, str):  # JSON would turn it into a str, or fail
+                    raise ValueError(f"Measurement.metadata key {key!r} is not a str: JSON "
+                                     "keys are strings; use pickle, or a str key")
                 try:
-                    json.dumps({str(key): value})
+                    json.dumps({key: value}, allow_nan=False)
                 except (TypeError, ValueError) as e:
                     raise ValueError(
                         f"Measurement.metadata[{key!r}] cannot be written as JSON ({e}); "
                         "use pickle, or store a JSON-compatible value"
                     ) from None
+        if not all(math.isfinite(t) for t in self.raw_times):
+            raise ValueError("Measurement.raw_times holds a NaN or infinite time, which JSON "
+                             "cannot carry and no statistic survives")
         return {
             "schema": SCHEMA_NAME,
             "version": SCHEMA_VERSION,
@@ -239,20 +248,26 @@ class Measurement:
                 f"{SCHEMA_NAME} version {data.get('version')!r} is not supported "
                 f"(this torchmark reads version {SCHEMA_VERSION})"
             )
-        try:
-            number = int(data["number_per_run"])
-            raw = [float(t) for t in data["raw_times"]]
-            spec = TaskSpec.from_dict(data["task_spec"])
-        except KeyError as e:
-            raise ValueError(f"{SCHEMA_NAME}: missing field {e.args[0]!r}") from None
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{SCHEMA_NAME}: bad field value ({e})") from None
-        if number < 1:
-            raise ValueError(f"{SCHEMA_NAME}: number_per_run must be >= 1, got {number}")
-        if not raw or not all(math.isfinite(t) and t >= 0 for t in raw):
+        missing = [k for k in ("number_per_run", "raw_times", "task_spec") if k not in data]
+        if missing:
+            raise ValueError(f"{SCHEMA_NAME}: missing field {missing[0]!r}")
+        number, raw = data["number_per_run"], data["raw_times"]
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise ValueError(f"{SCHEMA_NAME}: number_per_run must be an int >= 1, got "
+                             f"{number!r}")
+        if not isinstance(raw, list) or not raw or not all(
+                isinstance(t, (int, float)) and not isinstance(t, bool)
+                and math.isfinite(t) and t > 0 for t in raw):
             raise ValueError(f"{SCHEMA_NAME}: raw_times must be a non-empty list of finite "
-                             "times >= 0")
-        return cls(number_per_run=number, raw_times=raw, task_spec=spec, metadata=data.get("metadata"))
+                             f"times > 0, got {str(raw)[:60]}")
+        if not isinstance(data["task_spec"], dict):
+            raise ValueError(f"{SCHEMA_NAME}: task_spec must be an object")
+        metadata = data.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ValueError(f"{SCHEMA_NAME}: metadata must be an object or null")
+        spec = TaskSpec.from_dict(data["task_spec"])
+        return cls(number_per_run=number, raw_times=[float(t) for t in raw], task_spec=spec,
+                   metadata=metadata)
 
     @classmethod
     def from_json(cls, text: str | bytes | dict[str, Any]) -> Measurement:

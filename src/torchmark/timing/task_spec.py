@@ -55,6 +55,15 @@ class TaskSpec:
             raise ValueError(f"TaskSpec: unknown field(s) {', '.join(unknown)}")
         if "stmt" not in data or "setup" not in data:
             raise ValueError("TaskSpec: 'stmt' and 'setup' are required")
+        for name in ("stmt", "setup", "global_setup"):
+            if name in data and not isinstance(data[name], str):
+                raise ValueError(f"TaskSpec: {name} must be a str, got {data[name]!r}")
+        for name in ("label", "sub_label", "description", "env"):
+            if data.get(name) is not None and not isinstance(data[name], str):
+                raise ValueError(f"TaskSpec: {name} must be a str or null, got {data[name]!r}")
+        threads = data.get("num_threads", 1)
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"TaskSpec: num_threads must be an int >= 1, got {threads!r}")
         return cls(**data)
 
 
