@@ -6,8 +6,12 @@ from typing import Any
 
 _MATMUL = {"mm", "matmul", "bmm", "addmm", "baddbmm", "addbmm", "linear"}
 _ELEMENTWISE = {"add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_", "relu", "relu_",
-                "sigmoid", "tanh", "gelu", "exp", "log", "neg", "abs", "sqrt", "clone", "copy_",
-                "silu", "softmax", "where", "maximum", "minimum", "pow"}
+                "sigmoid", "tanh", "gelu", "exp", "log", "neg", "abs", "sqrt", "silu",
+                "softmax", "where", "maximum", "minimum", "pow"}
+_COPIES = {"clone", "copy_", "contiguous"}  # bytes moved, no arithmetic
+# in-place ops that overwrite `self` without reading it
+_OVERWRITES = {"copy_", "fill_", "zero_", "uniform_", "normal_", "random_", "bernoulli_",
+               "exponential_"}
 
 
 def base_name(op: str) -> str:
@@ -42,7 +46,12 @@ def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any,
     inputs, outputs = _tensors(args) + _tensors(kwargs), _tensors(output)
     if not outputs:
         return {}
-    moved = _bytes(inputs) + _bytes(outputs)
+    # tensors only written (out=, the self of copy_ / fill_ ...) are counted once, as output
+    written = _tensors(kwargs.get("out"))
+    if name in _OVERWRITES and args:
+        written += _tensors(args[0])
+    reads = [t for t in inputs if not any(t is w for w in written)]
+    moved = _bytes(reads) + _bytes(outputs)
     out = outputs[0]
     if name == "Linear" and hasattr(built, "in_features"):
         moved += sum(p.numel() * p.element_size() for p in built.parameters())
@@ -64,4 +73,6 @@ def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any,
         return {"flops": int(flops), "bytes": int(moved)}
     if name in _ELEMENTWISE:
         return {"flops": int(out.numel()), "bytes": int(moved)}
+    if name in _COPIES:
+        return {"flops": 0, "bytes": int(moved)}
     return {}

@@ -1,0 +1,36 @@
+"""Work counted for GB/s and TFLOP/s: bytes read and written, flops."""
+
+import torch
+
+from torchmark.ops.throughput import work
+
+N = 1024
+F32 = 4 * N  # bytes of one float tensor of N elements
+
+
+def test_elementwise_reads_its_inputs_and_writes_its_output():
+    a, b = torch.ones(N), torch.ones(N)
+    assert work("torch.add", [a, b], {}, torch.add(a, b)) == {"flops": N, "bytes": 3 * F32}
+
+
+def test_an_out_tensor_is_written_not_read():
+    a, b, c = torch.ones(N), torch.ones(N), torch.empty(N)
+    assert work("torch.add", [a, b], {"out": c}, torch.add(a, b, out=c))["bytes"] == 3 * F32
+
+
+def test_in_place_ops_read_self_unless_they_overwrite_it():
+    a, b = torch.ones(N), torch.ones(N)
+    assert work("torch.Tensor.add_", [a, b], {}, a.add_(b))["bytes"] == 3 * F32
+    dst, src = torch.empty(N), torch.ones(N)
+    assert work("torch.Tensor.copy_", [dst, src], {}, dst.copy_(src)) == \
+        {"flops": 0, "bytes": 2 * F32}
+    assert work("torch.clone", [src], {}, src.clone()) == {"flops": 0, "bytes": 2 * F32}
+
+
+def test_matmul_and_linear_flops():
+    a, b = torch.ones(8, 16), torch.ones(16, 4)
+    assert work("torch.mm", [a, b], {}, a @ b)["flops"] == 2 * 8 * 4 * 16
+    layer = torch.nn.Linear(16, 4)
+    out = work("torch.nn.Linear", [a], {}, layer(a), built=layer)
+    assert out["flops"] == 2 * 8 * 4 * 16
+    assert out["bytes"] == 4 * (8 * 16 + 8 * 4 + 16 * 4 + 4)  # input, output, weights
