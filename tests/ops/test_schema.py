@@ -141,3 +141,18 @@ def test_a_key_given_twice_is_refused(tmp_path, name, text):
     path.write_text(text)
     with pytest.raises(ConfigError, match="the key 'torch.relu' appears twice"):
         load_config(path)
+
+
+def test_yaml_merge_keys_may_be_overridden(tmp_path):
+    from torchmark.ops import iter_cases, load_config
+
+    path = tmp_path / "merge.yaml"
+    path.write_text("torch.add:\n"
+                    "  config:\n"
+                    "    - input:\n"
+                    "        - args:\n"
+                    "            - &b {type: tensor, shape: [8, 8], dtype: float}\n"
+                    "            - <<: *b\n"
+                    "              dtype: double\n")
+    case = next(iter_cases(load_config(path)))
+    assert [a["dtype"] for a in case.input["args"]] == ["float", "double"]

@@ -33,10 +33,13 @@ def _yaml_loader():
 
     class UniqueKeyLoader(yaml.SafeLoader):  # safe: data only, no Python objects
         def construct_mapping(self, node, deep=False):
+            # keys written twice in one mapping are refused; a key written after a `<<:`
+            # merge overrides the merged one, as YAML says
+            _unique_keys([(self.construct_object(k, deep=deep), None) for k, _ in node.value
+                          if k.tag != "tag:yaml.org,2002:merge"])
             self.flatten_mapping(node)
-            return _unique_keys([(self.construct_object(k, deep=deep),
-                                  self.construct_object(v, deep=deep))
-                                 for k, v in node.value])
+            return {self.construct_object(k, deep=deep): self.construct_object(v, deep=deep)
+                    for k, v in node.value}
 
     UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
                                     UniqueKeyLoader.construct_mapping)
