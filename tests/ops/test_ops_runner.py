@@ -259,3 +259,29 @@ def test_compile_compiles_every_case_past_dynamos_recompile_limit(monkeypatch):
     records = run(config, RunOptions(warmup=1, iterations=2, compile=True))
     assert [r["status"] for r in records] == ["ok"] * len(ops)
     assert len(graphs) >= len(ops)
+
+
+def test_sigterm_ends_a_run_with_its_footer(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    config = tmp_path / "long.json"
+    ranged = {"type": "tensor", "shape": [[16, 64, 1], 32], "__range__": ["shape"]}
+    config.write_text(json.dumps({"torch.mm": {"config": [{"input": [{"args": [
+        ranged, {"type": "tensor", "shape": [32, 16]}]}]}]}}))  # 49 cases
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "torchmark", "ops", "-c", str(config),
+                             "-i", "300", "-w", "1", "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not out.exists() or
+                                           out.read_text().count('"type": "record"') < 2):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "terminated" in err
+    footer = json.loads(out.read_text().splitlines()[-1])
+    assert footer["type"] == "footer" and footer["complete"] is False and footer["not_run"] > 0

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 
 import click
 
@@ -45,16 +48,39 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler stopping the job), raised like Ctrl-C so that runs write their
+    footer and say what was not run."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input gives one line on stderr and exit status 2."""
     try:
-        result = cli.main(args=argv, prog_name="torchmark", standalone_mode=False)
+        with _sigterm_as_interrupt():
+            result = cli.main(args=argv, prog_name="torchmark", standalone_mode=False)
     except click.UsageError as e:
         hint = f" (see 'torchmark {e.ctx.command_path.split(' ', 1)[1]} --help')" if (
             e.ctx is not None and " " in e.ctx.command_path) else " (see 'torchmark --help')"
         return _fail(e.format_message() + hint, EXIT_USAGE)
-    except click.Abort:
-        return _fail("interrupted", 130)
+    except click.Abort as e:
+        terminated = isinstance(e.__cause__ or e.__context__, Terminated)
+        return _fail("terminated" if terminated else "interrupted", 143 if terminated else 130)
     except click.ClickException as e:
         return _fail(e.format_message(), e.exit_code)
     except (ValueError, TypeError, SyntaxError, FileNotFoundError, NotImplementedError) as e:
@@ -64,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         return _fail(f"{type(e).__name__}: {e}" if isinstance(e, SyntaxError) else str(e),
                      EXIT_USAGE)
+    except Terminated:
+        return _fail("terminated", 143)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     return result if isinstance(result, int) else 0
