@@ -285,3 +285,24 @@ def test_sigterm_ends_a_run_with_its_footer(tmp_path):
     assert proc.returncode == 143 and "terminated" in err
     footer = json.loads(out.read_text().splitlines()[-1])
     assert footer["type"] == "footer" and footer["complete"] is False and footer["not_run"] > 0
+
+
+@pytest.mark.parametrize("mode, restored", [("discrete", True), ("continuous", False)])
+def test_in_place_ops_start_every_call_from_the_same_inputs(mode, restored):
+    from torchmark.ops.executor import measure
+
+    x, seen = torch.ones(4), []
+
+    def halve(t):  # an in-place op: each call would otherwise see half the last value
+        seen.append(float(t[0]))
+        return t.mul_(0.5)
+
+    metrics, _ = measure(halve, [x], {}, RunOptions(warmup=3, iterations=4, exec_mode=mode),
+                         in_place=True)
+    assert metrics["forward"]["inputs_restored"] is restored
+    if restored:
+        assert seen == [1.0] * 7  # 3 warm-up calls, 4 timed
+    else:  # one timer spans the calls: nothing can be put back between them
+        assert seen[3:] == [0.5, 0.25, 0.125, 0.0625]
+    unchanged, _ = measure(torch.abs, [torch.ones(4)], {}, QUICK, in_place=True)
+    assert "inputs_restored" not in unchanged["forward"]  # nothing changed, nothing saved

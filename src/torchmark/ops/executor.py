@@ -95,10 +95,14 @@ class _Clock:
             self.torch.cuda.synchronize(self.device)
 
     def time_calls(self, call: Callable[[], Any], n: int,
-                   before: Callable[[], Any] | None = None) -> tuple[list[float], Any]:
+                   before: Callable[[], Any] | None = None,
+                   reset: Callable[[], None] | None = None) -> tuple[list[float], Any]:
         """Times of n calls (per call), by the mode; `before` runs untimed before each
-        call and its result is passed to `call` (used for backward)."""
+        call and its result is passed to `call` (used for backward); `reset` runs untimed
+        before each call, ahead of the flush (not in continuous mode: one timer spans
+        the calls)."""
         out = None
+        reset = reset or (lambda: None)
         if self.mode == "continuous" and before is None:
             self.sync()
             start = time.perf_counter()
@@ -111,6 +115,7 @@ class _Clock:
                        self.torch.cuda.Event(enable_timing=True)) for _ in range(n)]
             for start, end in events:
                 arg = before() if before else None
+                reset()
                 self.flush()
                 start.record()
                 out = call(arg) if before else call()
@@ -120,6 +125,7 @@ class _Clock:
         times = []
         for _ in range(n):
             arg = before() if before else None
+            reset()
             self.flush()
             self.sync()
             start = time.perf_counter()
@@ -183,14 +189,36 @@ class _Memory:
 
 
 def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
-            options: RunOptions) -> tuple[dict[str, Any], Any]:
-    """Metrics of one case ({"forward": {...}, "backward": {...}}) and its last output."""
+            options: RunOptions, in_place: bool = False) -> tuple[dict[str, Any], Any]:
+    """Metrics of one case ({"forward": {...}, "backward": {...}}) and its last output.
+    `in_place`: the operator changes its inputs, which are put back before each call."""
     clock = _Clock(options)
     if not clock.cuda:
-        return _measure(fn, args, kwargs, options, clock)
+        return _measure(fn, args, kwargs, options, clock, in_place)
     # Events, streams and graphs work on the current device: make it the case's (cuda:N).
     with clock.torch.cuda.device(clock.device):
-        return _measure(fn, args, kwargs, options, clock)
+        return _measure(fn, args, kwargs, options, clock, in_place)
+
+
+class _Inputs:
+    """The inputs an in-place operator changes, saved before its first call and put back
+    (outside the timed region) before each later one: otherwise every call would start
+    from what the previous left (x.mul_(0.5) reaches denormals, and slows ~20x)."""
+
+    def __init__(self, torch_, args: list[Any], kwargs: dict[str, Any]) -> None:
+        from torchmark.ops.throughput import tensors_in
+
+        self.torch = torch_
+        self.saved = [(t, t.detach().clone(), t._version) for t in tensors_in([args, kwargs])]
+
+    def keep_changed(self) -> None:
+        """After the first call: keep only the inputs it changed."""
+        self.saved = [(t, copy, v) for t, copy, v in self.saved if t._version != v]
+
+    def restore(self) -> None:
+        with self.torch.no_grad():
+            for tensor, copy, _ in self.saved:
+                tensor.copy_(copy)
 
 
 class BackwardFailed(Exception):
@@ -203,7 +231,7 @@ class BackwardFailed(Exception):
 
 
 def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: RunOptions,
-             clock: _Clock) -> tuple[dict[str, Any], Any]:
+             clock: _Clock, in_place: bool = False) -> tuple[dict[str, Any], Any]:
     torch_ = clock.torch
     if options.compile:
         # dynamo caches per code object, and every case's wrapper shares one: after its
@@ -218,9 +246,17 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
         with grad_mode():
             return target(*args, **kwargs)
 
-    # torch.compile compiles on the first call: never inside the timed calls, even at -w 0
-    for _ in range(max(options.warmup, 1) if options.compile else options.warmup):
+    inputs = _Inputs(torch_, args, kwargs) if in_place and not options.backward else None
+    reset = inputs.restore if inputs is not None else None
+    # torch.compile compiles on the first call: never inside the timed calls, even at -w 0;
+    # an in-place op's first call tells which inputs it changes
+    first = 1 if options.compile or inputs is not None else 0
+    for i in range(max(options.warmup, first)):
+        if i and reset is not None:
+            reset()
         forward()
+        if i == 0 and inputs is not None:
+            inputs.keep_changed()
     clock.sync()
     timed: Callable = forward
     # With a CUDA graph, what the calls allocate is allocated once, at capture, in the
@@ -233,8 +269,10 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
 
         def timed(_: Any = None) -> Any:
             return replay()
-    times, out = clock.time_calls(timed, options.iterations)
+    times, out = clock.time_calls(timed, options.iterations, reset=reset)
     metrics = {"forward": {**summarize(times, options.iterations), "memory": memory.result()}}
+    if inputs is not None and inputs.saved:  # continuous mode cannot put them back
+        metrics["forward"]["inputs_restored"] = options.exec_mode != "continuous"
     if options.cuda_graph:
         out = forward()
     if options.backward:

@@ -22,7 +22,8 @@ def base_name(op: str) -> str:
     return op.rsplit(".", 1)[-1]
 
 
-def _tensors(values: Any) -> list:
+def tensors_in(values: Any) -> list:
+    """The tensors in `values` (nested lists, tuples and dict values)."""
     import torch
 
     if isinstance(values, torch.Tensor):
@@ -30,7 +31,7 @@ def _tensors(values: Any) -> list:
     if isinstance(values, dict):
         values = list(values.values())
     if isinstance(values, (list, tuple)):
-        return [t for v in values for t in _tensors(v)]
+        return [t for v in values for t in tensors_in(v)]
     return []
 
 
@@ -43,13 +44,13 @@ def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any,
     """{"flops": ..., "bytes": ...} where the operator is known; {} otherwise. `built` is
     the module a build spec made (its parameters count as bytes read)."""
     name = base_name(op)
-    inputs, outputs = _tensors(args) + _tensors(kwargs), _tensors(output)
+    inputs, outputs = tensors_in(args) + tensors_in(kwargs), tensors_in(output)
     if not outputs:
         return {}
     # tensors only written (out=, the self of copy_ / fill_ ...) are counted once, as output
-    written = _tensors(kwargs.get("out"))
+    written = tensors_in(kwargs.get("out"))
     if name in _OVERWRITES and args:
-        written += _tensors(args[0])
+        written += tensors_in(args[0])
     reads = [t for t in inputs if not any(t is w for w in written)]
     moved = _bytes(reads) + _bytes(outputs)
     out = outputs[0]
@@ -57,7 +58,7 @@ def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any,
         moved += sum(p.numel() * p.element_size() for p in built.parameters())
         return {"flops": int(2 * out.numel() * built.in_features), "bytes": int(moved)}
     if name in _MATMUL:
-        mats = [t for t in _tensors(args) if t.dim() >= 2]
+        mats = [t for t in tensors_in(args) if t.dim() >= 2]
         if len(mats) < 2:
             return {}
         a, b = mats[-2], mats[-1]
