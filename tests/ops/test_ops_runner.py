@@ -120,6 +120,8 @@ def test_resume_and_stop_ids():
     assert [r["id"] for r in records] == ["torch.mm|0|0|1"]
     with pytest.raises(ValueError, match="--stop-id 'torch.mm|9' is not a case"):
         run(config, RunOptions(stop_id="torch.mm|9"))
+    with pytest.raises(ValueError, match=r"--stop-id 'torch.mm\|0\|0\|0' is the first case"):
+        run(config, RunOptions(stop_id="torch.mm|0|0|0"))
 
 
 def test_backward_is_timed_on_its_own():
@@ -259,6 +261,18 @@ def test_compile_compiles_every_case_past_dynamos_recompile_limit(monkeypatch):
     records = run(config, RunOptions(warmup=1, iterations=2, compile=True))
     assert [r["status"] for r in records] == ["ok"] * len(ops)
     assert len(graphs) >= len(ops)
+
+
+def test_an_output_path_that_is_a_folder_is_one_line(tmp_path, capsys):
+    from torchmark.cli.main import main
+
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(MIXED))
+    (tmp_path / "out.jsonl").mkdir()
+    assert main(["ops", "-c", str(config), "-i", "1", "-w", "0", "-o",
+                 str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "Is a directory" in err and "Traceback" not in err
 
 
 def test_sigterm_ends_a_run_with_its_footer(tmp_path):

@@ -57,3 +57,19 @@ def test_plugins_register_functions_and_builders(monkeypatch):
         load_plugin("no_such_plugin_module")
     with pytest.raises(ValueError, match="exactly one of fn and builder"):
         register_op("x")
+
+
+def test_plugins_from_the_current_folder_and_plugins_that_fail(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    (tmp_path / "here_plugin.py").write_text(
+        "import torch\nfrom torchmark.ops.registry import register_op\n"
+        "register_op('test.here', fn=torch.neg)\n")
+    load_plugin("here_plugin")  # found in the current folder, as `python -m` would
+    assert resolve("test.here").build([], {}, "cpu")(torch.ones(1)).item() == -1.0
+    (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('no GPU here')\n")
+    with pytest.raises(ValueError, match="--plugin broken_plugin: importing it raised "
+                                         "RuntimeError: no GPU here"):
+        load_plugin("broken_plugin")

@@ -156,3 +156,24 @@ def test_yaml_merge_keys_may_be_overridden(tmp_path):
                     "              dtype: double\n")
     case = next(iter_cases(load_config(path)))
     assert [a["dtype"] for a in case.input["args"]] == ["float", "double"]
+
+
+@pytest.mark.parametrize("arg, message", [
+    ({"type": "tensor", "shape": [4], "dtype": "long", "requires_grad": True},
+     "requires_grad needs a floating-point dtype; a long tensor"),
+    ({"type": "tensor", "shape": [4], "dtype": "uint8", "value_range": [-5, -1]},
+     "does not fit uint8 ([0, 255])"),
+    ({"type": "tensor", "shape": [4], "dtype": "int8", "value_range": [0, 1000]},
+     "does not fit int8"),
+    ({"type": "tensor", "shape": [4], "dtype": "long", "value_range": [1.5, 2.5]},
+     "must hold integers"),
+    ({"type": "tensor", "shape": [4], "dtype": "float16", "value_range": [0, 70000]},
+     "exceeds the largest float16 (65504)"),
+    ({"type": "tensor", "shape": [4], "dtype": ["float", "bool"], "value_range": [0, 2],
+      "__range__": ["dtype"]}, "value_range does not apply to bool"),
+    ({"type": "int", "value_range": [1.5, 2.5]}, "of an int argument must hold integers"),
+])
+def test_dtype_and_value_range_must_agree(arg, message):
+    with pytest.raises(ConfigError) as e:
+        config_from_data({"torch.abs": {"config": [{"input": [{"args": [arg]}]}]}})
+    assert "torch.abs.config[0].input[0].args[0]" in str(e.value) and message in str(e.value)

@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         return _fail(f"{type(e).__name__}: {e}" if isinstance(e, SyntaxError) else str(e),
                      EXIT_USAGE)
+    except OSError as e:  # a path that is a folder, not writable, ...: one line
+        return _fail(str(e), 1)
     except Terminated:
         return _fail("terminated", 143)
     except KeyboardInterrupt:

@@ -54,6 +54,9 @@ class RunOptions:
 
             if not torch.cuda.is_available():
                 raise ValueError(f"device {self.device}: CUDA is not available on this machine")
+            if index and int(index) >= torch.cuda.device_count():
+                raise ValueError(f"device {self.device}: this machine has "
+                                 f"{torch.cuda.device_count()} CUDA device(s)")
         for flag, what in ((self.l2_flush, "--l2-flush"), (self.cuda_graph, "--cuda-graph"),
                            (self.exec_mode == "continuous_events",
                             "--exec-mode continuous_events")):

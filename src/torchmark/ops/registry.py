@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -49,11 +51,18 @@ def register_op(name: str, fn: Callable | None = None, *,
 
 
 def load_plugin(module: str) -> None:
-    """Import a module that registers operators (`--plugin MODULE`)."""
+    """Import a module that registers operators (`--plugin MODULE`; the current folder
+    is searched too, as `python -m` would)."""
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     try:
         importlib.import_module(module)
     except ImportError as e:
         raise ValueError(f"--plugin {module}: cannot import it ({e})") from None
+    except Exception as e:  # the plugin's own code failed: one line, naming it
+        text = str(e).strip().splitlines()
+        raise ValueError(f"--plugin {module}: importing it raised {type(e).__name__}: "
+                         f"{text[0] if text else ''}") from None
 
 
 def _load_entry_points() -> None:

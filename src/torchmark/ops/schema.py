@@ -169,6 +169,42 @@ class TensorArg(_Arg):
     def _value_range(cls, v: Any) -> Any:
         return _check_value_range(v)
 
+    @model_validator(mode="after")
+    def _fits_dtype(self):
+        ranged = "dtype" in self.range_attrs and isinstance(self.dtype, list)
+        for dtype in self.dtype if ranged else [self.dtype]:
+            _check_tensor_dtype(dtype, self.requires_grad, self.value_range)
+        return self
+
+
+# what each dtype can hold: integer bounds, or the largest finite float
+_INT_BOUNDS = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-2**15, 2**15 - 1),
+               "int": (-2**31, 2**31 - 1), "long": (-2**63, 2**63 - 1)}
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895e38, "float": 3.4028e38,
+              "double": 1.7976e308}
+
+
+def _check_tensor_dtype(dtype: str, requires_grad: bool | None,
+                        value_range: list[Any] | None) -> None:
+    """A tensor's requires_grad and value_range must suit its dtype (else it would fail
+    at run time, or silently wrap around or overflow to inf)."""
+    if requires_grad and dtype not in _FLOAT_MAX:
+        raise _fail(f"requires_grad needs a floating-point dtype; a {dtype} tensor cannot "
+                    "require grad")
+    if value_range is None:
+        return
+    if dtype == "bool":
+        raise _fail("value_range does not apply to bool tensors (they are coin flips)")
+    if dtype in _INT_BOUNDS:
+        lo, hi = _INT_BOUNDS[dtype]
+        if not all(float(x).is_integer() for x in value_range):
+            raise _fail(f"value_range {value_range!r} of a {dtype} tensor must hold integers")
+        if not lo <= value_range[0] <= value_range[1] <= hi:
+            raise _fail(f"value_range {value_range!r} does not fit {dtype} ([{lo}, {hi}])")
+    elif max(abs(x) for x in value_range) > _FLOAT_MAX[dtype]:
+        raise _fail(f"value_range {value_range!r} exceeds the largest {dtype} "
+                    f"({_FLOAT_MAX[dtype]:g}): the values would be inf")
+
 
 def _check_value_range(v: Any) -> Any:
     if v is None:
@@ -215,6 +251,14 @@ class IntArg(_ScalarArg):
     type: Literal["int", "long"]
     value: Any = None
     _value = field_validator("value")(classmethod(_numeric("int", _is_int, "an integer")))
+
+    @model_validator(mode="after")
+    def _integral_range(self):
+        if self.value_range is not None and \
+                not all(float(x).is_integer() for x in self.value_range):
+            raise _fail(f"value_range {self.value_range!r} of an {self.type} argument must "
+                        "hold integers")
+        return self
 
 
 class FloatArg(_ScalarArg):
