@@ -320,3 +320,19 @@ def test_in_place_ops_start_every_call_from_the_same_inputs(mode, restored):
         assert seen[3:] == [0.5, 0.25, 0.125, 0.0625]
     unchanged, _ = measure(torch.abs, [torch.ones(4)], {}, QUICK, in_place=True)
     assert "inputs_restored" not in unchanged["forward"]  # nothing changed, nothing saved
+
+
+def test_compare_puts_ops_results_side_by_side(tmp_path, capsys):
+    from torchmark.cli.main import main
+    from torchmark.ops.as_measurements import ops_measurements
+
+    config = config_from_data(MIXED)
+    run(config, QUICK, out=tmp_path / "before.jsonl")
+    run(config, RunOptions(warmup=1, iterations=3, backward=True), out=tmp_path / "after.jsonl")
+    after = ops_measurements(tmp_path / "after.jsonl")
+    assert {m.env for m in after} == {"forward", "backward"} and len(after) == 4  # 2 ok
+    assert all(m.description == "after" and m.label == "torch.mm" for m in after)
+    assert main(["compare", str(tmp_path / "before.jsonl"), str(tmp_path / "after.jsonl"),
+                 "--format", "csv"]) == 0
+    _, *rows = capsys.readouterr().out.strip().splitlines()  # long format: a row a cell
+    assert sum(",before," in r for r in rows) == 2 and sum(",after," in r for r in rows) == 4

@@ -19,13 +19,19 @@ import click
 @click.option("--warnings", "highlight", is_flag=True, help="Mark high-variance cells.")
 def compare_cmd(files, fmt, trim, color, rowwise, highlight):
     """Print a Compare table of the measurements in FILES (JSON from `timeit --save`,
-    `demo`, or `torchmark.timing.files.save_measurements`)."""
+    `demo`, or `torchmark.timing.files.save_measurements`; or `torchmark ops` results,
+    a column per file)."""
     from torchmark.compare import Compare
-    from torchmark.timing.files import load_measurements
+    from torchmark.ops.as_measurements import ops_measurements
+    from torchmark.ops.runner import SCHEMA as OPS_SCHEMA
+    from torchmark.timing.files import first_line_schema, load_measurements
 
     measurements = []
     for path in files:
-        measurements += load_measurements(path)
+        if first_line_schema(path) == OPS_SCHEMA:
+            measurements += ops_measurements(path)
+        else:
+            measurements += load_measurements(path)
     if not measurements:
         raise click.UsageError("the files hold no measurements")
     compare = Compare(measurements)

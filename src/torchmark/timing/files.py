@@ -92,3 +92,12 @@ def _first_line_schema(text: str) -> str | None:
     except json.JSONDecodeError:
         return None
     return str(first["schema"]) if isinstance(first, dict) and "schema" in first else None
+
+
+def first_line_schema(path: str | os.PathLike) -> str | None:
+    """The `schema` of a file's first line, when it is a JSON object with one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return _first_line_schema(f.readline())
+    except (OSError, UnicodeDecodeError):
+        return None  # whoever reads the file next says what is wrong with it

@@ -1,0 +1,47 @@
+"""An ops results file as Measurements, so `torchmark compare` puts runs side by side.
+
+Each measured case becomes one Measurement per pass (forward, and backward when timed):
+label = the operator, sub_label = its inputs (and the case id), description = the file's
+name (a column per file), env = the pass. Failed cases have no times and are left out.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from torchmark.jsonl import iter_lines
+from torchmark.ops.report import describe_config
+from torchmark.timing.measurement import Measurement
+from torchmark.timing.task_spec import TaskSpec
+
+
+def ops_measurements(path: str | os.PathLike) -> list[Measurement]:
+    """The forward (and backward) times of every case a results file holds as ok; when a
+    resumed file holds a case twice, the last record counts."""
+    path = Path(path)
+    header: dict[str, Any] = {}
+    records: dict[str, dict[str, Any]] = {}
+    for line in iter_lines(path):
+        if line.get("type") == "header" and not header:
+            header = line
+        elif line.get("type") == "record" and line.get("status") == "ok":
+            records[line["id"]] = line
+    options = header.get("run_options") or {}
+    threads = options.get("threads") or 1
+    out = []
+    for record in records.values():
+        for phase in ("forward", "backward"):
+            metrics = (record.get("metrics") or {}).get(phase)
+            if not metrics or not metrics.get("times"):
+                continue
+            times, calls = metrics["times"], metrics.get("iterations", len(metrics["times"]))
+            number = calls if len(times) == 1 and calls > 1 else 1  # continuous: one mean
+            spec = TaskSpec(stmt=record["op"], setup="pass", label=record["op"],
+                            sub_label=f"{describe_config(record['config'])} [{record['id']}]",
+                            description=path.stem, env=phase, num_threads=threads)
+            out.append(Measurement(number, [t * number for t in times], spec,
+                                   metadata={"source": str(path), "device": options.get("device"),
+                                             "exec_mode": options.get("exec_mode")}))
+    return out
