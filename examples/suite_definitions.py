@@ -1,4 +1,4 @@
-"""Your own instruction-count suite: definitions for `torchmark suite --definitions`.
+"""Your own instruction-count suite: definitions for `torchmark suite list|run --definitions`.
 
     torchmark suite list --definitions examples/suite_definitions.py
     torchmark suite run --definitions examples/suite_definitions.py --out mine.jsonl
