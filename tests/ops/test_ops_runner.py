@@ -336,3 +336,29 @@ def test_compare_puts_ops_results_side_by_side(tmp_path, capsys):
                  "--format", "csv"]) == 0
     _, *rows = capsys.readouterr().out.strip().splitlines()  # long format: a row a cell
     assert sum(",before," in r for r in rows) == 2 and sum(",after," in r for r in rows) == 4
+
+
+def test_in_place_ops_that_change_the_shape_start_from_the_same_shape():
+    from torchmark.ops.executor import measure
+
+    shapes = []
+
+    def grow(t):  # unsqueeze_ adds a dimension to its input on every call
+        shapes.append(tuple(t.shape))
+        return t.unsqueeze_(0)
+
+    measure(grow, [torch.ones(4)], {}, RunOptions(warmup=2, iterations=3), in_place=True)
+    assert shapes == [(4,)] * 5
+    config = config_from_data({f"torch.Tensor.{op}": {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": shape, "requires_grad": False}, *extra]}]}]}
+        for op, shape, extra in (("t_", [3, 5], []), ("squeeze_", [1, 4], []),
+                                 ("resize_", [3, 5], [{"type": "int", "value": 8}]))})
+    records = run(config, RunOptions(warmup=2, iterations=3))
+    assert [r["status"] for r in records] == ["ok"] * 3, [r["error"] for r in records]
+
+
+def test_ops_that_overwrite_their_input_are_not_restored():
+    from torchmark.ops.throughput import changes_inputs
+
+    assert changes_inputs("torch.Tensor.mul_") and changes_inputs("aten::add_.Tensor")
+    assert not changes_inputs("torch.Tensor.copy_") and not changes_inputs("torch.add")

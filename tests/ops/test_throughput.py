@@ -16,6 +16,8 @@ def test_elementwise_reads_its_inputs_and_writes_its_output():
 def test_an_out_tensor_is_written_not_read():
     a, b, c = torch.ones(N), torch.ones(N), torch.empty(N)
     assert work("torch.add", [a, b], {"out": c}, torch.add(a, b, out=c))["bytes"] == 3 * F32
+    # unless it is an input too
+    assert work("torch.add", [a, b], {"out": a}, torch.add(a, b, out=a))["bytes"] == 3 * F32
 
 
 def test_in_place_ops_read_self_unless_they_overwrite_it():

@@ -206,22 +206,30 @@ def measure(fn: Callable, args: list[Any], kwargs: dict[str, Any],
 class _Inputs:
     """The inputs an in-place operator changes, saved before its first call and put back
     (outside the timed region) before each later one: otherwise every call would start
-    from what the previous left (x.mul_(0.5) reaches denormals, and slows ~20x)."""
+    from what the previous left (x.mul_(0.5) reaches denormals, and slows ~20x). Shape
+    and strides are put back too (t_, squeeze_, resize_ change them)."""
 
     def __init__(self, torch_, args: list[Any], kwargs: dict[str, Any]) -> None:
         from torchmark.ops.throughput import tensors_in
 
         self.torch = torch_
-        self.saved = [(t, t.detach().clone(), t._version) for t in tensors_in([args, kwargs])]
+        self.saved = [(t, t.detach().clone(), t._version, _layout(t))
+                      for t in tensors_in([args, kwargs])]
 
     def keep_changed(self) -> None:
         """After the first call: keep only the inputs it changed."""
-        self.saved = [(t, copy, v) for t, copy, v in self.saved if t._version != v]
+        self.saved = [s for s in self.saved if s[0]._version != s[2]]
 
     def restore(self) -> None:
         with self.torch.no_grad():
-            for tensor, copy, _ in self.saved:
+            for tensor, copy, _, layout in self.saved:
+                if _layout(tensor) != layout:
+                    tensor.as_strided_(*layout)
                 tensor.copy_(copy)
+
+
+def _layout(t: Any) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    return tuple(t.shape), t.stride(), t.storage_offset()
 
 
 class BackwardFailed(Exception):

@@ -19,7 +19,7 @@ from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for
 from torchmark.ops.registry import resolve
 from torchmark.ops.schema import BenchmarkConfig
-from torchmark.ops.throughput import base_name, work
+from torchmark.ops.throughput import changes_inputs, work
 
 SCHEMA = "torchmark.ops.results"
 VERSION = 1
@@ -163,8 +163,7 @@ def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]
     try:
         fn = builds.get(case)
         args, kwargs = DataGenerator(options.device, seed_for(case.id)).arguments(case.input)
-        metrics, out = measure(fn, args, kwargs, options,
-                               in_place=base_name(case.op).endswith("_"))
+        metrics, out = measure(fn, args, kwargs, options, in_place=changes_inputs(case.op))
         metrics["work"] = _derived(metrics, work(case.op, args, kwargs, out, fn))
         record.update(status="ok", metrics=metrics, error=None)
     except BackwardFailed as e:  # failed, but the forward's figures are kept

@@ -14,6 +14,13 @@ _OVERWRITES = {"copy_", "fill_", "zero_", "uniform_", "normal_", "random_", "ber
                "exponential_"}
 
 
+def changes_inputs(op: str) -> bool:
+    """Whether an operator changes what its inputs hold for the next call: in-place
+    ones (a trailing `_`), except those that overwrite `self` whatever it held."""
+    name = base_name(op)
+    return name.endswith("_") and name not in _OVERWRITES
+
+
 def base_name(op: str) -> str:
     """`torch.nn.functional.relu` / `torch.Tensor.add_` / `aten::mm.default` -> `relu` /
     `add_` / `mm`."""
@@ -48,10 +55,13 @@ def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any,
     if not outputs:
         return {}
     # tensors only written (out=, the self of copy_ / fill_ ...) are counted once, as output
-    written = tensors_in(kwargs.get("out"))
+    positional = tensors_in(args)
+    written = [t for t in tensors_in(kwargs.get("out"))  # an out= that is also an input
+               if not any(t is a for a in positional)]  # is read too
     if name in _OVERWRITES and args:
         written += tensors_in(args[0])
-    reads = [t for t in inputs if not any(t is w for w in written)]
+    reads = [t for i, t in enumerate(inputs) if not any(t is w for w in written)
+             and not any(t is u for u in inputs[:i])]  # a tensor passed twice is read once
     moved = _bytes(reads) + _bytes(outputs)
     out = outputs[0]
     if name == "Linear" and hasattr(built, "in_features"):
