@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
-import threading
 
 import click
 
@@ -17,6 +14,7 @@ from torchmark.cli.demo_cmd import demo_cmd
 from torchmark.cli.fuzz_cmd import fuzz_cmd
 from torchmark.cli.ops_cmd import ops_cmd
 from torchmark.cli.replay_cmd import replay_cmd, trace_cmd
+from torchmark.cli.signals import Terminated, sigterm_as_interrupt
 from torchmark.cli.suite_cmd import suite_cmd
 from torchmark.cli.timeit_cmd import timeit_cmd
 
@@ -48,31 +46,10 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a scheduler stopping the job), raised like Ctrl-C so that runs write their
-    footer and say what was not run."""
-
-
-def _terminate(signum, frame) -> None:
-    raise Terminated()
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input gives one line on stderr and exit status 2."""
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             result = cli.main(args=argv, prog_name="torchmark", standalone_mode=False)
     except click.UsageError as e:
         hint = f" (see 'torchmark {e.ctx.command_path.split(' ', 1)[1]} --help')" if (

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from torchmark.cli.signals import Terminated
 from torchmark.ops.executor import EXEC_MODES
 
 
@@ -26,7 +27,14 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
     else:
         cmd = [binary, "profile", "-f", "true", "-o", f"{prefix}_nsys", *inner]
     click.echo("running: " + " ".join(cmd), err=True)
-    return subprocess.run(cmd, check=False).returncode
+    child = subprocess.Popen(cmd)
+    try:
+        return child.wait()
+    except KeyboardInterrupt as e:  # Ctrl-C reached the child too; SIGTERM only us
+        if isinstance(e, Terminated):
+            child.terminate()  # the child writes its footer, as it would on its own
+        child.wait()
+        raise
 
 
 @click.command("ops")
