@@ -336,6 +336,14 @@ def test_compare_puts_ops_results_side_by_side(tmp_path, capsys):
                  "--format", "csv"]) == 0
     _, *rows = capsys.readouterr().out.strip().splitlines()  # long format: a row a cell
     assert sum(",before," in r for r in rows) == 2 and sum(",after," in r for r in rows) == 4
+    for name in ("a", "b"):  # two files of one name: columns named by their paths
+        (tmp_path / name).mkdir()
+        run(config, QUICK, out=tmp_path / name / "ops-results.jsonl")
+    assert main(["compare", str(tmp_path / "a" / "ops-results.jsonl"),
+                 str(tmp_path / "b" / "ops-results.jsonl"), "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.strip().splitlines()[1:]
+    assert sum(f",{tmp_path / 'a' / 'ops-results'}," in r for r in rows) == 2
+    assert sum(f",{tmp_path / 'b' / 'ops-results'}," in r for r in rows) == 2
 
 
 def test_in_place_ops_that_change_the_shape_start_from_the_same_shape():

@@ -22,14 +22,14 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight):
     `demo`, or `torchmark.timing.files.save_measurements`; or `torchmark ops` results,
     a column per file)."""
     from torchmark.compare import Compare
-    from torchmark.ops.as_measurements import ops_measurements
+    from torchmark.ops.as_measurements import column_names, ops_measurements
     from torchmark.ops.runner import SCHEMA as OPS_SCHEMA
     from torchmark.timing.files import first_line_schema, load_measurements
 
     measurements = []
-    for path in files:
+    for path, column in zip(files, column_names(list(files)), strict=True):
         if first_line_schema(path) == OPS_SCHEMA:
-            measurements += ops_measurements(path)
+            measurements += ops_measurements(path, column)
         else:
             measurements += load_measurements(path)
     if not measurements:

@@ -2,7 +2,7 @@
 
 Each measured case becomes one Measurement per pass (forward, and backward when timed):
 label = the operator, sub_label = its inputs (and the case id), description = the file's
-name (a column per file), env = the pass. Failed cases have no times and are left out.
+name (a column per file; its path where two files share a name), env = the pass. Failed cases have no times and are left out.
 """
 
 from __future__ import annotations
@@ -17,9 +17,18 @@ from torchmark.timing.measurement import Measurement
 from torchmark.timing.task_spec import TaskSpec
 
 
-def ops_measurements(path: str | os.PathLike) -> list[Measurement]:
+def column_names(paths: list[str | os.PathLike]) -> list[str]:
+    """A column name per file: its name without the suffix, or its path without the
+    suffix where two files share a name (a/ops-results.jsonl, b/ops-results.jsonl)."""
+    stems = [Path(p).stem for p in paths]
+    return [stem if stems.count(stem) == 1 else str(Path(p).with_suffix(""))
+            for stem, p in zip(stems, paths, strict=True)]
+
+
+def ops_measurements(path: str | os.PathLike, column: str | None = None) -> list[Measurement]:
     """The forward (and backward) times of every case a results file holds as ok; when a
-    resumed file holds a case twice, the last record counts."""
+    resumed file holds a case twice, the last record counts. `column`: the description
+    (default: the file's name without its suffix)."""
     path = Path(path)
     header: dict[str, Any] = {}
     records: dict[str, dict[str, Any]] = {}
@@ -40,7 +49,8 @@ def ops_measurements(path: str | os.PathLike) -> list[Measurement]:
             number = calls if len(times) == 1 and calls > 1 else 1  # continuous: one mean
             spec = TaskSpec(stmt=record["op"], setup="pass", label=record["op"],
                             sub_label=f"{describe_config(record['config'])} [{record['id']}]",
-                            description=path.stem, env=phase, num_threads=threads)
+                            description=column or path.stem, env=phase,
+                            num_threads=threads)
             out.append(Measurement(number, [t * number for t in times], spec,
                                    metadata={"source": str(path), "device": options.get("device"),
                                              "exec_mode": options.get("exec_mode")}))
