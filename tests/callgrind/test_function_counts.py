@@ -111,4 +111,7 @@ def test_describe_delta_compares_different_run_counts_per_run():
     text = describe_delta(before, after)
     assert "delta:  +0 (+0.00%) for 100 runs" in text
     assert "(after counted 10 runs: scaled to 100)" in text
-    assert "+0" in describe_delta(before, before)
+    same = describe_delta(before, before)
+    assert "delta:  +0 (+0.00%) for 100 runs" in same and "scaled" not in same
+    double = dataclasses.replace(make_stats(A * 2), number_per_run=100)
+    assert "delta:  +1,000 (+100.00%) for 100 runs" in describe_delta(before, double)

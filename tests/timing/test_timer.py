@@ -158,6 +158,8 @@ def test_default_timer_is_used_for_python():
     ({"language": "rust"}, "invalid language"),
     ({"global_setup": "#include <x>"}, "global_setup is for C\\+\\+"),
     ({"globals": [1]}, "globals must be a dict"),
+    ({"description": 64}, "description must be a str or None, got 64"),
+    ({"label": 3}, "label must be a str or None"),
 ])
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -78,6 +78,8 @@ class Measurement:
         interval = max(
             1.645 * population_std(middle) / math.sqrt(len(middle)), _MIN_CONFIDENCE_INTERVAL
         )
+        if self._median <= 0:  # a zero time (an empty CUDA-event interval) has no digits
+            return 1
         figures = math.floor(math.log10(self._median / interval))
         return min(max(figures, 1), _MAX_SIGNIFICANT_FIGURES)
 
@@ -93,7 +95,10 @@ class Measurement:
         return self._warnings
 
     def meets_confidence(self, threshold: float = IQR_WARN_THRESHOLD) -> bool:
-        """True when IQR / median is below `threshold`."""
+        """True when IQR / median is below `threshold` (a zero median: when there is no
+        spread)."""
+        if self.median <= 0:
+            return self.iqr <= 0
         return self.iqr / self.median < threshold
 
     def _lazy_init(self) -> None:
@@ -112,7 +117,7 @@ class Measurement:
             self._add_warning("This could indicate system fluctuation.")
 
     def _add_warning(self, message: str) -> None:
-        relative_iqr = self.iqr / self.median * 100
+        relative_iqr = self.iqr / self.median * 100 if self.median > 0 else math.inf
         self._warnings += (
             f"  WARNING: Interquartile range is {relative_iqr:.1f}% "
             f"of the median measurement.\n           {message}",
@@ -224,9 +229,9 @@ class Measurement:
                         f"Measurement.metadata[{key!r}] cannot be written as JSON ({e}); "
                         "use pickle, or store a JSON-compatible value"
                     ) from None
-        if not all(math.isfinite(t) for t in self.raw_times):
-            raise ValueError("Measurement.raw_times holds a NaN or infinite time, which JSON "
-                             "cannot carry and no statistic survives")
+        if not all(math.isfinite(t) and t >= 0 for t in self.raw_times):
+            raise ValueError("Measurement.raw_times holds a negative, NaN or infinite time, "
+                             "which no statistic survives (and JSON cannot carry NaN)")
         return {
             "schema": SCHEMA_NAME,
             "version": SCHEMA_VERSION,
@@ -257,9 +262,9 @@ class Measurement:
                              f"{number!r}")
         if not isinstance(raw, list) or not raw or not all(
                 isinstance(t, (int, float)) and not isinstance(t, bool)
-                and math.isfinite(t) and t > 0 for t in raw):
+                and math.isfinite(t) and t >= 0 for t in raw):
             raise ValueError(f"{SCHEMA_NAME}: raw_times must be a non-empty list of finite "
-                             f"times > 0, got {str(raw)[:60]}")
+                             f"times >= 0, got {str(raw)[:60]}")
         if not isinstance(data["task_spec"], dict):
             raise ValueError(f"{SCHEMA_NAME}: task_spec must be an object")
         metadata = data.get("metadata")

@@ -94,6 +94,10 @@ class Timer:
         num_threads = int(num_threads)
         if globals is not None and not isinstance(globals, dict):
             raise ValueError(f"Timer: globals must be a dict, got {type(globals).__name__}")
+        for name, value in (("label", label), ("sub_label", sub_label),
+                            ("description", description), ("env", env)):
+            if value is not None and not isinstance(value, str):  # tables print them
+                raise ValueError(f"Timer: {name} must be a str or None, got {value!r}")
 
         self._language = _parse_language(language)
         stmt = _clean_code(stmt)
