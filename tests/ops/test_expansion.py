@@ -125,7 +125,8 @@ def test_huge_ranges_are_counted_not_built(arg, fragment):
 
 def test_builds_times_inputs_and_the_whole_config_are_capped():
     ranged = {"type": "int", "value": [1, 3000, 1], "__range__": ["value"]}
-    with pytest.raises(ConfigError, match="9,000,000 cases, more than the 1,000,000 a config"):
+    with pytest.raises(ConfigError, match="the config reaches 9,000,000 cases here, more "
+                                          "than the 1,000,000 a config"):
         config_from_data({"torch.nn.Linear": {"config": [{
             "build": [{"args": [ranged, {"type": "int", "value": 4}]}],
             "input": [{"args": [{"type": "tensor", "shape": [2, 8]}, ranged]}]}]}})
@@ -142,3 +143,45 @@ def test_expansion_errors_name_the_file(tmp_path):
                                           ".args\\[1\\].__copy__: dimension 0 <- argument 0 "
                                           "dimension 3 is out of range"):
         load_config(path)
+
+
+@pytest.mark.parametrize("arg, kwargs, message", [
+    ({"type": "int", "value": 3, "__copy__": [{"shape": [0, [0, 0]]}]}, {},
+     "args[1].__copy__: __copy__ copies into a tensor's shape; this argument is a int"),
+    ({"type": "genericlist", "value": [{"type": "tensor", "shape": [-1],
+                                        "__copy__": [{"shape": [0, [0, 0]]}]}]}, {},
+     "args[1]: __copy__ works on positional tensor arguments only, not inside lists"),
+    (None, {"other": {"type": "tensor", "shape": [-1], "__copy__": [{"shape": [0, [0, 0]]}]}},
+     "kwargs.other.__copy__: __copy__ works on positional tensor arguments only"),
+])
+def test_copy_errors_are_found_at_load_and_named_by_the_file(tmp_path, arg, kwargs, message):
+    import json
+
+    from torchmark.ops.loading import load_config
+
+    args = [{"type": "tensor", "shape": [4]}] + ([arg] if arg else [])
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"torch.add": {"config": [{"input": [
+        {"args": args, "kwargs": kwargs}]}]}}))
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(e.value) == f"{path}: torch.add.config[0].input[0].{message}"
+
+
+@pytest.mark.parametrize("value, message", [
+    ([0, float("inf"), 1.0], "must hold finite numbers"),
+    ([0, float("nan"), 1.0], "must hold finite numbers"),
+    ([-1e308, 1e308, 1e-300], "spans more values than can be counted"),
+])
+def test_ranges_must_be_finite(value, message):
+    arg = {"type": "float", "value": value, "__range__": ["value"]}
+    with pytest.raises(ConfigError, match=message):
+        config_from_data({"torch.add": {"config": [{"input": [{"args": [arg]}]}]}})
+
+
+def test_float_ranges_stop_at_max_and_keep_tiny_steps():
+    from torchmark.ops.expansion import _inclusive
+
+    assert _inclusive(0.1, 0.3, 0.1) == [0.1, 0.2, 0.3]  # 0.1 + 0.2 lands past 0.3
+    assert _inclusive(0, 9.49999999, 0.1)[-1] == 9.4
+    assert _inclusive(1e-15, 3e-15, 1e-15) == [1e-15, 2e-15, 3e-15]

@@ -64,3 +64,17 @@ def test_data_depends_only_on_the_case_id():
 def test_tensors_land_on_cuda():
     t = DataGenerator("cuda", 0).value({"type": "tensor", "shape": [2], "dtype": "float16"})
     assert t.device.type == "cuda" and t.dtype == torch.float16
+
+
+@pytest.mark.parametrize("dtype, value_range", [
+    ("double", [0, 1e40]), ("double", [-1e300, 1e300]), ("float", [-3e38, 3e38]),
+    ("bfloat16", [-3e38, 3e38]), ("long", [0, 2**63 - 2]),
+])
+def test_wide_value_ranges_stay_finite_and_in_range(dtype, value_range):
+    spec = {"type": "tensor", "shape": [256], "dtype": dtype, "value_range": value_range,
+            "requires_grad": False}
+    t = DataGenerator("cpu", 0).tensor(spec)
+    assert t.dtype == getattr(torch, DTYPE_NAMES[dtype])
+    if t.is_floating_point():
+        assert torch.isfinite(t).all()
+    assert value_range[0] <= t.double().min() and t.double().max() <= value_range[1] * 1.001

@@ -156,6 +156,9 @@ def test_yaml_merge_keys_may_be_overridden(tmp_path):
                     "              dtype: double\n")
     case = next(iter_cases(load_config(path)))
     assert [a["dtype"] for a in case.input["args"]] == ["float", "double"]
+    path.write_text(path.read_text() + "              <<: *b\n")  # a second merge key
+    with pytest.raises(ConfigError, match="the key '<<' appears twice"):
+        load_config(path)
 
 
 @pytest.mark.parametrize("arg, message", [

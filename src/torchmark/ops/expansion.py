@@ -35,23 +35,24 @@ def _range_length(lo, hi, step) -> int:
     """How many values `_inclusive` gives, without making them."""
     if all(isinstance(x, int) for x in (lo, hi, step)):
         return len(range(lo, hi + 1, step))
-    return max(0, math.floor((hi - lo) / step + 1e-6) + 1)
+    # max is kept when float steps land a hair beyond it (0.1 + 0.2 > 0.3)
+    return max(0, math.floor((hi - lo) / step + 1e-9) + 1)
 
 
 def _inclusive(lo, hi, step, where: str = "spec") -> list:
     _check_count([_range_length(lo, hi, step)], where)
     if all(isinstance(x, int) for x in (lo, hi, step)):
         return list(range(lo, hi + 1, step))
-    # max is reached when float steps land a hair beyond it (0.1 + 0.2 > 0.3)
-    return [round(lo + i * step, 12) for i in range(_range_length(lo, hi, step))]
+    # 12 significant digits: 0.30000000000000004 is 0.3, and a step of 1e-15 survives
+    return [float(f"{lo + i * step:.12g}") for i in range(_range_length(lo, hi, step))]
 
 
-def _check_count(counts: list[int], where: str, what: str = "a spec") -> None:
+def _check_count(counts: list[int], where: str) -> None:
     """Refuse, before building anything, a product of ranges too large to run."""
     total = math.prod(counts)
     if total > MAX_CASES:
         raise ConfigError("config", [(where, f"its ranges expand to {total:,} cases, more "
-                                             f"than the {MAX_CASES:,} {what} may have; "
+                                             f"than the {MAX_CASES:,} a spec may have; "
                                              "narrow them (or split the sweep)")])
 
 
@@ -75,10 +76,24 @@ def _arg_count(arg: dict[str, Any]) -> int:
 
 
 def _first_version(arg: dict[str, Any]) -> dict[str, Any]:
-    """The first version `_expand_value` makes of a positional argument (for checks)."""
-    if arg["type"] != "tensor" or "shape" not in arg.get("__range__", []):
-        return arg
-    return {**arg, "shape": [d[0] if isinstance(d, list) else d for d in arg["shape"]]}
+    """The argument with every range cut to its first value: what `expand_arg` makes
+    first, made alone (for checks that hold for every expansion)."""
+    ranged, kind = arg.get("__range__", []), arg["type"]
+    if kind == "tensor":
+        shape = [d[0] if isinstance(d, list) else d for d in arg["shape"]]
+        dtype = arg.get("dtype", "float")
+        return {**arg, "shape": shape, "dtype": dtype[0] if "dtype" in ranged else dtype,
+                "__range__": []}
+    if kind in ("genericlist", "tuple"):
+        return {**arg, "value": [_first_version(item) for item in arg["value"]]}
+    if "value" in ranged:
+        return {**arg, "value": arg["value"][0], "__range__": []}
+    return arg
+
+
+def _first_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"args": [_first_version(a) for a in spec.get("args", [])],
+            "kwargs": {k: _first_version(a) for k, a in spec.get("kwargs", {}).items()}}
 
 
 def spec_count(spec: dict[str, Any]) -> int:
@@ -107,8 +122,8 @@ def _expand_value(arg: dict[str, Any], where: str = "spec") -> list[dict[str, An
         # (PARAM would pass them through unexpanded, and fail at run time).
         for item in arg["value"]:
             if item.get("__copy__"):
-                raise ConfigError("config", [("", "__copy__ works on positional tensor "
-                                                  "arguments only, not inside lists")])
+                raise ConfigError("config", [(where, "__copy__ works on positional tensor "
+                                                     "arguments only, not inside lists")])
         _check_count([_arg_count(arg)], where)
         choices = [expand_arg(item, where) for item in arg["value"]]
         return [{**base, "value": list(items)} for items in itertools.product(*choices)]
@@ -132,7 +147,12 @@ def _apply_copies(args: list[dict[str, Any]], where: str) -> list[dict[str, Any]
     out = [dict(a, shape=list(a["shape"])) if a.get("type") == "tensor" else dict(a)
            for a in args]
     for i, arg in enumerate(out):
-        for copy in arg.pop("__copy__", None) or []:
+        copies = arg.pop("__copy__", None) or []
+        if copies and arg.get("type") != "tensor":
+            raise ConfigError("config", [(f"{where}.args[{i}].__copy__", "__copy__ copies "
+                                          "into a tensor's shape; this argument is a "
+                                          f"{arg.get('type')}")])
+        for copy in copies:
             dim, (src, src_dim) = copy["shape"]
             path = f"{where}.args[{i}].__copy__"
             if not 0 <= src < len(out) or out[src].get("type") != "tensor":
@@ -237,12 +257,15 @@ def check_expansion(config: BenchmarkConfig) -> int:
                     for name, arg in named:
                         _check_count([_arg_count(arg)], f"{where}.{part}[{i}].{name}")
                     _check_count([spec_count(spec)], f"{where}.{part}[{i}]")
-                    if spec_count(spec):
-                        _apply_copies([_first_version(a) for a in spec.get("args", [])],
-                                      f"{where}.{part}[{i}]")
+                    if spec_count(spec):  # __copy__ errors, at load, on the first case
+                        expand_spec(_first_spec(spec), f"{where}.{part}[{i}]")
                 counts.append(sum(spec_count(s) for s in dumped) or 1)
             total += math.prod(counts)
-            _check_count([total], where, "a config")
+            if total > MAX_CASES:
+                raise ConfigError("config", [(where, f"the config reaches {total:,} cases "
+                                                     f"here, more than the {MAX_CASES:,} a "
+                                                     "config may have; narrow its ranges (or "
+                                                     "split it)")])
     return total
 
 

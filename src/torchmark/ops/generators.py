@@ -50,9 +50,10 @@ class DataGenerator:
         if dtype == torch.bool:
             t = torch.rand(shape, generator=self.generator) < 0.5
         elif dtype.is_floating_point:
-            t = torch.rand(shape, generator=self.generator, dtype=torch.float32)
-            if low_high:
-                t = t * (low_high[1] - low_high[0]) + low_high[0]
+            draw = torch.float64 if dtype == torch.float64 else torch.float32
+            t = torch.rand(shape, generator=self.generator, dtype=draw)
+            if low_high:  # scaled in double: max - min may not fit the dtype itself
+                t = t.double() * (float(low_high[1]) - float(low_high[0])) + low_high[0]
             t = t.to(dtype)
         else:
             lo, hi = (low_high[0], low_high[1] + 1) if low_high else (-10, 10)

@@ -35,8 +35,9 @@ def _yaml_loader():
         def construct_mapping(self, node, deep=False):
             # keys written twice in one mapping are refused; a key written after a `<<:`
             # merge overrides the merged one, as YAML says
-            _unique_keys([(self.construct_object(k, deep=deep), None) for k, _ in node.value
-                          if k.tag != "tag:yaml.org,2002:merge"])
+            merge = "tag:yaml.org,2002:merge"
+            _unique_keys([(self.construct_object(k, deep=deep) if k.tag != merge else "<<",
+                           None) for k, _ in node.value])
             self.flatten_mapping(node)
             return {self.construct_object(k, deep=deep): self.construct_object(v, deep=deep)
                     for k, v in node.value}

@@ -11,6 +11,7 @@ and a one-line reason, before anything runs. Config text is data: nothing is eva
 from __future__ import annotations
 
 import difflib
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -59,7 +60,11 @@ def _is_number(v: Any) -> bool:
 def _check_range_triplet(v: Any, what: str, number=_is_int) -> None:
     if not (isinstance(v, list) and len(v) == 3 and all(number(x) for x in v)):
         raise _fail(f"a {what} range must be [min, max, step], got {v!r}")
+    if not all(math.isfinite(x) for x in v):
+        raise _fail(f"the {what} range {v!r} must hold finite numbers")
     lo, hi, step = v
+    if step > 0 and not math.isfinite((hi - lo) / step):
+        raise _fail(f"the {what} range {v!r} spans more values than can be counted")
     if hi < lo:
         raise _fail(f"the {what} range {v!r} is reversed (max < min)")
     if step <= 0:
@@ -178,10 +183,11 @@ class TensorArg(_Arg):
 
 
 # what each dtype can hold: integer bounds, or the largest finite float
+# (long stops one short: torch.randint's exclusive top, max + 1, would not fit in int64)
 _INT_BOUNDS = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-2**15, 2**15 - 1),
-               "int": (-2**31, 2**31 - 1), "long": (-2**63, 2**63 - 1)}
-_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895e38, "float": 3.4028e38,
-              "double": 1.7976e308}
+               "int": (-2**31, 2**31 - 1), "long": (-2**63, 2**63 - 2)}
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+              "float": 3.4028234663852886e38, "double": 1.7976931348623157e308}
 
 
 def _check_tensor_dtype(dtype: str, requires_grad: bool | None,
@@ -211,6 +217,8 @@ def _check_value_range(v: Any) -> Any:
         return v
     if not (isinstance(v, list) and len(v) == 2 and all(_is_number(x) for x in v)):
         raise _fail(f"value_range must be [min, max], got {v!r}")
+    if not all(math.isfinite(x) for x in v):
+        raise _fail(f"value_range {v!r} must hold finite numbers")
     if v[0] > v[1]:
         raise _fail(f"value_range {v!r} is reversed (min > max)")
     return v
