@@ -262,6 +262,11 @@ def test_random_ops_draw_the_same_values_every_run(tmp_path):
     first = float(torch.rand(1))
     replayer.reset()  # every iteration starts from the same generator state
     assert float(torch.rand(1)) == first
+    torch.manual_seed(7)
+    expected = float(torch.rand(1))
+    torch.manual_seed(7)
+    replay(path, warmup=0, iterations=1)  # replay() leaves the caller's generator alone
+    assert float(torch.rand(1)) == expected
 
 
 def test_a_script_exiting_with_a_message_or_a_code(tmp_path, capsys):

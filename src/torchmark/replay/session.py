@@ -109,15 +109,18 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
         scope = f" under {subgraph!r}" if subgraph else \
             f" under ProfilerStep#{step}" if step is not None else ""
         raise ValueError(f"{path}: no aten operators to replay{scope}")
-    replayer.prepare()
-    replayer.time_ops(warmup, iterations)
-    iteration = replayer.time_iterations(iterations) if replayer.replayed else None
-    if profile is not None:
-        from torch.profiler import profile as profiler
+    # the replay reseeds torch's generators (random ops repeat); the caller's are kept
+    devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
+    with torch.random.fork_rng(devices=devices):
+        replayer.prepare()
+        replayer.time_ops(warmup, iterations)
+        iteration = replayer.time_iterations(iterations) if replayer.replayed else None
+        if profile is not None:
+            from torch.profiler import profile as profiler
 
-        with profiler() as prof:
-            replayer.run_once()
-        prof.export_chrome_trace(str(profile))
+            with profiler() as prof:
+                replayer.run_once()
+            prof.export_chrome_trace(str(profile))
     report = ReplayReport(str(path), device, replayer.ops, iteration,
                           _time_weighted(trace, replayer.ops))
     if out is not None:
