@@ -101,11 +101,15 @@ def test_runtime_errors_and_global_setup():
     with pytest.raises(SnippetError, match="C\\+\\+ setup failed"):
         failing.timeit(1)
     # global_setup at file scope, and num_threads honoured inside the snippet
-    helper = torchmark.Timer("auto v = twice(x); TORCH_CHECK(at::get_num_threads() == 2);",
-                             "int x = 3;",
-                             global_setup="#include <vector>\nstatic int twice(int v) { return 2 * v; }",
-                             language="cpp", num_threads=2)
-    assert helper.timeit(10).median > 0
+    snippet = dict(stmt="auto v = twice(x); TORCH_CHECK(at::get_num_threads() == 2);\n"
+                        "TORCH_CHECK(++calls <= 50, \"state shared with another timer\");",
+                   setup="int x = 3;", language="cpp", num_threads=2,
+                   global_setup="#include <vector>\nstatic int calls = 0;\n"
+                                "static int twice(int v) { return 2 * v; }")
+    helper = torchmark.Timer(**snippet)
+    assert helper.timeit(30).median > 0
+    # a second timer of the same snippet has state of its own (calls starts again at 0)
+    assert torchmark.Timer(**snippet).timeit(30).median > 0
 
 
 @pytest.mark.valgrind

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ctypes
+import os
+import shutil
+import tempfile
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +15,27 @@ from torchmark.cpp.compile_cache import default_builder
 
 class SnippetError(RuntimeError):
     """The snippet raised a C++ exception (for example a c10::Error) while running."""
+
+
+# (library, entry suffix) pairs whose state (setup thread, variables) a timer already owns
+_STARTED: set[tuple[str, str]] = set()
+
+
+def _load_private(path: str, entry_suffix: str) -> ctypes.CDLL:
+    """The library, with state of its own: a snippet keeps its setup thread and variables
+    in the library's globals, and loading one path twice gives the same copy, so a
+    second timer of the same snippet loads a private copy (unlinked once loaded)."""
+    key = (path, entry_suffix)
+    if key not in _STARTED:
+        _STARTED.add(key)
+        return ctypes.CDLL(path)
+    fd, copy = tempfile.mkstemp(prefix="torchmark-snippet-", suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as library:
+            shutil.copyfileobj(library, out)
+        return ctypes.CDLL(copy)
+    finally:
+        os.unlink(copy)
 
 
 class CppTimer:
@@ -53,7 +77,7 @@ class CppTimer:
         return self.library_path
 
     def _start(self) -> ctypes.CDLL:
-        lib = ctypes.CDLL(self.build())
+        lib = _load_private(self.build(), self.entry_suffix)
         start, timeit, last_error = (self._entry(lib, name) for name in
                                      ("tm_timer_start", "tm_timer_timeit", "tm_last_error"))
         start.argtypes = [ctypes.c_int]
