@@ -118,6 +118,19 @@ def test_crash_in_counted_process_leaves_the_host_alive():
     assert host.starts == starts
 
 
+def test_failures_while_counting_after_the_warm_up_keep_their_reason():
+    # the statement runs fine in the warm-up, then fails in the counted (forked) block
+    late = "n[0] += 1\nif n[0] > 25:\n    {}"
+    with pytest.raises(CallgrindError, match="ValueError: late boom") as raised:
+        torchmark.Timer(late.format("raise ValueError('late boom')"), "n = [0]"
+                        ).collect_callgrind(number=10)
+    assert not raised.value.crashed
+    with pytest.raises(CallgrindError, match="killed by signal 6") as crashed:
+        torchmark.Timer(late.format("os.abort()"), "import os; n = [0]"
+                        ).collect_callgrind(number=10)
+    assert crashed.value.crashed
+
+
 def test_host_restarts_after_it_dies():
     host = collector.default_host()
     torchmark.Timer("pass").collect_callgrind(number=1)

@@ -13,6 +13,7 @@ import gc
 import glob
 import os
 import pickle
+import signal
 import struct
 import sys
 import textwrap
@@ -133,9 +134,14 @@ def _run_child(request: dict, requests) -> None:
                 exec(block, namespace)
                 os._exit(0)
             _, status = os.waitpid(pid, 0)
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise RuntimeError(
-                    f"a counted block exited with status {os.waitstatus_to_exitcode(status)}")
+            exit_code = os.waitstatus_to_exitcode(status)
+            if exit_code < 0:  # a crash: die of the same signal, so the client says so
+                signal.signal(-exit_code, signal.SIG_DFL)
+                os.kill(os.getpid(), -exit_code)
+            if exit_code != 0:
+                if os.path.exists(os.path.join(folder, "error.txt")):
+                    os._exit(code)  # the block's own traceback is there: keep it
+                raise RuntimeError(f"a counted block exited with status {exit_code}")
             manifest.append(pid)
         with open(os.path.join(folder, "manifest.txt"), "w") as f:
             f.write("\n".join(str(p) for p in manifest))
