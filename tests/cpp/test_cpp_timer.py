@@ -136,6 +136,15 @@ def test_cache_info_and_clear(tmp_path, capsys, monkeypatch):
     (tmp_path / "c" / "cpp" / "snippet-x" / "libsnippet.so").write_bytes(b"1234")
     assert main(["cache", "info"]) == 0
     assert "C++ snippets: 1" in capsys.readouterr().out
-    assert main(["cache", "clear"]) == 0
-    assert not (tmp_path / "c" / "cpp").exists()
+    (tmp_path / "c" / "notes.txt").write_text("someone else's")  # not torchmark's
+    busy = tmp_path / "c" / "cpp" / "snippet-busy"
+    busy.mkdir()
+    import fcntl
+
+    with open(busy / ".lock", "a") as lock:  # another process is building this one
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert main(["cache", "clear"]) == 0
+    assert "1 build(s) in progress kept" in capsys.readouterr().out
+    assert not (tmp_path / "c" / "cpp" / "snippet-x").exists() and busy.exists()
+    assert (tmp_path / "c" / "notes.txt").read_text() == "someone else's"
     assert default_builder() is not None

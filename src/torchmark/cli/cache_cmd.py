@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import shutil
+from pathlib import Path
 
 import click
 
@@ -39,19 +41,40 @@ def cache_info():
 @cache_cmd.command("clear")
 @click.option("--keep-pch", is_flag=True, help="Keep the precompiled headers.")
 def cache_clear(keep_pch):
-    """Delete the cached builds."""
+    """Delete the cached builds (torchmark's own folders only; a build that another
+    process is making right now is left alone)."""
     from torchmark.cpp.compile_cache import folder_size
     from torchmark.paths import cache_dir
 
     root = cache_dir()
-    freed = 0
-    for entry in list(root.iterdir()):
-        if keep_pch and entry.name == "cpp":
-            for sub in entry.iterdir():
-                if not sub.name.startswith("pch-"):
-                    freed += folder_size(sub) if sub.is_dir() else sub.stat().st_size
-                    shutil.rmtree(sub) if sub.is_dir() else sub.unlink()
+    freed, busy = 0, 0
+    for folder in OWN_FOLDERS:
+        if not (root / folder).is_dir():
             continue
-        freed += folder_size(entry) if entry.is_dir() else entry.stat().st_size
-        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-    click.echo(f"cleared {root} ({_mb(freed)} freed)")
+        for entry in list((root / folder).iterdir()):
+            if keep_pch and folder == "cpp" and entry.name.startswith("pch-"):
+                continue
+            if _in_use(entry):
+                busy += 1
+                continue
+            freed += folder_size(entry) if entry.is_dir() else entry.stat().st_size
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+    kept = f"; {busy} build(s) in progress kept" if busy else ""
+    click.echo(f"cleared {root} ({_mb(freed)} freed{kept})")
+
+
+OWN_FOLDERS = ("cpp", "suite", "callgrind")  # what torchmark writes under its cache folder
+
+
+def _in_use(entry: Path) -> bool:
+    """Whether another process holds the build lock of this cache entry."""
+    lock = entry / ".lock"
+    if not lock.exists():
+        return False
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
