@@ -91,7 +91,7 @@ def test_syntax_error_is_reported_at_the_users_line():
                             language="cpp")
     with pytest.raises(CompileError) as info:
         timer.timeit(1)
-    assert "<stmt>:2:" in str(info.value)
+    assert "<stmt>:2:13:" in str(info.value)  # the user's line and column
     assert "error" in str(info.value)
 
 

@@ -13,7 +13,6 @@ points:
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 
 DEFAULT_HEADER = "#include <torch/torch.h>"
@@ -187,9 +186,10 @@ extern "C" int tm_callgrind@SFX@(int num_threads, int64_t number, int64_t warmup
 """
 
 
-def _block(label: str, code: str, indent: int) -> str:
-    """`code` after a `#line 1 "<label>"` directive, indented (no substitution)."""
-    return f'#line 1 "<{label}>"\n' + textwrap.indent(code, " " * indent) + "\n"
+def _block(label: str, code: str) -> str:
+    """`code` after a `#line 1 "<label>"` directive, as written: not indented, so the
+    compiler's columns are the user's too (no substitution)."""
+    return f'#line 1 "<{label}>"\n' + code + "\n"
 
 
 def _lines(parts: list[str]) -> int:
@@ -203,10 +203,10 @@ def _snippet_body(parts: list[str], stmt: str, setup: str, tag: str, suffix: str
     head, rest = body.split("@SETUP@\n")
     body_before_stmt, tail = rest.split("@STMT@\n")
     parts.append(head)
-    parts.append(_block(f"setup{tag}", setup, 2) if setup.strip() else "")
+    parts.append(_block(f"setup{tag}", setup) if setup.strip() else "")
     parts.append(f'#line {_lines(parts) + 2} "snippet.cpp"\n')
     parts.append(body_before_stmt)
-    parts.append(_block(f"stmt{tag}", stmt, 6))
+    parts.append(_block(f"stmt{tag}", stmt))
     parts.append(f'#line {_lines(parts) + 2} "snippet.cpp"\n')
     parts.append(tail)
 
@@ -216,7 +216,7 @@ def snippet_source(stmt: str, setup: str, global_setup: str,
     """The complete translation unit for one snippet."""
     parts = [_PRELUDE, header, "\n"]
     if global_setup.strip():
-        parts.append(_block("global_setup", global_setup, 0))
+        parts.append(_block("global_setup", global_setup))
     _snippet_body(parts, stmt, setup, "", "")
     return "".join(parts)
 
@@ -246,7 +246,7 @@ def bundle_source(snippets: Sequence[tuple[str, str, str]],
         rest = "\n".join("" if line.strip().startswith("#include") else line
                          for line in global_setup.splitlines())
         if rest.strip():
-            parts.append(_block(f"global_setup:{i}", rest, 0))
+            parts.append(_block(f"global_setup:{i}", rest))
         _snippet_body(parts, stmt, setup, f":{i}", bundle_entry_suffix(i))
         parts.append(f"}}  // namespace torchmark_snippet_{i}\n")
     return "".join(parts)
