@@ -161,6 +161,15 @@ def test_collect_many_keeps_order_and_errors():
     assert isinstance(results[1], CallgrindError)
     with pytest.raises(CallgrindError):
         collect_many(timers, number=10)
+    # a timer whose request cannot even be made (a C++ snippet that fails to compile)
+    broken = torchmark.Timer("pass")
+
+    def compile_error(*args):
+        raise torchmark.CompileError("C++ snippet failed to compile", "<stmt>:1:1: error")
+
+    broken._callgrind_request = compile_error
+    results = collect_many([broken, timers[0]], number=10, return_exceptions=True)
+    assert isinstance(results[0], torchmark.CompileError) and results[1].counts() > 0
 
 
 def test_retain_out_file(mul_stats):

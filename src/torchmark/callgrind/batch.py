@@ -44,7 +44,14 @@ def collect_many(
         if any(t.language is Language.CPP for t in timers):
             for h in hosts:
                 h.launch()
-        requests = [t._callgrind_request(number, repeats, collect_baseline) for t in timers]
+        requests: list[Any] = []
+        for timer in timers:
+            try:  # a C++ snippet compiles here: its CompileError is that timer's result
+                requests.append(timer._callgrind_request(number, repeats, collect_baseline))
+            except Exception as e:
+                if not return_exceptions:
+                    raise
+                requests.append(e)
         return _collect(requests, hosts, repeats, return_exceptions)
     finally:
         if workers > 1:
@@ -65,6 +72,9 @@ def _collect(requests: list, hosts: list[Host], repeats: int | None,
                 i = pending.get_nowait()
             except queue.Empty:
                 return
+            if isinstance(requests[i], Exception):
+                results[i] = requests[i]
+                continue
             try:
                 results[i] = result_for(host.run(requests[i]), repeats)
             except Exception as e:  # kept per timer; re-raised below unless asked not to
