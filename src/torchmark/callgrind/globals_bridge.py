@@ -94,14 +94,72 @@ def _import_reference(value: Any) -> tuple[str, str] | None:
 
 
 def _main_source(value: Any) -> str | None:
-    if not isinstance(value, types.FunctionType) or value.__module__ != "__main__":
+    """The source of a function or class defined at the top level of __main__."""
+    if not isinstance(value, (types.FunctionType, type)) or value.__module__ != "__main__":
         return None
-    if value.__closure__ or "<locals>" in value.__qualname__:
+    if getattr(value, "__closure__", None) or "<locals>" in value.__qualname__ \
+            or value.__name__ == "<lambda>":  # a lambda's source is its whole line
         return None
     try:
         return textwrap.dedent(inspect.getsource(value))
     except (OSError, TypeError):
         return None
+
+
+def _names_read(source: str) -> list[str]:
+    """Every name the code reads, at any depth (functions, class bodies, methods)."""
+    seen: list[str] = []
+    stack = [compile(source, "<source>", "exec")]
+    while stack:
+        code = stack.pop()
+        for name in code.co_names:
+            if name not in seen:
+                seen.append(name)
+        stack += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return seen
+
+
+def _main_classes(value: Any) -> list[type]:
+    """Classes defined in __main__ that loading `value` needs (its own, its submodules',
+    and their bases), bases first."""
+    import torch
+
+    objects = list(value.modules()) if isinstance(value, torch.nn.Module) else [value]
+    found: list[type] = []
+    for obj in objects:
+        for cls in reversed(type(obj).__mro__):
+            if cls.__module__ == "__main__" and cls not in found:
+                found.append(cls)
+    return found
+
+
+def _main_dependencies(sources: list[str], sent: set[str]) -> list[dict[str, Any]]:
+    """What functions and classes sent by source read from __main__ (modules, plain data,
+    other functions and classes), as load-plan entries, dependencies first; names
+    already `sent` (the Timer's own globals) are left to them."""
+    main = vars(sys.modules.get("__main__", types.ModuleType("__main__")))
+    entries: list[dict[str, Any]] = []
+    pending = [name for s in sources for name in _names_read(s)]
+    while pending:
+        name = pending.pop()
+        if name in sent or name not in main or hasattr(builtins, name):
+            continue
+        sent.add(name)
+        value = main[name]
+        if isinstance(value, types.ModuleType) and value.__name__ != "__main__":
+            entries.insert(0, {"name": name, "setup": None, "kind": "module",
+                               "module": value.__name__})
+        elif _is_plain_data(value):
+            entries.insert(0, {"name": name, "setup": None, "kind": "pickle",
+                               "data": pickle.dumps(value)})
+        elif (ref := _import_reference(value)) is not None:
+            entries.insert(0, {"name": name, "setup": None, "kind": "import",
+                               "module": ref[0], "qualname": ref[1]})
+        elif (source := _main_source(value)) is not None:
+            entries.insert(0, {"name": name, "setup": None, "kind": "source",
+                               "source": source, "function": value.__name__})
+            pending += _names_read(source)
+    return entries
 
 
 def _refuse(name: str, value: Any, why: str) -> ValueError:
@@ -143,6 +201,13 @@ def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dic
         elif isinstance(value, (torch.Tensor, torch.nn.Module)):
             torch.save(value, str(path))
             entry.update(kind="torch", path=str(path))
+            # a model of the caller's own class: its class (from __main__) goes first
+            for cls in _main_classes(value):
+                source = _main_source(cls)
+                if source is None:
+                    raise _refuse(name, value, f"its class {cls.__name__} is defined in "
+                                               "__main__ without a source file to send")
+                entry.setdefault("classes", []).append((cls.__name__, source))
         elif _is_plain_data(value):
             path.write_bytes(pickle.dumps(value))
             entry.update(kind="pickle", path=str(path))
@@ -150,6 +215,15 @@ def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dic
             entry.update(kind="import", module=ref[0], qualname=ref[1])
         elif (source := _main_source(value)) is not None:
             entry.update(kind="source", source=source, function=value.__name__)
+        elif isinstance(value, types.BuiltinFunctionType):  # torch.add and friends
+            try:
+                path.write_bytes(pickle.dumps(value))
+            except Exception as e:
+                raise _refuse(name, value, f"it does not pickle ({e})") from None
+            entry.update(kind="pickle", path=str(path))
+        elif isinstance(value, types.FunctionType) and value.__name__ == "<lambda>":
+            raise _refuse(name, value, "a lambda cannot be sent by its source (the source "
+                                       "is its whole line); define it with def, or in setup")
         elif explicit:
             try:
                 path.write_bytes(pickle.dumps(value))
@@ -164,7 +238,11 @@ def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dic
                                        "(numbers, strings, lists, dicts, ...) and importable "
                                        "objects cross automatically")
         plan.append(entry)
-    return plan
+    sources = [e["source"] for e in plan if e["kind"] == "source"]
+    sources += [source for e in plan for _, source in e.get("classes", [])]
+    sent = {e["name"] for e in plan} | {"torch"}
+    sent |= {cls for e in plan for cls, _ in e.get("classes", [])}
+    return _main_dependencies(sources, sent) + plan
 
 
 def load_globals(plan: list[dict[str, Any]], namespace: dict[str, Any]) -> None:
@@ -177,12 +255,17 @@ def load_globals(plan: list[dict[str, Any]], namespace: dict[str, Any]) -> None:
         if entry.get("setup"):
             exec(textwrap.dedent(entry["setup"]), namespace)
         kind, name = entry["kind"], entry["name"]
+        for cls_name, source in entry.get("classes", []):  # the caller's own classes
+            namespace.setdefault("__builtins__", builtins)
+            exec(compile(source, f"<class {cls_name}>", "exec"), namespace)
         if kind == "module":
             namespace[name] = importlib.import_module(entry["module"])
         elif kind == "jit":
             namespace[name] = torch.jit.load(entry["path"])
         elif kind == "torch":
             namespace[name] = torch.load(entry["path"], weights_only=False)
+        elif kind == "pickle" and "data" in entry:
+            namespace[name] = pickle.loads(entry["data"])
         elif kind == "pickle":
             with open(entry["path"], "rb") as f:
                 namespace[name] = pickle.load(f)
