@@ -233,6 +233,20 @@ def test_shared_host_serves_a_second_process(tmp_path):
     assert not shared.running
 
 
+def test_a_busy_shared_host_counts_as_running(tmp_path, monkeypatch):
+    import socket
+
+    monkeypatch.setattr(collector, "shared_hosts_dir", lambda: tmp_path)
+    shared = collector.SharedHost(idle_s=1)
+    assert not shared.running  # no socket
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(shared.socket_path))
+    listener.listen(4)  # a host busy with a long measurement: it accepts nothing yet
+    assert shared.running  # not a reason to start a second host
+    listener.close()
+    assert not shared.running  # a stale socket file, nobody listening
+
+
 def test_host_environment_is_canonical_and_padded(monkeypatch):
     from torchmark.callgrind.collector import ENV_BLOCK, host_env
 

@@ -424,9 +424,13 @@ class SharedHost(Host):
 
     @property
     def running(self) -> bool:
+        """Whether a host listens on the socket. It binds the socket only once ready, and
+        a host busy with another client's long measurement still accepts the connection
+        into its backlog: a ping would go unanswered, and a second host start."""
         try:
-            return bool(self._call({"op": "ping"}, timeout=10).get("ready"))
-        except (OSError, CallgrindError):
+            with self._connect(timeout=5):
+                return True
+        except OSError:
             return False
 
     def _start(self) -> None:
@@ -467,11 +471,15 @@ class SharedHost(Host):
         """Nothing to do: the shared host outlives this process and exits when idle."""
 
     def stop(self) -> None:
-        """Ask the shared host to exit now."""
+        """Ask the shared host to exit now, and wait (up to 30 s) until it has stopped
+        listening."""
         try:
             self._call({"op": "shutdown"}, timeout=30)
         except (OSError, CallgrindError):
             pass
+        deadline = time.monotonic() + 30
+        while self.running and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     def _request_dir(self) -> Path:
         return Path(tempfile.mkdtemp(prefix="request-", dir=shared_hosts_dir()))

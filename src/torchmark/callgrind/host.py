@@ -326,6 +326,7 @@ def serve_socket(args: argparse.Namespace) -> None:
     except FileNotFoundError:
         pass
     listener.bind(args.socket)
+    ours = os.stat(args.socket).st_ino
     listener.listen(16)
     listener.settimeout(args.idle)
     try:
@@ -352,8 +353,9 @@ def serve_socket(args: argparse.Namespace) -> None:
                 except OSError:  # the client went away; serve the next one
                     continue
     finally:
-        try:
-            os.unlink(args.socket)
+        try:  # only our own socket: a host started after this one may have replaced it
+            if os.stat(args.socket).st_ino == ours:
+                os.unlink(args.socket)
         except OSError:
             pass
         # (the out folder stays: valgrind writes this process's exit-time dump into it;
