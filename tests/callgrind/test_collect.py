@@ -206,6 +206,10 @@ def test_cli_callgrind_and_diff(tmp_path, capsys):
     assert "delta:" in out and "TensorIterator" in out
     assert main(["callgrind-diff", str(a), str(tmp_path / "missing.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert main(["callgrind", "1/0"]) == 1  # the statement's error: one line
+    assert capsys.readouterr().err.strip() == ("torchmark: error: the statement failed in the "
+                                               "counted process: ZeroDivisionError: division "
+                                               "by zero")
 
 
 def test_shared_host_serves_a_second_process(tmp_path):

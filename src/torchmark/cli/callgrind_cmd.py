@@ -49,7 +49,12 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
 
     timer = Timer("\n".join(stmt), setup="\n".join(setup) or "pass", num_threads=num_threads,
                   label=label)
-    stats = median_repeat(timer.collect_callgrind(number=number, repeats=repeats))
+    from torchmark.callgrind.collector import CallgrindError
+
+    try:
+        stats = median_repeat(timer.collect_callgrind(number=number, repeats=repeats))
+    except CallgrindError as e:  # the statement's own error: its first line, exit 1
+        raise click.ClickException(str(e).splitlines()[0]) from None
     click.echo(describe(stats, top))
     if save:
         Path(save).write_text(stats.to_json(indent=1) + "\n")
