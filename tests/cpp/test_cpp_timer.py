@@ -125,6 +125,18 @@ def test_cpp_callgrind_counts_repeat(mul_timer):
     assert totals[0] < python.counts()
 
 
+@pytest.mark.valgrind
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_cpp_callgrind_failure_after_the_warm_up_keeps_its_message():
+    from torchmark.callgrind.collector import CallgrindError
+
+    late = torchmark.Timer('if (++calls > 25) throw std::runtime_error("late boom");',
+                           global_setup="static int calls = 0;", language="cpp")
+    with pytest.raises(CallgrindError, match="late boom") as raised:
+        late.collect_callgrind(number=10)  # 20 warm-up calls, then the counted ones
+    assert not raised.value.crashed
+
+
 def test_cache_info_and_clear(tmp_path, capsys, monkeypatch):
     from torchmark.cli.main import main
 

@@ -60,6 +60,9 @@ def _run_cpp(request: dict, folder: str) -> None:
     sys.stderr.flush()
     status = fn(request["num_threads"], request["number"], request["warmup"],
                 request["repeats"], int(request["num_threads"] == 1), pids, error, len(error))
+    if status == 4:  # a repeat was killed by a signal: die of it too, so it reads as a crash
+        signal.signal(pids[0], signal.SIG_DFL)
+        os.kill(os.getpid(), pids[0])
     if status != 0:
         raise RuntimeError(f"C++ snippet failed: {error.value.decode(errors='replace')}")
     with open(os.path.join(folder, "manifest.txt"), "w") as f:

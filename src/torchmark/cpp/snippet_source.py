@@ -26,6 +26,7 @@ _PRELUDE = """\
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -157,19 +158,39 @@ extern "C" int tm_callgrind@SFX@(int num_threads, int64_t number, int64_t warmup
           continue;
         }
         std::fflush(nullptr);
+        int reasons[2];  // the repeat's exception message, if it throws
+        if (pipe(reasons) != 0) throw std::runtime_error("pipe() failed");
         pid_t pid = fork();
         if (pid == 0) {
-          CALLGRIND_TOGGLE_COLLECT;
-          body(number);
-          CALLGRIND_TOGGLE_COLLECT;
-          CALLGRIND_DUMP_STATS_AT("repeat");
+          close(reasons[0]);
+          try {
+            CALLGRIND_TOGGLE_COLLECT;
+            body(number);
+            CALLGRIND_TOGGLE_COLLECT;
+            CALLGRIND_DUMP_STATS_AT("repeat");
+          } catch (const std::exception& e) {
+            ssize_t ignored = write(reasons[1], e.what(), std::strlen(e.what()));
+            (void)ignored;
+            _exit(3);
+          } catch (...) {
+            _exit(3);
+          }
           _exit(0);
         }
+        close(reasons[1]);
         int status = 0;
         waitpid(pid, &status, 0);
+        ssize_t got = read(reasons[0], error, error_size - 1);
+        close(reasons[0]);
+        error[got > 0 ? got : 0] = '\0';
+        if (WIFSIGNALED(status)) {  // the caller dies of it too, so that it reads as a crash
+          pids[0] = WTERMSIG(status);
+          return 4;
+        }
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-          std::snprintf(error, error_size, "a counted repeat exited abnormally (status %d)",
-                        status);
+          if (got <= 0)
+            std::snprintf(error, error_size, "a counted repeat exited with status %d",
+                          WIFEXITED(status) ? WEXITSTATUS(status) : status);
           return 3;
         }
         pids[r] = pid;
