@@ -76,6 +76,8 @@ def test_brackets_inside_literals_and_comments_do_not_join_statements():
     groups, _, _ = parse_block('// @find\ns.find("(");\ns.find(\'{\');  // (\n'
                                's.find("b"); /* [ */', "cpp")
     assert groups["find"] == ['s.find("(");', "s.find('{');  // (", 's.find("b"); /* [ */']
+    groups, _, _ = parse_block("// @sep\nf(10'000);\ng(0x1'0);", "cpp")  # digit separators
+    assert groups["sep"] == ["f(10'000);", "g(0x1'0);"]
 
 
 def test_variants_take_thread_counts():

@@ -102,6 +102,10 @@ def _unclosed(code: str, language: str) -> bool:
             i = end + 2
             continue
         char = code[i]
+        if char == "'" and language == "cpp" and 0 < i < len(code) - 1 \
+                and code[i - 1].isalnum() and code[i + 1].isalnum():  # 10'000: a separator
+            i += 1
+            continue
         if char in "'\"":
             quote = code[i:i + 3] if language == "python" and code[i:i + 3] == char * 3 else char
             i += len(quote)
