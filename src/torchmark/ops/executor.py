@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from torchmark.errors import error_line
+
 EXEC_MODES = ("discrete", "continuous", "continuous_events")
 
 
@@ -236,8 +238,7 @@ class BackwardFailed(Exception):
     """The forward was measured but the backward failed: `metrics` holds the forward."""
 
     def __init__(self, metrics: dict[str, Any], out: Any, error: Exception) -> None:
-        text = str(error).strip().splitlines()
-        super().__init__(f"backward: {type(error).__name__}: {text[0] if text else ''}")
+        super().__init__(f"backward: {error_line(error)}")
         self.metrics, self.out = metrics, out
 
 

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from torchmark.errors import error_line
+
 _USER_OPS: dict[str, Operator] = {}
 _ENTRY_POINTS_LOADED = False
 
@@ -60,9 +62,7 @@ def load_plugin(module: str) -> None:
     except ImportError as e:
         raise ValueError(f"--plugin {module}: cannot import it ({e})") from None
     except Exception as e:  # the plugin's own code failed: one line, naming it
-        text = str(e).strip().splitlines()
-        raise ValueError(f"--plugin {module}: importing it raised {type(e).__name__}: "
-                         f"{text[0] if text else ''}") from None
+        raise ValueError(f"--plugin {module}: importing it raised {error_line(e)}") from None
 
 
 def _load_entry_points() -> None:

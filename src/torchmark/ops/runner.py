@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from torchmark.errors import error_line
 from torchmark.jsonl import JsonlWriter, iter_lines, system_info
 from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
@@ -130,11 +131,6 @@ def _derived(metrics: dict[str, Any], amount: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-def _error_text(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}".strip()
-
-
 class _Builds:
     """The built operator of the current build spec, reused across its inputs."""
 
@@ -171,7 +167,7 @@ def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]
             e.metrics["work"] = _derived(e.metrics, work(case.op, args, kwargs, e.out, fn))
         record.update(status="failed", metrics=e.metrics, error=str(e))
     except Exception as e:  # recorded; the run goes on
-        record.update(status="failed", metrics=None, error=_error_text(e))
+        record.update(status="failed", metrics=None, error=error_line(e))
         _release_memory(options.device)
     record["elapsed_s"] = time.perf_counter() - started
     return record

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from torchmark.errors import error_line
 from torchmark.replay.trace import ExecutionTrace, Node
 from torchmark.replay.values import (
     MEMORY_FORMATS,
@@ -108,9 +109,7 @@ class Replayer:
                     rop.status, rop.reason = "skipped", str(e)
                     continue
                 except Exception as e:  # the op rejected the rebuilt arguments
-                    text = str(e).strip().splitlines()
-                    rop.status = "skipped"
-                    rop.reason = f"{type(e).__name__}: {text[0] if text else ''}"
+                    rop.status, rop.reason = "skipped", error_line(e)
                     continue
                 rop.status = "replayed"
                 rop.zero_output = schema_name(rop.node)[0] in _EMPTY_OPS
@@ -255,9 +254,7 @@ class Replayer:
                     self._drop(rop, "an input it reads was not produced (its producer failed)")
                     continue
                 except Exception as e:
-                    text = str(e).strip().splitlines()
-                    self._drop(rop, f"failed while replaying: {type(e).__name__}: "
-                                    f"{text[0] if text else ''}")
+                    self._drop(rop, f"failed while replaying: {error_line(e)}")
                     continue
                 if rop.zero_output:
                     _zero(out)

@@ -1,0 +1,10 @@
+"""One-line descriptions of exceptions, for records, reports and CLI messages."""
+
+from __future__ import annotations
+
+
+def error_line(error: BaseException) -> str:
+    """`TypeName: first line of the message` (messages may start with a newline, or run
+    over many lines, as TorchScript's and torch's do)."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".strip()
