@@ -58,6 +58,19 @@ def _cut_torn_line(path: Path, chunk: int = 1 << 16) -> None:
             f.truncate(cut)
 
 
+def refuse_other_options(path: str | os.PathLike, before: dict[str, Any],
+                         now: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """For --resume: a ValueError naming each of `keys` whose value the file was made
+    with (`before`, from its header) differs from this run's (`now`); one file never
+    mixes settings."""
+    changed = [f"{k} {before[k]!r} -> {now[k]!r}" for k in keys
+               if k in before and k in now and before[k] != now[k]]
+    if changed:
+        raise ValueError(f"--resume {path}: it was run with other options "
+                         f"({', '.join(changed)}); resume with the same ones, or write a "
+                         "new file")
+
+
 class JsonlWriter:
     """Appends one flushed JSON line per record (thread-safe). `resume` appends to an
     existing file; otherwise the file is replaced. The header is written at once."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.errors import error_line
-from torchmark.jsonl import JsonlWriter, iter_lines, system_info
+from torchmark.jsonl import JsonlWriter, iter_lines, refuse_other_options, system_info
 from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for
@@ -75,14 +75,8 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
             f"its schema is {header.get('schema')!r}"
         raise ValueError(f"--resume {path}: not a torchmark ops results file ({what}); "
                          "resume a file that `torchmark ops -o` wrote")
-    before = header.get("run_options") or {}
-    now = dataclasses.asdict(options)
-    changed = [f"{k} {before[k]!r} -> {now[k]!r}" for k in _MEASUREMENT_OPTIONS
-               if k in before and before[k] != now[k]]
-    if changed:
-        raise ValueError(f"--resume {path}: it was run with other options "
-                         f"({', '.join(changed)}); resume with the same ones, or write "
-                         "a new file")
+    refuse_other_options(path, header.get("run_options") or {}, dataclasses.asdict(options),
+                         _MEASUREMENT_OPTIONS)
     recorded = {r["id"]: r.get("config") for r in lines
                 if r.get("type") == "record" and "id" in r}
     ids = set()

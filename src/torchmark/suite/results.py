@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from torchmark.jsonl import JsonlWriter, iter_lines, system_info
+from torchmark.jsonl import JsonlWriter, iter_lines, refuse_other_options, system_info
 
 SCHEMA = "torchmark.suite.results"
 VERSION = 1
@@ -46,15 +46,9 @@ def finished_ids(path: str | os.PathLike, options: dict[str, Any] | None = None)
         return set()
     if options is not None:
         for record in iter_lines(path):
-            if record.get("type") != "header":
-                continue
-            before = record.get("options") or {}
-            changed = [f"{k} {before[k]!r} -> {options[k]!r}" for k in MEASUREMENT_OPTIONS
-                       if k in before and k in options and before[k] != options[k]]
-            if changed:
-                raise ValueError(f"--resume {path}: it was run with other options "
-                                 f"({', '.join(changed)}); resume with the same ones, or "
-                                 "write a new file")
+            if record.get("type") == "header":
+                refuse_other_options(path, record.get("options") or {}, options,
+                                     MEASUREMENT_OPTIONS)
     last = {r["id"]: r.get("status") for r in read_records(path)}
     return {case_id for case_id, status in last.items() if status == "ok"}
 
