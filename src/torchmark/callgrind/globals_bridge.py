@@ -145,20 +145,19 @@ def _main_dependencies(sources: list[str], sent: set[str]) -> list[dict[str, Any
         if name in sent or name not in main or hasattr(builtins, name):
             continue
         sent.add(name)
-        value = main[name]
+        value, entry = main[name], {"name": name, "setup": None}
         if isinstance(value, types.ModuleType) and value.__name__ != "__main__":
-            entries.insert(0, {"name": name, "setup": None, "kind": "module",
-                               "module": value.__name__})
+            entry.update(kind="module", module=value.__name__)
         elif _is_plain_data(value):
-            entries.insert(0, {"name": name, "setup": None, "kind": "pickle",
-                               "data": pickle.dumps(value)})
+            entry.update(kind="pickle", data=pickle.dumps(value))
         elif (ref := _import_reference(value)) is not None:
-            entries.insert(0, {"name": name, "setup": None, "kind": "import",
-                               "module": ref[0], "qualname": ref[1]})
+            entry.update(kind="import", module=ref[0], qualname=ref[1])
         elif (source := _main_source(value)) is not None:
-            entries.insert(0, {"name": name, "setup": None, "kind": "source",
-                               "source": source, "function": value.__name__})
+            entry.update(kind="source", source=source, function=value.__name__)
             pending += _names_read(source)
+        else:
+            continue  # not sendable: the code fails on it by name, as it would anyway
+        entries.insert(0, entry)
     return entries
 
 
@@ -215,16 +214,10 @@ def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dic
             entry.update(kind="import", module=ref[0], qualname=ref[1])
         elif (source := _main_source(value)) is not None:
             entry.update(kind="source", source=source, function=value.__name__)
-        elif isinstance(value, types.BuiltinFunctionType):  # torch.add and friends
-            try:
-                path.write_bytes(pickle.dumps(value))
-            except Exception as e:
-                raise _refuse(name, value, f"it does not pickle ({e})") from None
-            entry.update(kind="pickle", path=str(path))
         elif isinstance(value, types.FunctionType) and value.__name__ == "<lambda>":
             raise _refuse(name, value, "a lambda cannot be sent by its source (the source "
                                        "is its whole line); define it with def, or in setup")
-        elif explicit:
+        elif explicit or isinstance(value, types.BuiltinFunctionType):  # torch.add, ...
             try:
                 path.write_bytes(pickle.dumps(value))
             except Exception as e:

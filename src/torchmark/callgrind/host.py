@@ -44,6 +44,13 @@ def blocked_source(stmt: str, number: int, reason: str) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _die_of(signum: int) -> None:
+    """End this process by `signum`, as a counted child of it just ended: the client
+    then reports a crash (killed by that signal), not a failed statement."""
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def _run_cpp(request: dict, folder: str) -> None:
     """Count a compiled C++ snippet: its own entry point does setup, warm-up and the
     fork-per-repeat loop; the repeats' process ids go to the manifest."""
@@ -60,9 +67,8 @@ def _run_cpp(request: dict, folder: str) -> None:
     sys.stderr.flush()
     status = fn(request["num_threads"], request["number"], request["warmup"],
                 request["repeats"], int(request["num_threads"] == 1), pids, error, len(error))
-    if status == 4:  # a repeat was killed by a signal: die of it too, so it reads as a crash
-        signal.signal(pids[0], signal.SIG_DFL)
-        os.kill(os.getpid(), pids[0])
+    if status == 4:  # a repeat was killed by the signal in pids[0]
+        _die_of(pids[0])
     if status != 0:
         raise RuntimeError(f"C++ snippet failed: {error.value.decode(errors='replace')}")
     with open(os.path.join(folder, "manifest.txt"), "w") as f:
@@ -138,9 +144,8 @@ def _run_child(request: dict, requests) -> None:
                 os._exit(0)
             _, status = os.waitpid(pid, 0)
             exit_code = os.waitstatus_to_exitcode(status)
-            if exit_code < 0:  # a crash: die of the same signal, so the client says so
-                signal.signal(-exit_code, signal.SIG_DFL)
-                os.kill(os.getpid(), -exit_code)
+            if exit_code < 0:  # the block was killed by a signal
+                _die_of(-exit_code)
             if exit_code != 0:
                 if os.path.exists(os.path.join(folder, "error.txt")):
                     os._exit(code)  # the block's own traceback is there: keep it
