@@ -40,16 +40,16 @@ def _range_length(lo, hi, step) -> int:
 
 
 def _inclusive(lo, hi, step, where: str = "spec") -> list:
-    _check_count([_range_length(lo, hi, step)], where)
+    length = _range_length(lo, hi, step)
+    _check_count(length, where)
     if all(isinstance(x, int) for x in (lo, hi, step)):
         return list(range(lo, hi + 1, step))
     # 12 significant digits: 0.30000000000000004 is 0.3, and a step of 1e-15 survives
-    return [float(f"{lo + i * step:.12g}") for i in range(_range_length(lo, hi, step))]
+    return [float(f"{lo + i * step:.12g}") for i in range(length)]
 
 
-def _check_count(counts: list[int], where: str) -> None:
+def _check_count(total: int, where: str) -> None:
     """Refuse, before building anything, a product of ranges too large to run."""
-    total = math.prod(counts)
     if total > MAX_CASES:
         raise ConfigError("config", [(where, f"its ranges expand to {total:,} cases, more "
                                              f"than the {MAX_CASES:,} a spec may have; "
@@ -110,7 +110,7 @@ def _expand_value(arg: dict[str, Any], where: str = "spec") -> list[dict[str, An
     if kind == "tensor":
         shapes = [arg["shape"]]
         if "shape" in ranged:
-            _check_count([_arg_count(arg)], where)
+            _check_count(_arg_count(arg), where)
             dims = [_inclusive(*d, where) if isinstance(d, list) else [d]
                     for d in arg["shape"]]
             shapes = [list(s) for s in itertools.product(*dims)]
@@ -124,7 +124,7 @@ def _expand_value(arg: dict[str, Any], where: str = "spec") -> list[dict[str, An
             if item.get("__copy__"):
                 raise ConfigError("config", [(where, "__copy__ works on positional tensor "
                                                      "arguments only, not inside lists")])
-        _check_count([_arg_count(arg)], where)
+        _check_count(_arg_count(arg), where)
         choices = [expand_arg(item, where) for item in arg["value"]]
         return [{**base, "value": list(items)} for items in itertools.product(*choices)]
     if "value" in ranged:
@@ -172,7 +172,7 @@ def _apply_copies(args: list[dict[str, Any]], where: str) -> list[dict[str, Any]
 
 def expand_spec(spec: dict[str, Any], where: str = "spec") -> list[dict[str, Any]]:
     """Every concrete {args, kwargs} of one spec, in PARAM's order."""
-    _check_count([spec_count(spec)], where)
+    _check_count(spec_count(spec), where)
     args = [expand_arg(a, f"{where}.args[{i}]") for i, a in enumerate(spec.get("args", []))]
     names = list(spec.get("kwargs", {}))
     for name in names:
@@ -251,15 +251,18 @@ def check_expansion(config: BenchmarkConfig) -> int:
             counts = []
             for part, specs in (("build", item.build), ("input", item.input)):
                 dumped = [_clean_dump(s) for s in specs or []]
+                spec_counts = []
                 for i, spec in enumerate(dumped):
                     named = [(f"args[{j}]", a) for j, a in enumerate(spec.get("args", []))]
                     named += [(f"kwargs.{k}", a) for k, a in spec.get("kwargs", {}).items()]
-                    for name, arg in named:
-                        _check_count([_arg_count(arg)], f"{where}.{part}[{i}].{name}")
-                    _check_count([spec_count(spec)], f"{where}.{part}[{i}]")
-                    if spec_count(spec):  # __copy__ errors, at load, on the first case
+                    arg_counts = [_arg_count(arg) for _, arg in named]
+                    for (name, _), count in zip(named, arg_counts, strict=True):
+                        _check_count(count, f"{where}.{part}[{i}].{name}")
+                    spec_counts.append(math.prod(arg_counts))
+                    _check_count(spec_counts[-1], f"{where}.{part}[{i}]")
+                    if spec_counts[-1]:  # __copy__ errors, at load, on the first case
                         expand_spec(_first_spec(spec), f"{where}.{part}[{i}]")
-                counts.append(sum(spec_count(s) for s in dumped) or 1)
+                counts.append(sum(spec_counts) or 1)
             total += math.prod(counts)
             if total > MAX_CASES:
                 raise ConfigError("config", [(where, f"the config reaches {total:,} cases "

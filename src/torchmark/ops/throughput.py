@@ -51,11 +51,11 @@ def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any,
     """{"flops": ..., "bytes": ...} where the operator is known; {} otherwise. `built` is
     the module a build spec made (its parameters count as bytes read)."""
     name = base_name(op)
-    inputs, outputs = tensors_in(args) + tensors_in(kwargs), tensors_in(output)
+    positional, outputs = tensors_in(args), tensors_in(output)
+    inputs = positional + tensors_in(kwargs)
     if not outputs:
         return {}
     # tensors only written (out=, the self of copy_ / fill_ ...) are counted once, as output
-    positional = tensors_in(args)
     written = [t for t in tensors_in(kwargs.get("out"))  # an out= that is also an input
                if not any(t is a for a in positional)]  # is read too
     if name in _OVERWRITES and args:
@@ -68,7 +68,7 @@ def work(op: str, args: list[Any], kwargs: dict[str, Any], output: Any,
         moved += sum(p.numel() * p.element_size() for p in built.parameters())
         return {"flops": int(2 * out.numel() * built.in_features), "bytes": int(moved)}
     if name in _MATMUL:
-        mats = [t for t in tensors_in(args) if t.dim() >= 2]
+        mats = [t for t in positional if t.dim() >= 2]
         if len(mats) < 2:
             return {}
         a, b = mats[-2], mats[-1]

@@ -88,10 +88,7 @@ class Timer:
             raise ValueError(f"Timer: stmt must be a str, got {type(stmt).__name__}")
         if not isinstance(setup, str):
             raise ValueError(f"Timer: setup must be a str, got {type(setup).__name__}")
-        if not isinstance(num_threads, numbers.Integral) or isinstance(num_threads, bool) \
-                or num_threads < 1:
-            raise ValueError(f"Timer: num_threads must be a positive int, got {num_threads!r}")
-        num_threads = int(num_threads)
+        num_threads = _positive_int("num_threads", num_threads)
         if globals is not None and not isinstance(globals, dict):
             raise ValueError(f"Timer: globals must be a dict, got {type(globals).__name__}")
         for name, value in (("label", label), ("sub_label", sub_label),
