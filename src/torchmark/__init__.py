@@ -13,6 +13,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "ABResult": "torchmark.compare.ab",
+    "ab_test": "torchmark.compare.ab",
     "CallgrindStats": "torchmark.callgrind.stats",
     "CopyIfCallgrind": "torchmark.callgrind.globals_bridge",
     "FunctionCount": "torchmark.callgrind.function_counts",

@@ -21,17 +21,10 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight):
     """Print a Compare table of the measurements in FILES (JSON from `timeit --save`,
     `demo`, or `torchmark.timing.files.save_measurements`; or `torchmark ops` results,
     a column per file)."""
+    from torchmark.cli.measurement_files import read_measurement_files
     from torchmark.compare import Compare
-    from torchmark.ops.as_measurements import column_names, ops_measurements
-    from torchmark.ops.runner import SCHEMA as OPS_SCHEMA
-    from torchmark.timing.files import first_line_schema, load_measurements
 
-    measurements = []
-    for path, column in zip(files, column_names(list(files)), strict=True):
-        if first_line_schema(path) == OPS_SCHEMA:
-            measurements += ops_measurements(path, column)
-        else:
-            measurements += load_measurements(path)
+    measurements = [m for group in read_measurement_files(list(files)) for m in group]
     if not measurements:
         raise click.UsageError("the files hold no measurements")
     compare = Compare(measurements)

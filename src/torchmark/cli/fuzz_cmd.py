@@ -6,6 +6,8 @@ import json
 
 import click
 
+from torchmark.compare.plain_table import align
+
 
 def _format_table(records: list[dict], shown_params: list[str]) -> str:
     tensor_names = list(records[0]["tensors"]) if records else []
@@ -25,11 +27,7 @@ def _format_table(records: list[dict], shown_params: list[str]) -> str:
                 row += [shape, ", ".join(str(s) for s in t["strides"]),
                         "contiguous" if t["contiguous"] else "discontiguous"]
         rows.append(row)
-    widths = [max(len(x) for x in col) for col in zip(header, *rows, strict=True)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-              for row in rows]
+    lines = align(header, rows, rule=True)
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from torchmark import __version__
+from torchmark.cli.ab_cmd import ab_cmd
 from torchmark.cli.cache_cmd import cache_cmd
 from torchmark.cli.callgrind_cmd import callgrind_cmd, callgrind_diff_cmd
 from torchmark.cli.compare_cmd import compare_cmd
@@ -29,6 +30,7 @@ def cli() -> None:
 
 cli.add_command(timeit_cmd)
 cli.add_command(compare_cmd)
+cli.add_command(ab_cmd)
 cli.add_command(demo_cmd)
 cli.add_command(fuzz_cmd)
 cli.add_command(callgrind_cmd)

@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from torchmark.compare.plain_table import align
+
 
 @dataclasses.dataclass(frozen=True)
 class Delta:
@@ -77,13 +79,7 @@ HEADERS = ["", "change", "A instr/run", "B instr/run", "spread", "case"]
 
 def render_text(report: ABReport, limit: int | None = None) -> str:
     rows = [_row(d, report.threshold) for d in report.deltas[:limit]]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(HEADERS)]
-    lines = ["  ".join(h.rjust(w) if i < 5 else h for i, (h, w) in
-                       enumerate(zip(HEADERS, widths, strict=True)))]
-    for r in rows:
-        lines.append("  ".join(c.rjust(w) if i < 5 else c for i, (c, w) in
-                               enumerate(zip(r, widths, strict=True))))
+    lines = align(HEADERS, rows, right=[True] * 5 + [False])
     lines += _footer(report)
     return "\n".join(lines)
 

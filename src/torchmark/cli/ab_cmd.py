@@ -1,0 +1,117 @@
+"""`torchmark ab`: is the candidate faster than the baseline, and can we tell?"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+def _time(seconds: float) -> str:
+    from torchmark.timing.stats import select_unit
+
+    unit, scale = select_unit(seconds)
+    return f"{seconds / scale:.4g} {unit}"
+
+
+def _row(result) -> list[str]:
+    interval = ("-" if result.ci_low != result.ci_low  # NaN: too few samples
+                else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]")
+    return [result.name, _time(result.baseline.median), _time(result.candidate.median),
+            f"{result.ratio:.3f}", interval,
+            "<0.001" if result.p_value < 0.001 else f"{result.p_value:.3f}",
+            result.describe_verdict()]
+
+
+def _split_by_env(measurements, path):
+    envs = list(dict.fromkeys(m.env for m in measurements))
+    if len(envs) != 2:
+        raise click.UsageError(
+            f"{path}: one file must hold measurements of exactly two envs (baseline first), "
+            f"found {len(envs)}{': ' + ', '.join(map(repr, envs)) if envs else ''}; "
+            "or give two files")
+    return [[m for m in measurements if m.env == env] for env in envs], envs
+
+
+@click.command("ab")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--confidence", type=click.FloatRange(50, 100, min_open=True, max_open=True),
+              default=95.0, show_default=True, help="Of the interval, in percent.")
+@click.option("--min-effect", type=click.FloatRange(0, 100, max_open=True), default=1.0,
+              show_default=True, help="Smaller changes of the median (percent) count as "
+                                      "no change.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv", "jsonl"]),
+              default="text", show_default=True)
+@click.option("--fail-above", type=click.FloatRange(min=0), default=None,
+              help="Exit 1 when a case is significantly slower by more than this percent.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
+              help="Of the bootstrap's resampling.")
+def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
+    """Compare a baseline with a candidate, case by case: the ratio of the median times,
+    its bootstrap confidence interval, a Mann-Whitney p-value and a verdict.
+
+    FILES: BASELINE CANDIDATE (saved measurements or `ops` results), or one file whose
+    measurements hold two envs (`timeit --env before --save f.json`, then `--env after`)."""
+    from torchmark.cli.measurement_files import read_measurement_files
+    from torchmark.compare.ab import ab_test, pair_measurements
+    from torchmark.compare.plain_table import align, markdown
+
+    if len(files) > 2:
+        raise click.UsageError(f"give one or two files, got {len(files)}")
+    sides = read_measurement_files(list(files))
+    if len(sides) == 1:
+        sides, names = _split_by_env(sides[0], files[0])
+    else:
+        names = list(files)
+    for side, name in zip(sides, names, strict=True):
+        if not side:
+            raise click.UsageError(f"{name}: holds no measurements")
+    pairs, only_a, only_b = pair_measurements(sides[0], sides[1])
+    results, errors = [], []
+    for name, a, b in pairs:
+        try:
+            results.append(ab_test(a, b, confidence=confidence / 100,
+                                   min_effect=min_effect / 100, seed=seed, name=name))
+        except ValueError as e:  # one case that cannot be compared does not stop the rest
+            errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")
+
+    if fmt == "jsonl":
+        for r in results:
+            click.echo(json.dumps(r.to_dict()))
+    elif fmt == "csv":
+        click.echo("name,baseline_median_s,candidate_median_s,ratio,ci_low,ci_high,p_value,"
+                   "verdict")
+        for r in results:
+            name = '"' + r.name.replace('"', '""') + '"'
+            click.echo(f"{name},{r.baseline.median:.6g},{r.candidate.median:.6g},"
+                       f"{r.ratio:.6g},{r.ci_low:.6g},{r.ci_high:.6g},{r.p_value:.6g},"
+                       f"{r.verdict}")
+    else:
+        header = ["case", "baseline", "candidate", "ratio", f"{confidence:g}% CI", "p",
+                  "verdict"]
+        right = [False, True, True, True, False, True, False]
+        rows = [_row(r) for r in results]
+        head = (f"baseline: {names[0]}; candidate: {names[1]}; ratio = candidate / baseline "
+                f"median, bootstrap interval; changes under {min_effect:g}% count as no "
+                "change")
+        if fmt == "markdown":
+            lines = [head, "", *markdown(header, rows, right)]
+        else:
+            lines = [head, *align(header, rows, right, rule=True)]
+        extra = [f"only in the baseline: {', '.join(only_a)}" if only_a else "",
+                 f"only in the candidate: {', '.join(only_b)}" if only_b else "",
+                 *(f"not compared: {e}" for e in errors)]
+        lines += [e for e in extra if e]
+        counts = {v: sum(r.verdict == v for r in results)
+                  for v in ("faster", "slower", "no significant change", "too few samples")}
+        lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
+                     "in common")
+        click.echo("\n".join(lines))
+
+    if fail_above is not None:
+        worse = [r for r in results if r.verdict == "slower" and r.change > fail_above / 100]
+        if worse:
+            click.echo(f"{len(worse)} case(s) significantly slower by more than "
+                       f"{fail_above:g}%: {', '.join(r.name for r in worse)}", err=True)
+            return 1
+    return 0

@@ -1,0 +1,236 @@
+"""A/B comparison: the statistics of ab_test, the pairing, and `torchmark ab`."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from torchmark.cli.main import main
+from torchmark.compare.ab import ab_test, mann_whitney_p, pair_measurements
+from torchmark.timing.files import save_measurements
+from torchmark.timing.measurement import Measurement
+from torchmark.timing.task_spec import TaskSpec
+
+
+def measurement(times, label="mul", sub_label="128", env=None, description=None, threads=1,
+                number=1):
+    spec = TaskSpec(stmt="x * y", setup="pass", label=label, sub_label=sub_label, env=env,
+                    description=description, num_threads=threads)
+    return Measurement(number, [t * number for t in times], spec)
+
+
+def normal(mean, sd, n, seed):
+    return list(np.random.default_rng(seed).normal(mean, sd, n))
+
+
+# -- Mann-Whitney -------------------------------------------------------------------------
+@pytest.mark.parametrize("a, b, expected", [
+    # scipy.stats.mannwhitneyu(a, b, method="asymptotic", use_continuity=True).pvalue
+    ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], 0.012185780355344813),
+    ([1, 2, 2, 3, 3, 3], [2, 3, 3, 4, 4, 5, 5], 0.04535219143280889),  # ties
+    ([5, 1, 4], [3, 2, 6, 0], 0.8596837951986662),
+    ([1, 1, 1], [1, 1, 1], 1.0),  # nothing to tell apart
+])
+def test_mann_whitney_matches_the_reference(a, b, expected):
+    assert mann_whitney_p(a, b) == pytest.approx(expected, rel=1e-9)
+    assert mann_whitney_p(b, a) == pytest.approx(expected, rel=1e-9)  # two-sided
+
+
+# -- ab_test ------------------------------------------------------------------------------
+def test_a_clear_speed_up_is_faster_with_an_interval_around_the_ratio():
+    result = ab_test(measurement(normal(10e-6, 0.2e-6, 40, 1)),
+                     measurement(normal(8e-6, 0.2e-6, 40, 2)))
+    assert result.verdict == "faster"
+    assert result.ratio == pytest.approx(0.8, abs=0.02)
+    assert result.ci_low < result.ratio < result.ci_high < 1
+    assert result.p_value < 1e-6
+    assert result.describe_verdict().startswith("faster by ")
+    assert "faster by" in str(result) and "95% CI" in str(result)
+
+
+def test_a_clear_slow_down_is_slower():
+    result = ab_test(measurement(normal(1e-3, 1e-5, 20, 3)),
+                     measurement(normal(1.3e-3, 1e-5, 20, 4)))
+    assert result.verdict == "slower" and result.change == pytest.approx(0.3, abs=0.02)
+    assert 1 < result.ci_low
+
+
+def test_same_distribution_rarely_gives_a_verdict():
+    """The false-positive rate of the verdict stays near 1 - confidence."""
+    verdicts = [ab_test(measurement(normal(5e-6, 0.5e-6, 30, 2 * i)),
+                        measurement(normal(5e-6, 0.5e-6, 30, 2 * i + 1)), resamples=500).verdict
+                for i in range(100)]
+    false_positives = sum(v != "no significant change" for v in verdicts)
+    assert false_positives <= 12, verdicts
+
+
+def test_a_significant_change_smaller_than_min_effect_is_no_change():
+    a, b = measurement(normal(1.0, 1e-4, 50, 5)), measurement(normal(1.005, 1e-4, 50, 6))
+    assert ab_test(a, b, min_effect=0).verdict == "slower"
+    result = ab_test(a, b)  # min_effect 1%
+    assert result.verdict == "no significant change"
+    assert result.describe_verdict() == "no significant change (+0.5%)"
+
+
+def test_the_interval_is_reproducible_and_follows_the_seed():
+    a, b = measurement(normal(1.0, 0.1, 15, 7)), measurement(normal(1.1, 0.1, 15, 8))
+    first, again = ab_test(a, b), ab_test(a, b)
+    assert (first.ci_low, first.ci_high) == (again.ci_low, again.ci_high)
+    other = ab_test(a, b, seed=1)
+    assert (first.ci_low, first.ci_high) != (other.ci_low, other.ci_high)
+    wider = ab_test(a, b, confidence=0.99)
+    assert wider.ci_low <= first.ci_low and first.ci_high <= wider.ci_high
+
+
+def test_times_are_per_run_whatever_the_block_size():
+    a = measurement([2e-6, 2.1e-6, 1.9e-6, 2e-6], number=1000)
+    b = measurement([1e-6, 1.1e-6, 0.9e-6, 1e-6], number=10)
+    assert ab_test(a, b).ratio == pytest.approx(0.5)
+
+
+def test_too_few_samples_gives_no_interval():
+    result = ab_test(measurement([1.0, 1.1]), measurement([2.0, 2.1, 2.2]))
+    assert result.verdict == "too few samples"
+    assert np.isnan(result.ci_low) and result.ratio == pytest.approx(2.1 / 1.05)
+
+
+def test_many_samples_stay_fast():
+    a, b = measurement(normal(1.0, 0.1, 20_000, 9)), measurement(normal(1.0, 0.1, 20_000, 10))
+    start = time.perf_counter()
+    result = ab_test(a, b)
+    assert time.perf_counter() - start < 30
+    assert result.ci_low < 1 < result.ci_high
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"confidence": 1.0}, "confidence must be in (0, 1)"),
+    ({"confidence": 0}, "confidence must be in (0, 1)"),
+    ({"min_effect": -0.1}, "min_effect must be in [0, 1)"),
+    ({"resamples": 10}, "resamples must be an int >= 100"),
+    ({"resamples": 1000.0}, "resamples must be an int >= 100"),
+])
+def test_bad_arguments_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")
+                       .replace("[", r"\[")):
+        ab_test(measurement([1, 2, 3]), measurement([1, 2, 3]), **kwargs)
+
+
+def test_bad_measurements_are_named():
+    with pytest.raises(TypeError, match="candidate must be a Measurement, got list"):
+        ab_test(measurement([1, 2, 3]), [1, 2, 3])
+    with pytest.raises(ValueError, match="the baseline measurement holds no times"):
+        ab_test(measurement([]), measurement([1, 2, 3]))
+    with pytest.raises(ValueError, match="baseline's median time is zero"):
+        ab_test(measurement([0, 0, 0]), measurement([1, 2, 3]))
+
+
+# -- pairing ------------------------------------------------------------------------------
+def test_pairs_by_task_ignoring_the_tag_that_names_the_side():
+    before = [measurement([1, 2, 3], sub_label="128", env="before"),
+              measurement([1, 2, 3], sub_label="4096", env="before"),
+              measurement([1, 2, 3], sub_label="only-a", env="before")]
+    after = [measurement([1, 2, 3], sub_label="4096", env="after"),
+             measurement([1, 2, 3], sub_label="128", env="after"),
+             measurement([1, 2, 3], sub_label="only-b", env="after")]
+    pairs, only_a, only_b = pair_measurements(before, after)
+    assert [(name, a.sub_label, b.sub_label) for name, a, b in pairs] == [
+        ("mul / 128", "128", "128"), ("mul / 4096", "4096", "4096")]
+    assert only_a == ["mul / only-a"] and only_b == ["mul / only-b"]
+
+
+def test_a_field_that_varies_within_a_side_stays_in_the_key():
+    """As in ops results: the file's name is the description, the pass is the env."""
+    a = [measurement([1, 2, 3], env=p, description="run-a") for p in ("forward", "backward")]
+    b = [measurement([4, 5, 6], env=p, description="run-b") for p in ("backward", "forward")]
+    pairs, only_a, only_b = pair_measurements(a, b)
+    assert [(name, x.env, y.env) for name, x, y in pairs] == [
+        ("mul / 128 / forward", "forward", "forward"),
+        ("mul / 128 / backward", "backward", "backward")]
+    assert not only_a and not only_b
+
+
+def test_replicates_are_pooled_and_thread_counts_named():
+    a = [measurement([1, 2], threads=1), measurement([3, 4], threads=1),
+         measurement([5, 6], threads=2)]
+    b = [measurement([1, 1, 1], threads=1), measurement([2, 2, 2], threads=2)]
+    pairs, _, _ = pair_measurements(a, b)
+    assert [name for name, _, _ in pairs] == ["mul / 128 / 1 thread", "mul / 128 / 2 threads"]
+    assert sorted(pairs[0][1].times) == [1, 2, 3, 4]
+
+
+# -- the command --------------------------------------------------------------------------
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def ab_files(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    save_measurements(a, [measurement(normal(10e-6, 0.1e-6, 20, 11), sub_label="fast"),
+                          measurement(normal(10e-6, 0.1e-6, 20, 12), sub_label="same"),
+                          measurement(normal(10e-6, 0.1e-6, 20, 13), sub_label="gone")])
+    save_measurements(b, [measurement(normal(13e-6, 0.1e-6, 20, 14), sub_label="fast"),
+                          measurement(normal(10e-6, 0.1e-6, 20, 15), sub_label="same")])
+    return a, b
+
+
+def test_cli_prints_a_table_and_fails_above_a_slow_down(capsys, ab_files):
+    a, b = ab_files
+    code, out, err = run(capsys, "ab", str(a), str(b))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].split() == ["case", "baseline", "candidate", "ratio", "95%", "CI", "p",
+                                "verdict"]
+    assert any(line.startswith("mul / fast") and "slower by 3" in line for line in lines)
+    assert any(line.startswith("mul / same") and "no significant change" in line
+               for line in lines)
+    assert "only in the baseline: mul / gone" in out
+    assert lines[-1] == "1 slower, 1 no significant change"
+    code, _, err = run(capsys, "ab", str(a), str(b), "--fail-above", "20")
+    assert code == 1 and "1 case(s) significantly slower by more than 20%: mul / fast" in err
+    assert run(capsys, "ab", str(a), str(b), "--fail-above", "40")[0] == 0
+
+
+def test_cli_machine_readable_formats(capsys, ab_files):
+    a, b = ab_files
+    code, out, _ = run(capsys, "ab", str(a), str(b), "--format", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and [r["verdict"] for r in rows] == ["slower", "no significant change"]
+    assert rows[0]["ratio"] == pytest.approx(1.3, abs=0.03) and rows[0]["baseline_samples"] == 20
+    code, out, _ = run(capsys, "ab", str(a), str(b), "--format", "csv")
+    assert out.splitlines()[0].startswith("name,baseline_median_s,")
+    assert out.splitlines()[1].startswith('"mul / fast",')
+    code, out, _ = run(capsys, "ab", str(a), str(b), "--format", "markdown")
+    assert "|---|---:|---:|---:|---|---:|---|" in out
+
+
+def test_cli_one_file_with_two_envs(capsys, tmp_path):
+    path = tmp_path / "ab.json"
+    save_measurements(path, [measurement(normal(1.0, 0.01, 10, 16), env="before"),
+                             measurement(normal(0.5, 0.01, 10, 17), env="after")])
+    code, out, err = run(capsys, "ab", str(path))
+    assert code == 0, err
+    assert out.startswith("baseline: before; candidate: after;")
+    assert "faster by 5" in out
+
+
+def test_cli_errors(capsys, tmp_path, ab_files):
+    a, b = ab_files
+    code, _, err = run(capsys, "ab", str(a), str(b), str(a))
+    assert code == 2 and "give one or two files, got 3" in err
+    code, _, err = run(capsys, "ab", str(a))
+    assert code == 2 and "must hold measurements of exactly two envs" in err
+    code, _, err = run(capsys, "ab", str(a), str(tmp_path / "missing.json"))
+    assert code == 2 and "missing.json: no such file" in err
+    zero = tmp_path / "zero.json"
+    save_measurements(zero, [measurement([0.0, 0.0, 0.0], sub_label="fast"),
+                             measurement(normal(10e-6, 0.1e-6, 20, 18), sub_label="same")])
+    code, out, _ = run(capsys, "ab", str(zero), str(b))
+    assert code == 0  # the case that cannot be compared is named; the other is compared
+    assert "not compared: mul / fast: the baseline's median time is zero" in out
+    assert "mul / same" in out
