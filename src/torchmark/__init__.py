@@ -30,6 +30,7 @@ _EXPORTS = {
     "Language": "torchmark.timing.timer_class",
     "Timer": "torchmark.timing.timer_class",
     "Measurement": "torchmark.timing.measurement",
+    "measure_ab": "torchmark.timing.interleave",
     "TaskSpec": "torchmark.timing.task_spec",
     "set_torch_threads": "torchmark.timing.clocks",
     "timer": "torchmark.timing.clocks",

@@ -234,3 +234,36 @@ def test_cli_errors(capsys, tmp_path, ab_files):
     assert code == 0  # the case that cannot be compared is named; the other is compared
     assert "not compared: mul / fast: the baseline's median time is zero" in out
     assert "mul / same" in out
+
+
+# -- interleaved measurement --------------------------------------------------------------
+def test_measure_ab_interleaves_blocks_and_tells_a_clear_difference(monkeypatch):
+    import torchmark as benchmark
+
+    small = benchmark.Timer("sum(range(50))", label="sum")
+    large = benchmark.Timer("sum(range(5000))", label="sum")
+    calls = []
+    for side, timer in (("A", small), ("B", large)):
+        original = timer._timeit
+        monkeypatch.setattr(timer, "_timeit", lambda n, side=side, original=original: (
+            calls.append(side), original(n))[1])
+    result = benchmark.measure_ab(small, large, min_run_time=0.05, min_blocks=4)
+    assert result.verdict == "slower" and result.ratio > 5
+    a, b = result.baseline, result.candidate
+    assert len(a.times) >= 4 and len(b.times) >= 4
+    assert sum(a.raw_times) >= 0.05 and sum(b.raw_times) >= 0.05
+    timed = calls[-(len(a.times) + len(b.times)):]
+    assert timed[:8] == list("ABBAABBA")
+    assert a.number_per_run > b.number_per_run  # each side's own block size
+
+
+def test_measure_ab_argument_errors():
+    import torchmark as benchmark
+
+    t = benchmark.Timer("pass")
+    with pytest.raises(ValueError, match="the same Timer"):
+        benchmark.measure_ab(t, t)
+    with pytest.raises(TypeError, match="candidate must be a Timer, got str"):
+        benchmark.measure_ab(t, "pass")
+    with pytest.raises(ValueError, match="min_blocks must be a positive int"):
+        benchmark.measure_ab(t, benchmark.Timer("pass"), min_blocks=0)

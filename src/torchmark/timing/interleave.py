@@ -1,0 +1,59 @@
+"""Interleaved A/B timing: blocks of two Timers alternate, so drift hits both alike.
+
+Measuring A for a second and then B for a second lets anything that changes in
+between (another job on a shared machine, a CPU that warms up, a turbo budget that runs
+out) look like a difference between A and B. Here each side's block size is chosen as
+`blocked_autorange` does; then the blocks alternate A B B A A B B A ..., which cancels a
+linear drift within every four blocks, until each side has at least `min_run_time`
+seconds and `min_blocks` blocks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from torchmark.timing.measurement import Measurement
+
+if TYPE_CHECKING:
+    from torchmark.compare.ab import ABResult
+    from torchmark.timing.timer_class import Timer
+
+
+def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,
+                       min_blocks: int = 6) -> tuple[Measurement, Measurement]:
+    """Alternating blocks of both Timers; returns (baseline, candidate) Measurements."""
+    from torchmark.timing.timer_class import Timer, _non_negative, _positive_int
+
+    for role, t in (("baseline", baseline), ("candidate", candidate)):
+        if not isinstance(t, Timer):
+            raise TypeError(f"measure_ab: {role} must be a Timer, got {type(t).__name__}")
+    if baseline is candidate:
+        raise ValueError("measure_ab: baseline and candidate are the same Timer; for an "
+                         "A/A check, make two Timers of the same statement")
+    min_run_time = _non_negative("min_run_time", min_run_time)
+    min_blocks = _positive_int("min_blocks", min_blocks)
+    timers = (baseline, candidate)
+    numbers = [t._estimate_block_size(min_run_time) for t in timers]  # also a warm-up
+    times: tuple[list[float], list[float]] = ([], [])
+    rounds = 0
+    while min(sum(side) for side in times) < min_run_time or \
+            min(len(side) for side in times) < min_blocks:
+        order = (0, 1) if rounds % 2 == 0 else (1, 0)  # A B, B A, A B, ...
+        for side in order:
+            with timers[side]._threads():
+                times[side].append(timers[side]._timeit(numbers[side]))
+        rounds += 1
+    return tuple(t._measurement(n, side) for t, n, side in zip(timers, numbers, times,
+                                                               strict=True))
+
+
+def measure_ab(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,
+               min_blocks: int = 6, confidence: float = 0.95, min_effect: float = 0.01,
+               seed: int = 0) -> ABResult:
+    """Time two Timers in interleaved blocks, then `ab_test` them (see its docstring):
+    the candidate's median over the baseline's, an interval, a p-value and a verdict."""
+    from torchmark.compare.ab import ab_test
+
+    a, b = interleaved_blocks(baseline, candidate, min_run_time=min_run_time,
+                              min_blocks=min_blocks)
+    return ab_test(a, b, confidence=confidence, min_effect=min_effect, seed=seed)
