@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import click
@@ -79,13 +81,16 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
         for r in results:
             click.echo(json.dumps(r.to_dict()))
     elif fmt == "csv":
-        click.echo("name,baseline_median_s,candidate_median_s,ratio,ci_low,ci_high,p_value,"
-                   "verdict")
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["name", "baseline_median_s", "candidate_median_s", "ratio", "ci_low",
+                         "ci_high", "p_value", "verdict"])
         for r in results:
-            name = '"' + r.name.replace('"', '""') + '"'
-            click.echo(f"{name},{r.baseline.median:.6g},{r.candidate.median:.6g},"
-                       f"{r.ratio:.6g},{r.ci_low:.6g},{r.ci_high:.6g},{r.p_value:.6g},"
-                       f"{r.verdict}")
+            d = r.to_dict()
+            writer.writerow([r.name, *(f"{d[k]:.6g}" if d[k] is not None else "" for k in (
+                "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high",
+                "p_value")), r.verdict])
+        click.echo(out.getvalue(), nl=False)
     else:
         header = ["case", "baseline", "candidate", "ratio", f"{confidence:g}% CI", "p",
                   "verdict"]

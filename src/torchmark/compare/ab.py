@@ -71,13 +71,17 @@ class ABResult:
         return verdict
 
     def to_dict(self) -> dict:
-        """A JSON-ready summary (medians in seconds)."""
+        """A JSON-ready summary (medians in seconds; no interval: None)."""
+        def finite(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
         return {
             "name": self.name, "baseline_median": self.baseline.median,
             "candidate_median": self.candidate.median,
             "baseline_samples": len(self.baseline.times),
             "candidate_samples": len(self.candidate.times),
-            "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high,
+            "ratio": finite(self.ratio), "ci_low": finite(self.ci_low),
+            "ci_high": finite(self.ci_high),
             "confidence": self.confidence, "p_value": self.p_value,
             "min_effect": self.min_effect, "verdict": self.verdict,
         }
