@@ -90,3 +90,23 @@ def test_a_lambda_is_refused_with_the_reason(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert "a lambda cannot be sent by its source" in proc.stdout, proc.stderr
+
+
+def test_copy_if_callgrind_says_how_its_value_travels():
+    import torch
+
+    from torchmark import CopyIfCallgrind
+    from torchmark.callgrind.globals_bridge import Serialization
+
+    scripted = torch.jit.script(torch.nn.Linear(2, 2))
+    assert CopyIfCallgrind(scripted).serialization is Serialization.TORCH_JIT
+    assert CopyIfCallgrind(torch.nn.Linear(2, 2)).serialization is Serialization.TORCH
+    assert CopyIfCallgrind(torch.ones(2)).serialization is Serialization.TORCH
+    assert CopyIfCallgrind({"a": 1}).serialization is Serialization.PICKLE
+
+
+def test_unit_to_english_takes_torchs_keyword():
+    import torchmark
+
+    assert torchmark.unit_to_english(u="ns") == "nanosecond"
+    assert torchmark.select_unit(5) == ("s", 1) and isinstance(torchmark.select_unit(5)[1], int)

@@ -84,7 +84,7 @@ def test_one_table_per_label_and_extend():
 
 
 def test_extend_rejects_non_measurements():
-    with pytest.raises(ValueError, match="result 1 is a int"):
+    with pytest.raises(ValueError, match="result 1: builtins.int is not a Measurement"):
         Compare([make_measurement(1e-6), 3])
 
 
@@ -131,3 +131,20 @@ def test_html():
     assert "color:#1a7f37" in html  # best cell
     assert "environment A: mul/sum" in html
     assert "<script" not in Compare([make_measurement(1e-6, label="<script>")])._repr_html_()
+
+
+def test_torch_measurements_join_a_torchmark_table():
+    """Results pickled with torch.utils.benchmark still compare (copied into torchmark's)."""
+    import torch.utils.benchmark as torch_benchmark
+
+    import torchmark
+
+    theirs = pickle.loads(pickle.dumps(torch_benchmark.Timer(
+        "x + 1", "x = torch.ones(3)", label="add", env="torch").timeit(50)))
+    ours = torchmark.Timer("x + 1", "x = torch.ones(3)", label="add", env="torchmark").timeit(50)
+    table = str(torchmark.Compare(r for r in [theirs, ours]))  # a generator is fine too
+    assert "(torch)" in table and "(torchmark)" in table
+    merged = torchmark.Measurement.merge([theirs, theirs])
+    assert isinstance(merged[0], torchmark.Measurement) and len(merged[0].times) == 2
+    with pytest.raises(ValueError, match="result 1: builtins.str is not a Measurement"):
+        torchmark.Compare([ours, "x"])

@@ -217,3 +217,14 @@ def test_default_timer_synchronizes_cuda(monkeypatch):
     monkeypatch.setattr(torch, "accelerator", None, raising=False)
     torchmark.timer()
     assert calls
+
+
+def test_globals_take_what_dict_takes_and_the_repr_of_an_untitled_task():
+    import collections
+    import types
+
+    for globals in (types.MappingProxyType({"a": 1}), collections.ChainMap({"a": 1}),
+                    [("a", 1)]):
+        assert Timer("a + 1", globals=globals).timeit(10).number_per_run == 10
+    body = repr(Timer("pass", label="").timeit(10)).split("\n", 1)[1]
+    assert body.startswith("\n  ") and body.endswith("10 runs, 1 thread")  # as torch's

@@ -9,6 +9,7 @@ their source. Anything else is refused with a message naming the global.
 from __future__ import annotations
 
 import builtins
+import enum
 import inspect
 import os
 import pickle
@@ -21,6 +22,14 @@ from pathlib import Path
 from typing import Any
 
 _PLAIN_BUILTINS = (type(None), bool, int, float, complex, str, bytes)
+
+
+class Serialization(enum.Enum):
+    """How a CopyIfCallgrind value travels (as torch's enum of the same name)."""
+
+    PICKLE = 0
+    TORCH = 1
+    TORCH_JIT = 2
 
 
 class CopyIfCallgrind:
@@ -41,6 +50,17 @@ class CopyIfCallgrind:
     @property
     def setup(self) -> str | None:
         return self._setup
+
+    @property
+    def serialization(self) -> Serialization:
+        """TORCH_JIT for TorchScript, TORCH for tensors and modules, PICKLE otherwise."""
+        import torch
+
+        if isinstance(self._value, (torch.jit.ScriptFunction, torch.jit.ScriptModule)):
+            return Serialization.TORCH_JIT
+        if isinstance(self._value, (torch.Tensor, torch.nn.Module)):
+            return Serialization.TORCH
+        return Serialization.PICKLE
 
     @staticmethod
     def unwrap_all(globals: dict[str, Any]) -> dict[str, Any]:

@@ -43,14 +43,14 @@ class Compare:
         self.extend_results(results)
 
     def extend_results(self, results: Iterable[Measurement]) -> None:
-        """Add more measurements; each must be a Measurement."""
-        results = list(results)
+        """Add more measurements: torchmark's, or torch.utils.benchmark's (copied)."""
+        converted = []
         for i, r in enumerate(results):
-            if not isinstance(r, Measurement):
-                raise ValueError(
-                    f"Compare: result {i} is a {type(r).__name__}, expected a Measurement"
-                )
-        self._results.extend(results)
+            try:
+                converted.append(Measurement.coerce(r))
+            except TypeError as e:
+                raise ValueError(f"Compare: result {i}: {e}") from None
+        self._results.extend(converted)
 
     def trim_significant_figures(self) -> None:
         """Show only the digits each measurement's spread supports."""

@@ -3,31 +3,33 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 
 from torchmark.fuzzing.fuzzer import Fuzzer
 from torchmark.op_fuzzers import _common as c
 
-__all__ = ["REGULAR_SIZES", "SpectralOpFuzzer"]
+__all__ = ["REGULAR_SIZES", "SpectralOpFuzzer", "power_range"]
 
 MIN_DIM_SIZE = 16
 MAX_DIM_SIZE = 16 * 1024
 
 
-def _powers(upper_bound: int, base: int) -> list[int]:
-    return [base**i for i in range(int(math.log(upper_bound, base)) + 1)]
+def power_range(upper_bound: int, base: int) -> Iterator[int]:
+    """1, base, base^2, ... up to `upper_bound`."""
+    return (base**i for i in range(int(math.log(upper_bound, base)) + 1))
 
 
-def _regular_sizes() -> tuple[int, ...]:
+def _regular_sizes() -> list[int]:
     """Sizes 2^i 3^j 5^k in (MIN_DIM_SIZE, MAX_DIM_SIZE]: the fast cases of FFT libraries."""
     sizes = []
-    for i in _powers(MAX_DIM_SIZE, 2):
-        for j in _powers(MAX_DIM_SIZE // i, 3):
-            for k in _powers(MAX_DIM_SIZE // (i * j), 5):
+    for i in power_range(MAX_DIM_SIZE, 2):
+        for j in power_range(MAX_DIM_SIZE // i, 3):
+            for k in power_range(MAX_DIM_SIZE // (i * j), 5):
                 if i * j * k > MIN_DIM_SIZE:
                     sizes.append(i * j * k)
-    return tuple(sorted(sizes))
+    return sorted(sizes)
 
 
 REGULAR_SIZES = _regular_sizes()

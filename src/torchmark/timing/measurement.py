@@ -138,10 +138,15 @@ class Measurement:
         return self.task_spec.sub_label or self.task_spec.stmt or "[Unknown]"
 
     def __repr__(self) -> str:
-        return f"{object.__repr__(self)}\n{self.summary()}"
+        return f"{object.__repr__(self)}\n{self._body()}"
 
     def summary(self) -> str:
         """The repr without its first (object address) line."""
+        return self._body().lstrip("\n")
+
+    def _body(self) -> str:
+        """The lines under the address: the task (an empty line when it has no title),
+        then the statistics."""
         self._lazy_init()
         n = len(self._sorted_times)
         unit, scale = select_unit(self._median)
@@ -160,7 +165,7 @@ class Measurement:
         )
         lines.extend(self.clock_lines())
         lines.extend(self._warnings)
-        return "\n".join(lines).strip()
+        return "\n".join(lines).rstrip()
 
     @property
     def clock(self) -> str:
@@ -204,7 +209,7 @@ class Measurement:
         differ between replicates. Order follows first appearance.
         """
         groups: dict[TaskSpec, list[float]] = {}
-        for m in measurements:
+        for m in map(Measurement.coerce, measurements):
             groups.setdefault(m.task_spec, []).extend(m.times)
         return [
             Measurement(number_per_run=1, raw_times=times, task_spec=spec)
@@ -273,6 +278,22 @@ class Measurement:
         spec = TaskSpec.from_dict(data["task_spec"])
         return cls(number_per_run=number, raw_times=[float(t) for t in raw], task_spec=spec,
                    metadata=metadata)
+
+    @classmethod
+    def coerce(cls, m: Any) -> Measurement:
+        """`m` itself when it is a Measurement; a copy when it is torch.utils.benchmark's
+        Measurement (or anything with its fields: number_per_run, raw_times, task_spec),
+        so results pickled with torch compare beside torchmark's. Otherwise a TypeError."""
+        if isinstance(m, Measurement):
+            return m
+        spec = getattr(m, "task_spec", None)
+        if not (hasattr(m, "number_per_run") and hasattr(m, "raw_times")
+                and all(hasattr(spec, name) for name in TASK_SPEC_FIELDS)):
+            raise TypeError(f"{type(m).__module__}.{type(m).__qualname__} is not a "
+                            "Measurement (torchmark's or torch.utils.benchmark's)")
+        fields = {name: getattr(spec, name) for name in TASK_SPEC_FIELDS}
+        return cls(number_per_run=int(m.number_per_run), raw_times=list(m.raw_times),
+                   task_spec=TaskSpec(**fields), metadata=getattr(m, "metadata", None))
 
     @classmethod
     def from_json(cls, text: str | bytes | dict[str, Any]) -> Measurement:

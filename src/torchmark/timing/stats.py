@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-_UNITS = (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0))
+_UNITS = (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1))
 _ENGLISH = {"ns": "nanosecond", "us": "microsecond", "ms": "millisecond", "s": "second"}
 
 
@@ -38,9 +38,9 @@ def select_unit(t: float) -> tuple[str, float]:
     return _UNITS[min(max(index, 0), 3)]
 
 
-def unit_to_english(unit: str) -> str:
+def unit_to_english(u: str) -> str:
     """'us' -> 'microsecond'."""
-    return _ENGLISH[unit]
+    return _ENGLISH[u]
 
 
 def trim_sigfig(x: float, n: int) -> float:

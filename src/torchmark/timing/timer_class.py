@@ -90,7 +90,11 @@ class Timer:
             raise ValueError(f"Timer: setup must be a str, got {type(setup).__name__}")
         num_threads = _positive_int("num_threads", num_threads)
         if globals is not None and not isinstance(globals, dict):
-            raise ValueError(f"Timer: globals must be a dict, got {type(globals).__name__}")
+            try:  # a mapping proxy, a ChainMap, (name, value) pairs: as torch's dict(...)
+                globals = dict(globals)
+            except (TypeError, ValueError):
+                raise ValueError(f"Timer: globals must be a dict (or what dict() takes), "
+                                 f"got {type(globals).__name__}") from None
         for name, value in (("label", label), ("sub_label", sub_label),
                             ("description", description), ("env", env)):
             if value is not None and not isinstance(value, str):  # tables print them
