@@ -6,6 +6,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 
 CALLER = '''
 import pickle, sys
@@ -98,7 +99,9 @@ def test_copy_if_callgrind_says_how_its_value_travels():
     from torchmark import CopyIfCallgrind
     from torchmark.callgrind.globals_bridge import Serialization
 
-    scripted = torch.jit.script(torch.nn.Linear(2, 2))
+    with warnings.catch_warnings():  # TorchScript's deprecation notice
+        warnings.simplefilter("ignore", DeprecationWarning)
+        scripted = torch.jit.script(torch.nn.Linear(2, 2))
     assert CopyIfCallgrind(scripted).serialization is Serialization.TORCH_JIT
     assert CopyIfCallgrind(torch.nn.Linear(2, 2)).serialization is Serialization.TORCH
     assert CopyIfCallgrind(torch.ones(2)).serialization is Serialization.TORCH
