@@ -276,3 +276,14 @@ def test_json_summary_has_no_nan():
     text = json.dumps(ab_test(measurement([1.0, 1.1]), measurement([2.0, 2.1])).to_dict(),
                       allow_nan=False)
     assert json.loads(text)["ci_low"] is None
+
+
+def test_timeit_vs_prints_both_and_a_verdict(capsys):
+    code, out, err = run(capsys, "timeit", "sum(range(10))", "--vs", "sum(range(3000))",
+                         "--min-run-time", "0.05")
+    assert code == 0, err
+    assert out.startswith("sum(range(10))\n") and "\nsum(range(3000))\n" in out
+    assert out.splitlines()[-1].startswith("candidate / baseline: ")
+    assert "slower by" in out.splitlines()[-1]
+    code, _, err = run(capsys, "timeit", "pass", "--vs", "pass", "--save", "x.json")
+    assert code == 2 and "does not take --device or --save" in err

@@ -39,12 +39,21 @@ def _check_device(ctx, param, value: str) -> str:
               help="With --device cuda: stop at this relative standard deviation.")
 @click.option("--max-run-time", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="With --device cuda: stop after this many seconds regardless.")
+@click.option("--vs", "candidate", default=None, metavar="STMT",
+              help="Also time this statement, in blocks interleaved with STMT's, and say "
+                   "whether it is faster or slower (measure_ab; host time only).")
 def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, description, env, save,
-               device, l2, mode, rsd, max_run_time):
+               device, l2, mode, rsd, max_run_time, candidate):
     """Time STMT with blocked_autorange and print the Measurement.
 
     Several STMT arguments are joined as lines, as in `python -m timeit`.
     """
+    if candidate is not None:
+        if device != "cpu" or save:
+            raise click.UsageError("--vs times two statements on the host and prints a "
+                                   "verdict; it does not take --device or --save")
+        return _versus("\n".join(stmt), candidate, "\n".join(setup) or "pass", num_threads,
+                       min_run_time, label)
     from torchmark.timing.files import load_measurements, save_measurements
     from torchmark.timing.timer_class import Timer
 
@@ -77,6 +86,21 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     if save:
         held = save_measurements(save, results, append=True)
         click.echo(f"saved to {save} ({len(held)} measurement{'s' if len(held) > 1 else ''})")
+
+
+def _versus(baseline: str, candidate: str, setup: str, num_threads: int,
+            min_run_time: float, label: str | None) -> None:
+    """Both statements in interleaved blocks, both Measurements, then the verdict."""
+    from torchmark.timing.interleave import measure_ab
+    from torchmark.timing.timer_class import Timer
+
+    a, b = (Timer(stmt=s, setup=setup, num_threads=num_threads, label=label,
+                  sub_label=None if label is None else s) for s in (baseline, candidate))
+    result = _measure(lambda: measure_ab(a, b, min_run_time=max(min_run_time, 1e-3)))
+    click.echo(f"{result.baseline.summary()}\n\n{result.candidate.summary()}\n")
+    click.echo(f"candidate / baseline: {result.ratio:.3f} [{result.ci_low:.3f}, "
+               f"{result.ci_high:.3f}] ({result.confidence:.0%} CI), p = "
+               f"{result.p_value:.2g}: {result.describe_verdict()}")
 
 
 def _measure(measure):
