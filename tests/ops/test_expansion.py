@@ -108,6 +108,8 @@ def test_a_sweep_too_large_to_run_is_refused_before_expanding():
 @pytest.mark.parametrize("arg, fragment", [
     ({"type": "tensor", "shape": [[1, 1000000000000, 1]], "__range__": ["shape"]},
      "1,000,000,000,000 cases"),
+    ({"type": "tensor", "shape": [[1, 10**20, 1]], "__range__": ["shape"]},  # past 2**63
+     "100,000,000,000,000,000,000 cases"),
     ({"type": "float", "value": [0.0, 1.0, 1e-12], "__range__": ["value"]},
      "1,000,000,000,001 cases"),
     ({"type": "genericlist", "value": [
