@@ -268,3 +268,26 @@ def test_host_environment_is_canonical_and_padded(monkeypatch):
     monkeypatch.setenv("SOME_SESSION_TOKEN", "a much longer value than before")
     monkeypatch.chdir("/")
     assert host_env(argv) == env  # who asks, and from where, does not matter
+
+
+def test_bad_timeout_variables_are_named_when_used_not_at_import(monkeypatch):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCHMARK_CALLGRIND_START_TIMEOUT="10s",
+               TORCHMARK_CALLGRIND_TIMEOUT="abc")
+    done = subprocess.run([sys.executable, "-m", "torchmark", "--help"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for name, value, message in [
+            ("TORCHMARK_CALLGRIND_START_TIMEOUT", "10s", "a number of seconds > 0, got '10s'"),
+            ("TORCHMARK_CALLGRIND_TIMEOUT", "0", "a number of seconds > 0, got '0'"),
+            ("TORCHMARK_CALLGRIND_KEEPALIVE", "nan", "a number of seconds, got 'nan'")]:
+        monkeypatch.setenv(name, value)
+        reader = {"TORCHMARK_CALLGRIND_START_TIMEOUT": collector.start_timeout_seconds,
+                  "TORCHMARK_CALLGRIND_TIMEOUT": collector.request_timeout_seconds,
+                  "TORCHMARK_CALLGRIND_KEEPALIVE": collector.keep_alive_seconds}[name]
+        with pytest.raises(ValueError, match=f"{name} must be {message}"):
+            reader()
+        monkeypatch.delenv(name)
+    assert collector.start_timeout_seconds() == 600 and collector.request_timeout_seconds() == 900

@@ -12,6 +12,7 @@ import atexit
 import dataclasses
 import fcntl
 import hashlib
+import math
 import os
 import platform
 import select
@@ -35,8 +36,6 @@ from torchmark.callgrind.stats import CallgrindStats
 from torchmark.procs import kill_group, pin
 from torchmark.timing.task_spec import TaskSpec
 
-START_TIMEOUT_S = float(os.environ.get("TORCHMARK_CALLGRIND_START_TIMEOUT", 600))
-REQUEST_TIMEOUT_S = float(os.environ.get("TORCHMARK_CALLGRIND_TIMEOUT", 900))
 _LOG_TAIL = 3000
 
 
@@ -184,6 +183,7 @@ class Host:
         self._await_ready()
 
     def _launch(self) -> None:
+        start_timeout_seconds(), request_timeout_seconds()  # bad values fail before valgrind
         self._dir = Path(tempfile.mkdtemp(prefix="torchmark-callgrind-"))
         self._log = self._dir / "host.log"
         out_dir = self._dir / "out"
@@ -210,7 +210,7 @@ class Host:
     def _await_ready(self) -> None:
         """Wait for the launched host's first frame: ready, and running under valgrind."""
         launched, self._launched_at = self._launched_at, None
-        ready = self._receive(START_TIMEOUT_S, "start")
+        ready = self._receive(start_timeout_seconds(), "start")
         self.start_timings = {"start_s": time.perf_counter() - launched,
                               **ready.get("phases", {})}
         if not ready.get("on_valgrind"):
@@ -289,7 +289,7 @@ class Host:
             folder = self._request_dir()
             try:
                 return self._run(request, folder, retain_out_file,
-                                 REQUEST_TIMEOUT_S if timeout is None else timeout)
+                                 request_timeout_seconds() if timeout is None else timeout)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
 
@@ -452,7 +452,7 @@ class SharedHost(Host):
                                         env=host_env(_client_argv(cmd)),
                                         start_new_session=True)
             self.starts += 1
-            deadline = time.monotonic() + START_TIMEOUT_S
+            deadline = time.monotonic() + start_timeout_seconds()
             while time.monotonic() < deadline:
                 if proc.poll() is not None:
                     raise CallgrindError("the shared callgrind host exited during start",
@@ -492,15 +492,33 @@ class SharedHost(Host):
                                  crashed=True) from None
 
 
-def keep_alive_seconds() -> float:
-    """TORCHMARK_CALLGRIND_KEEPALIVE: seconds a shared host waits for work (0: no sharing)."""
-    raw = os.environ.get("TORCHMARK_CALLGRIND_KEEPALIVE", "0")
+def _seconds_from_env(name: str, default: float, positive: bool = False) -> float:
+    """A number of seconds from the environment variable `name`, read when it is used
+    (a bad value then fails the collection with its name, not every import)."""
+    raw = os.environ.get(name, str(default))
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"TORCHMARK_CALLGRIND_KEEPALIVE must be a number of seconds, "
-                         f"got {raw!r}") from None
-    return max(value, 0.0)
+        value = math.nan
+    if math.isnan(value) or (positive and not value > 0):
+        raise ValueError(f"{name} must be a number of seconds{' > 0' if positive else ''}, "
+                         f"got {raw!r}")
+    return value
+
+
+def keep_alive_seconds() -> float:
+    """TORCHMARK_CALLGRIND_KEEPALIVE: seconds a shared host waits for work (0: no sharing)."""
+    return max(_seconds_from_env("TORCHMARK_CALLGRIND_KEEPALIVE", 0), 0.0)
+
+
+def start_timeout_seconds() -> float:
+    """TORCHMARK_CALLGRIND_START_TIMEOUT: how long a host may take to start (600 s)."""
+    return _seconds_from_env("TORCHMARK_CALLGRIND_START_TIMEOUT", 600, positive=True)
+
+
+def request_timeout_seconds() -> float:
+    """TORCHMARK_CALLGRIND_TIMEOUT: how long one measurement may take (900 s)."""
+    return _seconds_from_env("TORCHMARK_CALLGRIND_TIMEOUT", 900, positive=True)
 
 
 _DEFAULT_HOST: Host | None = None
