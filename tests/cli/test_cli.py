@@ -136,3 +136,19 @@ def test_fuzz_user_fuzzer_and_errors(capsys):
                           (["fuzz", "example", "-n", "0"], "-n")):
         code, _, err = run(capsys, *argv)
         assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_user_code_that_raises_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "raising_defs.py").write_text('raise RuntimeError("broken on purpose")\n')
+    (tmp_path / "raising_factory.py").write_text(
+        "def make(seed):\n    raise KeyError('boom')\n")
+    for argv, message in (
+            (["suite", "list", "--definitions", "raising_defs.py"],
+             "--definitions raising_defs.py: running it raised RuntimeError: broken on purpose"),
+            (["fuzz", "raising_defs:X"],
+             "importing raising_defs raised RuntimeError: broken on purpose"),
+            (["fuzz", "raising_factory:make"], "calling it with seed=0 raised KeyError")):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and message in err and err.count("\n") == 1, err

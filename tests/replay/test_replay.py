@@ -242,6 +242,8 @@ def test_cyclic_parents_and_a_step_without_ops(tmp_path, capsys):
     assert "no aten operators to replay under 'step'" in capsys.readouterr().err
     assert main(["replay", str(cyclic), "--step", "3"]) == 2
     assert "no aten operators to replay under ProfilerStep#3" in capsys.readouterr().err
+    assert main(["replay", str(cyclic), "--subgraph", "step", "--step", "3"]) == 2
+    assert "choose a subgraph ('step') or a step (3), not both" in capsys.readouterr().err
 
 
 def test_random_ops_draw_the_same_values_every_run(tmp_path):

@@ -4,11 +4,14 @@ example, or any `module:attribute` that is a Fuzzer, a Fuzzer class, or a factor
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from torchmark.errors import error_line
 from torchmark.fuzzing.fuzzer import Fuzzer
 from torchmark.fuzzing.parameters import FuzzedParameter
 from torchmark.fuzzing.tensors import FuzzedTensor
@@ -54,16 +57,25 @@ def make_fuzzer(name: str, seed: int | None) -> Fuzzer:
             f"unknown fuzzer {name!r}; expected one of {', '.join(BUILTIN_NAMES)} "
             "or module:attribute")
     module_name, _, attr = name.partition(":")
+    if "" not in sys.path and os.getcwd() not in sys.path:  # as `python -m` would
+        sys.path.append(os.getcwd())
     try:
         target: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as e:
         raise ValueError(f"cannot load fuzzer {name!r}: {e}") from None
+    except Exception as e:  # the module's own code failed: one line, naming it
+        raise ValueError(f"cannot load fuzzer {name!r}: importing {module_name} raised "
+                         f"{error_line(e)}") from None
     if isinstance(target, Fuzzer):
         return target
     if callable(target):
-        fuzzer = target(seed=seed)
+        try:
+            fuzzer = target(seed=seed)
+        except Exception as e:
+            raise ValueError(f"fuzzer {name!r}: calling it with seed={seed!r} raised "
+                             f"{error_line(e)}") from None
         if isinstance(fuzzer, Fuzzer):
             return fuzzer
     raise ValueError(f"{name!r} is not a Fuzzer, a Fuzzer class, or a function returning one")

@@ -77,6 +77,8 @@ class ExecutionTrace:
         """The `aten::` nodes to replay, in execution order: under the first node named
         `subgraph`, or under `ProfilerStep#<step>`, or the whole trace."""
         scope = list(self.nodes.values())
+        if subgraph is not None and step is not None:
+            raise ValueError(f"choose a subgraph ({subgraph!r}) or a step ({step}), not both")
         if subgraph is not None or step is not None:
             name = subgraph if subgraph is not None else f"ProfilerStep#{step}"
             roots = self.find(name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from torchmark.errors import error_line
 from torchmark.suite.materialize import Case, materialize
 
 
@@ -22,12 +23,18 @@ def load_cases(definitions: str | None = None) -> list[Case]:
     if spec is None or spec.loader is None:
         raise ValueError(f"--definitions {definitions}: not a Python file")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if hasattr(module, "DEFINITIONS"):
-        value = module.DEFINITIONS
-    elif callable(getattr(module, "definitions", None)):
-        value = module.definitions()
-    else:
+    try:
+        spec.loader.exec_module(module)
+        if hasattr(module, "DEFINITIONS"):
+            value = module.DEFINITIONS
+        elif callable(getattr(module, "definitions", None)):
+            value = module.definitions()
+        else:
+            value = None
+    except Exception as e:  # the file's own code failed: one line, naming it
+        raise ValueError(f"--definitions {definitions}: running it raised "
+                         f"{error_line(e)}") from None
+    if value is None:
         raise ValueError(f"--definitions {definitions}: define DEFINITIONS (a dict of grouped "
                          "definitions) or a function definitions() returning one")
     return materialize(value)
