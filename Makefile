@@ -4,6 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.torchmark-installed
+# Where pip finds torch: empty uses pip's own configuration (here, a local CPU wheel);
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu gets the CPU build from PyTorch's index.
+TORCH_INDEX ?=
 
 .PHONY: demo test lint setup clean
 
@@ -11,7 +14,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet "torch==2.13.0" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
