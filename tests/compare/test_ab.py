@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 
 from torchmark.cli.main import main
-from torchmark.compare.ab import ab_test, mann_whitney_p, pair_measurements
+from torchmark.compare.ab import (
+    ab_test,
+    mann_whitney_p,
+    pair_measurements,
+    wilcoxon_signed_rank_p,
+)
 from torchmark.timing.files import save_measurements
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.task_spec import TaskSpec
@@ -39,6 +44,16 @@ def normal(mean, sd, n, seed):
 def test_mann_whitney_matches_the_reference(a, b, expected):
     assert mann_whitney_p(a, b) == pytest.approx(expected, rel=1e-9)
     assert mann_whitney_p(b, a) == pytest.approx(expected, rel=1e-9)  # two-sided
+
+
+@pytest.mark.parametrize("differences, expected", [
+    # scipy.stats.wilcoxon(d, method="approx", correction=True, zero_method="wilcox").pvalue
+    ([1, 2, -3, 4, 5, -1, 2, 2, 0, 3], 0.09543971556742781),  # ties and a zero
+    ([0.5] * 5 + [-0.5] * 2, 0.29861767444881004),
+    ([0, 0, 0], 1.0),
+])
+def test_wilcoxon_matches_the_reference(differences, expected):
+    assert wilcoxon_signed_rank_p(differences) == pytest.approx(expected, rel=1e-9)
 
 
 # -- ab_test ------------------------------------------------------------------------------
@@ -91,6 +106,21 @@ def test_times_are_per_run_whatever_the_block_size():
     a = measurement([2e-6, 2.1e-6, 1.9e-6, 2e-6], number=1000)
     b = measurement([1e-6, 1.1e-6, 0.9e-6, 1e-6], number=10)
     assert ab_test(a, b).ratio == pytest.approx(0.5)
+
+
+def test_pairs_cancel_drift_that_hides_a_difference_from_two_medians():
+    """The machine's speed wanders 1x to 3x; B is always 5% slower than A beside it."""
+    drift = np.random.default_rng(19).uniform(1e-6, 3e-6, 30)
+    noise = np.random.default_rng(20).normal(1, 0.005, 30)
+    a, b = measurement(list(drift)), measurement(list(drift * 1.05 * noise))
+    assert ab_test(a, b).verdict == "no significant change"
+    paired = ab_test(a, b, paired=True)
+    assert paired.verdict == "slower" and paired.paired
+    assert paired.ratio == pytest.approx(1.05, abs=0.005)
+    assert paired.ci_low < 1.05 < paired.ci_high and paired.p_value < 1e-5
+    assert paired.to_dict()["paired"] is True
+    with pytest.raises(ValueError, match="as many baseline as candidate times, got 30 and 3"):
+        ab_test(a, measurement([1, 2, 3]), paired=True)
 
 
 def test_too_few_samples_gives_no_interval():
@@ -257,7 +287,10 @@ def test_measure_ab_interleaves_blocks_and_tells_a_clear_difference(monkeypatch)
     assert sum(a.raw_times) >= 0.05 and sum(b.raw_times) >= 0.05
     timed = calls[-(len(a.times) + len(b.times)):]
     assert timed[:8] == list("ABBAABBA")
-    assert a.number_per_run > b.number_per_run  # each side's own block size
+    assert a.number_per_run > b.number_per_run  # blocks sized to take about as long
+    block_ratio = float(np.median(a.raw_times) / np.median(b.raw_times))
+    assert 1 / 3 < block_ratio < 3, block_ratio
+    assert result.paired and result.to_dict()["paired"]
 
 
 def test_measure_ab_argument_errors():

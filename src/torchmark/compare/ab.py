@@ -44,6 +44,7 @@ class ABResult:
     confidence: float
     p_value: float
     min_effect: float
+    paired: bool = False  # ratios of paired samples (measure_ab), not of two medians
 
     @property
     def change(self) -> float:
@@ -83,7 +84,7 @@ class ABResult:
             "ratio": finite(self.ratio), "ci_low": finite(self.ci_low),
             "ci_high": finite(self.ci_high),
             "confidence": self.confidence, "p_value": self.p_value,
-            "min_effect": self.min_effect, "verdict": self.verdict,
+            "min_effect": self.min_effect, "paired": self.paired, "verdict": self.verdict,
         }
 
     def __str__(self) -> str:
@@ -96,12 +97,16 @@ class ABResult:
 
 def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float = 0.95,
             min_effect: float = 0.01, resamples: int = 2000, seed: int = 0,
-            name: str | None = None) -> ABResult:
+            name: str | None = None, paired: bool = False) -> ABResult:
     """Compare `candidate` against `baseline` (see the module's docstring).
 
     `confidence`: of the bootstrap interval, in (0, 1). `min_effect`: the smallest
     relative change of the median that counts as faster or slower (0.01 = 1%).
     `resamples`: bootstrap resamples. `name`: defaults to the baseline's title.
+    `paired`: the i-th times of both sides were taken together (as `measure_ab` takes
+    them), so the ratio is the median of the per-pair ratios, its interval resamples
+    pairs, and the p-value is a Wilcoxon signed-rank test's: a slow spell of the machine
+    that hits both sides of a pair cancels out.
     """
     for role, m in (("baseline", baseline), ("candidate", candidate)):
         if not isinstance(m, Measurement):
@@ -119,6 +124,9 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
                          "no meaning")
     a = np.asarray(baseline.times, dtype=np.float64)
     b = np.asarray(candidate.times, dtype=np.float64)
+    if paired:
+        return _paired(a, b, baseline, candidate, confidence, float(min_effect), resamples,
+                       seed, name)
     ratio = candidate.median / baseline.median
     if min(len(a), len(b)) < MIN_SAMPLES:
         low = high = math.nan
@@ -133,6 +141,28 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
                     candidate=candidate, ratio=ratio, ci_low=low, ci_high=high,
                     confidence=confidence, p_value=mann_whitney_p(a, b),
                     min_effect=float(min_effect))
+
+
+def _paired(a: np.ndarray, b: np.ndarray, baseline: Measurement, candidate: Measurement,
+            confidence: float, min_effect: float, resamples: int, seed: int,
+            name: str | None) -> ABResult:
+    """ab_test of paired samples: the median of b[i] / a[i], pairs resampled."""
+    if len(a) != len(b):
+        raise ValueError(f"ab_test: paired samples need as many baseline as candidate "
+                         f"times, got {len(a)} and {len(b)}")
+    if not (a > 0).all():
+        raise ValueError("ab_test: a baseline time is zero; a ratio to it has no meaning")
+    ratios = b / a
+    low = high = math.nan
+    if len(ratios) >= MIN_SAMPLES:
+        medians = _bootstrap_medians(ratios, resamples, np.random.default_rng(seed))
+        tail = (1 - confidence) / 2
+        low, high = (float(q) for q in np.quantile(medians, [tail, 1 - tail]))
+    return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
+                    candidate=candidate, ratio=float(np.median(ratios)), ci_low=low,
+                    ci_high=high, confidence=confidence,
+                    p_value=wilcoxon_signed_rank_p(np.log(ratios)), min_effect=min_effect,
+                    paired=True)
 
 
 def _bootstrap_medians(times: np.ndarray, resamples: int,
@@ -163,6 +193,25 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     if variance <= 0:
         return 1.0
     z = max(abs(u - n1 * n2 / 2) - 0.5, 0.0) / math.sqrt(variance)
+    return min(1.0, math.erfc(z / math.sqrt(2)))
+
+
+def wilcoxon_signed_rank_p(differences: Sequence[float]) -> float:
+    """Two-sided p-value of the Wilcoxon signed-rank test that `differences` are
+    centred on zero (zeros dropped; normal approximation with tie and continuity
+    corrections); 1.0 when there is nothing to test."""
+    d = np.asarray(differences, dtype=np.float64)
+    d = d[d != 0]
+    n = len(d)
+    if n == 0:
+        return 1.0
+    ranks, tie_sizes = _average_ranks(np.abs(d))
+    w_plus = float(ranks[d > 0].sum())
+    mean = n * (n + 1) / 4
+    variance = n * (n + 1) * (2 * n + 1) / 24 - float((tie_sizes ** 3 - tie_sizes).sum()) / 48
+    if variance <= 0:
+        return 1.0
+    z = max(abs(w_plus - mean) - 0.5, 0.0) / math.sqrt(variance)
     return min(1.0, math.erfc(z / math.sqrt(2)))
 
 

@@ -3,9 +3,11 @@
 Measuring A for a second and then B for a second lets anything that changes in
 between (another job on a shared machine, a CPU that warms up, a turbo budget that runs
 out) look like a difference between A and B. Here each side's block size is chosen as
-`blocked_autorange` does; then the blocks alternate A B B A A B B A ..., which cancels a
-linear drift within every four blocks, until each side has at least `min_run_time`
-seconds and `min_blocks` blocks.
+`blocked_autorange` does, then scaled so that an A block and a B block take about as
+long; the blocks alternate A B B A A B B A ... (which cancels a linear drift within every
+four blocks) until each side has at least `min_run_time` seconds and `min_blocks`
+blocks. Block i of A and block i of B ran side by side, so `measure_ab` compares them as
+pairs: a slow spell of the machine slows both blocks of a pair, and their ratio keeps.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ if TYPE_CHECKING:
 def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,
                        min_blocks: int = 6) -> tuple[Measurement, Measurement]:
     """Alternating blocks of both Timers; returns (baseline, candidate) Measurements."""
-    from torchmark.timing.timer_class import Timer, _non_negative, _positive_int
+    from torchmark.timing.timer_class import (
+        _MAX_BLOCK_SIZE,
+        Timer,
+        _non_negative,
+        _positive_int,
+    )
 
     for role, t in (("baseline", baseline), ("candidate", candidate)):
         if not isinstance(t, Timer):
@@ -34,6 +41,12 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
     min_blocks = _positive_int("min_blocks", min_blocks)
     timers = (baseline, candidate)
     numbers = [t._estimate_block_size(min_run_time) for t in timers]  # also a warm-up
+    per_run = []
+    for t, n in zip(timers, numbers, strict=True):
+        with t._threads():
+            per_run.append(t._timeit(n) / n)
+    block_s = max(n * p for n, p in zip(numbers, per_run, strict=True))
+    numbers = [max(1, min(_MAX_BLOCK_SIZE, round(block_s / p))) for p in per_run]
     times: tuple[list[float], list[float]] = ([], [])
     rounds = 0
     while min(sum(side) for side in times) < min_run_time or \
@@ -50,10 +63,11 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
 def measure_ab(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,
                min_blocks: int = 6, confidence: float = 0.95, min_effect: float = 0.01,
                seed: int = 0) -> ABResult:
-    """Time two Timers in interleaved blocks, then `ab_test` them (see its docstring):
-    the candidate's median over the baseline's, an interval, a p-value and a verdict."""
+    """Time two Timers in interleaved blocks, then `ab_test` them as pairs (see its
+    docstring): the median ratio of paired blocks, an interval, a p-value and a verdict."""
     from torchmark.compare.ab import ab_test
 
     a, b = interleaved_blocks(baseline, candidate, min_run_time=min_run_time,
                               min_blocks=min_blocks)
-    return ab_test(a, b, confidence=confidence, min_effect=min_effect, seed=seed)
+    return ab_test(a, b, confidence=confidence, min_effect=min_effect, seed=seed,
+                   paired=True)
