@@ -93,6 +93,12 @@ def test_demo_quick_prints_table_and_saves(capsys, tmp_path):
     assert code == 0, err
     assert "Batched dot" in out and "mul/sum" in out and "bmm" in out
     assert "1 threads:" in out
+    assert "Is bmm faster than mul/sum?" in out
+    verdicts = [line for line in out.splitlines() if line.startswith("  bmm against mul/sum")]
+    assert [line.split(":")[0] for line in verdicts] == [
+        "  bmm against mul/sum, [1, 1024]", "  bmm against mul/sum, [1024, 1024]"]
+    assert all(line.rsplit(": ", 1)[1].startswith(("faster", "slower", "no significant"))
+               for line in verdicts)
     saved = list(tmp_path.glob("batched_dot-*.json"))
     assert len(saved) == 1
     ms = load_measurements(saved[0])

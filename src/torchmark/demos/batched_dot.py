@@ -82,3 +82,18 @@ def run(
         if on_case is not None:
             on_case(case, m)
     return results
+
+
+def verdicts(shapes: Sequence[tuple[int, int]], min_run_time: float = 0.2) -> list:
+    """For each shape on the CPU (one thread): is bmm faster than mul/sum? Interleaved
+    blocks compared as pairs (`measure_ab`), mul/sum the baseline."""
+    from torchmark.timing.interleave import measure_ab
+
+    out = []
+    for b, n in shapes:
+        x = torch.ones(b, n)
+        a, c = (Timer("batched_dot(x, x)", globals={"x": x, "batched_dot": IMPLEMENTATIONS[d]},
+                      label=f"bmm against mul/sum, [{b}, {n}]", description=d)
+                for d in ("mul/sum", "bmm"))
+        out.append(measure_ab(a, c, min_run_time=min_run_time))
+    return out
