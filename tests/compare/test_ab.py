@@ -14,8 +14,9 @@ from torchmark.cli.main import main
 from torchmark.compare.ab import (
     ab_test,
     mann_whitney_p,
+    median_interval,
     pair_measurements,
-    wilcoxon_signed_rank_p,
+    sign_test_p,
 )
 from torchmark.timing.files import save_measurements
 from torchmark.timing.measurement import Measurement
@@ -46,14 +47,35 @@ def test_mann_whitney_matches_the_reference(a, b, expected):
     assert mann_whitney_p(b, a) == pytest.approx(expected, rel=1e-9)  # two-sided
 
 
-@pytest.mark.parametrize("differences, expected", [
-    # scipy.stats.wilcoxon(d, method="approx", correction=True, zero_method="wilcox").pvalue
-    ([1, 2, -3, 4, 5, -1, 2, 2, 0, 3], 0.09543971556742781),  # ties and a zero
-    ([0.5] * 5 + [-0.5] * 2, 0.29861767444881004),
-    ([0, 0, 0], 1.0),
+@pytest.mark.parametrize("above, below, expected", [
+    # scipy.stats.binomtest(above, above + below).pvalue
+    (6, 0, 0.03125), (8, 2, 0.109375), (10, 10, 1.0), (3, 12, 0.03515625),
+    (60, 40, 0.05688793364098089), (0, 0, 1.0),
 ])
-def test_wilcoxon_matches_the_reference(differences, expected):
-    assert wilcoxon_signed_rank_p(differences) == pytest.approx(expected, rel=1e-9)
+def test_sign_test_matches_the_reference(above, below, expected):
+    assert sign_test_p(above, below) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("n, bounds", [
+    # the k-th smallest and largest of n: the textbook 95% table for the median
+    (5, None), (6, (1, 6)), (10, (2, 9)), (20, (6, 15)), (100, (40, 61)),
+])
+def test_median_interval_uses_the_binomial_order_statistics(n, bounds):
+    low, high = median_interval(list(range(1, n + 1)), 0.95)
+    if bounds is None:
+        assert np.isnan(low) and np.isnan(high)
+    else:
+        assert (low, high) == bounds
+
+
+def test_paired_verdicts_keep_their_false_alarm_rate():
+    """Identical sides, lognormal noise: at 95%, few verdicts, whatever the pair count."""
+    rng = np.random.default_rng(21)
+    for n in (6, 8, 12, 30):
+        verdicts = [ab_test(measurement(list(rng.lognormal(0, 0.1, n))),
+                            measurement(list(rng.lognormal(0, 0.1, n))), paired=True).verdict
+                    for _ in range(300)]
+        assert sum(v in ("faster", "slower") for v in verdicts) / 300 <= 0.07, n
 
 
 # -- ab_test ------------------------------------------------------------------------------
@@ -124,9 +146,11 @@ def test_pairs_cancel_drift_that_hides_a_difference_from_two_medians():
 
 
 def test_too_few_samples_gives_no_interval():
-    result = ab_test(measurement([1.0, 1.1]), measurement([2.0, 2.1, 2.2]))
+    result = ab_test(measurement([1.0, 1.1, 1.0, 1.1]), measurement([2.0, 2.1, 2.2]))
     assert result.verdict == "too few samples"
     assert np.isnan(result.ci_low) and result.ratio == pytest.approx(2.1 / 1.05)
+    paired = ab_test(measurement([1, 1, 1, 1, 1]), measurement([2, 2, 2, 2, 2]), paired=True)
+    assert paired.verdict == "too few samples"  # 5 pairs cannot give a 95% interval
 
 
 def test_many_samples_stay_fast():
@@ -157,6 +181,9 @@ def test_bad_measurements_are_named():
         ab_test(measurement([]), measurement([1, 2, 3]))
     with pytest.raises(ValueError, match="baseline's median time is zero"):
         ab_test(measurement([0, 0, 0]), measurement([1, 2, 3]))
+    nan = Measurement(1, [1.0, float("nan"), 2.0], measurement([1]).task_spec)
+    with pytest.raises(ValueError, match="candidate measurement holds a negative, NaN"):
+        ab_test(measurement([1, 2, 3]), nan)
 
 
 # -- pairing ------------------------------------------------------------------------------
@@ -182,6 +209,39 @@ def test_a_field_that_varies_within_a_side_stays_in_the_key():
         ("mul / 128 / forward", "forward", "forward"),
         ("mul / 128 / backward", "backward", "backward")]
     assert not only_a and not only_b
+
+
+def spec_measurement(times, **fields):
+    spec = TaskSpec(**{"stmt": "x * x", "setup": "pass", **fields})
+    return Measurement(1, list(times), spec)
+
+
+def test_cases_differing_only_in_setup_or_statement_stay_apart():
+    sizes = [spec_measurement([1, 2, 3], setup=f"x = torch.ones({n})", env=env)
+             for env in ("before", "after") for n in (10, 100000)]
+    pairs, only_a, only_b = pair_measurements(sizes[:2], sizes[2:])
+    assert [name for name, _, _ in pairs] == ["x * x [setup: x = torch.ones(10)]",
+                                              "x * x [setup: x = torch.ones(100000)]"]
+    assert [(a.setup, b.setup) for _, a, b in pairs] == [
+        ("x = torch.ones(10)",) * 2, ("x = torch.ones(100000)",) * 2]
+    a = [spec_measurement([1, 2, 3], stmt="x + 1", sub_label="s", env="before")]
+    b = [spec_measurement([1, 2, 3], stmt="x - 1", sub_label="s", env="after")]
+    pairs, only_a, only_b = pair_measurements(a, b)
+    assert not pairs and only_a == ["s [stmt: x + 1]"] and only_b == ["s [stmt: x - 1]"]
+
+
+def test_only_one_field_names_the_side():
+    a = [spec_measurement([1, 2, 3], label="mul", sub_label="128", num_threads=1)]
+    b = [spec_measurement([1, 2, 3], label="add", sub_label="4096", num_threads=4)]
+    pairs, only_a, only_b = pair_measurements(a, b)
+    assert not pairs and only_a == ["128 / 1 thread"] and only_b == ["4096 / 4 threads"]
+
+
+def test_empty_and_missing_fields_are_the_same_and_names_are_one_line():
+    a = [spec_measurement([1, 2, 3], stmt="y = x\ny.sum()", description="", env="A")]
+    b = [spec_measurement([1, 2, 3], stmt="y = x\ny.sum()", description=None, env="B")]
+    pairs, _, _ = pair_measurements(a, b)
+    assert [name for name, _, _ in pairs] == ["y = x y.sum()"]
 
 
 def test_replicates_are_pooled_and_thread_counts_named():
@@ -242,6 +302,25 @@ def test_cli_machine_readable_formats(capsys, ab_files):
     assert "|---|---:|---:|---:|---|---:|---|" in out
 
 
+def test_cli_lists_what_it_did_not_compare_in_every_format(capsys, tmp_path, ab_files):
+    a, b = ab_files
+    code, out, err = run(capsys, "ab", str(a), str(b), "--format", "jsonl")
+    assert code == 0 and "only in the baseline: mul / gone" in err
+    assert all(json.loads(line) for line in out.splitlines())  # stdout stays valid JSON lines
+    other = tmp_path / "other.json"
+    save_measurements(other, [measurement([1, 2, 3, 4, 5], label="add", sub_label="z")])
+    code, out, err = run(capsys, "ab", str(a), str(other), "--fail-above", "5")
+    assert code == 1 and "no case was compared" in err
+
+
+def test_cli_refuses_one_ops_file(capsys, tmp_path):
+    path = tmp_path / "ops.jsonl"
+    path.write_text(json.dumps({"type": "header", "schema": "torchmark.ops.results",
+                                "version": 1}) + "\n")
+    code, _, err = run(capsys, "ab", str(path))
+    assert code == 2 and "an ops results file holds one run" in err
+
+
 def test_cli_one_file_with_two_envs(capsys, tmp_path):
     path = tmp_path / "ab.json"
     save_measurements(path, [measurement(normal(1.0, 0.01, 10, 16), env="before"),
@@ -280,10 +359,10 @@ def test_measure_ab_interleaves_blocks_and_tells_a_clear_difference(monkeypatch)
         original = timer._timeit
         monkeypatch.setattr(timer, "_timeit", lambda n, side=side, original=original: (
             calls.append(side), original(n))[1])
-    result = benchmark.measure_ab(small, large, min_run_time=0.05, min_blocks=4)
+    result = benchmark.measure_ab(small, large, min_run_time=0.05, min_blocks=6)
     assert result.verdict == "slower" and result.ratio > 5
     a, b = result.baseline, result.candidate
-    assert len(a.times) >= 4 and len(b.times) >= 4
+    assert len(a.times) >= 6 and len(b.times) >= 6
     assert sum(a.raw_times) >= 0.05 and sum(b.raw_times) >= 0.05
     timed = calls[-(len(a.times) + len(b.times)):]
     assert timed[:8] == list("ABBAABBA")
@@ -318,5 +397,6 @@ def test_timeit_vs_prints_both_and_a_verdict(capsys):
     assert out.startswith("sum(range(10))\n") and "\nsum(range(3000))\n" in out
     assert out.splitlines()[-1].startswith("candidate / baseline: ")
     assert "slower by" in out.splitlines()[-1]
-    code, _, err = run(capsys, "timeit", "pass", "--vs", "pass", "--save", "x.json")
-    assert code == 2 and "does not take --device or --save" in err
+    code, _, err = run(capsys, "timeit", "pass", "--vs", "pass", "--save", "x.json",
+                       "--env", "A")
+    assert code == 2 and "does not take --save, --env" in err

@@ -35,6 +35,14 @@ def _split_by_env(measurements, path):
     return [[m for m in measurements if m.env == env] for env in envs], envs
 
 
+def _unmatched(only_a: list[str], only_b: list[str], errors: list[str]) -> list[str]:
+    """Lines naming the cases found on one side only and those not compared."""
+    return [line for line in (
+        f"only in the baseline: {', '.join(only_a)}" if only_a else "",
+        f"only in the candidate: {', '.join(only_b)}" if only_b else "",
+        *(f"not compared: {e}" for e in errors)) if line]
+
+
 @click.command("ab")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--confidence", type=click.FloatRange(50, 100, min_open=True, max_open=True),
@@ -51,6 +59,8 @@ def _split_by_env(measurements, path):
 def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
     """Compare a baseline with a candidate, case by case: the ratio of the median times,
     its bootstrap confidence interval, a Mann-Whitney p-value and a verdict.
+    Cases found on one side only, or that cannot be compared, are listed (on stderr in
+    the csv and jsonl formats). With --fail-above, no case in common also exits 1.
 
     FILES: BASELINE CANDIDATE (saved measurements or `ops` results), or one file whose
     measurements hold two envs (`timeit --env before --save f.json`, then `--env after`)."""
@@ -62,6 +72,13 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
         raise click.UsageError(f"give one or two files, got {len(files)}")
     sides = read_measurement_files(list(files))
     if len(sides) == 1:
+        from torchmark.ops.runner import SCHEMA as OPS_SCHEMA
+        from torchmark.timing.files import first_line_schema
+
+        if first_line_schema(files[0]) == OPS_SCHEMA:
+            raise click.UsageError(f"{files[0]}: an ops results file holds one run (its "
+                                   "envs are the forward and backward passes); give two "
+                                   "files, baseline first")
         sides, names = _split_by_env(sides[0], files[0])
     else:
         names = list(files)
@@ -103,16 +120,19 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
             lines = [head, "", *markdown(header, rows, right)]
         else:
             lines = [head, *align(header, rows, right, rule=True)]
-        extra = [f"only in the baseline: {', '.join(only_a)}" if only_a else "",
-                 f"only in the candidate: {', '.join(only_b)}" if only_b else "",
-                 *(f"not compared: {e}" for e in errors)]
-        lines += [e for e in extra if e]
+        lines += _unmatched(only_a, only_b, errors)
         counts = {v: sum(r.verdict == v for r in results)
                   for v in ("faster", "slower", "no significant change", "too few samples")}
         lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
                      "in common")
         click.echo("\n".join(lines))
+    if fmt in ("csv", "jsonl"):  # the machine-readable output holds compared cases only
+        for line in _unmatched(only_a, only_b, errors):
+            click.echo(line, err=True)
 
+    if fail_above is not None and not results:
+        click.echo("no case was compared: nothing to check --fail-above against", err=True)
+        return 1
     if fail_above is not None:
         worse = [r for r in results if r.verdict == "slower" and r.change > fail_above / 100]
         if worse:

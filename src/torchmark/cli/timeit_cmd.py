@@ -49,9 +49,13 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     Several STMT arguments are joined as lines, as in `python -m timeit`.
     """
     if candidate is not None:
-        if device != "cpu" or save:
-            raise click.UsageError("--vs times two statements on the host and prints a "
-                                   "verdict; it does not take --device or --save")
+        given = [name for name, value in (("--device", device != "cpu"), ("--save", save),
+                                          ("--sub-label", sub_label),
+                                          ("--description", description), ("--env", env))
+                 if value]
+        if given:
+            raise click.UsageError(f"--vs times two statements on the host and prints a "
+                                   f"verdict; it does not take {', '.join(given)}")
         return _versus("\n".join(stmt), candidate, "\n".join(setup) or "pass", num_threads,
                        min_run_time, label)
     from torchmark.timing.files import load_measurements, save_measurements

@@ -5,8 +5,13 @@ same task. The estimate is the ratio of their medians (candidate / baseline: 0.8
 the candidate takes 20% less time); its confidence interval comes from a percentile
 bootstrap (each side resampled with replacement, independently, with a fixed seed so
 the same inputs give the same interval). A Mann-Whitney U test gives a p-value for "one
-side tends to take longer". The verdict is "faster" or "slower" only when the interval
-excludes 1 and the change is at least `min_effect`; otherwise "no significant change".
+side tends to take longer". Paired samples (`measure_ab`'s interleaved blocks) are
+judged by their per-pair ratios instead: the median ratio, its exact distribution-free
+interval (order statistics of the ratios, as the sign test gives it) and the sign test's
+p-value. The verdict is "faster" or "slower" only when the interval excludes 1, the
+p-value is under 1 - confidence, and the change is at least `min_effect`; otherwise "no
+significant change". With too few samples for an interval at that confidence (under 5
+a side; under 6 pairs at 95%) the verdict is "too few samples".
 
 Both assume the samples of each side are independent draws: true for blocked_autorange's
 blocks on a quiet machine, not for a run that drifted (a machine that warmed up, a
@@ -20,14 +25,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.stats import select_unit
 
-MIN_SAMPLES = 3  # fewer samples on either side: no interval, verdict "too few samples"
+MIN_SAMPLES = 5  # fewer samples on a side (unpaired): no interval, "too few samples"
 _BOOTSTRAP_CELLS = 4_000_000  # resampled values held in memory at once
 
 
@@ -54,11 +59,12 @@ class ABResult:
     @property
     def verdict(self) -> str:
         """"faster", "slower", "no significant change", or "too few samples"."""
-        if min(len(self.baseline.times), len(self.candidate.times)) < MIN_SAMPLES:
+        if math.isnan(self.ci_low) or math.isnan(self.ci_high):
             return "too few samples"
-        if self.ci_high < 1.0 and self.change <= -self.min_effect:
+        significant = self.p_value < 1 - self.confidence
+        if significant and self.ci_high < 1.0 and self.change <= -self.min_effect:
             return "faster"
-        if self.ci_low > 1.0 and self.change >= self.min_effect:
+        if significant and self.ci_low > 1.0 and self.change >= self.min_effect:
             return "slower"
         return "no significant change"
 
@@ -104,15 +110,18 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
     relative change of the median that counts as faster or slower (0.01 = 1%).
     `resamples`: bootstrap resamples. `name`: defaults to the baseline's title.
     `paired`: the i-th times of both sides were taken together (as `measure_ab` takes
-    them), so the ratio is the median of the per-pair ratios, its interval resamples
-    pairs, and the p-value is a Wilcoxon signed-rank test's: a slow spell of the machine
-    that hits both sides of a pair cancels out.
+    them), so the ratio is the median of the per-pair ratios, with an exact interval from
+    their order statistics and the sign test's p-value: a slow spell of the machine that
+    hits both sides of a pair cancels out.
     """
     for role, m in (("baseline", baseline), ("candidate", candidate)):
         if not isinstance(m, Measurement):
             raise TypeError(f"ab_test: {role} must be a Measurement, got {type(m).__name__}")
         if not m.raw_times:
             raise ValueError(f"ab_test: the {role} measurement holds no times")
+        if not all(math.isfinite(t) and t >= 0 for t in m.raw_times):
+            raise ValueError(f"ab_test: the {role} measurement holds a negative, NaN or "
+                             "infinite time")
     if not 0 < confidence < 1:
         raise ValueError(f"ab_test: confidence must be in (0, 1), got {confidence!r}")
     if not (isinstance(min_effect, (int, float)) and 0 <= min_effect < 1):
@@ -146,23 +155,55 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
 def _paired(a: np.ndarray, b: np.ndarray, baseline: Measurement, candidate: Measurement,
             confidence: float, min_effect: float, resamples: int, seed: int,
             name: str | None) -> ABResult:
-    """ab_test of paired samples: the median of b[i] / a[i], pairs resampled."""
+    """ab_test of paired samples: the median of b[i] / a[i], its order-statistic interval
+    and the sign test."""
     if len(a) != len(b):
         raise ValueError(f"ab_test: paired samples need as many baseline as candidate "
                          f"times, got {len(a)} and {len(b)}")
     if not (a > 0).all():
         raise ValueError("ab_test: a baseline time is zero; a ratio to it has no meaning")
-    ratios = b / a
-    low = high = math.nan
-    if len(ratios) >= MIN_SAMPLES:
-        medians = _bootstrap_medians(ratios, resamples, np.random.default_rng(seed))
-        tail = (1 - confidence) / 2
-        low, high = (float(q) for q in np.quantile(medians, [tail, 1 - tail]))
+    ratios = np.sort(b / a)
+    low, high = median_interval(ratios, confidence)
     return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
                     candidate=candidate, ratio=float(np.median(ratios)), ci_low=low,
                     ci_high=high, confidence=confidence,
-                    p_value=wilcoxon_signed_rank_p(np.log(ratios)), min_effect=min_effect,
-                    paired=True)
+                    p_value=sign_test_p(int((ratios > 1).sum()), int((ratios < 1).sum())),
+                    min_effect=min_effect, paired=True)
+
+
+def _binomial_half_cdf(n: int) -> Iterator[float]:
+    """P(X <= 0), P(X <= 1), ... for X ~ Binomial(n, 1/2), computed in log space."""
+    total, log_half = 0.0, n * math.log(0.5)
+    for k in range(n + 1):
+        total += math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+                          + log_half)
+        yield min(total, 1.0)
+
+
+def median_interval(sorted_values: Sequence[float], confidence: float) -> tuple[float, float]:
+    """The distribution-free interval for a median: the k-th smallest and k-th largest
+    values, k the largest with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2. Its
+    coverage is at least `confidence` whatever the distribution; (nan, nan) when n is
+    too small for any (at 95%: under 6 values)."""
+    n, tail = len(sorted_values), (1 - confidence) / 2
+    k = 0
+    for below, cdf in enumerate(_binomial_half_cdf(n)):
+        if cdf > tail or below >= n // 2:
+            break
+        k = below + 1  # P(X <= below) <= tail: the (below+1)-th value is a bound
+    if k == 0:
+        return math.nan, math.nan
+    return float(sorted_values[k - 1]), float(sorted_values[n - k])
+
+
+def sign_test_p(above: int, below: int) -> float:
+    """Two-sided p-value of the exact sign test: `above` of `above + below` values (ties
+    left out) lie above the hypothesised median."""
+    n = above + below
+    if n == 0:
+        return 1.0
+    cdf = list(_binomial_half_cdf(n))
+    return min(1.0, 2 * cdf[min(above, below)])
 
 
 def _bootstrap_medians(times: np.ndarray, resamples: int,
@@ -196,25 +237,6 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     return min(1.0, math.erfc(z / math.sqrt(2)))
 
 
-def wilcoxon_signed_rank_p(differences: Sequence[float]) -> float:
-    """Two-sided p-value of the Wilcoxon signed-rank test that `differences` are
-    centred on zero (zeros dropped; normal approximation with tie and continuity
-    corrections); 1.0 when there is nothing to test."""
-    d = np.asarray(differences, dtype=np.float64)
-    d = d[d != 0]
-    n = len(d)
-    if n == 0:
-        return 1.0
-    ranks, tie_sizes = _average_ranks(np.abs(d))
-    w_plus = float(ranks[d > 0].sum())
-    mean = n * (n + 1) / 4
-    variance = n * (n + 1) * (2 * n + 1) / 24 - float((tie_sizes ** 3 - tie_sizes).sum()) / 48
-    if variance <= 0:
-        return 1.0
-    z = max(abs(w_plus - mean) - 0.5, 0.0) / math.sqrt(variance)
-    return min(1.0, math.erfc(z / math.sqrt(2)))
-
-
 def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """1-based ranks, tied values sharing their average rank; and the size of each tie
     group."""
@@ -229,13 +251,30 @@ def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- pairing two lists of measurements -------------------------------------------------
-_KEY_FIELDS = ("label", "row", "description", "env", "num_threads")
+# What a case is: every TaskSpec field. The first of these that holds one value on each
+# side, different between the sides, names the side instead (env="before" / "after", an
+# ops file's name as description, two labels); at most one field is taken as that tag.
+_KEY_FIELDS = ("label", "sub_label", "stmt", "setup", "global_setup", "description", "env",
+               "num_threads")
+_TAG_PREFERENCE = ("env", "description", "label", "sub_label", "num_threads")
 
 
 def _fields(m: Measurement) -> dict:
     spec = m.task_spec
-    return {"label": spec.label, "row": m.as_row_name, "description": spec.description,
-            "env": spec.env, "num_threads": spec.num_threads}
+    fields = {name: getattr(spec, name) for name in _KEY_FIELDS}
+    for name in ("label", "sub_label", "description", "env", "global_setup"):
+        fields[name] = fields[name] or None  # "" and None are the same: nothing given
+    return fields
+
+
+def _side_tag(fields_a: list[dict], fields_b: list[dict]) -> str | None:
+    if not fields_a or not fields_b:
+        return None
+    for name in _TAG_PREFERENCE:
+        values_a, values_b = {f[name] for f in fields_a}, {f[name] for f in fields_b}
+        if len(values_a) == 1 and len(values_b) == 1 and values_a != values_b:
+            return name
+    return None
 
 
 def pair_measurements(
@@ -243,41 +282,67 @@ def pair_measurements(
 ) -> tuple[list[tuple[str, Measurement, Measurement]], list[str], list[str]]:
     """Pair each baseline task with the candidate task that measures the same thing.
 
-    Tasks match on label, row (sub_label, else stmt), description, env and thread
-    count, except for a field that names the side: one that holds a single value on
-    each side and differs between them (env="before" / env="after", or an ops file's
-    name as description). Replicates of one task on one side are pooled.
+    Tasks match on every TaskSpec field (label, sub_label, stmt, setup, description, env,
+    thread count) except the one that names the side: the first of env, description,
+    label, sub_label and thread count that holds a single value on each side, different
+    between them. Replicates of one task on one side are pooled (per-run times).
     Returns (name, baseline, candidate) triples in the baseline's order, and the names
-    of the tasks found on only one side.
+    of the tasks found on only one side. Names are unique: where two tasks would read
+    alike, their setups (or a number) tell them apart.
     """
     fields_a = [_fields(m) for m in baseline]
     fields_b = [_fields(m) for m in candidate]
-    side_tags = {
-        name for name in _KEY_FIELDS
-        if len({f[name] for f in fields_a}) == 1 and len({f[name] for f in fields_b}) == 1
-        and fields_a[0][name] != fields_b[0][name]
-    } if fields_a and fields_b else set()
-    key_fields = [name for name in _KEY_FIELDS if name not in side_tags]
+    tag = _side_tag(fields_a, fields_b)
+    key_fields = [name for name in _KEY_FIELDS if name != tag]
     varied_threads = len({f["num_threads"] for f in fields_a + fields_b}) > 1
 
-    def name_of(f: dict) -> str:
-        parts = [str(f[k]) for k in ("label", "row", "description", "env")
-                 if k in key_fields and f[k] not in (None, "")]
-        if varied_threads and "num_threads" in key_fields:
-            parts.append(f"{f['num_threads']} thread{'s' if f['num_threads'] > 1 else ''}")
-        return " / ".join(dict.fromkeys(parts))  # a label equal to its row appears once
-
-    def pooled(measurements, fields) -> dict[tuple, tuple[str, Measurement]]:
-        groups: dict[tuple, tuple[str, list[Measurement]]] = {}
+    def groups(measurements, fields) -> dict[tuple, list[Measurement]]:
+        out: dict[tuple, list[Measurement]] = {}
         for m, f in zip(measurements, fields, strict=True):
-            key = tuple(f[k] for k in key_fields)
-            groups.setdefault(key, (name_of(f), []))[1].append(m)
-        return {key: (name, group[0] if len(group) == 1 else Measurement(
-                    1, [t for m in group for t in m.times], group[0].task_spec))
-                for key, (name, group) in groups.items()}
+            out.setdefault(tuple(f[k] for k in key_fields), []).append(m)
+        return out
 
-    side_a, side_b = pooled(baseline, fields_a), pooled(candidate, fields_b)
-    pairs = [(name, m, side_b[key][1]) for key, (name, m) in side_a.items() if key in side_b]
-    only_a = [name for key, (name, _) in side_a.items() if key not in side_b]
-    only_b = [name for key, (name, _) in side_b.items() if key not in side_a]
+    side_a, side_b = groups(baseline, fields_a), groups(candidate, fields_b)
+    names = _names([*side_a, *(k for k in side_b if k not in side_a)], key_fields,
+                   varied_threads)
+
+    def pooled(group: list[Measurement]) -> Measurement:
+        if len(group) == 1:
+            return group[0]
+        return Measurement(1, [t for m in group for t in m.times], group[0].task_spec)
+
+    pairs = [(names[k], pooled(g), pooled(side_b[k])) for k, g in side_a.items() if k in side_b]
+    only_a = [names[k] for k in side_a if k not in side_b]
+    only_b = [names[k] for k in side_b if k not in side_a]
     return pairs, only_a, only_b
+
+
+def _names(keys: list[tuple], key_fields: list[str], varied_threads: bool) -> dict[tuple, str]:
+    """A one-line, unique name per case key: label / row / description / env / threads."""
+    def one_line(text: object) -> str:
+        return " ".join(str(text).split())  # a multi-line statement stays on one line
+
+    names = {}
+    for key in keys:
+        f = dict(zip(key_fields, key, strict=True))
+        row = f.get("sub_label") or f.get("stmt")
+        parts = [one_line(v) for v in (f.get("label"), row, f.get("description"), f.get("env"))
+                 if v not in (None, "")]
+        if varied_threads and "num_threads" in f:
+            parts.append(f"{f['num_threads']} thread{'s' if f['num_threads'] > 1 else ''}")
+        names[key] = " / ".join(dict.fromkeys(parts)) or one_line(f.get("stmt") or "(case)")
+    seen: dict[str, list[tuple]] = {}
+    for key, name in names.items():
+        seen.setdefault(name, []).append(key)
+    for name, same in seen.items():
+        if len(same) < 2:
+            continue
+        # tell them apart by what differs: the statement, else the setup, else a number
+        for field in ("stmt", "setup", None):
+            values = [dict(zip(key_fields, k, strict=True)).get(field) for k in same]
+            if field is None or len(set(values)) == len(values):
+                break
+        for i, key in enumerate(same):
+            names[key] = (f"{name} [{field}: {one_line(values[i])}]" if field
+                          else f"{name} #{i + 1}")
+    return names

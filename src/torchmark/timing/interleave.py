@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,
-                       min_blocks: int = 6) -> tuple[Measurement, Measurement]:
+                       min_blocks: int = 10) -> tuple[Measurement, Measurement]:
     """Alternating blocks of both Timers; returns (baseline, candidate) Measurements."""
     from torchmark.timing.timer_class import (
         _MAX_BLOCK_SIZE,
@@ -41,10 +41,10 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
     min_blocks = _positive_int("min_blocks", min_blocks)
     timers = (baseline, candidate)
     numbers = [t._estimate_block_size(min_run_time) for t in timers]  # also a warm-up
-    per_run = []
+    per_run = []  # the median of three blocks: one hiccup must not unbalance the pairs
     for t, n in zip(timers, numbers, strict=True):
         with t._threads():
-            per_run.append(t._timeit(n) / n)
+            per_run.append(sorted(t._timeit(n) for _ in range(3))[1] / n)
     block_s = max(n * p for n, p in zip(numbers, per_run, strict=True))
     numbers = [max(1, min(_MAX_BLOCK_SIZE, round(block_s / p))) for p in per_run]
     times: tuple[list[float], list[float]] = ([], [])
@@ -61,7 +61,7 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
 
 
 def measure_ab(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,
-               min_blocks: int = 6, confidence: float = 0.95, min_effect: float = 0.01,
+               min_blocks: int = 10, confidence: float = 0.95, min_effect: float = 0.01,
                seed: int = 0) -> ABResult:
     """Time two Timers in interleaved blocks, then `ab_test` them as pairs (see its
     docstring): the median ratio of paired blocks, an interval, a p-value and a verdict."""
