@@ -102,7 +102,8 @@ def _versus(baseline: str, candidate: str, setup: str, num_threads: int,
                   sub_label=None if label is None else s) for s in (baseline, candidate))
     result = _measure(lambda: measure_ab(a, b, min_run_time=max(min_run_time, 1e-3)))
     click.echo(f"{result.baseline.summary()}\n\n{result.candidate.summary()}\n")
-    click.echo(f"candidate / baseline: {result.ratio:.3f} [{result.ci_low:.3f}, "
+    click.echo(f"candidate / baseline (median of {len(result.baseline.times)} paired "
+               f"blocks): {result.ratio:.3f} [{result.ci_low:.3f}, "
                f"{result.ci_high:.3f}] ({result.confidence:.0%} CI), p = "
                f"{result.p_value:.2g}: {result.describe_verdict()}")
 

@@ -95,8 +95,10 @@ class ABResult:
 
     def __str__(self) -> str:
         unit, scale = select_unit(min(self.baseline.median, self.candidate.median))
+        kind = (f"median ratio of {len(self.baseline.times)} paired blocks" if self.paired
+                else "ratio")
         return (f"{self.name}: {self.baseline.median / scale:.4g} {unit} -> "
-                f"{self.candidate.median / scale:.4g} {unit}, ratio {self.ratio:.3f} "
+                f"{self.candidate.median / scale:.4g} {unit}, {kind} {self.ratio:.3f} "
                 f"[{self.ci_low:.3f}, {self.ci_high:.3f}] ({self.confidence:.0%} CI), "
                 f"p = {self.p_value:.2g}: {self.describe_verdict()}")
 

@@ -3,8 +3,9 @@
 Measuring A for a second and then B for a second lets anything that changes in
 between (another job on a shared machine, a CPU that warms up, a turbo budget that runs
 out) look like a difference between A and B. Here each side's block size is chosen as
-`blocked_autorange` does, then scaled so that an A block and a B block take about as
-long; the blocks alternate A B B A A B B A ... (which cancels a linear drift within every
+`blocked_autorange` does, then shortened (down to blocks whose clock overhead is
+0.1% of them, or a hundredth of `min_run_time`) and scaled so that an A block and a B
+block take about as long; the blocks alternate A B B A A B B A ... (which cancels a linear drift within every
 four blocks) until each side has at least `min_run_time` seconds and `min_blocks`
 blocks. Block i of A and block i of B ran side by side, so `measure_ab` compares them as
 pairs: a slow spell of the machine slows both blocks of a pair, and their ratio keeps.
@@ -19,6 +20,9 @@ from torchmark.timing.measurement import Measurement
 if TYPE_CHECKING:
     from torchmark.compare.ab import ABResult
     from torchmark.timing.timer_class import Timer
+
+
+_PAIR_OVERHEAD = 1e-3  # the clock's overhead may be this share of a block
 
 
 def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,
@@ -41,11 +45,17 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
     min_blocks = _positive_int("min_blocks", min_blocks)
     timers = (baseline, candidate)
     numbers = [t._estimate_block_size(min_run_time) for t in timers]  # also a warm-up
-    per_run = []  # the median of three blocks: one hiccup must not unbalance the pairs
+    per_run, overhead = [], 0.0  # medians: one hiccup must not unbalance the pairs
     for t, n in zip(timers, numbers, strict=True):
         with t._threads():
             per_run.append(sorted(t._timeit(n) for _ in range(3))[1] / n)
-    block_s = max(n * p for n, p in zip(numbers, per_run, strict=True))
+            overhead = max(overhead, sorted(t._timeit(0) for _ in range(5))[2])
+    # Both sides' blocks last block_s. The clock's overhead is the same on both sides, so
+    # it may be 0.1% of a block (blocked_autorange allows 0.01%): it then moves the ratio
+    # by under 0.1%, and blocks ten times shorter give ten times the pairs. Aim for 100
+    # pairs in min_run_time, never for longer blocks than blocked_autorange's.
+    block_s = min(max(n * p for n, p in zip(numbers, per_run, strict=True)),
+                  max(overhead / _PAIR_OVERHEAD, min_run_time / 100))
     numbers = [max(1, min(_MAX_BLOCK_SIZE, round(block_s / p))) for p in per_run]
     times: tuple[list[float], list[float]] = ([], [])
     rounds = 0
