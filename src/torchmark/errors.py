@@ -8,3 +8,9 @@ def error_line(error: BaseException) -> str:
     over many lines, as TorchScript's and torch's do)."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".strip()
+
+
+# What user code (a statement, an operator, a plugin, a definitions file) may raise that
+# fails its own case or load, not the whole run: sys.exit() and GeneratorExit included.
+# KeyboardInterrupt (and SIGTERM, raised as one) still stops the run.
+USER_CODE_FAILURES = (Exception, SystemExit, GeneratorExit)

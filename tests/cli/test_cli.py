@@ -144,6 +144,29 @@ def test_fuzz_user_fuzzer_and_errors(capsys):
         assert code == 2 and message in err and err.count("\n") == 1
 
 
+def test_malformed_ops_results_and_unforeseen_failures_are_one_line(capsys, tmp_path,
+                                                                    monkeypatch):
+    path = tmp_path / "ops.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in (
+        {"type": "header", "schema": "torchmark.ops.results", "version": 1},
+        {"type": "record", "id": "a|0", "op": "torch.add", "status": "ok",
+         "config": {"input": {}}, "metrics": {"forward": "fast"}})) + "\n")
+    code, _, err = run(capsys, "compare", str(path))
+    assert code == 2 and "record 'a|0' is malformed (AttributeError" in err
+    assert err.count("\n") == 1
+
+    def unforeseen(files):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr("torchmark.cli.measurement_files.read_measurement_files", unforeseen)
+    code, _, err = run(capsys, "compare", str(path))
+    assert code == 1 and err.count("\n") == 1
+    assert "ZeroDivisionError: division by zero (unexpected; TORCHMARK_DEBUG=1" in err
+    monkeypatch.setenv("TORCHMARK_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        main(["compare", str(path)])
+
+
 def test_user_code_that_raises_is_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))

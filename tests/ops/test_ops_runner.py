@@ -45,6 +45,23 @@ def test_a_failing_config_in_the_middle_is_recorded_and_the_others_run(tmp_path)
     assert lines[-1]["ok"] == 2 and lines[-1]["failed"] == 1
 
 
+def test_an_operator_calling_sys_exit_fails_its_case_only(tmp_path):
+    import sys
+
+    from torchmark.ops.registry import register_op
+
+    def leaves(x):
+        sys.exit(7)
+
+    register_op("test.exits", fn=leaves)
+    config = config_from_data({"test.exits": {"config": [{"input": [{"args": [t(2)]}]}]},
+                               "torch.neg": {"config": [{"input": [{"args": [t(2)]}]}]}})
+    records = run(config, QUICK, out=tmp_path / "r.jsonl")
+    assert [(r["op"], r["status"]) for r in records] == [("test.exits", "failed"),
+                                                         ("torch.neg", "ok")]
+    assert records[0]["error"] == "SystemExit: 7"
+
+
 def test_jsonl_schema(tmp_path):
     out = tmp_path / "r.jsonl"
     run(config_from_data(MIXED), QUICK, out=out)

@@ -50,7 +50,10 @@ GOOD = {"schema": "torchmark.measurement", "version": 1, "number_per_run": 1,
 
 @pytest.mark.parametrize("change, message", [
     ({"raw_times": "123"}, "raw_times must be a non-empty list"),
-    ({"raw_times": [-1e-6]}, "times >= 0"),
+    ({"raw_times": [-1e-6]}, "times from 0 to 1e"),
+    ({"raw_times": [1e308]}, "times from 0 to 1e"),  # overflowed the statistics
+    ({"raw_times": [10**400]}, "times from 0 to 1e"),
+    ({"number_per_run": 10**400}, "number_per_run must be an int in 1"),
     ({"raw_times": [True]}, "raw_times"),
     ({"number_per_run": 1.5}, "number_per_run must be an int"),
     ({"number_per_run": True}, "number_per_run must be an int"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -18,6 +19,7 @@ from torchmark.cli.replay_cmd import replay_cmd, trace_cmd
 from torchmark.cli.signals import Terminated, sigterm_as_interrupt
 from torchmark.cli.suite_cmd import suite_cmd
 from torchmark.cli.timeit_cmd import timeit_cmd
+from torchmark.errors import error_line
 
 EXIT_USAGE = 2
 
@@ -75,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("terminated", 143)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    except Exception as e:  # a failure no check foresaw: still one line, unless debugging
+        if os.environ.get("TORCHMARK_DEBUG"):
+            raise
+        return _fail(f"{error_line(e)} (unexpected; TORCHMARK_DEBUG=1 shows the traceback)",
+                     1)
     return result if isinstance(result, int) else 0
 
 

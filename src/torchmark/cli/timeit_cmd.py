@@ -117,7 +117,9 @@ def _measure(measure):
                                        f"{e.code!r})")
         failure.exit_code = e.code if isinstance(e.code, int) and e.code else 1
         raise failure from None
-    except Exception as e:
+    except BaseException as e:  # GeneratorExit, a BaseException of the user's own, ...
+        if isinstance(e, KeyboardInterrupt):
+            raise
         # options click cannot check alone (e.g. --max-run-time below --min-run-time)
         if isinstance(e, (ValueError, TypeError)) and \
                 str(e).startswith(("Timer", "device time", "StopRule")):

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from torchmark.errors import error_line
+from torchmark.errors import USER_CODE_FAILURES, error_line
 from torchmark.fuzzing.fuzzer import Fuzzer
 from torchmark.fuzzing.parameters import FuzzedParameter
 from torchmark.fuzzing.tensors import FuzzedTensor
@@ -65,7 +65,7 @@ def make_fuzzer(name: str, seed: int | None) -> Fuzzer:
             target = getattr(target, part)
     except (ImportError, AttributeError) as e:
         raise ValueError(f"cannot load fuzzer {name!r}: {e}") from None
-    except Exception as e:  # the module's own code failed: one line, naming it
+    except USER_CODE_FAILURES as e:  # the module's own code failed: one line, naming it
         raise ValueError(f"cannot load fuzzer {name!r}: importing {module_name} raised "
                          f"{error_line(e)}") from None
     if isinstance(target, Fuzzer):
@@ -73,7 +73,7 @@ def make_fuzzer(name: str, seed: int | None) -> Fuzzer:
     if callable(target):
         try:
             fuzzer = target(seed=seed)
-        except Exception as e:
+        except USER_CODE_FAILURES as e:
             raise ValueError(f"fuzzer {name!r}: calling it with seed={seed!r} raised "
                              f"{error_line(e)}") from None
         if isinstance(fuzzer, Fuzzer):

@@ -11,9 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from torchmark.errors import error_line
 from torchmark.jsonl import iter_lines
 from torchmark.ops.report import describe_config
-from torchmark.timing.measurement import Measurement
+from torchmark.timing.measurement import MAX_TIME_S, Measurement, _plausible_time
 from torchmark.timing.task_spec import TaskSpec
 
 
@@ -38,20 +39,40 @@ def ops_measurements(path: str | os.PathLike, column: str | None = None) -> list
         elif line.get("type") == "record" and line.get("status") == "ok":
             records[line["id"]] = line
     options = header.get("run_options") or {}
+    if not isinstance(options, dict):
+        raise ValueError(f"{path}: the header's run_options is not an object")
     threads = options.get("threads") or 1
     out = []
     for record in records.values():
-        for phase in ("forward", "backward"):
-            metrics = (record.get("metrics") or {}).get(phase)
-            if not metrics or not metrics.get("times"):
-                continue
-            times, calls = metrics["times"], metrics.get("iterations", len(metrics["times"]))
-            number = calls if len(times) == 1 and calls > 1 else 1  # continuous: one mean
-            spec = TaskSpec(stmt=record["op"], setup="pass", label=record["op"],
-                            sub_label=f"{describe_config(record['config'])} [{record['id']}]",
-                            description=column or path.stem, env=phase,
-                            num_threads=threads)
-            out.append(Measurement(number, [t * number for t in times], spec,
-                                   metadata={"source": str(path), "device": options.get("device"),
-                                             "exec_mode": options.get("exec_mode")}))
+        try:
+            out += _record_measurements(record, path, column, options, threads)
+        except (TypeError, AttributeError, KeyError, ValueError, OverflowError) as e:
+            raise ValueError(f"{path}: record {str(record.get('id'))[:80]!r} is malformed "
+                             f"({error_line(e)})") from None
+    return out
+
+
+def _record_measurements(record: dict[str, Any], path: Path, column: str | None,
+                         options: dict[str, Any], threads: Any) -> list[Measurement]:
+    """The forward (and backward) Measurements of one ok record."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"the run's thread count is {threads!r}")
+    out = []
+    for phase in ("forward", "backward"):
+        metrics = (record.get("metrics") or {}).get(phase)
+        if not metrics or not metrics.get("times"):
+            continue
+        times, calls = metrics["times"], metrics.get("iterations", len(metrics["times"]))
+        if not isinstance(times, list) or not all(map(_plausible_time, times)):
+            raise ValueError(f"its {phase} times are not a list of numbers from 0 to "
+                             f"{MAX_TIME_S:g} s")
+        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+            raise ValueError(f"its {phase} iterations is {calls!r}, not an int >= 1")
+        number = calls if len(times) == 1 and calls > 1 else 1  # continuous: one mean
+        spec = TaskSpec(stmt=str(record["op"]), setup="pass", label=str(record["op"]),
+                        sub_label=f"{describe_config(record['config'])} [{record['id']}]",
+                        description=column or path.stem, env=phase, num_threads=threads)
+        out.append(Measurement(number, [t * number for t in times], spec,
+                               metadata={"source": str(path), "device": options.get("device"),
+                                         "exec_mode": options.get("exec_mode")}))
     return out

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from torchmark.errors import error_line
+from torchmark.errors import USER_CODE_FAILURES, error_line
 
 EXEC_MODES = ("discrete", "continuous", "continuous_events")
 
@@ -290,7 +290,7 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
     if options.backward:
         try:
             metrics["backward"] = _measure_backward(forward, options, clock)
-        except Exception as e:  # the forward's figures stand; the record says what failed
+        except USER_CODE_FAILURES as e:  # the forward's figures stand; the record says why
             raise BackwardFailed(metrics, out, e) from e
     return metrics, out
 

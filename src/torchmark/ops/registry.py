@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from torchmark.errors import error_line
+from torchmark.errors import USER_CODE_FAILURES, error_line
 
 _USER_OPS: dict[str, Operator] = {}
 _ENTRY_POINTS_LOADED = False
@@ -61,7 +61,7 @@ def load_plugin(module: str) -> None:
         importlib.import_module(module)
     except ImportError as e:
         raise ValueError(f"--plugin {module}: cannot import it ({e})") from None
-    except Exception as e:  # the plugin's own code failed: one line, naming it
+    except USER_CODE_FAILURES as e:  # the plugin's own code failed: one line, naming it
         raise ValueError(f"--plugin {module}: importing it raised {error_line(e)}") from None
 
 

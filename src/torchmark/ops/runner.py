@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from torchmark.errors import error_line
+from torchmark.errors import USER_CODE_FAILURES, error_line
 from torchmark.jsonl import JsonlWriter, iter_lines, refuse_other_options, system_info
 from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
@@ -160,7 +160,7 @@ def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]
         with contextlib.suppress(Exception):
             e.metrics["work"] = _derived(e.metrics, work(case.op, args, kwargs, e.out, fn))
         record.update(status="failed", metrics=e.metrics, error=str(e))
-    except Exception as e:  # recorded; the run goes on
+    except USER_CODE_FAILURES as e:  # recorded (sys.exit() too); the run goes on
         record.update(status="failed", metrics=None, error=error_line(e))
         _release_memory(options.device)
     record["elapsed_s"] = time.perf_counter() - started

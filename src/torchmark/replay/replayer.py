@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from torchmark.errors import error_line
+from torchmark.errors import USER_CODE_FAILURES, error_line
 from torchmark.replay.trace import ExecutionTrace, Node
 from torchmark.replay.values import (
     MEMORY_FORMATS,
@@ -108,7 +108,7 @@ class Replayer:
                 except Unsupported as e:
                     rop.status, rop.reason = "skipped", str(e)
                     continue
-                except Exception as e:  # the op rejected the rebuilt arguments
+                except USER_CODE_FAILURES as e:  # the op rejected the rebuilt arguments
                     rop.status, rop.reason = "skipped", error_line(e)
                     continue
                 rop.status = "replayed"
@@ -253,7 +253,7 @@ class Replayer:
                 except KeyError:
                     self._drop(rop, "an input it reads was not produced (its producer failed)")
                     continue
-                except Exception as e:
+                except USER_CODE_FAILURES as e:
                     self._drop(rop, f"failed while replaying: {error_line(e)}")
                     continue
                 if rop.zero_output:

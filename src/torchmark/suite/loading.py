@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from torchmark.errors import error_line
+from torchmark.errors import USER_CODE_FAILURES, error_line
 from torchmark.suite.materialize import Case, materialize
 
 
@@ -31,7 +31,7 @@ def load_cases(definitions: str | None = None) -> list[Case]:
             value = module.definitions()
         else:
             value = None
-    except Exception as e:  # the file's own code failed: one line, naming it
+    except USER_CODE_FAILURES as e:  # the file's own code failed: one line, naming it
         raise ValueError(f"--definitions {definitions}: running it raised "
                          f"{error_line(e)}") from None
     if value is None:

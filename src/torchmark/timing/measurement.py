@@ -16,8 +16,20 @@ SCHEMA_VERSION = 1
 
 _MAX_SIGNIFICANT_FIGURES = 4
 _MIN_CONFIDENCE_INTERVAL = 25e-9  # seconds
+MAX_NUMBER_PER_RUN = 2**53  # runs a block: beyond, per-run times lose their precision
+MAX_TIME_S = 1e9  # a block time above 31 years is a corrupted file, and overflows the stats
 IQR_WARN_THRESHOLD = 0.1
 IQR_GROSS_WARN_THRESHOLD = 0.25
+
+
+def _plausible_time(t: Any) -> bool:
+    """A JSON time that the statistics survive: a number from 0 to MAX_TIME_S."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        return False
+    try:
+        return 0 <= float(t) <= MAX_TIME_S
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 @dataclasses.dataclass(init=True, repr=False)
@@ -262,14 +274,13 @@ class Measurement:
         if missing:
             raise ValueError(f"{SCHEMA_NAME}: missing field {missing[0]!r}")
         number, raw = data["number_per_run"], data["raw_times"]
-        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise ValueError(f"{SCHEMA_NAME}: number_per_run must be an int >= 1, got "
-                             f"{number!r}")
-        if not isinstance(raw, list) or not raw or not all(
-                isinstance(t, (int, float)) and not isinstance(t, bool)
-                and math.isfinite(t) and t >= 0 for t in raw):
-            raise ValueError(f"{SCHEMA_NAME}: raw_times must be a non-empty list of finite "
-                             f"times >= 0, got {str(raw)[:60]}")
+        if isinstance(number, bool) or not isinstance(number, int) or \
+                not 1 <= number <= MAX_NUMBER_PER_RUN:
+            raise ValueError(f"{SCHEMA_NAME}: number_per_run must be an int in 1.."
+                             f"{MAX_NUMBER_PER_RUN}, got {str(number)[:40]}")
+        if not isinstance(raw, list) or not raw or not all(map(_plausible_time, raw)):
+            raise ValueError(f"{SCHEMA_NAME}: raw_times must be a non-empty list of times "
+                             f"from 0 to {MAX_TIME_S:g} s, got {str(raw)[:60]}")
         if not isinstance(data["task_spec"], dict):
             raise ValueError(f"{SCHEMA_NAME}: task_spec must be an object")
         metadata = data.get("metadata")
