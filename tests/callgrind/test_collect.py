@@ -280,14 +280,14 @@ def test_bad_timeout_variables_are_named_when_used_not_at_import(monkeypatch):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     for name, value, message in [
-            ("TORCHMARK_CALLGRIND_START_TIMEOUT", "10s", "a number of seconds > 0, got '10s'"),
-            ("TORCHMARK_CALLGRIND_TIMEOUT", "0", "a number of seconds > 0, got '0'"),
-            ("TORCHMARK_CALLGRIND_KEEPALIVE", "nan", "a number of seconds, got 'nan'")]:
+            ("TORCHMARK_CALLGRIND_START_TIMEOUT", "10s", "finite number of seconds > 0, got '10s'"),
+            ("TORCHMARK_CALLGRIND_TIMEOUT", "0", "finite number of seconds > 0, got '0'"),
+            ("TORCHMARK_CALLGRIND_KEEPALIVE", "inf", "finite number of seconds, got 'inf'")]:
         monkeypatch.setenv(name, value)
         reader = {"TORCHMARK_CALLGRIND_START_TIMEOUT": collector.start_timeout_seconds,
                   "TORCHMARK_CALLGRIND_TIMEOUT": collector.request_timeout_seconds,
                   "TORCHMARK_CALLGRIND_KEEPALIVE": collector.keep_alive_seconds}[name]
-        with pytest.raises(ValueError, match=f"{name} must be {message}"):
+        with pytest.raises(ValueError, match=f"{name} must be a {message}"):
             reader()
         monkeypatch.delenv(name)
     assert collector.start_timeout_seconds() == 600 and collector.request_timeout_seconds() == 900

@@ -68,6 +68,10 @@ def test_compare_formats(capsys, tmp_path):
     (["nonsense"], "No such command"),
     (["demo", "--device", "tpu"], "--device"),
     (["timeit", "pass", "--device", "cuda:x"], "expected cpu, cuda or cuda:N"),
+    (["timeit", "pass", "-t", "100000"], "1<=x<=1024"),  # torch would segfault
+    (["timeit", "pass", "--min-run-time", "nan"], "'nan' is not a finite number"),
+    (["suite", "run", "--timeout", "inf"], "'inf' is not a finite number"),
+    (["ops", "-c", "x.json", "--threads", "5000"], "--threads"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)

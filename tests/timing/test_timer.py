@@ -228,3 +228,8 @@ def test_globals_take_what_dict_takes_and_the_repr_of_an_untitled_task():
         assert Timer("a + 1", globals=globals).timeit(10).number_per_run == 10
     body = repr(Timer("pass", label="").timeit(10)).split("\n", 1)[1]
     assert body.startswith("\n  ") and body.endswith("10 runs, 1 thread")  # as torch's
+
+
+def test_thread_counts_torch_would_crash_on_are_refused():
+    with pytest.raises(ValueError, match="num_threads must be at most 1024, got 5000"):
+        Timer("pass", num_threads=5000)

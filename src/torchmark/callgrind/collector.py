@@ -500,9 +500,9 @@ def _seconds_from_env(name: str, default: float, positive: bool = False) -> floa
         value = float(raw)
     except ValueError:
         value = math.nan
-    if math.isnan(value) or (positive and not value > 0):
-        raise ValueError(f"{name} must be a number of seconds{' > 0' if positive else ''}, "
-                         f"got {raw!r}")
+    if not math.isfinite(value) or (positive and not value > 0):
+        bound = " > 0" if positive else ""
+        raise ValueError(f"{name} must be a finite number of seconds{bound}, got {raw!r}")
     return value
 
 

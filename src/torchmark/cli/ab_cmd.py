@@ -8,6 +8,8 @@ import json
 
 import click
 
+from torchmark.cli.params import FiniteRange
+
 
 def _time(seconds: float) -> str:
     from torchmark.timing.stats import select_unit
@@ -45,14 +47,14 @@ def _unmatched(only_a: list[str], only_b: list[str], errors: list[str]) -> list[
 
 @click.command("ab")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--confidence", type=click.FloatRange(50, 100, min_open=True, max_open=True),
+@click.option("--confidence", type=FiniteRange(50, 100, min_open=True, max_open=True),
               default=95.0, show_default=True, help="Of the interval, in percent.")
-@click.option("--min-effect", type=click.FloatRange(0, 100, max_open=True), default=1.0,
+@click.option("--min-effect", type=FiniteRange(0, 100, max_open=True), default=1.0,
               show_default=True, help="Smaller changes of the median (percent) count as "
                                       "no change.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv", "jsonl"]),
               default="text", show_default=True)
-@click.option("--fail-above", type=click.FloatRange(min=0), default=None,
+@click.option("--fail-above", type=FiniteRange(min=0), default=None,
               help="Exit 1 when a case is significantly slower by more than this percent.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Of the bootstrap's resampling.")

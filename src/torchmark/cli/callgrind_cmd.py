@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from torchmark.cli.params import FiniteRange
+
 
 def _load(path: str):
     from torchmark.callgrind.stats import CallgrindStats
@@ -23,7 +25,7 @@ def _load(path: str):
 @click.command("callgrind")
 @click.argument("stmt", nargs=-1, required=True)
 @click.option("-s", "--setup", multiple=True, help="Setup code, run once (repeatable; lines).")
-@click.option("-t", "--threads", "num_threads", type=click.IntRange(min=1), default=1,
+@click.option("-t", "--threads", "num_threads", type=click.IntRange(1, 1024), default=1,
               show_default=True)
 @click.option("--number", type=click.IntRange(min=1), default=100, show_default=True,
               help="Runs of STMT per measurement.")
@@ -34,7 +36,7 @@ def _load(path: str):
 @click.option("--label", default=None)
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
               help="Write the CallgrindStats as JSON (for callgrind-diff).")
-@click.option("--keep-alive", type=click.FloatRange(min=0), default=600.0, show_default=True,
+@click.option("--keep-alive", type=FiniteRange(min=0), default=600.0, show_default=True,
               help="Seconds the valgrind host waits for the next command before exiting, so "
                    "repeated commands skip its start-up (0: a private host per command; "
                    "TORCHMARK_CALLGRIND_KEEPALIVE overrides).")

@@ -45,7 +45,7 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               show_default=True)
 @click.option("-b", "--backward", is_flag=True, help="Also time the backward pass.")
 @click.option("-d", "--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
-@click.option("--threads", type=click.IntRange(min=1), default=None,
+@click.option("--threads", type=click.IntRange(1, 1024), default=None,
               help="torch CPU threads for the run.")
 @click.option("-o", "--output-prefix", "prefix", default="ops-results", show_default=True,
               help="Results go to PREFIX.jsonl (replaced; --resume FILE appends).")

@@ -7,6 +7,8 @@ from collections import defaultdict
 
 import click
 
+from torchmark.cli.params import FiniteRange
+
 _FILTER = click.option("--filter", "pattern", default=None,
                        help="Only cases whose id matches this regular expression "
                             "(case-insensitive).")
@@ -93,9 +95,9 @@ def _summary_table(records: list[dict]) -> object:
               help="Callgrind repeats per case.")
 @click.option("--number", type=click.IntRange(min=1), default=100, show_default=True,
               help="Runs of the statement per callgrind repeat.")
-@click.option("--min-run-time", type=click.FloatRange(min=0, min_open=True), default=0.1,
+@click.option("--min-run-time", type=FiniteRange(min=0, min_open=True), default=0.1,
               show_default=True, help="Seconds of blocked_autorange per case.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0,
+@click.option("--timeout", type=FiniteRange(min=0, min_open=True), default=300.0,
               show_default=True, help="Seconds a case may take per stage before its worker "
                                       "is killed.")
 @click.option("--retries", type=click.IntRange(min=0), default=1, show_default=True,
@@ -138,13 +140,13 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
 @suite_cmd.command("compare")
 @click.argument("a", type=click.Path(dir_okay=False))
 @click.argument("b", type=click.Path(dir_okay=False))
-@click.option("--threshold", type=click.FloatRange(min=0), default=1.0, show_default=True,
+@click.option("--threshold", type=FiniteRange(min=0), default=1.0, show_default=True,
               help="Flag changes above this many percent.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
               show_default=True)
 @click.option("--top", type=click.IntRange(min=1), default=None,
               help="Show only the N largest changes.")
-@click.option("--fail-above", type=click.FloatRange(min=0), default=None,
+@click.option("--fail-above", type=FiniteRange(min=0), default=None,
               help="Exit 1 when a case's count grew by more than this many percent.")
 def compare_cmd(a, b, threshold, fmt, top, fail_above):
     """Per-case instruction-count deltas from A to B, largest first."""

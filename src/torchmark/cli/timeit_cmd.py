@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from torchmark.cli.params import FiniteRange
+
 
 def _check_device(ctx, param, value: str) -> str:
     kind, colon, index = value.partition(":")
@@ -17,9 +19,9 @@ def _check_device(ctx, param, value: str) -> str:
 @click.command("timeit")
 @click.argument("stmt", nargs=-1, required=True)
 @click.option("-s", "--setup", multiple=True, help="Setup code, run once (repeatable; lines).")
-@click.option("-t", "--threads", "num_threads", type=click.IntRange(min=1), default=1,
+@click.option("-t", "--threads", "num_threads", type=click.IntRange(1, 1024), default=1,
               show_default=True, help="torch thread count during the measurement.")
-@click.option("--min-run-time", type=click.FloatRange(min=0), default=0.2, show_default=True,
+@click.option("--min-run-time", type=FiniteRange(min=0), default=0.2, show_default=True,
               help="Seconds of measurement to collect.")
 @click.option("--label", default=None, help="Label (table title in `compare`).")
 @click.option("--sub-label", default=None, help="Sub-label (row name in `compare`).")
@@ -35,9 +37,9 @@ def _check_device(ctx, param, value: str) -> str:
 @click.option("--mode", type=click.Choice(["events", "blocking", "graph"]), default="events",
               show_default=True, help="With --device cuda: plain events, calls queued behind "
                                       "a spin kernel, or CUDA-graph replay.")
-@click.option("--rsd", type=click.FloatRange(min=0), default=0.02, show_default=True,
+@click.option("--rsd", type=FiniteRange(min=0), default=0.02, show_default=True,
               help="With --device cuda: stop at this relative standard deviation.")
-@click.option("--max-run-time", type=click.FloatRange(min=0), default=5.0, show_default=True,
+@click.option("--max-run-time", type=FiniteRange(min=0), default=5.0, show_default=True,
               help="With --device cuda: stop after this many seconds regardless.")
 @click.option("--vs", "candidate", default=None, metavar="STMT",
               help="Also time this statement, in blocks interleaved with STMT's, and say "

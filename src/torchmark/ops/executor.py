@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torchmark.errors import USER_CODE_FAILURES, error_line
+from torchmark.timing.clocks import MAX_THREADS
 
 EXEC_MODES = ("discrete", "continuous", "continuous_events")
 
@@ -45,8 +46,10 @@ class RunOptions:
             raise ValueError(f"exec mode must be one of {', '.join(EXEC_MODES)}, "
                              f"got {self.exec_mode!r}")
         if self.threads is not None and (isinstance(self.threads, bool) or
-                                         not isinstance(self.threads, int) or self.threads < 1):
-            raise ValueError(f"threads must be a positive int, got {self.threads!r}")
+                                         not isinstance(self.threads, int) or
+                                         not 1 <= self.threads <= MAX_THREADS):
+            raise ValueError(f"threads must be an int in 1..{MAX_THREADS}, got "
+                             f"{self.threads!r}")
         kind, _, index = self.device.partition(":")
         if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
             raise ValueError(f"device must be cpu, cuda or cuda:N, got {self.device!r}")

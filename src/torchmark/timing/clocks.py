@@ -35,6 +35,9 @@ def timer() -> float:
     return timeit.default_timer()
 
 
+MAX_THREADS = 1024  # torch.set_num_threads(100000) crashes the process (a segfault)
+
+
 @contextlib.contextmanager
 def set_torch_threads(n: int) -> Iterator[None]:
     """Run the body with `torch.set_num_threads(n)`, restoring the old count after."""

@@ -89,6 +89,9 @@ class Timer:
         if not isinstance(setup, str):
             raise ValueError(f"Timer: setup must be a str, got {type(setup).__name__}")
         num_threads = _positive_int("num_threads", num_threads)
+        if num_threads > clocks.MAX_THREADS:  # torch would crash the process
+            raise ValueError(f"Timer: num_threads must be at most {clocks.MAX_THREADS}, got "
+                             f"{num_threads}")
         if globals is not None and not isinstance(globals, dict):
             try:  # a mapping proxy, a ChainMap, (name, value) pairs: as torch's dict(...)
                 globals = dict(globals)
