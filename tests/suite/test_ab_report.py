@@ -80,3 +80,18 @@ def test_cli_compare_bad_files(tmp_path, capsys, content, message):
     assert main(["suite", "compare", str(bad), str(bad)]) == 2
     assert message in capsys.readouterr().err
     assert main(["suite", "compare", str(tmp_path / "missing"), str(bad)]) == 2
+
+
+@pytest.mark.parametrize("counts, message", [
+    ({"per_run": float("nan")}, "per_run is nan, not a finite number >= 0"),
+    ({"per_run": -5.0}, "per_run is -5.0"),
+    ({"spread": 0.0}, "per_run is None"),
+    ({"per_run": 10.0, "spread": "x"}, "spread is x"),
+])
+def test_malformed_counts_are_refused_not_waved_through(counts, message):
+    good = {"id": "c", "status": "ok", "instructions": {"per_run": 10.0, "spread": 0.0}}
+    bad = {"id": "c", "status": "ok", "instructions": counts}
+    with pytest.raises(ValueError, match=f"new.jsonl: case 'c': instructions {message}"):
+        compare_results([good], [bad], names=("old.jsonl", "new.jsonl"))
+    with pytest.raises(ValueError, match="a record's id is 5, not a str"):
+        compare_results([{**good, "id": 5}], [good])

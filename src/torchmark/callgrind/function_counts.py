@@ -128,6 +128,8 @@ class FunctionCounts:
     def from_dict(cls, data: dict[str, Any]) -> FunctionCounts:
         try:
             pairs = tuple(FunctionCount(int(c), str(fn)) for c, fn in data["counts"])
+            if any(abs(p.count) > 2**63 for p in pairs):  # beyond what callgrind counts
+                raise ValueError("a count is beyond 2**63")
             return cls(pairs, bool(data["inclusive"]))
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"not a FunctionCounts object ({e})") from None

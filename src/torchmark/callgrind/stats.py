@@ -131,6 +131,10 @@ class CallgrindStats:
             raise ValueError(f"not a {SCHEMA_NAME} object (missing or wrong 'schema' field)")
         if data.get("version") != SCHEMA_VERSION:
             raise ValueError(f"{SCHEMA_NAME} version {data.get('version')!r} is not supported")
+        number = data.get("number_per_run")
+        if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 2**53:
+            raise ValueError(f"{SCHEMA_NAME}: number_per_run must be an int in 1..2**53, got "
+                             f"{str(number)[:40]}")
         try:
             return cls(
                 task_spec=TaskSpec.from_dict(data["task_spec"]),

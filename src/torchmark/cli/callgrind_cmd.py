@@ -11,6 +11,7 @@ from torchmark.cli.params import FiniteRange
 
 def _load(path: str):
     from torchmark.callgrind.stats import CallgrindStats
+    from torchmark.errors import error_line
 
     try:
         text = Path(path).read_text()
@@ -18,8 +19,9 @@ def _load(path: str):
         raise FileNotFoundError(f"{path}: no such file") from None
     try:
         return CallgrindStats.from_json(text)
-    except ValueError as e:
-        raise ValueError(f"{path}: {e}") from None
+    except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
+        raise ValueError(f"{path}: not a callgrind stats file torchmark can read "
+                         f"({error_line(e)})") from None
 
 
 @click.command("callgrind")

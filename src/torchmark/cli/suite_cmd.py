@@ -153,7 +153,11 @@ def compare_cmd(a, b, threshold, fmt, top, fail_above):
     from torchmark.suite.ab_report import compare_results, render_markdown, render_text
     from torchmark.suite.results import read_records
 
-    report = compare_results(read_records(a), read_records(b), threshold / 100)
+    try:
+        report = compare_results(read_records(a), read_records(b), threshold / 100,
+                                 names=(a, b))
+    except OverflowError as e:  # an integer too large for a float
+        raise ValueError(f"{a} / {b}: a number is too large ({e})") from None
     click.echo(render_markdown(report, top) if fmt == "markdown" else render_text(report, top))
     if fail_above is not None:
         worse = report.regressions_above(fail_above / 100)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,16 +41,35 @@ class ABReport:
         return [d for d in self.deltas if d.change > fraction]
 
 
-def _by_id(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _by_id(records: Sequence[dict[str, Any]], side: str) -> dict[str, dict[str, Any]]:
+    for r in records:
+        if not isinstance(r.get("id"), str):
+            raise ValueError(f"{side}: a record's id is {str(r.get('id'))[:40]}, not a str")
     return {r["id"]: r for r in records}  # a resumed file may repeat an id: the last wins
 
 
+def _counts(record: dict[str, Any], side: str) -> tuple[float, float]:
+    """(instructions per run, spread) of an ok record; a malformed one is an error: a
+    NaN or a negative count must not pass a --fail-above gate unseen."""
+    counts = record["instructions"]
+    per_run = counts.get("per_run") if isinstance(counts, dict) else None
+    spread = counts.get("spread") if isinstance(counts, dict) else None
+    spread = 0.0 if spread is None else spread
+    for name, value in (("per_run", per_run), ("spread", spread)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(float(value)) or value < 0:
+            raise ValueError(f"{side}: case {record['id']!r}: instructions {name} is "
+                             f"{str(value)[:40]}, not a finite number >= 0")
+    return float(per_run), float(spread)
+
+
 def compare_results(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]],
-                    threshold: float = 0.01) -> ABReport:
-    """Deltas of instructions per run for the cases both sides counted."""
+                    threshold: float = 0.01, names: tuple[str, str] = ("A", "B")) -> ABReport:
+    """Deltas of instructions per run for the cases both sides counted. `names` name the
+    two sides in errors about malformed records."""
     if threshold < 0:
         raise ValueError(f"threshold must be >= 0, got {threshold}")
-    a_map, b_map = _by_id(a), _by_id(b)
+    a_map, b_map = _by_id(a, names[0]), _by_id(b, names[1])
     deltas, failed = [], []
     for case_id in [i for i in a_map if i in b_map]:
         ra, rb = a_map[case_id], b_map[case_id]
@@ -59,9 +79,8 @@ def compare_results(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]],
             failed.append((case_id, "; ".join(f"{side}: {r.get('error') or 'no counts'}"
                                               for side, r in bad)))
             continue
-        ia, ib = ra["instructions"], rb["instructions"]
-        deltas.append(Delta(case_id, ia["per_run"], ib["per_run"],
-                            max(ia.get("spread", 0.0), ib.get("spread", 0.0))))
+        (per_a, spread_a), (per_b, spread_b) = _counts(ra, names[0]), _counts(rb, names[1])
+        deltas.append(Delta(case_id, per_a, per_b, max(spread_a, spread_b)))
     deltas.sort(key=lambda d: (-abs(d.change), d.id))
     return ABReport(deltas, [i for i in a_map if i not in b_map],
                     [i for i in b_map if i not in a_map], failed, threshold)
