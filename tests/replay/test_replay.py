@@ -365,3 +365,28 @@ def test_trace_without_timing_for_scripts_with_their_own_profiler(tmp_path, caps
     assert f"execution trace: {out}" in capsys.readouterr().out
     assert out.exists() and not (tmp_path / "profiled.kineto.json").exists()
     assert replay(out, warmup=0, iterations=1).replayed
+
+
+@pytest.mark.parametrize("kineto", [
+    {"traceEvents": "x"}, {"traceEvents": [1, "a", None]}, [1, 2],
+    {"traceEvents": [{"ph": "X", "dur": "x", "args": {"Record function id": 3}},
+                     {"ph": "X", "dur": 2.5, "args": {"Record function id": 4}}]},
+])
+def test_a_malformed_timing_file_beside_the_trace_is_skipped(tmp_path, kineto):
+    from torchmark.replay.record import timing_path
+    from torchmark.replay.session import recorded_durations
+
+    trace = tmp_path / "t.json"
+    timing_path(str(trace)).write_text(json.dumps(kineto))
+    durations = recorded_durations(str(trace))
+    assert durations == ({4: 2.5} if isinstance(kineto, dict) and
+                         isinstance(kineto["traceEvents"], list) and
+                         kineto["traceEvents"] and isinstance(kineto["traceEvents"][0], dict)
+                         else {})
+
+
+def test_trace_refuses_a_folder_as_its_output(tmp_path, capsys):
+    script = tmp_path / "s.py"
+    script.write_text("x = 1\n")
+    assert main(["trace", "-o", str(tmp_path), "--", "python", str(script)]) == 2
+    assert "the trace is a file" in capsys.readouterr().err

@@ -59,6 +59,9 @@ def trace_cmd(output, no_timing, command):
     script = Path(args[0])
     if not script.is_file():
         raise FileNotFoundError(f"{script}: no such script")
+    if not output or Path(output).is_dir():
+        raise click.UsageError(f"-o {output!r}: the trace is a file; name one (a folder or "
+                               "an empty name cannot hold it)")
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(script), *args[1:]]
     sys.path.insert(0, str(script.parent.resolve()))

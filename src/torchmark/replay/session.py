@@ -52,11 +52,18 @@ def recorded_durations(trace_path: str) -> dict[int, float]:
         events = json.loads(path.read_text()).get("traceEvents", [])
     except (OSError, ValueError, AttributeError):
         return {}
-    out = {}
+    out: dict[int, float] = {}
+    if not isinstance(events, list):
+        return out  # not a profiler trace: no recorded durations, as if there were none
     for event in events:
-        args = event.get("args") or {}
-        if event.get("ph") == "X" and "Record function id" in args and "dur" in event:
+        args = event.get("args") if isinstance(event, dict) else None
+        if not isinstance(args, dict) or event.get("ph") != "X" or \
+                "Record function id" not in args or "dur" not in event:
+            continue
+        try:
             out[int(args["Record function id"])] = float(event["dur"])
+        except (TypeError, ValueError, OverflowError):
+            continue  # one unreadable event does not spoil the others
     return out
 
 
