@@ -176,12 +176,21 @@ def test_user_code_that_raises_is_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "raising_defs.py").write_text('raise RuntimeError("broken on purpose")\n')
     (tmp_path / "raising_factory.py").write_text(
-        "def make(seed):\n    raise KeyError('boom')\n")
+        "def make(seed):\n    raise KeyError('boom')\n"
+        "from torchmark import Fuzzer, FuzzedParameter, FuzzedTensor\n"
+        "def bad_constraint(seed):\n"
+        "    return Fuzzer([FuzzedParameter('k', 1, 8, distribution='uniform')],\n"
+        "                  [FuzzedTensor('x', size=('k',))],\n"
+        "                  constraints=[lambda k: 1 / 0], seed=seed)\n"
+        "def exits(seed):\n    raise SystemExit(9)\n")
     for argv, message in (
             (["suite", "list", "--definitions", "raising_defs.py"],
              "--definitions raising_defs.py: running it raised RuntimeError: broken on purpose"),
             (["fuzz", "raising_defs:X"],
              "importing raising_defs raised RuntimeError: broken on purpose"),
-            (["fuzz", "raising_factory:make"], "calling it with seed=0 raised KeyError")):
+            (["fuzz", "raising_factory:make"], "calling it with seed=0 raised KeyError"),
+            (["fuzz", "raising_factory:exits"], "calling it with seed=0 raised SystemExit: 9"),
+            (["fuzz", "raising_factory:bad_constraint"],
+             "drawing case 0 raised ZeroDivisionError")):
         code, _, err = run(capsys, *argv)
         assert code == 2 and message in err and err.count("\n") == 1, err

@@ -46,10 +46,17 @@ def fuzz_cmd(name, seed, count, fmt, all_params):
     module:attribute naming a Fuzzer, a Fuzzer class or a function of `seed`. No tensor
     memory is allocated: the layouts are computed on the meta device.
     """
+    from torchmark.errors import USER_CODE_FAILURES, error_line
     from torchmark.fuzzing.catalog import describe_case, make_fuzzer
 
     fuzzer = make_fuzzer(name, seed)
-    records = [describe_case(i, *case) for i, case in enumerate(fuzzer.preview(count))]
+    records = []
+    try:
+        for i, case in enumerate(fuzzer.preview(count)):
+            records.append(describe_case(i, *case))
+    except USER_CODE_FAILURES as e:  # the fuzzer's own definitions failed: one line
+        raise ValueError(f"fuzzer {name!r}: drawing case {len(records)} raised "
+                         f"{error_line(e)}") from None
     if fmt == "jsonl":
         for r in records:
             click.echo(json.dumps(r))
