@@ -69,6 +69,7 @@ def test_compare_formats(capsys, tmp_path):
     (["demo", "--device", "tpu"], "--device"),
     (["timeit", "pass", "--device", "cuda:x"], "expected cpu, cuda or cuda:N"),
     (["timeit", "pass", "-t", "100000"], "1<=x<=1024"),  # torch would segfault
+    (["timeit", "pass", "--l2", "hot", "--rsd", "0.1"], "--l2, --rsd: for GPU time only"),
     (["timeit", "pass", "--min-run-time", "nan"], "'nan' is not a finite number"),
     (["suite", "run", "--timeout", "inf"], "'inf' is not a finite number"),
     (["ops", "-c", "x.json", "--threads", "5000"], "--threads"),

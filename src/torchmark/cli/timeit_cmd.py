@@ -50,6 +50,14 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
 
     Several STMT arguments are joined as lines, as in `python -m timeit`.
     """
+    if device == "cpu":
+        source = click.get_current_context().get_parameter_source
+        gpu_only = [f"--{name.replace('_', '-')}" for name in ("l2", "mode", "rsd",
+                                                               "max_run_time")
+                    if source(name) is not click.core.ParameterSource.DEFAULT]
+        if gpu_only:
+            raise click.UsageError(f"{', '.join(gpu_only)}: for GPU time only; add "
+                                   "--device cuda (or drop them)")
     if candidate is not None:
         given = [name for name, value in (("--device", device != "cpu"), ("--save", save),
                                           ("--sub-label", sub_label),
