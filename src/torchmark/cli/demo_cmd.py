@@ -52,14 +52,14 @@ def demo_cmd(quick, min_run_time, device, out_dir):
     color = sys.stdout.isatty()
     click.echo(compare.render(color=color), nl=False, color=color)
 
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path(out_dir) / f"batched_dot-{stamp}.json"
+    save_measurements(path, results)  # first: the verdicts below cannot lose them
+    click.echo(f"\n{len(results)} measurements saved to {path}")
+    click.echo(f"Compare them later with: torchmark compare {path}")
+
     shapes = [(sizes[0], sizes[-1]), (sizes[-1], sizes[-1])]
     click.echo("\nIs bmm faster than mul/sum? (measure_ab: interleaved blocks, paired; "
                "CPU, 1 thread)")
     for verdict in batched_dot.verdicts(shapes, min_run_time):
         click.echo(f"  {verdict}")
-
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = Path(out_dir) / f"batched_dot-{stamp}.json"
-    save_measurements(path, results)
-    click.echo(f"\n{len(results)} measurements saved to {path}")
-    click.echo(f"Compare them later with: torchmark compare {path}")
