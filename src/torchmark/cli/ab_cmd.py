@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 
 import click
 
@@ -19,7 +20,7 @@ def _time(seconds: float) -> str:
 
 
 def _row(result) -> list[str]:
-    interval = ("-" if result.ci_low != result.ci_low  # NaN: too few samples
+    interval = ("-" if math.isnan(result.ci_low)  # too few samples
                 else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]")
     return [result.name, _time(result.baseline.median), _time(result.candidate.median),
             f"{result.ratio:.3f}", interval,
@@ -72,8 +73,7 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
 
     if len(files) > 2:
         raise click.UsageError(f"give one or two files, got {len(files)}")
-    sides = read_measurement_files(list(files))
-    if len(sides) == 1:
+    if len(files) == 1:  # refused before the file is read
         from torchmark.ops.runner import SCHEMA as OPS_SCHEMA
         from torchmark.timing.files import first_line_schema
 
@@ -81,6 +81,8 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
             raise click.UsageError(f"{files[0]}: an ops results file holds one run (its "
                                    "envs are the forward and backward passes); give two "
                                    "files, baseline first")
+    sides = read_measurement_files(list(files))
+    if len(sides) == 1:
         sides, names = _split_by_env(sides[0], files[0])
     else:
         names = list(files)

@@ -113,9 +113,7 @@ def _versus(baseline: str, candidate: str, setup: str, num_threads: int,
     result = _measure(lambda: measure_ab(a, b, min_run_time=max(min_run_time, 1e-3)))
     click.echo(f"{result.baseline.summary()}\n\n{result.candidate.summary()}\n")
     click.echo(f"candidate / baseline (median of {len(result.baseline.times)} paired "
-               f"blocks): {result.ratio:.3f} [{result.ci_low:.3f}, "
-               f"{result.ci_high:.3f}] ({result.confidence:.0%} CI), p = "
-               f"{result.p_value:.2g}: {result.describe_verdict()}")
+               f"blocks): {result.estimate()}")
 
 
 def _measure(measure):

@@ -24,6 +24,7 @@ one file) by what they measure, for `torchmark ab`.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 
@@ -93,14 +94,18 @@ class ABResult:
             "min_effect": self.min_effect, "paired": self.paired, "verdict": self.verdict,
         }
 
+    def estimate(self) -> str:
+        """The ratio, its interval, the p-value and the verdict, on one line."""
+        return (f"{self.ratio:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}] "
+                f"({self.confidence:.0%} CI), p = {self.p_value:.2g}: "
+                f"{self.describe_verdict()}")
+
     def __str__(self) -> str:
         unit, scale = select_unit(min(self.baseline.median, self.candidate.median))
         kind = (f"median ratio of {len(self.baseline.times)} paired blocks" if self.paired
                 else "ratio")
         return (f"{self.name}: {self.baseline.median / scale:.4g} {unit} -> "
-                f"{self.candidate.median / scale:.4g} {unit}, {kind} {self.ratio:.3f} "
-                f"[{self.ci_low:.3f}, {self.ci_high:.3f}] ({self.confidence:.0%} CI), "
-                f"p = {self.p_value:.2g}: {self.describe_verdict()}")
+                f"{self.candidate.median / scale:.4g} {unit}, {kind} {self.estimate()}")
 
 
 def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float = 0.95,
@@ -110,7 +115,8 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
 
     `confidence`: of the bootstrap interval, in (0, 1). `min_effect`: the smallest
     relative change of the median that counts as faster or slower (0.01 = 1%).
-    `resamples`: bootstrap resamples. `name`: defaults to the baseline's title.
+    `resamples` and `seed`: of the bootstrap (unpaired only). `name`: defaults to the
+    baseline's title.
     `paired`: the i-th times of both sides were taken together (as `measure_ab` takes
     them), so the ratio is the median of the per-pair ratios, with an exact interval from
     their order statistics and the sign test's p-value: a slow spell of the machine that
@@ -136,8 +142,7 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
     a = np.asarray(baseline.times, dtype=np.float64)
     b = np.asarray(candidate.times, dtype=np.float64)
     if paired:
-        return _paired(a, b, baseline, candidate, confidence, float(min_effect), resamples,
-                       seed, name)
+        return _paired(a, b, baseline, candidate, confidence, float(min_effect), name)
     ratio = candidate.median / baseline.median
     if min(len(a), len(b)) < MIN_SAMPLES:
         low = high = math.nan
@@ -155,8 +160,7 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
 
 
 def _paired(a: np.ndarray, b: np.ndarray, baseline: Measurement, candidate: Measurement,
-            confidence: float, min_effect: float, resamples: int, seed: int,
-            name: str | None) -> ABResult:
+            confidence: float, min_effect: float, name: str | None) -> ABResult:
     """ab_test of paired samples: the median of b[i] / a[i], its order-statistic interval
     and the sign test."""
     if len(a) != len(b):
@@ -175,10 +179,9 @@ def _paired(a: np.ndarray, b: np.ndarray, baseline: Measurement, candidate: Meas
 
 def _binomial_half_cdf(n: int) -> Iterator[float]:
     """P(X <= 0), P(X <= 1), ... for X ~ Binomial(n, 1/2), computed in log space."""
-    total, log_half = 0.0, n * math.log(0.5)
+    total, log_scale = 0.0, math.lgamma(n + 1) + n * math.log(0.5)
     for k in range(n + 1):
-        total += math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-                          + log_half)
+        total += math.exp(log_scale - math.lgamma(k + 1) - math.lgamma(n - k + 1))
         yield min(total, 1.0)
 
 
@@ -204,8 +207,8 @@ def sign_test_p(above: int, below: int) -> float:
     n = above + below
     if n == 0:
         return 1.0
-    cdf = list(_binomial_half_cdf(n))
-    return min(1.0, 2 * cdf[min(above, below)])
+    tail = next(itertools.islice(_binomial_half_cdf(n), min(above, below), None))
+    return min(1.0, 2 * tail)
 
 
 def _bootstrap_medians(times: np.ndarray, resamples: int,

@@ -5,9 +5,9 @@ between (another job on a shared machine, a CPU that warms up, a turbo budget th
 out) look like a difference between A and B. Here each side's block size is chosen as
 `blocked_autorange` does, then shortened (down to blocks whose clock overhead is
 0.1% of them, or a hundredth of `min_run_time`) and scaled so that an A block and a B
-block take about as long; the blocks alternate A B B A A B B A ... (which cancels a linear drift within every
-four blocks) until each side has at least `min_run_time` seconds and `min_blocks`
-blocks. Block i of A and block i of B ran side by side, so `measure_ab` compares them as
+block take about as long; the blocks alternate A B B A A B B A ... (which cancels a
+linear drift within every four blocks) until each side has at least `min_run_time`
+seconds and `min_blocks` blocks. Block i of A and block i of B ran side by side, so `measure_ab` compares them as
 pairs: a slow spell of the machine slows both blocks of a pair, and their ratio keeps.
 """
 
@@ -71,13 +71,12 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
 
 
 def measure_ab(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,
-               min_blocks: int = 10, confidence: float = 0.95, min_effect: float = 0.01,
-               seed: int = 0) -> ABResult:
+               min_blocks: int = 10, confidence: float = 0.95,
+               min_effect: float = 0.01) -> ABResult:
     """Time two Timers in interleaved blocks, then `ab_test` them as pairs (see its
     docstring): the median ratio of paired blocks, an interval, a p-value and a verdict."""
     from torchmark.compare.ab import ab_test
 
     a, b = interleaved_blocks(baseline, candidate, min_run_time=min_run_time,
                               min_blocks=min_blocks)
-    return ab_test(a, b, confidence=confidence, min_effect=min_effect, seed=seed,
-                   paired=True)
+    return ab_test(a, b, confidence=confidence, min_effect=min_effect, paired=True)
