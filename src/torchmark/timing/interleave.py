@@ -49,7 +49,7 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
     for t, n in zip(timers, numbers, strict=True):
         with t._threads():
             per_run.append(sorted(t._timeit(n) for _ in range(3))[1] / n)
-            overhead = max(overhead, sorted(t._timeit(0) for _ in range(5))[2])
+            overhead = max(overhead, t._clock_overhead())
     # Both sides' blocks last block_s. The clock's overhead is the same on both sides, so
     # it may be 0.1% of a block (blocked_autorange allows 0.01%): it then moves the ratio
     # by under 0.1%, and blocks ten times shorter give ten times the pairs. Aim for 100

@@ -191,6 +191,10 @@ class Timer:
                 scale *= 10
 
     # -- adaptive measurement -----------------------------------------------------------
+    def _clock_overhead(self) -> float:
+        """The median time of an empty block: what each clock read costs."""
+        return statistics.median(self._timeit(0) for _ in range(_ESTIMATE_OVERHEAD_SAMPLES))
+
     def _estimate_block_size(self, min_run_time: float) -> int:
         """The smallest power of ten whose block time dwarfs the clock's own overhead.
 
@@ -198,9 +202,7 @@ class Timer:
         block takes >= min_run_time / 1000, or once one block alone exceeds min_run_time.
         """
         with self._threads():
-            overhead = statistics.median(
-                self._timeit(0) for _ in range(_ESTIMATE_OVERHEAD_SAMPLES)
-            )
+            overhead = self._clock_overhead()
             number = 1
             while True:
                 time_taken = self._timeit(number)
