@@ -3,9 +3,6 @@ example, or any `module:attribute` that is a Fuzzer, a Fuzzer class, or a factor
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +12,7 @@ from torchmark.errors import USER_CODE_FAILURES, error_line
 from torchmark.fuzzing.fuzzer import Fuzzer
 from torchmark.fuzzing.parameters import FuzzedParameter
 from torchmark.fuzzing.tensors import FuzzedTensor
+from torchmark.user_modules import import_user_module
 
 
 def example_fuzzer(seed: int | None) -> Fuzzer:
@@ -57,10 +55,8 @@ def make_fuzzer(name: str, seed: int | None) -> Fuzzer:
             f"unknown fuzzer {name!r}; expected one of {', '.join(BUILTIN_NAMES)} "
             "or module:attribute")
     module_name, _, attr = name.partition(":")
-    if "" not in sys.path and os.getcwd() not in sys.path:  # as `python -m` would
-        sys.path.append(os.getcwd())
     try:
-        target: Any = importlib.import_module(module_name)
+        target: Any = import_user_module(module_name)
         for part in attr.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as e:

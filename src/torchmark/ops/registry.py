@@ -7,14 +7,12 @@ Names are resolved attribute by attribute; nothing is evaluated."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
-import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from torchmark.errors import USER_CODE_FAILURES, error_line
+from torchmark.user_modules import import_user_module
 
 _USER_OPS: dict[str, Operator] = {}
 _ENTRY_POINTS_LOADED = False
@@ -55,10 +53,8 @@ def register_op(name: str, fn: Callable | None = None, *,
 def load_plugin(module: str) -> None:
     """Import a module that registers operators (`--plugin MODULE`; the current folder
     is searched too, as `python -m` would)."""
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())
     try:
-        importlib.import_module(module)
+        import_user_module(module)
     except ImportError as e:
         raise ValueError(f"--plugin {module}: cannot import it ({e})") from None
     except USER_CODE_FAILURES as e:  # the plugin's own code failed: one line, naming it
