@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from torchmark.cli.params import FiniteRange
+from torchmark.timing.clocks import MAX_THREADS
 
 
 def _load(path: str):
@@ -27,7 +28,7 @@ def _load(path: str):
 @click.command("callgrind")
 @click.argument("stmt", nargs=-1, required=True)
 @click.option("-s", "--setup", multiple=True, help="Setup code, run once (repeatable; lines).")
-@click.option("-t", "--threads", "num_threads", type=click.IntRange(1, 1024), default=1,
+@click.option("-t", "--threads", "num_threads", type=click.IntRange(1, MAX_THREADS), default=1,
               show_default=True)
 @click.option("--number", type=click.IntRange(min=1), default=100, show_default=True,
               help="Runs of STMT per measurement.")

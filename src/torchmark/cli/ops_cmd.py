@@ -10,6 +10,7 @@ import click
 
 from torchmark.cli.signals import Terminated
 from torchmark.ops.executor import EXEC_MODES
+from torchmark.timing.clocks import MAX_THREADS
 
 
 def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
@@ -45,7 +46,7 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               show_default=True)
 @click.option("-b", "--backward", is_flag=True, help="Also time the backward pass.")
 @click.option("-d", "--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
-@click.option("--threads", type=click.IntRange(1, 1024), default=None,
+@click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=None,
               help="torch CPU threads for the run.")
 @click.option("-o", "--output-prefix", "prefix", default="ops-results", show_default=True,
               help="Results go to PREFIX.jsonl (replaced; --resume FILE appends).")

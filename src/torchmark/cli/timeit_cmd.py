@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from torchmark.cli.params import FiniteRange
+from torchmark.timing.clocks import MAX_THREADS
 
 
 def _check_device(ctx, param, value: str) -> str:
@@ -19,7 +20,7 @@ def _check_device(ctx, param, value: str) -> str:
 @click.command("timeit")
 @click.argument("stmt", nargs=-1, required=True)
 @click.option("-s", "--setup", multiple=True, help="Setup code, run once (repeatable; lines).")
-@click.option("-t", "--threads", "num_threads", type=click.IntRange(1, 1024), default=1,
+@click.option("-t", "--threads", "num_threads", type=click.IntRange(1, MAX_THREADS), default=1,
               show_default=True, help="torch thread count during the measurement.")
 @click.option("--min-run-time", type=FiniteRange(min=0), default=0.2, show_default=True,
               help="Seconds of measurement to collect.")

@@ -14,7 +14,7 @@ from typing import Any
 from torchmark.errors import error_line
 from torchmark.jsonl import iter_lines
 from torchmark.ops.report import describe_config
-from torchmark.timing.measurement import MAX_TIME_S, Measurement, _plausible_time
+from torchmark.timing.measurement import MAX_TIME_S, Measurement, plausible_time
 from torchmark.timing.task_spec import TaskSpec
 
 
@@ -63,7 +63,7 @@ def _record_measurements(record: dict[str, Any], path: Path, column: str | None,
         if not metrics or not metrics.get("times"):
             continue
         times, calls = metrics["times"], metrics.get("iterations", len(metrics["times"]))
-        if not isinstance(times, list) or not all(map(_plausible_time, times)):
+        if not isinstance(times, list) or not all(map(plausible_time, times)):
             raise ValueError(f"its {phase} times are not a list of numbers from 0 to "
                              f"{MAX_TIME_S:g} s")
         if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:

@@ -22,7 +22,7 @@ IQR_WARN_THRESHOLD = 0.1
 IQR_GROSS_WARN_THRESHOLD = 0.25
 
 
-def _plausible_time(t: Any) -> bool:
+def plausible_time(t: Any) -> bool:
     """A JSON time that the statistics survive: a number from 0 to MAX_TIME_S."""
     if isinstance(t, bool) or not isinstance(t, (int, float)):
         return False
@@ -278,7 +278,7 @@ class Measurement:
                 not 1 <= number <= MAX_NUMBER_PER_RUN:
             raise ValueError(f"{SCHEMA_NAME}: number_per_run must be an int in 1.."
                              f"{MAX_NUMBER_PER_RUN}, got {str(number)[:40]}")
-        if not isinstance(raw, list) or not raw or not all(map(_plausible_time, raw)):
+        if not isinstance(raw, list) or not raw or not all(map(plausible_time, raw)):
             raise ValueError(f"{SCHEMA_NAME}: raw_times must be a non-empty list of times "
                              f"from 0 to {MAX_TIME_S:g} s, got {str(raw)[:60]}")
         if not isinstance(data["task_spec"], dict):
