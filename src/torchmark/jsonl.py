@@ -6,11 +6,30 @@ stays valid JSON lines."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every non-finite float spelled as a string ("inf", "-inf", "nan"):
+    JSON has no such numbers, and Python's `Infinity` / `NaN` break other readers (jq,
+    JavaScript, strict parsers); as strings they also compare equal on reading back."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(float(value))
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def dumps_line(record: Any) -> str:
+    """One strict JSON line: non-finite floats as strings, anything else unknown as str()."""
+    return json.dumps(_finite(record), default=str, allow_nan=False)
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
@@ -87,7 +106,7 @@ class JsonlWriter:
         self.write({**header, "resumed": self.resumed})
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, default=str)
+        line = dumps_line(record)
         with self._lock:
             self._file.write(line + "\n")
             self._file.flush()

@@ -387,3 +387,26 @@ def test_ops_that_overwrite_their_input_are_not_restored():
 
     assert changes_inputs("torch.Tensor.mul_") and changes_inputs("aten::add_.Tensor")
     assert not changes_inputs("torch.Tensor.copy_") and not changes_inputs("torch.add")
+
+
+def test_non_finite_numbers_in_a_config_are_written_as_strict_json(tmp_path):
+    out = tmp_path / "r.jsonl"
+    config = json.loads('{"torch.clamp": {"config": [{"input": [{"args": '
+                        '[{"type": "tensor", "shape": [4]}], '
+                        '"kwargs": {"min": {"type": "float", "value": -Infinity}, '
+                        '"max": {"type": "float", "value": NaN}}}]}]}}')
+    records = run(config_from_data(config), QUICK, out=out)
+    assert [r["status"] for r in records] == ["ok"]
+
+    def refuse(word):
+        raise AssertionError(f"{word} in a results line")
+
+    for line in out.read_text().splitlines():
+        json.loads(line, parse_constant=refuse)
+    assert read_records(out)[0]["config"]["input"]["kwargs"] == {
+        "min": {"type": "float", "value": "-inf"}, "max": {"type": "float", "value": "nan"}}
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:1]) + "\n")
+    assert run(config_from_data(config), QUICK, resume=out)[0]["status"] == "ok"
+    out.write_text("\n".join(lines[:2]) + "\n")  # resume matches the case despite the NaN
+    assert run(config_from_data(config), QUICK, resume=out) == []

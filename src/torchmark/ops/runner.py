@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.errors import USER_CODE_FAILURES, error_line
-from torchmark.jsonl import JsonlWriter, iter_lines, refuse_other_options, system_info
+from torchmark.jsonl import (JsonlWriter, dumps_line, iter_lines, refuse_other_options,
+                             system_info)
 from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for
@@ -52,7 +53,7 @@ _MEASUREMENT_OPTIONS = ("warmup", "iterations", "backward", "device", "threads",
 
 
 def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+    return json.loads(dumps_line(value))
 
 
 def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
