@@ -400,3 +400,14 @@ def test_timeit_vs_prints_both_and_a_verdict(capsys):
     code, _, err = run(capsys, "timeit", "pass", "--vs", "pass", "--save", "x.json",
                        "--env", "A")
     assert code == 2 and "does not take --save, --env" in err
+
+
+def test_cli_says_why_a_case_has_too_few_samples(capsys, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    save_measurements(a, [measurement([1e-6, 1.1e-6], sub_label="short")])
+    save_measurements(b, [measurement([2e-6, 2.1e-6, 2.2e-6], sub_label="short")])
+    code, out, _ = run(capsys, "ab", str(a), str(b))
+    assert code == 0 and "too few samples: 1 case(s) have as few as 2 time(s)" in out
+    assert "needs 5" in out and "--exec-mode continuous" in out
+    code, out, err = run(capsys, "ab", str(a), str(b), "--format", "csv")
+    assert "too few samples: 1 case(s)" in err and "too few" not in out.splitlines()[0]

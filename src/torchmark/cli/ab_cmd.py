@@ -46,6 +46,20 @@ def _unmatched(only_a: list[str], only_b: list[str], errors: list[str]) -> list[
         *(f"not compared: {e}" for e in errors)) if line]
 
 
+def _few_samples_hint(results) -> list[str]:
+    """Why some cases got no verdict, and how to give them one."""
+    from torchmark.compare.ab import MIN_SAMPLES
+
+    few = [r for r in results if r.verdict == "too few samples"]
+    if not few:
+        return []
+    fewest = min(min(len(r.baseline.times), len(r.candidate.times)) for r in few)
+    return [f"too few samples: {len(few)} case(s) have as few as {fewest} time(s) on a "
+            f"side; a verdict needs {MIN_SAMPLES}. An `ops --exec-mode continuous` run "
+            "keeps one mean per case (use discrete, or continuous_events); saved "
+            "measurements gain times with a longer min_run_time"]
+
+
 @click.command("ab")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--confidence", type=FiniteRange(50, 100, min_open=True, max_open=True),
@@ -124,14 +138,14 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
             lines = [head, "", *markdown(header, rows, right)]
         else:
             lines = [head, *align(header, rows, right, rule=True)]
-        lines += _unmatched(only_a, only_b, errors)
+        lines += _unmatched(only_a, only_b, errors) + _few_samples_hint(results)
         counts = {v: sum(r.verdict == v for r in results)
                   for v in ("faster", "slower", "no significant change", "too few samples")}
         lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
                      "in common")
         click.echo("\n".join(lines))
     if fmt in ("csv", "jsonl"):  # the machine-readable output holds compared cases only
-        for line in _unmatched(only_a, only_b, errors):
+        for line in _unmatched(only_a, only_b, errors) + _few_samples_hint(results):
             click.echo(line, err=True)
 
     if fail_above is not None and not results:
