@@ -118,6 +118,13 @@ def test_crash_in_counted_process_leaves_the_host_alive():
     assert host.starts == starts
 
 
+def test_a_statement_that_ends_its_process_is_named_and_the_host_survives():
+    with pytest.raises(CallgrindError, match=r"ended before writing all its counts .*"
+                                             r"os\._exit"):
+        torchmark.Timer("os._exit(0)", "import os").collect_callgrind(number=1)
+    assert torchmark.Timer("pass").collect_callgrind(number=1).counts() > 0
+
+
 def test_failures_while_counting_after_the_warm_up_keep_their_reason():
     # the statement runs fine in the warm-up, then fails in the counted (forked) block
     late = "n[0] += 1\nif n[0] > 25:\n    {}"

@@ -316,8 +316,10 @@ class Host:
                                      crashed=crashed)
             expected = request.repeats + int(request.collect_baseline)
             if len(dumps) != expected:
-                raise CallgrindError(f"expected {expected} callgrind dumps, found {len(dumps)}",
-                                     self._log_tail())
+                raise CallgrindError(
+                    f"the counted process ended before writing all its counts (expected "
+                    f"{expected} callgrind dumps, found {len(dumps)}): does the statement or "
+                    "setup end the process, e.g. with os._exit()?", self._log_tail())
             parsed = [parse_callgrind_file(p) for p in dumps]
             contents = [_read(Path(p)) if retain_out_file else None for p in dumps]
         finally:
