@@ -9,6 +9,7 @@ import torch
 
 import torchmark
 from torchmark import Language, Timer
+from torchmark.timing import timer_class
 
 from conftest import FakeTimeitTimer
 
@@ -233,3 +234,12 @@ def test_globals_take_what_dict_takes_and_the_repr_of_an_untitled_task():
 def test_thread_counts_torch_would_crash_on_are_refused():
     with pytest.raises(ValueError, match="num_threads must be at most 1024, got 5000"):
         Timer("pass", num_threads=5000)
+
+
+def test_a_custom_timer_that_never_advances_is_named_instead_of_looping(monkeypatch):
+    monkeypatch.setattr(timer_class, "_STUCK_CLOCK_SECONDS", 0.05)
+    stuck = Timer("pass", timer=lambda: 1.0)
+    with pytest.raises(ValueError, match=r"`timer` given reported 0 s for \d+ runs that took"):
+        stuck.blocked_autorange(min_run_time=0.1)
+    ticks = iter(range(10**9))  # a coarse clock that does advance is fine
+    assert Timer("pass", timer=lambda: next(ticks) * 1e-3).timeit(10).median == pytest.approx(1e-4)

@@ -8,6 +8,7 @@ import math
 import numbers
 import statistics
 import textwrap
+import time
 import timeit
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from torchmark.timing.task_spec import TaskSpec
 Callback = Callable[[int, float], Any]
 
 _MAX_BLOCK_SIZE = 2147483647
+_STUCK_CLOCK_SECONDS = 1.0  # a custom timer that reads 0 for a block this long is stuck
 _ESTIMATE_OVERHEAD_SAMPLES = 5
 _TARGET_RELATIVE_OVERHEAD = 1e-4
 
@@ -104,6 +106,7 @@ class Timer:
                 raise ValueError(f"Timer: {name} must be a str or None, got {value!r}")
 
         self._language = _parse_language(language)
+        self._custom_timer = timer is not clocks.timer
         stmt = _clean_code(stmt)
         if self._language is Language.CPP:
             if globals:
@@ -148,8 +151,16 @@ class Timer:
 
     # -- primitives -------------------------------------------------------------------
     def _timeit(self, number: int) -> float:
-        # Never report zero: statistics divide by the median.
-        return max(self._timer.timeit(number), 1e-9)
+        if not self._custom_timer:
+            return max(self._timer.timeit(number), 1e-9)  # statistics divide by the median
+        started = time.perf_counter()
+        taken = self._timer.timeit(number)
+        wall = time.perf_counter() - started
+        if taken <= 0 and wall > _STUCK_CLOCK_SECONDS:  # it would never reach min_run_time
+            raise ValueError(f"Timer: the `timer` given reported {taken:g} s for {number} "
+                             f"runs that took {wall:.2f} s by time.perf_counter; it must be a "
+                             "clock that advances (such as time.perf_counter)")
+        return max(taken, 1e-9)
 
     def _measurement(self, number: int, times: list[float]) -> Measurement:
         return Measurement(number_per_run=number, raw_times=times, task_spec=self._task_spec)
