@@ -10,7 +10,7 @@ import torch
 from torchmark import Compare, Measurement, TaskSpec, Timer
 from torchmark.cli.main import main
 from torchmark.timing.device_time import DeviceTimeOptions, sample_until
-from torchmark.timing.stopping import StopRule
+from torchmark.timing.stopping import RunningStats, StopRule
 
 CUDA = torch.cuda.is_available()
 
@@ -82,6 +82,46 @@ def test_when_every_batch_is_throttled_they_are_kept_and_flagged():
         batches(itertools.cycle([[1e-5, 5e-5] * 5]), itertools.repeat(False)), FakeClock(0.1))
     assert decision["rule"] == "timeout" and decision["all_below_clock"] is True
     assert len(samples) == decision["samples"] == 30
+
+
+def test_running_stats_match_the_statistics_module():
+    import random
+    import statistics
+
+    values = [random.Random(3).lognormvariate(-11, 0.3) for _ in range(1000)]
+    stats = RunningStats(values[:10])
+    stats.extend(values[10:])
+    assert stats.count == 1000 and stats.total == pytest.approx(sum(values))
+    expected = statistics.stdev(values) / statistics.fmean(values)
+    assert stats.relative_std() == pytest.approx(expected, rel=1e-9)
+    assert RunningStats([1e-6]).relative_std() == float("inf")
+
+
+def test_a_long_run_of_tiny_samples_is_judged_in_constant_time_per_batch():
+    # a 3 us kernel needs ~17k samples for min_time=0.05 s; each check must stay O(1)
+    import time
+
+    rule = StopRule(rsd=0.02, min_time=0.05, max_time=1e9, min_samples=10)
+    tiny = itertools.repeat([3e-6 * (1 + 0.001 * i) for i in range(10)])
+    started = time.perf_counter()
+    samples, _, _, decision = sample_until(rule, batches(tiny), FakeClock(1e-6))
+    assert decision["rule"] == "noise" and len(samples) >= 16_000
+    assert time.perf_counter() - started < 2.0  # recomputing over all samples took ~30 s
+
+
+def test_identical_samples_are_converged_and_the_decision_is_json():
+    # a statement that launches no kernel: every interval is 0; it stops on noise, and
+    # its report saves
+    import json
+
+    rule = StopRule(rsd=0.02, min_time=0, max_time=100, min_samples=10)
+    _, _, _, decision = sample_until(rule, batches(itertools.repeat([0.0] * 10)),
+                                     FakeClock(0.01))
+    assert decision["rule"] == "noise" and decision["rsd"] == 0.0
+    never = StopRule(rsd=0.02, min_time=0, max_time=0.05, min_samples=10)
+    _, _, _, decision = sample_until(never, batches(itertools.repeat([1e-6])), FakeClock(0.1))
+    assert decision["rsd"] is None and "relative std undefined" in decision["reason"]
+    json.dumps(decision, allow_nan=False)
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from torchmark.timing.stopping import StopRule
+from torchmark.timing.stopping import RunningStats, StopRule
 
 MODES = ("events", "blocking", "graph")
 L2_MODES = ("cold", "hot")
@@ -258,21 +258,24 @@ def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], lis
     hosts: list[float] = []
     low: list[float] = []
     low_hosts: list[float] = []
+    kept, throttled = RunningStats(), RunningStats()
     started = clock()
     while True:
         batch, batch_hosts, keep = take_batch()
         if keep:
             samples += batch
             hosts += batch_hosts
+            kept.extend(batch)
         else:
             low += batch
             low_hosts += batch_hosts
+            throttled.extend(batch)
         elapsed = clock() - started
-        judged = samples if samples or len(low) < THROTTLED_PATIENCE else low
+        judged = kept if samples or len(low) < THROTTLED_PATIENCE else throttled
         decision = rule.decide(judged, elapsed)
         if decision is not None:
             if not samples:  # describe what is returned: the throttled samples
-                decision = rule.decide(low, elapsed) or decision
+                decision = rule.decide(throttled, elapsed) or decision
                 return low, low_hosts, 0, {**decision, "all_below_clock": True}
             return samples, hosts, len(low), decision
 

@@ -4,7 +4,8 @@ rule), named and reported with the measurement."""
 from __future__ import annotations
 
 import dataclasses
-import statistics
+import math
+from collections.abc import Iterable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,24 +32,49 @@ class StopRule:
             raise ValueError(f"StopRule: min_samples must be an int >= 2, got "
                              f"{self.min_samples!r}")
 
-    @staticmethod
-    def relative_std(samples: list[float]) -> float:
-        if len(samples) < 2:
-            return float("inf")
-        mean = statistics.fmean(samples)
-        return statistics.stdev(samples) / mean if mean > 0 else float("inf")
-
-    def decide(self, samples: list[float], elapsed: float) -> dict | None:
-        """None to go on sampling, else {"rule", "reason", "samples", "rsd"}."""
-        rsd = self.relative_std(samples)
-        done = {"samples": len(samples), "rsd": rsd}
-        if (len(samples) >= self.min_samples and sum(samples) >= self.min_time
-                and rsd <= self.rsd):
+    def decide(self, samples: list[float] | RunningStats, elapsed: float) -> dict | None:
+        """None to go on sampling, else {"rule", "reason", "samples", "rsd"} (rsd None
+        when undefined). `samples`: the times, or their RunningStats (O(1) a check)."""
+        stats = samples if isinstance(samples, RunningStats) else RunningStats(samples)
+        rsd = stats.relative_std()
+        shown = f"{rsd:.2%}" if math.isfinite(rsd) else "undefined"
+        done = {"samples": stats.count, "rsd": rsd if math.isfinite(rsd) else None}
+        if stats.count >= self.min_samples and stats.total >= self.min_time and rsd <= self.rsd:
             return {"rule": "noise", **done,
-                    "reason": f"relative std {rsd:.2%} <= {self.rsd:.2%} after "
-                              f"{len(samples)} samples"}
+                    "reason": f"relative std {shown} <= {self.rsd:.2%} after "
+                              f"{stats.count} samples"}
         if elapsed >= self.max_time:
             return {"rule": "timeout", **done,
-                    "reason": f"timeout after {elapsed:.2f} s with relative std {rsd:.2%} "
+                    "reason": f"timeout after {elapsed:.2f} s with relative std {shown} "
                               f"(target {self.rsd:.2%})"}
         return None
+
+
+class RunningStats:
+    """Count, sum, mean and variance of samples added one by one (Welford's update), so
+    a stopping check costs the same after a million samples as after ten."""
+
+    def __init__(self, samples: Iterable[float] = ()) -> None:
+        self.count = 0
+        self.total = 0.0
+        self._mean = 0.0
+        self._m2 = 0.0  # sum of squared deviations from the mean
+        self.extend(samples)
+
+    def extend(self, samples: Iterable[float]) -> None:
+        for x in samples:
+            self.count += 1
+            self.total += x
+            delta = x - self._mean
+            self._mean += delta / self.count
+            self._m2 += delta * (x - self._mean)
+
+    def relative_std(self) -> float:
+        """Sample standard deviation / mean: 0 for identical samples (a statement that
+        launches no kernel times 0 every call), inf with under two samples or a mean <= 0."""
+        if self.count < 2:
+            return math.inf
+        std = math.sqrt(max(self._m2, 0.0) / (self.count - 1))
+        if std == 0:
+            return 0.0
+        return std / self._mean if self._mean > 0 else math.inf
