@@ -75,6 +75,11 @@ class FakeGpu:
         self.peak_bytes = 0
         self.devices_used: set[int] = set()
         self.log: list[tuple[str, object]] = []  # ("spin" | "record" | "sync" | "capture", arg)
+        self.syncs = 0  # the host waited the device out this many times
+
+    def host_sync(self) -> None:
+        """What `.item()` or `nonzero` does: the host waits until the device is done."""
+        self.syncs += 1
 
     def kernel(self, seconds: float) -> None:
         self.devices_used.add(self.current)
@@ -100,6 +105,10 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
         def record(self):
             gpu.log.append(("record", None))
             self.t = gpu.now + (time.perf_counter() if gpu.host_clock else 0.0)
+            self.syncs_before = gpu.syncs
+
+        def query(self):  # the device runs what was queued only when the host waits for it
+            return gpu.syncs > self.syncs_before
 
         def elapsed_time(self, end):  # milliseconds, as CUDA's
             return (end.t - self.t) * 1000.0
@@ -138,6 +147,7 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
 
     def synchronize(d=None):
         gpu.log.append(("sync", d))
+        gpu.host_sync()
 
     class Props:
         name, clock_rate, L2_cache_size, uuid = "fake", 1_000_000, 1 << 20, None

@@ -60,6 +60,7 @@ def test_data_depends_only_on_the_case_id():
     assert not torch.equal(a, c)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_tensors_land_on_cuda():
     t = DataGenerator("cuda", 0).value({"type": "tensor", "shape": [2], "dtype": "float16"})

@@ -327,6 +327,46 @@ def test_per_op_gpu_timing_on_a_simulated_device(tmp_path, fake_gpu, monkeypatch
     assert fake_gpu.current == 0  # the replay's device was current only while it ran
 
 
+def test_gpu_replay_queues_chunks_behind_their_own_spins(tmp_path, fake_gpu, monkeypatch):
+    # A long iteration is split into chunks, each behind a spin (the launch queue holds
+    # about a thousand entries); a chunk holding an op that synchronizes with the host
+    # cannot be covered: its spin stays bounded, then is dropped, and the report says so.
+    import torchmark.replay.replayer as replayer_module
+    from torchmark.replay.session import ReplayReport, summary_lines
+    from torchmark.replay.values import TensorFactory
+    from torchmark.timing.device_time import MAX_SPIN_S
+
+    x = torch.randn(8)
+    path = tmp_path / "long.json"
+    with record(path):
+        for _ in range(100):
+            x = torch.tanh(x)
+    monkeypatch.setattr(replayer_module, "TensorFactory",
+                        lambda device, seed: TensorFactory("cpu", seed))
+    fake_gpu.host_clock = True
+    replayer = Replayer(load_trace(path), device="cuda")
+    replayer.prepare()
+    assert len(replayer.replayed) == 100
+    syncing = replayer.replayed[80]  # in the second chunk
+    real = syncing.call
+
+    def call_and_sync(*args, **kwargs):
+        fake_gpu.host_sync()
+        return real(*args, **kwargs)
+
+    syncing.call = call_and_sync
+    replayer.time_ops(warmup=0, iterations=5)
+    assert all(len(rop.times) == 5 for rop in replayer.replayed)
+    first, second = replayer._covers
+    assert first.uncovered == 0 and not first.dropped
+    assert second.uncovered == 5 and second.dropped
+    assert fake_gpu.spins == 5 + 3 and max(fake_gpu.spin_seconds) <= MAX_SPIN_S
+    note = replayer.spin_note()
+    assert note.startswith("1 of 2 chunks of up to 64 ops outlasted their spin")
+    report = ReplayReport(str(path), "cuda", replayer.ops, None, None, [note])
+    assert f"note: {note}" in summary_lines(report)
+
+
 def test_text_report_names_outputs_that_differ(tmp_path):
     from torchmark.replay.session import summary_lines
 

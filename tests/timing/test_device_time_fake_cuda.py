@@ -75,3 +75,37 @@ def test_timer_device_time_on_the_fake_gpu(fake_gpu):
     assert m.clock == "device" and m.median == pytest.approx(5e-6)
     assert m.metadata["stop"]["samples"] == len(m.times)
     assert m.host_measurement().median > 0
+
+
+def test_blocking_spin_is_sized_from_covered_batches_and_bounded(fake_gpu):
+    from torchmark.timing.device_time import MAX_SPIN_S
+
+    gpu = fake_gpu
+    _, _, report = measure_device_time(lambda: gpu.kernel(1e-6),
+                                       DeviceTimeOptions(l2="hot", mode="blocking", rule=RULE))
+    assert report["spin"]["uncovered"] == 0 and "spin_note" not in report
+    assert all(2e-4 < s <= MAX_SPIN_S for s in gpu.spin_seconds)
+
+
+def test_a_statement_that_synchronizes_cannot_be_covered_and_is_reported(fake_gpu):
+    # `.item()` in the statement: the spin ends before the batch is queued; sizing the next
+    # spin from that batch's enqueue time (which waited the spin out) would double it
+    # every batch; instead it grows to its bound, then is dropped, and the report says so
+    from torchmark.timing.device_time import MAX_SPIN_S, SPIN_GIVE_UP
+
+    gpu = fake_gpu
+
+    def syncs():
+        gpu.kernel(1e-6)
+        gpu.host_sync()
+
+    rule = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=100)
+    times, _, report = measure_device_time(syncs, DeviceTimeOptions(l2="hot", mode="blocking",
+                                                                    rule=rule))
+    assert len(times) >= 100 and report["spin"]["spin_dropped"] is True
+    assert gpu.spins == SPIN_GIVE_UP and max(gpu.spin_seconds) <= MAX_SPIN_S
+    assert report["spin"]["uncovered"] == report["spin"]["batches"]
+    assert "outlasted the spin" in report["spin_note"] and "spin was dropped" in report["spin_note"]
+    m = Timer("syncs()", globals={"syncs": syncs}).device_time(
+        mode="blocking", l2="hot", rsd=0.05, min_run_time=0, max_run_time=2)
+    assert "Blocking: " in repr(m) and "launch gaps" in repr(m)

@@ -209,12 +209,14 @@ def test_stdlib_timer_is_the_default_inner_class():
     assert Timer._timer_cls is timeit.Timer
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_default_timer_synchronizes_cuda(monkeypatch):
+def test_default_timer_synchronizes_cuda(monkeypatch, request):
     calls = []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: calls.append(1))
     from torchmark.timing import clocks
     clocks._device_synchronize.cache_clear()
+    request.addfinalizer(clocks._device_synchronize.cache_clear)  # forget the fake after
     monkeypatch.setattr(torch, "accelerator", None, raising=False)
     torchmark.timer()
     assert calls

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +68,9 @@ def resolve_overload(node: Node):
     return getattr(packet, key)
 
 
+SPIN_CHUNK = 64  # ops queued behind one spin: ~200 launches with their events
+
+
 class Replayer:
     """Replays the selected operators of a trace on `device`."""
 
@@ -80,7 +82,8 @@ class Replayer:
         self.trace, self.device = trace, torch.device(device)
         self.factory, self.seed = TensorFactory(device, seed), seed
         self.ops = [ReplayedOp(n, _display_name(n)) for n in trace.top_level_ops(subgraph, step)]
-        self._enqueue_s = 0.01  # host time to queue one iteration on a GPU (then measured)
+        self._covers: list[Any] = []  # on a GPU, one SpinCover a chunk of SPIN_CHUNK ops
+        self._open_chunk: Any = None
 
     # -- preparation ------------------------------------------------------------------
     def prepare(self) -> None:
@@ -217,23 +220,23 @@ class Replayer:
         each op is timed (host clock; CUDA events on a GPU) and reported to it. An op
         that fails here is skipped from then on, with its reason.
 
-        On a GPU the iteration is queued behind a spin kernel that outlasts its launch
-        (twice the last iteration's host time), with a pair of events around each op and
-        one synchronization at the end: each op's time is its kernels', not the gap
-        the CPU leaves while launching it."""
+        On a GPU the ops are queued in chunks of SPIN_CHUNK, each behind a spin kernel
+        that outlasts its launches (see SpinCover), with a pair of events around each op
+        and one synchronization at the end: each op's time is its kernels', not the gap
+        the CPU leaves while launching it. Chunks keep the queue short (a few hundred
+        launches, where it holds about a thousand); a chunk whose ops synchronize with the
+        host cannot be covered, and `spin_note()` says so."""
         torch = self.torch
         env: dict[tuple[int, int], Any] = {}
         cuda = self.device.type == "cuda"
         pending: list[tuple[ReplayedOp, Any, Any]] = []
         # events, streams and the spin kernel work on the current device: the replay's
         on_device = torch.cuda.device(self.device) if cuda else contextlib.nullcontext()
+        covered = per_op is not None and cuda
         with torch.no_grad(), on_device:
-            if per_op is not None and cuda:
-                from torchmark.timing.device_time import spin
-
-                spin(torch, 2 * self._enqueue_s + 2e-4)
-                queued = time.perf_counter()  # not clocks.timer(): it would wait the spin out
-            for rop in self.replayed:
+            for position, rop in enumerate(self.replayed):
+                if covered and position % SPIN_CHUNK == 0:
+                    self._next_chunk(position // SPIN_CHUNK)
                 call, slots = rop.call, rop.slots
                 try:
                     args = self._fill(rop.args, rop, env) if rop.refs else rop.args
@@ -266,12 +269,36 @@ class Replayer:
                         env[key] = flat[index]
                 for key in rop.release:  # as in the original run: freed after its last use
                     env.pop(key, None)
+            if covered and self._open_chunk is not None:
+                self._open_chunk.end()
+                self._open_chunk = None
             if pending:
-                self._enqueue_s = time.perf_counter() - queued
                 torch.cuda.synchronize(self.device)
                 for rop, start, end in pending:
                     if rop.status == "replayed":
                         per_op(rop, start.elapsed_time(end) / 1000.0)
+
+    def _next_chunk(self, index: int) -> None:
+        """End the chunk being queued; start chunk `index` behind its own spin."""
+        from torchmark.timing.device_time import SpinCover
+
+        if self._open_chunk is not None:
+            self._open_chunk.end()
+        while len(self._covers) <= index:  # about 20 us of host time an op, to begin with
+            self._covers.append(SpinCover(self.torch, SPIN_CHUNK * 2e-5))
+        self._open_chunk = self._covers[index]
+        self._open_chunk.begin()
+
+    def spin_note(self) -> str | None:
+        """On a GPU: how many chunks of ops outlasted their spin (their ops' device
+        times can include launch gaps); None when every one was covered."""
+        chunks = [c for c in self._covers if c.uncovered]
+        if not chunks:
+            return None
+        return (f"{len(chunks)} of {len(self._covers)} chunks of up to {SPIN_CHUNK} ops "
+                "outlasted their spin (an op synchronizes with the host, as nonzero, "
+                "masked_select or .item() do): their ops' device times can include launch "
+                "gaps")
 
     @staticmethod
     def _drop(rop: ReplayedOp, reason: str) -> None:
@@ -298,11 +325,13 @@ class Replayer:
         """Whole iterations, each timed with torchmark's clock (device synchronized on a
         GPU), inputs reset between them: a Measurement."""
         times = []
-        for _ in range(iterations):
-            self.reset()
-            start = clocks.timer()
-            self.run_once()
-            times.append(clocks.timer() - start)
+        cuda = self.device.type == "cuda"  # clocks.timer() syncs the current device
+        with self.torch.cuda.device(self.device) if cuda else contextlib.nullcontext():
+            for _ in range(iterations):
+                self.reset()
+                start = clocks.timer()
+                self.run_once()
+                times.append(clocks.timer() - start)
         spec = TaskSpec(stmt="replay()", setup="pass", label="replay",
                         sub_label=self.trace.path, num_threads=self.torch.get_num_threads())
         return Measurement(number_per_run=1, raw_times=times, task_spec=spec)

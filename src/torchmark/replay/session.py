@@ -23,6 +23,7 @@ class ReplayReport:
     ops: list[ReplayedOp]
     iteration: Any  # a Measurement of whole iterations
     time_weighted: float | None  # share of the recorded op time that was replayed
+    notes: list[str] = dataclasses.field(default_factory=list)  # caveats of the timing
 
     @property
     def replayed(self) -> list[ReplayedOp]:
@@ -128,8 +129,9 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
             with profiler() as prof:
                 replayer.run_once()
             prof.export_chrome_trace(str(profile))
+    spin_note = replayer.spin_note()
     report = ReplayReport(str(path), device, replayer.ops, iteration,
-                          _time_weighted(trace, replayer.ops))
+                          _time_weighted(trace, replayer.ops), [spin_note] if spin_note else [])
     if out is not None:
         writer = JsonlWriter(out, {"type": "header", "schema": SCHEMA, "version": 1,
                                    "source": "replay", "trace": str(path),
@@ -144,7 +146,8 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
         writer.close({"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                       "ok": len(report.replayed), "skipped": len(report.skipped),
                       "coverage": report.coverage, "time_weighted_coverage": report.time_weighted,
-                      "iteration_median": iteration.median if iteration else None})
+                      "iteration_median": iteration.median if iteration else None,
+                      "notes": report.notes})
     return report
 
 
@@ -170,6 +173,7 @@ def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
         mark = " *" if op.output_mismatch else ""
         lines.append(f"  {format_seconds(median):>10}  {median / total:6.1%}  {op.op} "
                      f"(node {op.node.id}){mark}")
+    lines += [f"note: {note}" for note in report.notes]
     differing = [op for op in report.replayed if op.output_mismatch]
     if differing:
         lines.append(f"outputs differ from the recording ({len(differing)}; marked * above; "

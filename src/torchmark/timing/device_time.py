@@ -125,7 +125,10 @@ class SmClock:
             self.nvml = pynvml
             if uuid:
                 name = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
-                self.handle = pynvml.nvmlDeviceGetHandleByUUID(name)
+                try:
+                    self.handle = pynvml.nvmlDeviceGetHandleByUUID(name)
+                except TypeError:  # pynvml releases before 11.5 take bytes
+                    self.handle = pynvml.nvmlDeviceGetHandleByUUID(name.encode())
             else:
                 self.handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
             self.max_mhz = pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
@@ -163,6 +166,62 @@ def spin(torch, seconds: float) -> None:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     rate = getattr(props, "clock_rate", 0) * 1e3  # kHz; absent before some torch releases
     torch.cuda._sleep(int(max(seconds, 1e-5) * (rate or 1.5e9)))
+
+
+MAX_SPIN_S = 0.05  # longer only idles the GPU: launches that take longer are not hidden
+SPIN_GIVE_UP = 3  # uncovered batches in a row before the spin is dropped
+
+
+class SpinCover:
+    """The spin kernel queued ahead of a batch of launches (nvbench's blocking kernel),
+    sized and checked.
+
+    `begin()` queues the spin and an event behind it; `end()`, once the batch is queued,
+    asks that event whether the spin is already over. If it is, the GPU caught up with
+    the host during the batch (the statement synchronizes, as `.item()` and `nonzero`
+    do, or its launches filled the queue) and the batch's times include launch gaps: the
+    batch counts as uncovered. The spin lasts twice the last covered batch's enqueue
+    time plus 200 us, at most MAX_SPIN_S. An uncovered batch doubles it instead (its
+    enqueue time may include waiting the spin out, so it is not used: sizing from it
+    would double the spin every batch); after SPIN_GIVE_UP uncovered batches in a row
+    the spin is dropped, as it cannot help and would only idle the GPU."""
+
+    def __init__(self, torch, enqueue_s: float) -> None:
+        self.torch = torch
+        self.enqueue_s = enqueue_s
+        self.batches = self.uncovered = 0
+        self.dropped = False
+        self._streak = 0
+        self._spun: Any = None
+        self._queued_at = 0.0
+
+    def seconds(self) -> float:
+        return min(2 * self.enqueue_s + 2e-4, MAX_SPIN_S)
+
+    def begin(self) -> None:
+        if not self.dropped:
+            spin(self.torch, self.seconds())
+            self._spun = self.torch.cuda.Event()
+            self._spun.record()
+        self._queued_at = time.perf_counter()
+
+    def end(self) -> None:
+        took = time.perf_counter() - self._queued_at
+        self.batches += 1
+        if self.dropped:
+            self.uncovered += 1
+            return
+        if not self._spun.query():  # still spinning: every launch was queued behind it
+            self.enqueue_s, self._streak = took, 0
+            return
+        self.uncovered += 1
+        self._streak += 1
+        self.enqueue_s = min(2 * self.enqueue_s, MAX_SPIN_S)
+        self.dropped = self._streak >= SPIN_GIVE_UP
+
+    def report(self) -> dict[str, Any]:
+        return {"batches": self.batches, "uncovered": self.uncovered,
+                "spin_dropped": self.dropped}
 
 
 def _warm_up(torch, device, timed: Callable[[], Any], flush: Callable[[], None]) -> float:
@@ -207,16 +266,17 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
     if options.mode == "graph":
         timed, per_sample = capture_graph(call, options.graph_calls), options.graph_calls
     # The first spin is sized from the warm-up: a batch of flushes and calls to enqueue.
-    enqueue = [BATCH * _warm_up(torch, device, timed, flush)]
+    enqueue = BATCH * _warm_up(torch, device, timed, flush)
     clock = SmClock.for_device(torch, device)
+
+    cover = SpinCover(torch, enqueue) if options.mode == "blocking" else None
 
     def take_batch() -> tuple[list[float], list[float], bool]:
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in range(BATCH)]
         hosts = []
-        if options.mode == "blocking":  # twice what enqueueing took last time, + 200 us
-            spin(torch, 2 * enqueue[0] + 2e-4)
-        batch_start = time.perf_counter()
+        if cover is not None:
+            cover.begin()
         for start, end in events:
             flush()
             t0 = time.perf_counter()
@@ -224,7 +284,8 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
             timed()
             end.record()
             hosts.append((time.perf_counter() - t0) / per_sample)
-        enqueue[0] = time.perf_counter() - batch_start
+        if cover is not None:
+            cover.end()
         ratio = clock.ratio()  # read while the batch runs, not once the GPU idles
         torch.cuda.synchronize(device)
         keep = ratio is None or ratio >= options.min_clock_ratio
@@ -242,6 +303,14 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
               "stop": decision, "dropped_low_clock": dropped, "clock_check": check}
     if options.mode == "graph":
         report["graph_calls"] = options.graph_calls
+    if cover is not None:
+        report["spin"] = cover.report()
+        if cover.uncovered:
+            report["spin_note"] = (
+                f"{cover.uncovered} of {cover.batches} batches outlasted the spin (the "
+                "statement synchronizes with the host, or queues more launches than fit)"
+                + ("; the spin was dropped" if cover.dropped else "")
+                + ": their times include launch gaps")
     return device_times, host_times, report
 
 

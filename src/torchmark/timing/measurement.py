@@ -202,6 +202,8 @@ class Measurement:
             lines.append(f"  {meta['dropped_low_clock']} samples dropped: SM clock throttled")
         elif meta.get("clock_check", "").startswith("SM clock not checked"):
             lines.append(f"  {meta['clock_check']}")
+        if meta.get("spin_note"):
+            lines.append(f"  Blocking: {meta['spin_note']}")
         return lines
 
     def host_measurement(self) -> Measurement:
