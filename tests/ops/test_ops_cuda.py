@@ -81,3 +81,66 @@ def test_executor_on_a_simulated_gpu(fake_gpu, mode, flush, graph):
         assert forward["times"] == pytest.approx([3e-6] * 5)
     assert (fake_gpu.flushes > 0) == flush
     assert fake_gpu.devices_used == {1} and fake_gpu.current == 0
+
+
+@pytest.mark.parametrize("mode", ["discrete", "continuous", "continuous_events"])
+def test_under_ncu_only_the_timed_calls_are_in_the_profiled_range(fake_gpu, monkeypatch, mode):
+    # `ops --ncu` runs ncu with --profile-from-start off: what lies between
+    # cudaProfilerStart and Stop is profiled, and that must be the timed calls only
+    from torchmark.ops.executor import PROFILER_RANGE_ENV, measure
+
+    monkeypatch.setenv(PROFILER_RANGE_ENV, "1")
+    log = []
+    monkeypatch.setattr(torch.cuda.profiler, "start", lambda: log.append("start"))
+    monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: log.append("stop"))
+
+    def op(x):
+        log.append("call")
+        fake_gpu.kernel(3e-6)
+        return x + 1
+
+    flush = mode != "continuous"
+    if flush:
+        monkeypatch.setattr(type(fake_gpu), "kernel", lambda self, s: log.append(
+            "flush" if s == 1e-3 else "kernel"), raising=False)
+    measure(op, [torch.ones(4)], {}, RunOptions(device="cuda", warmup=2, iterations=3,
+                                                exec_mode=mode, l2_flush=flush))
+    assert log[:log.index("start")].count("call") >= 2  # the warm-ups, outside any range
+    assert ("flush" in log) == flush
+    inside, depth = [], 0
+    for entry in log:
+        depth += {"start": 1, "stop": -1}.get(entry, 0)
+        assert depth in (0, 1)
+        if depth and entry in ("call", "flush"):
+            inside.append(entry)
+    assert inside == ["call"] * 3  # the timed calls, never a warm-up or a flush
+    assert depth == 0
+
+
+def test_ops_ncu_relaunches_with_the_profiled_range(tmp_path, monkeypatch, capsys):
+    import json
+    import os
+    import stat
+    import sys
+
+    from torchmark.cli.main import main
+
+    seen = tmp_path / "seen.json"
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\nexec \"$PYTHON\" -c 'import json, os, sys; json.dump("
+                    "{\"argv\": sys.argv[1:], \"range\": os.environ.get("
+                    "\"TORCHMARK_PROFILER_RANGE\")}, open(os.environ[\"SEEN\"], \"w\"))' "
+                    "\"$@\"\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SEEN", str(seen))
+    monkeypatch.setenv("PYTHON", sys.executable)
+    config = tmp_path / "c.json"
+    config.write_text('{"torch.neg": {"config": [{"input": [{"args": '
+                      '[{"type": "tensor", "shape": [2]}]}]}]}}')
+    assert main(["ops", "-c", str(config), "--ncu", "-d", "cuda", "-o",
+                 str(tmp_path / "r")]) == 0
+    got = json.loads(seen.read_text())
+    assert got["range"] == "1"
+    assert got["argv"][:4] == ["--target-processes", "all", "--profile-from-start", "off"]
+    assert got["argv"][got["argv"].index("-o") + 1] == f"{tmp_path / 'r'}_ncu"

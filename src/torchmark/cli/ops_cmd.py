@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import sys
 import click
 
 from torchmark.cli.signals import Terminated
-from torchmark.ops.executor import EXEC_MODES
+from torchmark.ops.executor import EXEC_MODES, PROFILER_RANGE_ENV
 from torchmark.timing.clocks import MAX_THREADS
 
 
@@ -23,12 +24,15 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
     if not device.startswith("cuda"):
         raise click.UsageError(f"--{tool} profiles CUDA kernels: add --device cuda")
     inner = [sys.executable, "-m", "torchmark.cli.main", "ops", *argv]
-    if tool == "ncu":
-        cmd = [binary, "--target-processes", "all", "-f", "-o", f"{prefix}_ncu", *inner]
-    else:
+    env = dict(os.environ)
+    if tool == "ncu":  # only the timed calls: not the warm-ups, flushes or graph captures
+        cmd = [binary, "--target-processes", "all", "--profile-from-start", "off", "-f",
+               "-o", f"{prefix}_ncu", *inner]
+        env[PROFILER_RANGE_ENV] = "1"
+    else:  # the whole timeline: what happens around the calls is the point of nsys
         cmd = [binary, "profile", "-f", "true", "-o", f"{prefix}_nsys", *inner]
     click.echo("running: " + " ".join(cmd), err=True)
-    child = subprocess.Popen(cmd)
+    child = subprocess.Popen(cmd, env=env)
     try:
         return child.wait()
     except KeyboardInterrupt as e:  # Ctrl-C reached the child too; SIGTERM only us
@@ -62,7 +66,8 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
 @click.option("--list", "list_only", is_flag=True,
               help="Print every expanded case with its id; run nothing.")
 @click.option("--profile", is_flag=True, help="Write a torch.profiler trace PREFIX.trace.json.")
-@click.option("--ncu", is_flag=True, help="Relaunch under Nsight Compute (PREFIX_ncu).")
+@click.option("--ncu", is_flag=True, help="Relaunch under Nsight Compute (PREFIX_ncu), profiling the timed "
+                   "calls only.")
 @click.option("--nsys", is_flag=True, help="Relaunch under Nsight Systems (PREFIX_nsys).")
 @click.option("--plugin", "plugins", multiple=True,
               help="Import MODULE first (it registers operators with register_op).")

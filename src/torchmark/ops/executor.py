@@ -9,16 +9,19 @@ outside the timed region, and times the backward pass alone. Times are in second
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from torchmark.errors import USER_CODE_FAILURES, error_line
 from torchmark.timing.clocks import MAX_THREADS
 
 EXEC_MODES = ("discrete", "continuous", "continuous_events")
+PROFILER_RANGE_ENV = "TORCHMARK_PROFILER_RANGE"  # "1": timed calls in a cudaProfiler range
 
 
 @dataclasses.dataclass
@@ -97,6 +100,21 @@ class _Clock:
             from torchmark.timing.l2 import L2Flusher
 
             self.flush = L2Flusher(self.device).flush
+        # `ops --ncu` profiles only what runs between cudaProfilerStart and Stop: the
+        # timed calls, not the warm-up, the flushes or the graph captures
+        self.profiled_range = self.cuda and os.environ.get(PROFILER_RANGE_ENV) == "1"
+
+    @contextlib.contextmanager
+    def profiled(self) -> Iterator[None]:
+        """Around timed calls: the profiler's capture range when `ops --ncu` asked for it."""
+        if not self.profiled_range:
+            yield
+            return
+        self.torch.cuda.profiler.start()
+        try:
+            yield
+        finally:
+            self.torch.cuda.profiler.stop()
 
     def sync(self) -> None:
         if self.cuda:
@@ -114,8 +132,9 @@ class _Clock:
         if self.mode == "continuous" and before is None:
             self.sync()
             start = time.perf_counter()
-            for _ in range(n):
-                out = call()
+            with self.profiled():
+                for _ in range(n):
+                    out = call()
             self.sync()
             return [(time.perf_counter() - start) / n], out
         if self.mode == "continuous_events":
@@ -125,9 +144,10 @@ class _Clock:
                 arg = before() if before else None
                 reset()
                 self.flush()
-                start.record()
-                out = call(arg) if before else call()
-                end.record()
+                with self.profiled():
+                    start.record()
+                    out = call(arg) if before else call()
+                    end.record()
             self.sync()
             return [s.elapsed_time(e) / 1000.0 for s, e in events], out
         times = []
@@ -136,10 +156,11 @@ class _Clock:
             reset()
             self.flush()
             self.sync()
-            start = time.perf_counter()
-            out = call(arg) if before else call()
-            self.sync()
-            times.append(time.perf_counter() - start)
+            with self.profiled():
+                start = time.perf_counter()
+                out = call(arg) if before else call()
+                self.sync()
+                times.append(time.perf_counter() - start)
         return times, out
 
 
