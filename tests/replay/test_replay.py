@@ -367,6 +367,21 @@ def test_gpu_replay_queues_chunks_behind_their_own_spins(tmp_path, fake_gpu, mon
     assert f"note: {note}" in summary_lines(report)
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", ["mlp", "indexing"])
+def test_replay_on_a_gpu(tmp_path, name):
+    import time
+
+    started = time.perf_counter()
+    report = replay(record_program(tmp_path, name), device="cuda", warmup=2, iterations=20)
+    assert time.perf_counter() - started < 60  # a syncing op must not grow the spin
+    assert report.coverage >= 0.95 and report.iteration.median > 0
+    assert all(len(op.times) == 20 and min(op.times) >= 0 for op in report.replayed)
+    if name == "mlp":  # nothing in it synchronizes: every chunk was covered
+        assert report.notes == []
+
+
 def test_text_report_names_outputs_that_differ(tmp_path):
     from torchmark.replay.session import summary_lines
 

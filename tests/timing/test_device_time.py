@@ -230,6 +230,35 @@ def test_device_time_follows_the_setups_tensors():
     assert device_of_tensors({"c": torch.ones(2)}) is None
 
 
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+@pytest.mark.cuda
+def test_blocking_mode_on_a_gpu_covers_launches_and_names_a_syncing_statement():
+    import time
+
+    setup = "x = torch.ones(128, device='cuda'); y = torch.ones_like(x)"
+    m = Timer("x * y", setup).device_time(mode="blocking", l2="hot", max_run_time=3)
+    assert m.metadata["spin"]["uncovered"] <= m.metadata["spin"]["batches"] // 10, m.metadata
+    # .item() waits for the device: no spin can cover it, and the spin must not grow
+    started = time.perf_counter()
+    m = Timer("(x * y).sum().item()", setup).device_time(mode="blocking", l2="hot",
+                                                         max_run_time=3)
+    assert time.perf_counter() - started < 10 and m.metadata["spin"]["spin_dropped"]
+    assert "launch gaps" in repr(m)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+@pytest.mark.cuda
+def test_timeit_cli_on_a_gpu_reports_device_and_host_time(capsys, tmp_path):
+    saved = tmp_path / "m.json"
+    assert main(["timeit", "--device", "cuda", "-s", "x = torch.ones(1 << 20, device='cuda')",
+                 "--max-run-time", "2", "--save", str(saved), "x * 2"]) == 0
+    out = capsys.readouterr().out
+    assert "Device time (CUDA events; L2 cold" in out and "Host launch time" in out
+    from torchmark.timing.files import load_measurements
+
+    assert [m.clock for m in load_measurements(saved)] == ["device"]
+
+
 def test_options_defaults():
     options = DeviceTimeOptions()
     assert (options.l2, options.mode, options.rule.rsd) == ("cold", "events", 0.02)

@@ -1,0 +1,64 @@
+#!/bin/sh
+# Everything issue 8 needs from a GPU, in one run: the CUDA tests, the device-time
+# comparison with do_bench / torch / Nsight Compute, and the CLI on the device.
+# Logs go to $OUT (the device tool brings that folder back), else /tmp/gpu_session.
+#
+# On a lent GPU machine (its python3 holds a CUDA torch, triton, nvidia-ml-py and ncu,
+# but not pydantic), from the repository root, with pydantic's wheels for Python 3.12
+# in .whl/ (ignored by git, carried with the call):
+#     sh benchmarks/gpu_session.sh
+set -u
+OUT=${OUT:-/tmp/gpu_session}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+
+section() { printf '\n===== %s =====\n' "$1" | tee -a "$OUT/summary.txt"; }
+
+section "device"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv \
+    2>&1 | tee -a "$OUT/summary.txt"
+python3 - <<'EOF' 2>&1 | tee -a "$OUT/summary.txt"
+import importlib
+for name in ("torch", "triton", "pynvml", "pydantic", "click", "rich"):
+    try:
+        module = importlib.import_module(name)
+        print(f"{name} {getattr(module, '__version__', '?')}")
+    except ImportError as e:
+        print(f"{name} MISSING ({e})")
+import torch
+props = torch.cuda.get_device_properties(0)
+print(f"cuda {torch.version.cuda}, {props.name}, L2 {props.L2_cache_size / 2**20:.0f} MiB, "
+      f"{props.multi_processor_count} SMs")
+EOF
+command -v ncu | tee -a "$OUT/summary.txt"
+
+section "pytest -m cuda"
+timeout 240 python3 -m pytest -q -m cuda -p no:cacheprovider tests 2>&1 \
+    | tee "$OUT/pytest_cuda.log" | tail -25 | tee -a "$OUT/summary.txt"
+
+section "simulated-GPU tests, run where a real torch.cuda exists"
+timeout 120 python3 -m pytest -q -p no:cacheprovider tests/timing/test_device_time_fake_cuda.py \
+    tests/ops/test_ops_cuda.py tests/replay/test_replay.py -k "simulated or fake or chunks or ncu" \
+    2>&1 | tail -5 | tee -a "$OUT/summary.txt"
+
+section "gpu_vs_do_bench --ncu"
+timeout 420 python3 benchmarks/gpu_vs_do_bench.py --ncu 2>&1 | tee "$OUT/gpu_vs_do_bench.log" \
+    | tee -a "$OUT/summary.txt"
+
+section "CLI"
+for mode in events blocking graph; do
+    timeout 60 python3 -m torchmark timeit --device cuda --mode "$mode" --l2 hot \
+        -s "x = torch.ones(128, device='cuda'); y = torch.ones_like(x)" "x * y" 2>&1 \
+        | tee -a "$OUT/summary.txt"
+done
+timeout 120 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --l2-flush \
+    --exec-mode continuous_events -o "$OUT/ops_cuda" --quiet 2>&1 | tee -a "$OUT/summary.txt"
+timeout 60 python3 -c "import json; r = [json.loads(l) for l in open('$OUT/ops_cuda.jsonl')]; \
+print([(x.get('id'), x.get('status'), (x.get('metrics') or {}).get('forward', {}).get('median')) \
+for x in r if x.get('type') == 'record'])" 2>&1 | tee -a "$OUT/summary.txt"
