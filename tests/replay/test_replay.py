@@ -422,6 +422,31 @@ def test_trace_without_timing_for_scripts_with_their_own_profiler(tmp_path, caps
     assert replay(out, warmup=0, iterations=1).replayed
 
 
+def test_a_script_that_starts_its_own_profiler_ends_the_durations_there(tmp_path, capsys):
+    # two kineto profilers at once crashed the process (a segfault at exit): torchmark's
+    # writes what it has and steps aside; the execution trace records to the end
+    script = tmp_path / "profiled.py"
+    script.write_text("import torch\nx = torch.randn(8, 8)\n(x + 1).neg()\n"
+                      "with torch.profiler.profile() as p:\n"
+                      "    for _ in range(2):\n        (x @ x).relu()\n        p.step()\n"
+                      "with torch.autograd.profiler.profile():\n    x.sin()\n"
+                      "x.cos()\n")
+    out = tmp_path / "profiled.json"
+    assert main(["trace", "-o", str(out), "--", sys.executable, str(script)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: the recorded program started its own torch profiler") == 1
+    report = replay(out, warmup=0, iterations=1)
+    names = [op.op for op in report.ops]
+    assert any("cos" in n for n in names) and any("sin" in n for n in names)
+    timed = [op.op.split(".")[0] for op in report.ops if op.recorded_us is not None]
+    assert timed == ["aten::randn", "aten::add", "aten::neg"]  # those before its profiler
+    assert report.time_weighted == 1.0
+    with pytest.warns(UserWarning, match="started its own torch profiler"):
+        with record(tmp_path / "lib.json"):
+            with torch.profiler.profile():
+                torch.ones(2).neg()
+
+
 @pytest.mark.parametrize("kineto", [
     {"traceEvents": "x"}, {"traceEvents": [1, "a", None]}, [1, 2],
     {"traceEvents": [{"ph": "X", "dur": "x", "args": {"Record function id": 3}},

@@ -44,8 +44,8 @@ def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefi
 @click.option("-o", "--output", default="trace.json", show_default=True,
               help="The execution trace (its op durations go to NAME.kineto.json).")
 @click.option("--no-timing", is_flag=True,
-              help="Only the execution trace, no profiler: for scripts that run their own "
-                   "torch.profiler (two profilers at once crash torch).")
+              help="Only the execution trace, no profiler (op durations). A script that "
+                   "starts its own torch.profiler ends the durations there by itself.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def trace_cmd(output, no_timing, command):
     """Record an execution trace of a Python script: torchmark trace -- python s.py ARGS."""
@@ -68,7 +68,8 @@ def trace_cmd(output, no_timing, command):
     saved = f"execution trace: {output}" + \
         ("" if no_timing else f" (op durations: {timing_path(output)})")
     try:
-        with record(output, with_timing=not no_timing):
+        with record(output, with_timing=not no_timing,
+                    on_timing_cut=lambda message: click.echo(f"note: {message}", err=True)):
             try:
                 runpy.run_path(str(script), run_name="__main__")
             except SystemExit as e:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -16,30 +17,92 @@ def timing_path(trace_path: str | os.PathLike) -> Path:
 
 
 @contextlib.contextmanager
-def record(path: str | os.PathLike, *, with_timing: bool = True) -> Iterator[Path]:
+def record(path: str | os.PathLike, *, with_timing: bool = True,
+           on_timing_cut: Callable[[str], None] | None = None) -> Iterator[Path]:
     """Record what the body runs as an execution trace at `path`; with `with_timing`
     also a profiler trace (`timing_path(path)`) whose op durations let a replay report
-    its time-weighted coverage."""
-    import torch
-    from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile
+    its time-weighted coverage.
+
+    Only one torch profiler runs at a time (two crash inside torch): if the body starts
+    its own, the durations recorded so far are written and the timing stops there, with
+    a message to `on_timing_cut` (default: a warning); the execution trace goes on to the
+    end."""
+    from torch.profiler import ExecutionTraceObserver
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     observer = ExecutionTraceObserver().register_callback(str(path))
-    if not with_timing:
-        observer.start()
+    timing = _TimingProfiler(timing_path(path), on_timing_cut) if with_timing else None
+    observer.start()
+    try:
+        if timing is not None:
+            timing.start()
+        yield path
+    finally:  # a body that raised still leaves the trace and durations of what it ran
         try:
-            yield path
+            if timing is not None:
+                timing.stop()
         finally:
             observer.stop()
             observer.unregister_callback()
-        return
-    activities = [ProfilerActivity.CPU]
-    if torch.cuda.is_available():
-        activities.append(ProfilerActivity.CUDA)
-    prof = profile(activities=activities, execution_trace_observer=observer)
-    try:
-        with prof:
-            yield path
-    finally:  # a body that raised still leaves the durations of what it ran
-        prof.export_chrome_trace(str(timing_path(path)))
+
+
+class _TimingProfiler:
+    """The op durations beside an execution trace: a kineto profiler that gives way when
+    the recorded program starts a profiler of its own."""
+
+    def __init__(self, out: Path, on_cut: Callable[[str], None] | None = None) -> None:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        self.out, self.on_cut = out, on_cut
+        self.profiler = profile(activities=activities)
+        self.active = False
+        self._patched: tuple[type, object] | None = None
+
+    def start(self) -> None:
+        import torch.autograd.profiler as autograd_profiler
+
+        self.profiler.start()
+        self.active = True
+        # every torch profiler (torch.profiler.profile, torch.autograd.profiler.profile)
+        # prepares its trace here before it enables kineto: the program's own comes later
+        cls = autograd_profiler.profile
+        original = cls._prepare_trace
+        timing = self
+
+        def prepare_trace(profiler_self, *args, **kwargs):
+            timing.give_way()
+            return original(profiler_self, *args, **kwargs)
+
+        cls._prepare_trace = prepare_trace
+        self._patched = (cls, original)
+
+    def give_way(self) -> None:
+        """Stop and write the durations so far: the program starts its own profiler."""
+        if not self.active:
+            return
+        self._finish()
+        message = (f"the recorded program started its own torch profiler: the op durations "
+                   f"in {self.out} stop there (one profiler runs at a time); the execution "
+                   "trace goes on")
+        if self.on_cut is not None:
+            self.on_cut(message)
+        else:
+            warnings.warn(message, stacklevel=4)
+
+    def stop(self) -> None:
+        if self._patched is not None:
+            cls, original = self._patched
+            cls._prepare_trace = original
+            self._patched = None
+        if self.active:
+            self._finish()
+
+    def _finish(self) -> None:
+        self.active = False
+        self.profiler.stop()
+        self.profiler.export_chrome_trace(str(self.out))

@@ -162,7 +162,7 @@ def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
              f"({report.coverage:.1%})"
              + (f"; {report.time_weighted:.1%} of the recorded op time"
                 if report.time_weighted is not None else
-                "; time-weighted coverage unknown (no timing trace beside it)")]
+                "; time-weighted coverage unknown (no op durations beside the trace)")]
     if report.iteration is not None:
         lines.append(f"iteration: median {format_seconds(report.iteration.median)} "
                      f"({len(report.iteration.times)} iterations)")
