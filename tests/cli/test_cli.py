@@ -58,6 +58,29 @@ def test_compare_formats(capsys, tmp_path):
     assert "\033[" in out
 
 
+def test_compare_keeps_files_with_the_same_task_apart(capsys, tmp_path):
+    from conftest import make_measurement
+
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    save_measurements(before, [make_measurement(4e-6)])
+    save_measurements(after, [make_measurement(2e-6)])
+    code, out, _ = run(capsys, "compare", str(before), str(after), "--no-color")
+    assert code == 0
+    header = next(line for line in out.splitlines() if "|" in line)
+    assert header.split("|")[1:] == ["  before  ", "  after"]  # a column per file
+    row = next(line for line in out.splitlines() if line.strip().startswith("f(x)"))
+    assert [round(float(c)) for c in row.split("|")[1:]] == [4, 2]  # not pooled in one cell
+    # measurements with descriptions keep their columns: the file goes into the env
+    described = tmp_path / "described.json"
+    save_measurements(described, [make_measurement(3e-6, description="fp32")])
+    save_measurements(tmp_path / "other.json", [make_measurement(5e-6, description="fp32")])
+    code, out, _ = run(capsys, "compare", str(described), str(tmp_path / "other.json"))
+    assert code == 0 and "(described)" in out and "(other)" in out
+    # files whose cells differ are shown as they are
+    code, out, _ = run(capsys, "compare", str(before), str(described))
+    assert code == 0 and "before" not in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["timeit"], "Missing argument"),
     (["timeit", "x +"], "SyntaxError"),

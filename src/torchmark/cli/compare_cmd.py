@@ -20,11 +20,14 @@ import click
 def compare_cmd(files, fmt, trim, color, rowwise, highlight):
     """Print a Compare table of the measurements in FILES (JSON from `timeit --save`,
     `demo`, or `torchmark.timing.files.save_measurements`; or `torchmark ops` results,
-    a column per file)."""
-    from torchmark.cli.measurement_files import read_measurement_files
+    a column per file). When files hold the same task (one statement saved before and
+    after a change), each file gets its own column (or, where the measurements have
+    descriptions, its name in their env) instead of pooling into one cell."""
+    from torchmark.cli.measurement_files import read_measurement_files, tell_files_apart
     from torchmark.compare import Compare
 
-    measurements = [m for group in read_measurement_files(list(files)) for m in group]
+    groups = read_measurement_files(list(files))
+    measurements = [m for group in tell_files_apart(groups, list(files)) for m in group]
     if not measurements:
         raise click.UsageError("the files hold no measurements")
     compare = Compare(measurements)

@@ -19,3 +19,38 @@ def read_measurement_files(files: list[str]) -> list[list[Measurement]]:
         else:
             out.append(load_measurements(path))
     return out
+
+
+def _cell(m: Measurement) -> tuple:
+    """Where a measurement lands in a Compare table (the same cell: merged or hidden)."""
+    spec = m.task_spec
+    return spec.label, spec.sub_label or spec.stmt, spec.description, spec.env, \
+        spec.num_threads
+
+
+def tell_files_apart(groups: list[list[Measurement]],
+                     files: list[str]) -> list[list[Measurement]]:
+    """When measurements of different files would share a table cell (the same statement
+    timed before and after a change, saved to two files), name each file's in the table:
+    a column per file where its measurements have no description, else its name in their
+    env. Files whose cells are all their own are left as they are."""
+    import dataclasses
+
+    from torchmark.ops.as_measurements import column_names
+
+    owners: dict[tuple, set[int]] = {}
+    for index, group in enumerate(groups):
+        for m in group:
+            owners.setdefault(_cell(m), set()).add(index)
+    shared = {index for indices in owners.values() if len(indices) > 1 for index in indices}
+    out = []
+    for index, (group, name) in enumerate(zip(groups, column_names(files), strict=True)):
+        if index not in shared:
+            out.append(group)
+            continue
+        as_column = not any(m.task_spec.description for m in group)
+        out.append([Measurement(m.number_per_run, m.raw_times, dataclasses.replace(
+            m.task_spec, **({"description": name} if as_column else
+                            {"env": f"{m.task_spec.env} @ {name}" if m.task_spec.env
+                             else name})), m.metadata) for m in group])
+    return out
