@@ -175,7 +175,8 @@ def test_bad_arguments_are_named(kwargs, message):
 
 
 def test_bad_measurements_are_named():
-    with pytest.raises(TypeError, match="candidate must be a Measurement, got list"):
+    with pytest.raises(TypeError, match=r"ab_test: candidate: builtins.list is not a "
+                                        r"Measurement \(torchmark's or torch"):
         ab_test(measurement([1, 2, 3]), [1, 2, 3])
     with pytest.raises(ValueError, match="the baseline measurement holds no times"):
         ab_test(measurement([]), measurement([1, 2, 3]))
@@ -184,6 +185,19 @@ def test_bad_measurements_are_named():
     nan = Measurement(1, [1.0, float("nan"), 2.0], measurement([1]).task_spec)
     with pytest.raises(ValueError, match="candidate measurement holds a negative, NaN"):
         ab_test(measurement([1, 2, 3]), nan)
+
+
+def test_torch_measurements_are_taken_as_compare_takes_them():
+    from torch.utils.benchmark import Measurement as TorchMeasurement
+    from torch.utils.benchmark.utils.common import TaskSpec as TorchTaskSpec
+
+    def theirs(times, env):
+        return TorchMeasurement(1, times, TorchTaskSpec("x * y", "pass", env=env))
+
+    a, b = theirs(normal(1.0, 0.01, 20, 21), "a"), theirs(normal(2.0, 0.01, 20, 22), "b")
+    assert ab_test(a, b).verdict == "slower"
+    pairs, _, _ = pair_measurements([a], [b])
+    assert [name for name, _, _ in pairs] == ["x * y"]
 
 
 # -- pairing ------------------------------------------------------------------------------

@@ -122,14 +122,19 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
     their order statistics and the sign test's p-value: a slow spell of the machine that
     hits both sides of a pair cancels out.
     """
+    sides = []
     for role, m in (("baseline", baseline), ("candidate", candidate)):
-        if not isinstance(m, Measurement):
-            raise TypeError(f"ab_test: {role} must be a Measurement, got {type(m).__name__}")
+        try:  # torch.utils.benchmark's Measurements are taken, as Compare takes them
+            m = Measurement.coerce(m)
+        except TypeError as e:
+            raise TypeError(f"ab_test: {role}: {e}") from None
+        sides.append(m)
         if not m.raw_times:
             raise ValueError(f"ab_test: the {role} measurement holds no times")
         if not all(math.isfinite(t) and t >= 0 for t in m.raw_times):
             raise ValueError(f"ab_test: the {role} measurement holds a negative, NaN or "
                              "infinite time")
+    baseline, candidate = sides
     if not 0 < confidence < 1:
         raise ValueError(f"ab_test: confidence must be in (0, 1), got {confidence!r}")
     if not (isinstance(min_effect, (int, float)) and 0 <= min_effect < 1):
@@ -295,6 +300,8 @@ def pair_measurements(
     of the tasks found on only one side. Names are unique: where two tasks would read
     alike, their setups (or a number) tell them apart.
     """
+    baseline = [Measurement.coerce(m) for m in baseline]  # torch's too
+    candidate = [Measurement.coerce(m) for m in candidate]
     fields_a = [_fields(m) for m in baseline]
     fields_b = [_fields(m) for m in candidate]
     tag = _side_tag(fields_a, fields_b)
