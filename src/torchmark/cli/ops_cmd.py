@@ -51,7 +51,8 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
 @click.option("-b", "--backward", is_flag=True, help="Also time the backward pass.")
 @click.option("-d", "--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
 @click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=None,
-              help="torch CPU threads for the run.")
+              help="torch CPU threads for the run [default: torch's, usually one a core; "
+                   "`timeit` uses 1]. The count used is recorded in the results.")
 @click.option("-o", "--output-prefix", "prefix", default="ops-results", show_default=True,
               help="Results go to PREFIX.jsonl (replaced; --resume FILE appends).")
 @click.option("--exec-mode", type=click.Choice(EXEC_MODES), default="discrete",

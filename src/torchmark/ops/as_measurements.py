@@ -41,7 +41,8 @@ def ops_measurements(path: str | os.PathLike, column: str | None = None) -> list
     options = header.get("run_options") or {}
     if not isinstance(options, dict):
         raise ValueError(f"{path}: the header's run_options is not an object")
-    threads = options.get("threads") or 1
+    # the count the run used (files before it was recorded: --threads, else 1)
+    threads = options.get("threads") or header.get("threads") or 1
     out = []
     for record in records.values():
         try:

@@ -100,6 +100,12 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     return [r for r in iter_lines(path) if r.get("type") == "record"]
 
 
+def _default_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
 @contextlib.contextmanager
 def _threads(n: int | None) -> Iterator[None]:
     import torch
@@ -194,6 +200,8 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
         writer = JsonlWriter(path, {"type": "header", "schema": SCHEMA, "version": VERSION,
                                     "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                     "run_options": dataclasses.asdict(options),
+                                    # what the run used: --threads, else torch's default
+                                    "threads": options.threads or _default_threads(),
                                     "system": {**system_info(), **_device_info(options)}},
                              resume=resume is not None)
     records: list[dict[str, Any]] = []
