@@ -75,7 +75,8 @@ def _few_samples_hint(results) -> list[str]:
               help="Of the bootstrap's resampling.")
 def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
     """Compare a baseline with a candidate, case by case: the ratio of the median times,
-    its bootstrap confidence interval, a Mann-Whitney p-value and a verdict.
+    its bootstrap confidence interval, a Mann-Whitney p-value and a verdict (a case needs
+    at least 5 times a side).
     Cases found on one side only, or that cannot be compared, are listed (on stderr in
     the csv and jsonl formats). With --fail-above, no case in common also exits 1.
 
@@ -143,6 +144,11 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
                   for v in ("faster", "slower", "no significant change", "too few samples")}
         lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
                      "in common")
+        if counts["faster"] or counts["slower"]:
+            lines.append("note: the two sides were measured at different times, so a machine "
+                         "that sped up or slowed down between them reads as a change (see "
+                         "docs/ab.md); `torchmark timeit A --vs B` or measure_ab() interleave "
+                         "the two and cancel such drift")
         click.echo("\n".join(lines))
     if fmt in ("csv", "jsonl"):  # the machine-readable output holds compared cases only
         for line in _unmatched(only_a, only_b, errors) + _few_samples_hint(results):
