@@ -139,8 +139,10 @@ def test_suite_list_cli(capsys):
     assert captured.out.splitlines() == [
         "Training/simple [cpp jit fwd t1]", "Training/simple [cpp jit fwd t2]",
         "Training/simple [cpp jit fwd+bwd t1]", "Training/simple [cpp jit fwd+bwd t2]"]
-    assert main(["suite", "list", "--filter", "Reduction/sum", "--format", "json"]) == 0
+    assert main(["suite", "list", "--filter", "Reduction/sum", "--format", "jsonl"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["timer_args"]["language"] for r in rows] == ["python", "cpp"]
+    assert main(["suite", "list", "--filter", "Reduction/sum", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == rows  # one document
     assert main(["suite", "run", "--filter", "no such case"]) == 2
     assert main(["suite", "list", "--definitions", "/nonexistent.py"]) == 2

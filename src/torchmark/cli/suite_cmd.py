@@ -25,8 +25,8 @@ def suite_cmd() -> None:
 @suite_cmd.command("list")
 @_FILTER
 @_DEFINITIONS
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text",
+              show_default=True, help="json: one array of the cases; jsonl: a case a line.")
 @click.option("--show-code", is_flag=True, help="Print each case's stmt and setup too.")
 def list_cmd(pattern, definitions, fmt, show_code):
     """Print the cases (ids) the suite defines."""
@@ -35,6 +35,9 @@ def list_cmd(pattern, definitions, fmt, show_code):
 
     cases = select(load_cases(definitions), pattern)
     if fmt == "json":
+        click.echo(json.dumps([case.to_dict() for case in cases], indent=1))
+        return
+    if fmt == "jsonl":
         for case in cases:
             click.echo(json.dumps(case.to_dict()))
         return
