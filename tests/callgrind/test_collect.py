@@ -104,8 +104,13 @@ def test_unserializable_global_is_refused_before_valgrind():
 
 
 def test_statement_error_carries_its_traceback():
-    with pytest.raises(CallgrindError, match="NameError: name 'nope' is not defined"):
+    with pytest.raises(CallgrindError, match="the statement failed .*NameError: name 'nope' "
+                                             "is not defined"):
         torchmark.Timer("nope + 1").collect_callgrind()
+    with pytest.raises(CallgrindError, match="the setup failed .*ValueError: boom"):
+        torchmark.Timer("x + 1", "raise ValueError('boom')").collect_callgrind()
+    with pytest.raises(CallgrindError, match="the statement failed .*ValueError: late"):
+        torchmark.Timer("f()", "def f():\n    raise ValueError('late')").collect_callgrind()
 
 
 def test_crash_in_counted_process_leaves_the_host_alive():

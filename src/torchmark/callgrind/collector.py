@@ -350,7 +350,13 @@ class Host:
         error = _read(folder / "error.txt").strip()
         if error:
             last = error.splitlines()[-1]
-            return f"the statement failed in the counted process: {last}\n{error}", False
+            # the outermost frame of the user's code says which of the two was running (a
+            # function the setup defined may raise when the statement calls it)
+            frames = [line for line in error.splitlines()
+                      if line.strip().startswith(('File "<setup>"', 'File "<stmt>"',
+                                                  'File "<warmup>"'))]  # the stmt, warming
+            which = "setup" if frames and '"<setup>"' in frames[0] else "statement"
+            return f"the {which} failed in the counted process: {last}\n{error}", False
         if exit_code < 0:
             return f"the counted process was killed by signal {-exit_code}", True
         return f"the counted process exited with status {exit_code}", False
