@@ -151,6 +151,7 @@ def test_too_few_samples_gives_no_interval():
     assert np.isnan(result.ci_low) and result.ratio == pytest.approx(2.1 / 1.05)
     paired = ab_test(measurement([1, 1, 1, 1, 1]), measurement([2, 2, 2, 2, 2]), paired=True)
     assert paired.verdict == "too few samples"  # 5 pairs cannot give a 95% interval
+    assert "no interval" in str(result) and "nan" not in str(result)
 
 
 def test_many_samples_stay_fast():

@@ -176,6 +176,11 @@ def test_jsonl_output_has_the_ops_shape(tmp_path):
     assert records[0]["op"] == "aten::linear" and records[0]["status"] == "ok"
     assert len(records[0]["metrics"]["forward"]["times"]) == 2
     assert lines[-1]["type"] == "footer" and lines[-1]["coverage"] >= 0.95
+    from torchmark.ops.as_measurements import ops_measurements
+
+    assert lines[0]["threads"] == torch.get_num_threads()  # compare shows the count used
+    assert {m.num_threads for m in ops_measurements(tmp_path / "r.jsonl")} == \
+        {torch.get_num_threads()}
 
 
 @pytest.mark.parametrize("content, message", [

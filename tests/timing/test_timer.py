@@ -175,6 +175,7 @@ def test_bad_arguments(kwargs, message):
     # values that would never let the loop end
     (lambda t: t.blocked_autorange(min_run_time=float("inf")), "min_run_time must be a finite"),
     (lambda t: t.adaptive_autorange(threshold=0, max_run_time=0), "max_run_time must be > 0"),
+    (lambda t: t.adaptive_autorange(max_run_time=None), r"max_run_time must be > 0 .*None"),
     (lambda t: t.adaptive_autorange(min_run_time=float("nan")), "min_run_time"),
 ])
 def test_bad_call_arguments(call, message):

@@ -96,9 +96,9 @@ class ABResult:
 
     def estimate(self) -> str:
         """The ratio, its interval, the p-value and the verdict, on one line."""
-        return (f"{self.ratio:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}] "
-                f"({self.confidence:.0%} CI), p = {self.p_value:.2g}: "
-                f"{self.describe_verdict()}")
+        interval = ("no interval" if math.isnan(self.ci_low) else
+                    f"[{self.ci_low:.3f}, {self.ci_high:.3f}] ({self.confidence:.0%} CI)")
+        return f"{self.ratio:.3f} {interval}, p = {self.p_value:.2g}: {self.describe_verdict()}"
 
     def __str__(self) -> str:
         unit, scale = select_unit(min(self.baseline.median, self.candidate.median))

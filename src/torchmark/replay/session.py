@@ -140,6 +140,7 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
                                    "run_options": {"device": device, "warmup": warmup,
                                                    "iterations": iterations,
                                                    "subgraph": subgraph, "step": step},
+                                   "threads": torch.get_num_threads(),  # as ops records it
                                    "system": system_info()}, resume=False)
         for op in replayer.ops:
             writer.write(_record(op))

@@ -277,9 +277,10 @@ class Timer:
         until `max_run_time` seconds have been spent."""
         threshold = _non_negative("threshold", threshold)
         min_run_time = _non_negative("min_run_time", min_run_time)
+        if max_run_time is None or max_run_time == 0:  # torch reads both as "no limit"
+            raise ValueError(f"Timer: max_run_time must be > 0 (it bounds the measurement), "
+                             f"got {max_run_time!r}")
         max_run_time = _non_negative("max_run_time", max_run_time)
-        if max_run_time == 0:  # torch reads 0 as "no limit", and can then run forever
-            raise ValueError("Timer: max_run_time must be > 0 (it bounds the measurement)")
         number = self._estimate_block_size(min_run_time=0.05)
 
         def stop_hook(times: list[float]) -> bool:
