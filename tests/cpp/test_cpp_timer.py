@@ -112,6 +112,28 @@ def test_runtime_errors_and_global_setup():
     assert torchmark.Timer(**snippet).timeit(30).median > 0
 
 
+def test_user_names_cannot_clash_with_the_generated_code():
+    # names the generated file uses for itself (a worker thread, a channel, the thread
+    # count) are the user's to take: torch's snippets allow them
+    timer = torchmark.Timer("auto y = x + worker + channel + num_threads + fail(serve);",
+                            "auto x = torch::ones({4}); int num_threads = 1; int serve = 2;",
+                            global_setup="int worker = 3; int channel = 4;\n"
+                                         "int fail(int v) { return v; }",
+                            language="cpp")
+    assert timer.timeit(10).median > 0
+
+
+def test_an_error_reported_outside_the_users_lines_is_still_shown():
+    from torchmark.cpp.compile_cache import _user_errors
+
+    output = ("<stmt>:1:5: note: candidate: 'int worker'\n"
+              "snippet.cpp:40:7: error: reference to 'worker' is ambiguous\n"
+              "In file included from x.h:1:\nsnippet.cpp:41:1: note: something\n")
+    shown = _user_errors(output)
+    assert "error: reference to 'worker' is ambiguous" in shown and "<stmt>:1:5" in shown
+    assert "snippet.cpp:41:1: note" not in shown
+
+
 @pytest.mark.valgrind
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_cpp_callgrind_counts_repeat(mul_timer):

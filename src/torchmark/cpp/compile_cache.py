@@ -91,6 +91,9 @@ def _user_errors(output: str) -> str:
     """The compiler's diagnostics about the user's code first, then the rest."""
     lines = output.splitlines()
     mine = [ln for ln in lines if ln.startswith(_USER_FILES)]
+    if not any("error" in ln for ln in mine):  # e.g. only notes point at the user's lines
+        mine += [ln for ln in lines if not ln.startswith(_USER_FILES)
+                 and (": error:" in ln or ": fatal error:" in ln)][:5]
     return "\n".join(mine) if mine else "\n".join(lines[-30:])
 
 

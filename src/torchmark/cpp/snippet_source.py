@@ -43,19 +43,19 @@ _PRELUDE = """\
 _BODY = """\
 namespace {
 
-template <typename Serve>
-int torchmark_run(int num_threads, Serve&& serve) {
-  at::set_num_threads(num_threads);
+template <typename TorchmarkServe>  // names the user's setup and stmt cannot clash with
+int torchmark_run(int torchmark_num_threads, TorchmarkServe&& torchmark_serve) {
+  at::set_num_threads(torchmark_num_threads);
 @SETUP@
   auto torchmark_body = [&](int64_t torchmark_n) {
     for (int64_t torchmark_i = 0; torchmark_i < torchmark_n; ++torchmark_i) {
 @STMT@
     }
   };
-  return serve(torchmark_body);
+  return torchmark_serve(torchmark_body);
 }
 
-struct Channel {
+struct TorchmarkChannel {
   std::mutex mutex;
   std::condition_variable cv;
   bool ready = false, failed = false, stop = false, has_request = false, has_result = false;
@@ -64,10 +64,10 @@ struct Channel {
   std::string error;
 };
 
-Channel* channel = nullptr;
-std::thread* worker = nullptr;
+TorchmarkChannel* torchmark_channel = nullptr;
+std::thread* torchmark_worker = nullptr;
 
-void fail(Channel& c, const char* what) {
+void torchmark_fail(TorchmarkChannel& c, const char* what) {
   std::lock_guard<std::mutex> lock(c.mutex);
   c.failed = true;
   c.error = what;
@@ -79,14 +79,14 @@ void fail(Channel& c, const char* what) {
 }  // namespace
 
 extern "C" const char* tm_last_error@SFX@() {
-  return channel ? channel->error.c_str() : "";
+  return torchmark_channel ? torchmark_channel->error.c_str() : "";
 }
 
 extern "C" int tm_timer_start@SFX@(int num_threads) {
-  if (channel) return 0;
-  channel = new Channel();
-  Channel& c = *channel;
-  worker = new std::thread([&c, num_threads]() {
+  if (torchmark_channel) return 0;
+  torchmark_channel = new TorchmarkChannel();
+  TorchmarkChannel& c = *torchmark_channel;
+  torchmark_worker = new std::thread([&c, num_threads]() {
     try {
       torchmark_run(num_threads, [&c](auto& body) {
         std::unique_lock<std::mutex> lock(c.mutex);
@@ -108,9 +108,9 @@ extern "C" int tm_timer_start@SFX@(int num_threads) {
         }
       });
     } catch (const std::exception& e) {
-      fail(c, e.what());
+      torchmark_fail(c, e.what());
     } catch (...) {
-      fail(c, "unknown C++ exception");
+      torchmark_fail(c, "unknown C++ exception");
     }
   });
   std::unique_lock<std::mutex> lock(c.mutex);
@@ -119,8 +119,8 @@ extern "C" int tm_timer_start@SFX@(int num_threads) {
 }
 
 extern "C" double tm_timer_timeit@SFX@(int64_t n) {
-  if (!channel) return -1.0;
-  Channel& c = *channel;
+  if (!torchmark_channel) return -1.0;
+  TorchmarkChannel& c = *torchmark_channel;
   std::unique_lock<std::mutex> lock(c.mutex);
   if (c.failed) return -1.0;
   c.request = n;
@@ -132,13 +132,13 @@ extern "C" double tm_timer_timeit@SFX@(int64_t n) {
 }
 
 extern "C" void tm_timer_stop@SFX@() {
-  if (!channel) return;
+  if (!torchmark_channel) return;
   {
-    std::lock_guard<std::mutex> lock(channel->mutex);
-    channel->stop = true;
-    channel->cv.notify_all();
+    std::lock_guard<std::mutex> lock(torchmark_channel->mutex);
+    torchmark_channel->stop = true;
+    torchmark_channel->cv.notify_all();
   }
-  if (worker && worker->joinable()) worker->join();
+  if (torchmark_worker && torchmark_worker->joinable()) torchmark_worker->join();
 }
 
 extern "C" int tm_callgrind@SFX@(int num_threads, int64_t number, int64_t warmup, int repeats,
