@@ -27,6 +27,7 @@ def test_deltas_sorted_by_size_and_flagged_above_threshold():
     assert [d.id for d in report.regressions_above(0.04)] == ["b"]
     assert report.only_a == ["gone"] and report.only_b == ["new"]
     assert report.failed[0][0] == "broken" and "B: boom" in report.failed[0][1]
+    assert report.broken == ["broken"]
 
 
 def test_text_and_markdown_renderings():
@@ -61,10 +62,17 @@ def test_cli_compare_gates_on_growth(tmp_path, capsys):
     _write(a, A)
     _write(b, B)
     assert main(["suite", "compare", str(a), str(b)]) == 0
-    assert main(["suite", "compare", str(a), str(b), "--fail-above", "10"]) == 0
+    capsys.readouterr()
+    # a case that counted in A and failed in B fails the gate, whatever the threshold
+    assert main(["suite", "compare", str(a), str(b), "--fail-above", "10"]) == 1
+    err = capsys.readouterr().err
+    assert "1 case(s) counted in A failed in B: broken" in err and "grew" not in err
     assert main(["suite", "compare", str(a), str(b), "--fail-above", "2"]) == 1
     err = capsys.readouterr().err
     assert "1 case(s) grew by more than 2.0%: b" in err
+    fixed = tmp_path / "fixed.jsonl"
+    _write(fixed, [r for r in B if r["id"] != "broken"])
+    assert main(["suite", "compare", str(a), str(fixed), "--fail-above", "10"]) == 0
     assert main(["suite", "compare", str(a), str(b), "--format", "markdown", "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert "`c`" in out and "`b`" not in out

@@ -150,7 +150,8 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
 @click.option("--top", type=click.IntRange(min=1), default=None,
               help="Show only the N largest changes.")
 @click.option("--fail-above", type=FiniteRange(min=0), default=None,
-              help="Exit 1 when a case's count grew by more than this many percent.")
+              help="Exit 1 when a case's count grew by more than this many percent, or a "
+                   "case counted in A failed in B.")
 def compare_cmd(a, b, threshold, fmt, top, fail_above):
     """Per-case instruction-count deltas from A to B, largest first."""
     from torchmark.suite.ab_report import compare_results, render_markdown, render_text
@@ -167,5 +168,9 @@ def compare_cmd(a, b, threshold, fmt, top, fail_above):
         if worse:
             click.echo(f"{len(worse)} case(s) grew by more than {fail_above}%: "
                        + ", ".join(d.id for d in worse[:5]), err=True)
+        if report.broken:  # a case that stopped working must not pass the gate
+            click.echo(f"{len(report.broken)} case(s) counted in A failed in B: "
+                       + ", ".join(report.broken[:5]), err=True)
+        if worse or report.broken:
             return 1
     return 0

@@ -32,6 +32,7 @@ class ABReport:
     only_b: list[str]
     failed: list[tuple[str, str]]  # (id, which side failed and why)
     threshold: float
+    broken: list[str] = dataclasses.field(default_factory=list)  # ok in A, failed in B
 
     @property
     def flagged(self) -> list[Delta]:
@@ -70,7 +71,7 @@ def compare_results(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]],
     if threshold < 0:
         raise ValueError(f"threshold must be >= 0, got {threshold}")
     a_map, b_map = _by_id(a, names[0]), _by_id(b, names[1])
-    deltas, failed = [], []
+    deltas, failed, broken = [], [], []
     for case_id in [i for i in a_map if i in b_map]:
         ra, rb = a_map[case_id], b_map[case_id]
         bad = [(side, r) for side, r in (("A", ra), ("B", rb)) if r.get("status") != "ok"
@@ -78,12 +79,14 @@ def compare_results(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]],
         if bad:
             failed.append((case_id, "; ".join(f"{side}: {r.get('error') or 'no counts'}"
                                               for side, r in bad)))
+            if [side for side, _ in bad] == ["B"]:
+                broken.append(case_id)
             continue
         (per_a, spread_a), (per_b, spread_b) = _counts(ra, names[0]), _counts(rb, names[1])
         deltas.append(Delta(case_id, per_a, per_b, max(spread_a, spread_b)))
     deltas.sort(key=lambda d: (-abs(d.change), d.id))
     return ABReport(deltas, [i for i in a_map if i not in b_map],
-                    [i for i in b_map if i not in a_map], failed, threshold)
+                    [i for i in b_map if i not in a_map], failed, threshold, broken)
 
 
 def _row(d: Delta, threshold: float) -> list[str]:
