@@ -127,11 +127,48 @@ def test_stmts_errors(kwargs, fragment):
     (dict(cpp_model_setup="auto net = 1;", signature="f(x) -> y"), "never defines 'model'"),
     (dict(cpp_model_setup="auto model = 1;", signature="f(x) -> y", torchscript=True),
      "needs py_model_setup"),
+    (dict(py_model_setup="model = torch.nn.ReLU()", signature="f(x) -> None", autograd=True),
+     "autograd=True needs a signature naming the output"),
 ])
 def test_modules_errors(kwargs, fragment):
     with pytest.raises(ValueError, match="GroupedModules") as e:
         GroupedModules(**kwargs)
     assert fragment in str(e.value)
+
+
+def test_a_signature_returning_none_keeps_no_output(tmp_path, monkeypatch):
+    # as upstream's standard definitions write in-place statements: `f(x, y) -> None`
+    monkeypatch.setenv("TORCHMARK_CACHE_DIR", str(tmp_path))
+    b = GroupedStmts("x += w", "x += w;", SETUP, signature="f(x, w) -> None",
+                     torchscript=True)
+    stmts = {(c.auto_labels.language, c.auto_labels.runtime): c.timer_args.stmt
+             for c in b.cases()}
+    assert stmts[("python", "eager")] == "x += w"
+    assert stmts[("python", "jit")] == "jit_model(x, w)"
+    assert stmts[("cpp", "jit")].splitlines()[-1] == "jit_model.forward(jit_inputs);"
+    jit = next(c for c in b.cases() if c.auto_labels.runtime == "jit")
+    jit.scripted.ensure()
+    assert jit.timer_args.timer().timeit(3).median > 0
+    m = GroupedModules("model = torch.nn.ReLU(inplace=True)", "auto model = torch::nn::ReLU();",
+                       SETUP, signature="f(x) -> None")
+    assert [c.timer_args.stmt for c in m.cases()] == ["model(x)", "model->forward(x);"]
+    with pytest.raises(ValueError, match="autograd=True needs a signature naming the output"):
+        GroupedStmts("x += w", signature="f(x, w) -> None", autograd=True)
+
+
+def test_models_may_be_functions_imports_or_classes_the_setup_defines(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHMARK_CACHE_DIR", str(tmp_path))
+    for model_setup in ("def model(x):\n    return x.relu()",
+                        "from torch.nn.functional import relu as model"):
+        b = GroupedModules(model_setup, setup=SETUP, signature="f(x) -> y")
+        assert b.cases()[0].timer_args.timer().timeit(3).median > 0
+    # TorchScript reads the source of what it scripts: a class the setup defines has one
+    cls = ("class Twice(torch.nn.Module):\n    def forward(self, x):\n        return 2 * x\n"
+           "model = Twice()")
+    b = GroupedModules(cls, setup=SETUP, signature="f(x) -> y", torchscript=True)
+    jit = next(c for c in b.cases() if c.auto_labels.runtime == "jit")
+    jit.scripted.ensure()
+    assert jit.timer_args.timer().timeit(3).median > 0
 
 
 def test_timer_args_validation():

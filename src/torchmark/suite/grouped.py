@@ -67,11 +67,21 @@ def _python_assigns(owner: str, field: str, code: str, name: str) -> None:
     except SyntaxError as e:
         raise ValueError(f"{owner}: {field} is not valid Python: {e.msg} (line {e.lineno})") \
             from None
-    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Store)}
-    if name not in assigned:
+    if name not in _bound_names(tree):
         raise ValueError(f"{owner}: {field} never assigns {name!r} (named by the signature "
                          f"or required by {owner})")
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Names the code binds: assigned, defined (def, class) or imported (`as` too)."""
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, ast.Store)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+    return names
 
 
 def _script_sees_only_its_arguments(owner: str, code: str, signature: Signature) -> None:
@@ -80,8 +90,7 @@ def _script_sees_only_its_arguments(owner: str, code: str, signature: Signature)
     only fail when the model is scripted, far from the definition."""
     tree = ast.parse(code)
     known = {*signature.args, "torch", *dir(builtins)}
-    known |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-              and isinstance(n.ctx, ast.Store)}
+    known |= _bound_names(tree)
     unknown = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
                       and isinstance(n.ctx, ast.Load)} - known)
     if unknown:
@@ -147,10 +156,11 @@ class GroupedBenchmark:
                              "from the Python statement)")
         if parsed is not None:
             if py_stmt:
-                _python_assigns(owner, "py_stmt", py_stmt, parsed.output)
+                if parsed.output is not None:
+                    _python_assigns(owner, "py_stmt", py_stmt, parsed.output)
                 if torchscript:
                     _script_sees_only_its_arguments(owner, py_stmt, parsed)
-            if cpp_stmt:
+            if cpp_stmt and parsed.output is not None:
                 _cpp_mentions(owner, "cpp_stmt", cpp_stmt, parsed.output)
         return cls("stmts", py_stmt, cpp_stmt, setup, parsed, bool(torchscript),
                    bool(autograd), _thread_counts(owner, num_threads))
@@ -179,8 +189,11 @@ class GroupedBenchmark:
         if cpp_model:
             _cpp_mentions(owner, "cpp_model_setup", cpp_model, "model")
         args, out = parsed.arg_list, parsed.output
-        return cls("modules", f"{out} = model({args})" if py_model else "",
-                   f"auto {out} = model->forward({args});" if cpp_model else "", setup, parsed,
+        py_call, cpp_call = f"model({args})", f"model->forward({args});"
+        if out is not None:
+            py_call, cpp_call = f"{out} = {py_call}", f"auto {out} = {cpp_call}"
+        return cls("modules", py_call if py_model else "", cpp_call if cpp_model else "",
+                   setup, parsed,
                    bool(torchscript), bool(autograd), _thread_counts(owner, num_threads),
                    py_model, cpp_model)
 
@@ -227,7 +240,8 @@ class GroupedBenchmark:
             setup = _join(self.setup.py_setup, self.py_model_setup)
             stmt = self.py_fwd_stmt
             if model is not None:
-                stmt = f"{out} = jit_model({self.signature.arg_list})"
+                stmt = f"jit_model({self.signature.arg_list})"
+                stmt = f"{out} = {stmt}" if out else stmt
                 warm = _join(stmt, f"{out}.backward()" if backward else "")
                 setup = _join(self.setup.py_setup, f"jit_model = torch.jit.load({str(model.path)!r})",
                               f"for _ in range({JIT_WARMUP_CALLS}):  # let TorchScript specialize",
@@ -241,8 +255,10 @@ class GroupedBenchmark:
         stmt = self.cpp_fwd_stmt
         if model is not None:
             inputs = ", ".join(self.signature.args)
+            call = "jit_model.forward(jit_inputs)"  # a tensor only where backward needs one
             stmt = _join(f"std::vector<torch::jit::IValue> jit_inputs{{{inputs}}};",
-                         f"auto {out} = jit_model.forward(jit_inputs).toTensor();")
+                         f"auto {out} = {call}{'.toTensor()' if backward else ''};" if out
+                         else f"{call};")
             warm = _join(stmt, f"{out}.backward();" if backward else "")
             global_setup = _join("#include <torch/script.h>", global_setup)
             setup = _join(self.setup.cpp_setup,
@@ -271,8 +287,9 @@ def _check_global_setup(owner: str, setup: GroupedSetup, has_cpp: bool) -> None:
 def _check_modes(owner: str, signature: Signature | None, torchscript, autograd) -> None:
     if torchscript and signature is None:
         raise ValueError(f"{owner}: torchscript=True needs a signature (e.g. 'f(x) -> y')")
-    if autograd and signature is None:
-        raise ValueError(f"{owner}: autograd=True needs a signature naming the output")
+    if autograd and (signature is None or signature.output is None):
+        raise ValueError(f"{owner}: autograd=True needs a signature naming the output (the "
+                         "backward pass starts from it), not '-> None'")
 
 
 GroupedStmts = GroupedBenchmark.from_stmts

@@ -32,7 +32,7 @@ class ScriptedModel:
     @property
     def key(self) -> str:
         text = "\n--\n".join([self.kind, self.setup, self.body, self.signature.arg_list,
-                              self.signature.output, torch_version() or "unknown"])
+                              str(self.signature.output), torch_version() or "unknown"])
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     @property
@@ -45,29 +45,32 @@ class ScriptedModel:
         return self.folder / MODEL_FILE
 
     def module_source(self) -> str:
-        """The Python source of the module scripted for `kind="stmts"`."""
+        """The Python source scripted: for `kind="stmts"` a module whose forward is the
+        statement; for `kind="modules"` the setup and the model setup (which makes
+        `model`). A file, not exec(): TorchScript reads the source of what it scripts, so
+        a module class or function the setup defines must have one."""
+        if self.kind == "modules":
+            return f"import torch\n\n{self.setup or 'pass'}\n\n{self.body}\n"
         body = textwrap.indent(self.body, " " * 8)
+        result = self.signature.output or "None"
         return (f"import torch\n\n\nclass TorchmarkModel(torch.nn.Module):\n"
                 f"    def forward(self, {self.signature.arg_list}):\n{body}\n"
-                f"        return {self.signature.output}\n")
+                f"        return {result}\n")
 
     def _script(self):
         import torch
 
+        source = self.folder / "model_source.py"
+        source.write_text(self.module_source())
+        spec = importlib.util.spec_from_file_location(f"torchmark_model_{self.key}", source)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
         if self.kind == "stmts":
-            source = self.folder / "model_source.py"
-            source.write_text(self.module_source())
-            spec = importlib.util.spec_from_file_location(f"torchmark_model_{self.key}", source)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
             return torch.jit.script(module.TorchmarkModel())
-        namespace: dict = {"torch": torch}
-        exec(compile(self.setup or "pass", "<setup>", "exec"), namespace)
-        exec(compile(self.body, "<model setup>", "exec"), namespace)
-        if "model" not in namespace:
+        if not hasattr(module, "model"):
             raise ValueError("GroupedModules: py_model_setup must assign `model`")
-        return torch.jit.script(namespace["model"])
+        return torch.jit.script(module.model)
 
     def ensure(self) -> Path:
         """Script and save the model unless it is already saved; its path."""

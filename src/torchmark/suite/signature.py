@@ -12,7 +12,7 @@ _SIGNATURE = re.compile(r"^\s*[A-Za-z_]\w*\s*\(\s*(?P<args>[^()]*?)\s*\)\s*->\s*
 @dataclasses.dataclass(frozen=True)
 class Signature:
     args: tuple[str, ...]
-    output: str
+    output: str | None  # None: `-> None`, a statement whose result is not kept
 
     @property
     def arg_list(self) -> str:
@@ -21,7 +21,8 @@ class Signature:
 
 def parse_signature(text: str) -> Signature:
     """`"f(x, w) -> y"` -> Signature(("x", "w"), "y"). Spacing is free; exactly one output
-    and distinct identifier arguments are required."""
+    (or `None`: nothing is returned, as for an in-place statement) and distinct identifier
+    arguments are required."""
     if not isinstance(text, str):
         raise ValueError(f"signature must be a str like 'f(x, w) -> y', got {type(text).__name__}")
     match = _SIGNATURE.match(text)
@@ -37,6 +38,8 @@ def parse_signature(text: str) -> Signature:
     out = match.group("out")
     if "," in out or (out.startswith("(") and out.endswith(")")):
         raise ValueError(f"signature {text!r}: exactly one output is supported, got {out!r}")
+    if out == "None":
+        return Signature(args, None)
     if not re.fullmatch(_IDENT, out):
         raise ValueError(f"signature {text!r}: the output {out!r} is not an identifier")
     if out in args:
