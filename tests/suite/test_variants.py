@@ -118,3 +118,27 @@ def test_parse_stmts_splits_two_columns():
     assert parse_stmts("# @a\nx") == ("# @a\nx", "")
     with pytest.raises(ValueError, match="column"):
         parse_stmts("a | b\n--- | ---\nabc ; def\n")
+
+
+def test_table_rows_pair_row_by_row_and_a_one_sided_row_is_one_language():
+    from torchmark.suite import materialize
+    from torchmark.suite.variants import GroupedVariants, parse_stmts
+
+    py, cpp = parse_stmts(r"""
+        Python                                   | C++
+        ---------------------------------------- | ----------------------------------------
+        # @setup                                 | // @setup
+        x = torch.ones((4, 4))                   | auto x = torch::ones({4, 4});
+        # @ops                                   | // @ops
+        x.abs()                                  | x.abs();
+        x.neg()                                  |
+        x.sin()                                  | x.sin();
+                                                 | x.cos();
+    """)
+    got = [(c.id, c.timer_args.stmt) for c in materialize({"V": GroupedVariants(py, cpp)})]
+    assert got == [("V/ops/x.abs() [py eager fwd t1]", "x.abs()"),
+                   ("V/ops/x.abs() [cpp eager fwd t1]", "x.abs();"),
+                   ("V/ops/x.neg() [py eager fwd t1]", "x.neg()"),
+                   ("V/ops/x.sin() [py eager fwd t1]", "x.sin()"),
+                   ("V/ops/x.sin() [cpp eager fwd t1]", "x.sin();"),
+                   ("V/ops/x.cos() [cpp eager fwd t1]", "x.cos();")]

@@ -8,7 +8,9 @@
 
 A `@label` marker starts a group; each statement in it is a case (labelled with the
 Python statement, or the C++ one where there is no Python). Python and C++ groups of
-the same label pair up line by line. `@setup` is shared by every case; `// @global_setup`
+the same label pair up statement by statement, or row by row where the two blocks are
+the columns of one table (their markers on the same lines: a row with one side empty is
+a one-language case). `@setup` is shared by every case; `// @global_setup`
 (C++ only) goes outside the C++ function. A line indented deeper than the statement
 before it continues that statement. `parse_stmts` turns a two-column table
 (`Python | C++`) into the two blocks.
@@ -28,8 +30,17 @@ _SETUP, _GLOBAL_SETUP = "setup", "global_setup"
 
 def parse_block(block: str, language: str) -> tuple[dict[str, list[str]], str, str]:
     """(label -> statements, setup, global_setup) of one language's block."""
+    groups, setup, global_setup, _ = _parse(block, language)
+    return groups, setup, global_setup
+
+
+def _parse(block: str, language: str
+           ) -> tuple[dict[str, list[str]], str, str, dict[str, tuple[int, list[int]]]]:
+    """parse_block's result, and for each label the line of its marker and the lines its
+    statements start on (to pair the rows of a two-column table)."""
     marker, comment = _MARKERS[language], _COMMENT[language]
     groups: dict[str, list[str]] = {}
+    rows: dict[str, tuple[int, list[int]]] = {}
     setup_lines: dict[str, list[str]] = {_SETUP: [], _GLOBAL_SETUP: []}
     current: str | None = None
     statement_indent = 0
@@ -51,6 +62,7 @@ def parse_block(block: str, language: str) -> tuple[dict[str, list[str]], str, s
                     raise ValueError(f"GroupedVariants: label {label!r} appears twice in the "
                                      f"{language} block")
                 groups[label] = []
+                rows[label] = (number, [])
                 current = label
             continue
         if current in (_SETUP, _GLOBAL_SETUP):
@@ -68,9 +80,26 @@ def parse_block(block: str, language: str) -> tuple[dict[str, list[str]], str, s
             statements[-1] += "\n" + line[statement_indent:]
         else:
             statements.append(stripped)
+            rows[current][1].append(number)
             statement_indent = indent
     return (groups, "\n".join(setup_lines[_SETUP]).strip("\n"),
-            "\n".join(setup_lines[_GLOBAL_SETUP]).strip("\n"))
+            "\n".join(setup_lines[_GLOBAL_SETUP]).strip("\n"), rows)
+
+
+def _pairs(py_lines: list[str], cpp_lines: list[str], py_rows: tuple[int, list[int]] | None,
+           cpp_rows: tuple[int, list[int]] | None) -> list[tuple[str, str]]:
+    """(python, C++) statement pairs of one label. Where both markers sit on the same line
+    (the blocks are the two columns of one table) statements pair by row, and a row with
+    one side empty is a one-language case; otherwise the n-th statements pair."""
+    if py_rows and cpp_rows and py_rows[0] == cpp_rows[0]:
+        by_row: dict[int, list[str]] = {}
+        for lines, (_, starts), side in ((py_lines, py_rows, 0), (cpp_lines, cpp_rows, 1)):
+            for stmt, row in zip(lines, starts, strict=True):
+                by_row.setdefault(row, ["", ""])[side] = stmt
+        return [(py, cpp) for _, (py, cpp) in sorted(by_row.items())]
+    n = max(len(py_lines), len(cpp_lines))
+    return [(py_lines[i] if i < len(py_lines) else "", cpp_lines[i] if i < len(cpp_lines)
+             else "") for i in range(n)]
 
 
 def _unclosed(code: str, language: str) -> bool:
@@ -123,17 +152,15 @@ def _case_label(py_stmt: str, cpp_stmt: str) -> str:
 def GroupedVariants(py_block: str = "", cpp_block: str = "",  # noqa: N802 (upstream's name)
                     num_threads=1) -> dict[str, GroupedBenchmark | dict[str, GroupedBenchmark]]:
     """{label: benchmark} for one-statement groups, {label: {statement: benchmark}} else."""
-    py_groups, py_setup, _ = parse_block(py_block, "python")
-    cpp_groups, cpp_setup, global_setup = parse_block(cpp_block, "cpp")
+    py_groups, py_setup, _, py_rows = _parse(py_block, "python")
+    cpp_groups, cpp_setup, global_setup, cpp_rows = _parse(cpp_block, "cpp")
     if not py_groups and not cpp_groups:
         raise ValueError("GroupedVariants: no '@label' groups found")
     setup = GroupedSetup(py_setup, cpp_setup, global_setup)
     out: dict[str, GroupedBenchmark | dict[str, GroupedBenchmark]] = {}
     for label in [*py_groups, *(k for k in cpp_groups if k not in py_groups)]:
-        py_lines, cpp_lines = py_groups.get(label, []), cpp_groups.get(label, [])
-        n = max(len(py_lines), len(cpp_lines))
-        pairs = [(py_lines[i] if i < len(py_lines) else "",
-                  cpp_lines[i] if i < len(cpp_lines) else "") for i in range(n)]
+        pairs = _pairs(py_groups.get(label, []), cpp_groups.get(label, []),
+                       py_rows.get(label), cpp_rows.get(label))
         benchmarks = {}
         for py_stmt, cpp_stmt in pairs:
             case_setup = setup if cpp_stmt else GroupedSetup(py_setup=py_setup)
