@@ -182,3 +182,23 @@ def test_cache_info_and_clear(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "c" / "cpp" / "snippet-x").exists() and busy.exists()
     assert (tmp_path / "c" / "notes.txt").read_text() == "someone else's"
     assert default_builder() is not None
+
+
+def test_a_bundle_snippet_that_does_not_compile_fails_alone():
+    # errors the compiler reports outside the user's lines (a `;` missing at the end of
+    # a setup shows at the next generated token; an #include moved to the top) still
+    # name their snippet, so the other snippets of the bundle build
+    from torchmark.cpp.compile_cache import BundleCompileError, default_builder
+
+    snippets = [("auto y = x + 1;", "auto x = torch::ones({2})", ""),  # no `;`
+                ("auto y = x + 1;", "auto x = torch::ones({2});",
+                 "#include <no_such_header_torchmark.h>"),
+                ("auto y = x * 2;", "auto x = torch::ones({2});", "")]
+    with pytest.raises(BundleCompileError) as info:  # a missing header stops gcc at once
+        default_builder().build_bundle(snippets)
+    assert list(info.value.failed) == [1]
+    assert "<global_setup:1>:1:10: fatal error: no_such_header" in info.value.failed[1]
+    with pytest.raises(BundleCompileError) as info:
+        default_builder().build_bundle([snippets[0], snippets[2]])
+    assert list(info.value.failed) == [0] and "error:" in info.value.failed[0]
+    assert default_builder().build_bundle(snippets[2:]).exists()

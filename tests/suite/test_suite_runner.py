@@ -146,3 +146,30 @@ def test_suite_list_cli(capsys):
     assert json.loads(capsys.readouterr().out) == rows  # one document
     assert main(["suite", "run", "--filter", "no such case"]) == 2
     assert main(["suite", "list", "--definitions", "/nonexistent.py"]) == 2
+
+
+def test_a_compile_error_no_snippet_owns_is_narrowed_down_by_halving(monkeypatch):
+    # when the compiler's error cannot be traced to a snippet, the bundle is halved until
+    # the snippet that breaks it fails alone and every other one builds
+    import torchmark.cpp.compile_cache as compile_cache
+    from torchmark.suite import materialize
+    from torchmark.suite.runner import _build_bundle
+
+    builds = []
+
+    class Builder:
+        def build_bundle(self, snippets):
+            builds.append(len(snippets))
+            if any("broken" in stmt for stmt, _, _ in snippets):
+                raise compile_cache.BundleCompileError("failed", "snippet.cpp:3:1: error: x",
+                                                       {})
+            return Path("/lib.so")
+
+    monkeypatch.setattr(compile_cache, "default_builder", lambda: Builder())
+    cases = materialize({f"c{i}": TimerArgs("broken;" if i == 5 else f"int v{i} = {i};",
+                                            language="cpp") for i in range(8)})
+    libraries, failures = _build_bundle(cases)
+    assert [c.id for c, _ in failures] == ["c5 [cpp eager fwd t1]"]
+    assert "snippet.cpp:3:1: error: x" in failures[0][1]
+    assert sorted(libraries) == sorted(c.id for c in cases if not c.id.startswith("c5"))
+    assert builds == [8, 4, 4, 2, 1, 1, 2]  # 7 builds, not one a case

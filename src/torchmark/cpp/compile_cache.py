@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from torchmark.cpp.snippet_source import DEFAULT_HEADER, bundle_source, snippet_source
+from torchmark.cpp.snippet_source import DEFAULT_HEADER, bundle_layout, snippet_source
 from torchmark.paths import cache_dir
 from torchmark.torch_install import torch_folder, torch_version
 
@@ -207,7 +207,7 @@ class SnippetBuilder:
         """One library holding every (stmt, setup, global_setup) snippet; snippet i's entry
         points end in `bundle_entry_suffix(i)`. A snippet that does not compile raises
         BundleCompileError, whose `failed` maps its index to the compiler's message."""
-        source = bundle_source(snippets)
+        source, regions = bundle_layout(snippets)
         try:
             return self._library(source, {"bundle": len(snippets)})
         except CompileError as e:
@@ -216,6 +216,14 @@ class SnippetBuilder:
                 found = _BUNDLE_LINE.match(line)
                 if found:
                     failed.setdefault(int(found.group(2)), []).append(line)
+                    continue
+                generated = _GENERATED_ERROR.match(line)  # in the code around a snippet
+                if generated:
+                    row = int(generated.group(1))
+                    index = next((i for i, (first, last) in enumerate(regions)
+                                  if first <= row <= last), None)
+                    if index is not None:
+                        failed.setdefault(index, []).append(line)
             raise BundleCompileError(str(e), e.compiler_output,
                                      {i: "\n".join(v) for i, v in failed.items()}) from None
 
@@ -261,6 +269,7 @@ class BundleCompileError(CompileError):
 
 
 _BUNDLE_LINE = re.compile(r"^<(stmt|setup|global_setup):(\d+)>")
+_GENERATED_ERROR = re.compile(r"^(?:.*/)?snippet\.cpp:(\d+):\d+: (?:fatal )?error:")
 
 
 _BUILDER: SnippetBuilder | None = None

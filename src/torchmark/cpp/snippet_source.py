@@ -247,22 +247,30 @@ def bundle_entry_suffix(index: int) -> str:
     return f"_s{index}"
 
 
-def bundle_source(snippets: Sequence[tuple[str, str, str]],
-                  header: str = DEFAULT_HEADER) -> str:
+def bundle_layout(snippets: Sequence[tuple[str, str, str]], header: str = DEFAULT_HEADER
+                  ) -> tuple[str, list[tuple[int, int]]]:
     """One translation unit for many (stmt, setup, global_setup) snippets: compiling it
     costs about as much as compiling one, since parsing torch's headers dominates.
 
     Snippet i lives in `namespace torchmark_snippet_i` with entry points suffixed
     `bundle_entry_suffix(i)`; its code is reported as `<stmt:i>`, `<setup:i>` and
     `<global_setup:i>`. `#include` lines of global setups move to the top of the unit.
+    Also returns the (first, last) line of each snippet's region in the file, so an error
+    the compiler reports in the generated code around a snippet (a `;` missing at the end
+    of its setup shows at the next generated token) is still that snippet's.
     """
-    includes: list[str] = []
-    for _, _, global_setup in snippets:
-        for line in global_setup.splitlines():
+    includes: dict[str, str] = {}  # each include, marked as the first snippet's line
+    for i, (_, _, global_setup) in enumerate(snippets):
+        for number, line in enumerate(global_setup.splitlines(), start=1):
             if line.strip().startswith("#include") and line.strip() not in includes:
-                includes.append(line.strip())
-    parts = [_PRELUDE, header, "\n", *(f"{line}\n" for line in includes)]
+                includes[line.strip()] = f'#line {number} "<global_setup:{i}>"\n'
+    parts = [_PRELUDE, header, "\n",
+             *(f"{marker}{line}\n" for line, marker in includes.items())]
+    if includes:
+        parts.append(f'#line {_lines(parts) + 2} "snippet.cpp"\n')
+    regions = []
     for i, (stmt, setup, global_setup) in enumerate(snippets):
+        first = _lines(parts) + 1
         parts.append(f"namespace torchmark_snippet_{i} {{\n")
         rest = "\n".join("" if line.strip().startswith("#include") else line
                          for line in global_setup.splitlines())
@@ -270,4 +278,5 @@ def bundle_source(snippets: Sequence[tuple[str, str, str]],
             parts.append(_block(f"global_setup:{i}", rest))
         _snippet_body(parts, stmt, setup, f":{i}", bundle_entry_suffix(i))
         parts.append(f"}}  // namespace torchmark_snippet_{i}\n")
-    return "".join(parts)
+        regions.append((first, _lines(parts)))
+    return "".join(parts), regions

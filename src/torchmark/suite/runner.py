@@ -281,9 +281,18 @@ def _build_bundle(cases: list[Case]) -> tuple[dict[str, tuple[str, str]], list[t
         except OSError as e:  # no compiler, or it could not run: every C++ case fails
             return {}, failures + [(c, f"C++ compile failed: {e}") for c in remaining]
         except BundleCompileError as e:
-            if not e.failed:  # not attributable to one snippet: every case fails
-                message = "C++ compile failed: " + "\n".join(e.compiler_output.splitlines()[-5:])
-                return {}, failures + [(c, message) for c in remaining]
+            if not e.failed:  # not attributable to one snippet: halve, so it fails alone
+                if len(remaining) == 1:
+                    message = "C++ compile failed: " + \
+                        "\n".join(e.compiler_output.splitlines()[-5:])
+                    return {}, failures + [(remaining[0], message)]
+                libraries: dict[str, tuple[str, str]] = {}
+                half = len(remaining) // 2
+                for part in (remaining[:half], remaining[half:]):
+                    part_libraries, part_failures = _build_bundle(part)
+                    libraries.update(part_libraries)
+                    failures += part_failures
+                return libraries, failures
             failures += [(remaining[i], f"C++ compile failed: {msg}")
                          for i, msg in sorted(e.failed.items())]
             remaining = [c for i, c in enumerate(remaining) if i not in e.failed]
