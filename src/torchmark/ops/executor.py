@@ -131,12 +131,13 @@ class _Clock:
         reset = reset or (lambda: None)
         if self.mode == "continuous" and before is None:
             self.sync()
-            start = time.perf_counter()
             with self.profiled():
+                start = time.perf_counter()
                 for _ in range(n):
                     out = call()
-            self.sync()
-            return [(time.perf_counter() - start) / n], out
+                self.sync()
+                elapsed = time.perf_counter() - start
+            return [elapsed / n], out
         if self.mode == "continuous_events":
             events = [(self.torch.cuda.Event(enable_timing=True),
                        self.torch.cuda.Event(enable_timing=True)) for _ in range(n)]
