@@ -22,6 +22,7 @@ from torchmark.timing.clocks import MAX_THREADS
 
 EXEC_MODES = ("discrete", "continuous", "continuous_events")
 PROFILER_RANGE_ENV = "TORCHMARK_PROFILER_RANGE"  # "1": timed calls in a cudaProfiler range
+_NO_RANGE = contextlib.nullcontext()
 
 
 @dataclasses.dataclass
@@ -104,12 +105,13 @@ class _Clock:
         # timed calls, not the warm-up, the flushes or the graph captures
         self.profiled_range = self.cuda and os.environ.get(PROFILER_RANGE_ENV) == "1"
 
+    def profiled(self) -> contextlib.AbstractContextManager:
+        """Around timed calls: the profiler's capture range when `ops --ncu` asked for it
+        (else a shared no-op: nothing to build a call)."""
+        return self._profiler_range() if self.profiled_range else _NO_RANGE
+
     @contextlib.contextmanager
-    def profiled(self) -> Iterator[None]:
-        """Around timed calls: the profiler's capture range when `ops --ncu` asked for it."""
-        if not self.profiled_range:
-            yield
-            return
+    def _profiler_range(self) -> Iterator[None]:
         self.torch.cuda.profiler.start()
         try:
             yield
