@@ -127,6 +127,8 @@ def test_table_rows_pair_row_by_row_and_a_one_sided_row_is_one_language():
     py, cpp = parse_stmts(r"""
         Python                                   | C++
         ---------------------------------------- | ----------------------------------------
+                                                 | // @global_setup
+                                                 | #include <vector>
         # @setup                                 | // @setup
         x = torch.ones((4, 4))                   | auto x = torch::ones({4, 4});
         # @ops                                   | // @ops
@@ -142,3 +144,18 @@ def test_table_rows_pair_row_by_row_and_a_one_sided_row_is_one_language():
                    ("V/ops/x.sin() [py eager fwd t1]", "x.sin()"),
                    ("V/ops/x.sin() [cpp eager fwd t1]", "x.sin();"),
                    ("V/ops/x.cos() [cpp eager fwd t1]", "x.cos();")]
+
+
+def test_blocks_written_apart_pair_statement_by_statement():
+    # a comment or blank line on one side must not shift the pairs
+    from torchmark.suite import materialize
+    from torchmark.suite.variants import GroupedVariants
+
+    py = "# @setup\nx = torch.ones(4)\n# @ops\nx.abs()\nx.neg()\nx.sin()\n"
+    cpp = "// @setup\nauto x = torch::ones({4});\n// @ops\n// abs, neg\nx.abs();\n\nx.neg();\n"
+    got = [(c.id, c.timer_args.stmt) for c in materialize({"V": GroupedVariants(py, cpp)})]
+    assert got == [("V/ops/x.abs() [py eager fwd t1]", "x.abs()"),
+                   ("V/ops/x.abs() [cpp eager fwd t1]", "x.abs();"),
+                   ("V/ops/x.neg() [py eager fwd t1]", "x.neg()"),
+                   ("V/ops/x.neg() [cpp eager fwd t1]", "x.neg();"),
+                   ("V/ops/x.sin() [py eager fwd t1]", "x.sin()")]

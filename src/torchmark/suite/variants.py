@@ -9,8 +9,8 @@
 A `@label` marker starts a group; each statement in it is a case (labelled with the
 Python statement, or the C++ one where there is no Python). Python and C++ groups of
 the same label pair up statement by statement, or row by row where the two blocks are
-the columns of one table (their markers on the same lines: a row with one side empty is
-a one-language case). `@setup` is shared by every case; `// @global_setup`
+the columns of one `parse_stmts` table (a row with one side empty is a one-language
+case). `@setup` is shared by every case; `// @global_setup`
 (C++ only) goes outside the C++ function. A line indented deeper than the statement
 before it continues that statement. `parse_stmts` turns a two-column table
 (`Python | C++`) into the two blocks.
@@ -87,11 +87,11 @@ def _parse(block: str, language: str
 
 
 def _pairs(py_lines: list[str], cpp_lines: list[str], py_rows: tuple[int, list[int]] | None,
-           cpp_rows: tuple[int, list[int]] | None) -> list[tuple[str, str]]:
-    """(python, C++) statement pairs of one label. Where both markers sit on the same line
-    (the blocks are the two columns of one table) statements pair by row, and a row with
-    one side empty is a one-language case; otherwise the n-th statements pair."""
-    if py_rows and cpp_rows and py_rows[0] == cpp_rows[0]:
+           cpp_rows: tuple[int, list[int]] | None, table: bool) -> list[tuple[str, str]]:
+    """(python, C++) statement pairs of one label. In the two columns of one table
+    (`table`, both markers on one row) statements pair by row, and a row with one side
+    empty is a one-language case; in blocks written apart the n-th statements pair."""
+    if table and py_rows and cpp_rows and py_rows[0] == cpp_rows[0]:
         by_row: dict[int, list[str]] = {}
         for lines, (_, starts), side in ((py_lines, py_rows, 0), (cpp_lines, cpp_rows, 1)):
             for stmt, row in zip(lines, starts, strict=True):
@@ -157,10 +157,11 @@ def GroupedVariants(py_block: str = "", cpp_block: str = "",  # noqa: N802 (upst
     if not py_groups and not cpp_groups:
         raise ValueError("GroupedVariants: no '@label' groups found")
     setup = GroupedSetup(py_setup, cpp_setup, global_setup)
+    table = isinstance(py_block, TableColumn) and isinstance(cpp_block, TableColumn)
     out: dict[str, GroupedBenchmark | dict[str, GroupedBenchmark]] = {}
     for label in [*py_groups, *(k for k in cpp_groups if k not in py_groups)]:
         pairs = _pairs(py_groups.get(label, []), cpp_groups.get(label, []),
-                       py_rows.get(label), cpp_rows.get(label))
+                       py_rows.get(label), cpp_rows.get(label), table)
         benchmarks = {}
         for py_stmt, cpp_stmt in pairs:
             case_setup = setup if cpp_stmt else GroupedSetup(py_setup=py_setup)
@@ -198,4 +199,15 @@ def parse_stmts(table: str) -> tuple[str, str]:
             raise ValueError(f"parse_stmts: line {line!r} does not have '|' at column {column}")
         py.append(line[:column].rstrip())
         cpp.append(line[column + 1:].rstrip() if len(line) > column else "")
-    return textwrap.dedent("\n".join(py)).strip("\n"), textwrap.dedent("\n".join(cpp)).strip("\n")
+    while py and not py[-1].strip() and not cpp[-1].strip():  # rows blank on both sides
+        py.pop(), cpp.pop()
+    while py and not py[0].strip() and not cpp[0].strip():
+        py.pop(0), cpp.pop(0)
+    # the columns stay row-aligned, and say so: GroupedVariants then pairs them by row
+    return (TableColumn(textwrap.dedent("\n".join(py))),
+            TableColumn(textwrap.dedent("\n".join(cpp))))
+
+
+class TableColumn(str):
+    """A column of a `parse_stmts` table: its lines are the table's rows, the same rows
+    as the other column's."""
