@@ -173,3 +173,15 @@ def test_a_compile_error_no_snippet_owns_is_narrowed_down_by_halving(monkeypatch
     assert "snippet.cpp:3:1: error: x" in failures[0][1]
     assert sorted(libraries) == sorted(c.id for c in cases if not c.id.startswith("c5"))
     assert builds == [8, 4, 4, 2, 1, 1, 2]  # 7 builds, not one a case
+    # a failure of the compiler itself (every build fails, no snippet named) stops early
+    builds.clear()
+
+    class BrokenCompiler:
+        def build_bundle(self, snippets):
+            builds.append(len(snippets))
+            raise compile_cache.BundleCompileError("failed", "cc1plus: out of memory", {})
+
+    monkeypatch.setattr(compile_cache, "default_builder", lambda: BrokenCompiler())
+    libraries, failures = _build_bundle(cases)
+    assert libraries == {} and len(failures) == 8 and builds == [8, 4, 2, 1, 1]
+    assert all("cc1plus: out of memory" in why for _, why in failures)

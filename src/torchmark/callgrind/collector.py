@@ -352,7 +352,8 @@ class Host:
             last = error.splitlines()[-1]
             # the outermost frame of the user's code says which of the two was running (a
             # function the setup defined may raise when the statement calls it)
-            frames = [line for line in error.splitlines()
+            final = error.rsplit("Traceback (most recent call last):", 1)[-1]  # not a cause's
+            frames = [line for line in final.splitlines()
                       if line.strip().startswith(('File "<setup>"', 'File "<stmt>"',
                                                   'File "<warmup>"'))]  # the stmt, warming
             which = "setup" if frames and '"<setup>"' in frames[0] else "statement"

@@ -212,18 +212,23 @@ class SnippetBuilder:
             return self._library(source, {"bundle": len(snippets)})
         except CompileError as e:
             failed: dict[int, list[str]] = {}
+            first_error = True
             for line in e.compiler_output.splitlines():
                 found = _BUNDLE_LINE.match(line)
                 if found:
                     failed.setdefault(int(found.group(2)), []).append(line)
-                    continue
-                generated = _GENERATED_ERROR.match(line)  # in the code around a snippet
-                if generated:
+                generated = None if found else _GENERATED_ERROR.match(line)
+                # an error in the code around a snippet is that snippet's when it is the
+                # compiler's first (later ones may follow from it, in other regions) and
+                # not at the end of the file (an unclosed brace of any snippet ends there)
+                if generated and first_error and "at end of input" not in line:
                     row = int(generated.group(1))
                     index = next((i for i, (first, last) in enumerate(regions)
                                   if first <= row <= last), None)
                     if index is not None:
                         failed.setdefault(index, []).append(line)
+                first_error = first_error and ": error:" not in line \
+                    and ": fatal error:" not in line
             raise BundleCompileError(str(e), e.compiler_output,
                                      {i: "\n".join(v) for i, v in failed.items()}) from None
 

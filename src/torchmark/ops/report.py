@@ -19,7 +19,10 @@ def describe_arg(arg: dict[str, Any]) -> str:
         return "None"
     if arg.get("value") is None and arg.get("value_range") is not None:
         return f"{kind} in {arg['value_range']}"
-    return repr(arg.get("value"))
+    value = arg.get("value")
+    if kind in ("float", "double") and value in ("inf", "-inf", "nan"):
+        value = float(value)  # as a results file writes them: a row reads the same either way
+    return repr(value)
 
 
 def describe_spec(spec: dict[str, Any] | None) -> str:

@@ -82,8 +82,8 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
     ids = set()
     for case in iter_cases(config):
         ids.add(case.id)
-        if case.id in recorded and \
-                recorded[case.id] != _jsonable({"build": case.build, "input": case.input}):
+        if case.id in recorded and _jsonable(recorded[case.id]) != \
+                _jsonable({"build": case.build, "input": case.input}):  # files of any age
             raise ValueError(f"--resume {path}: case {case.id} was recorded with another "
                              "config than this one has now (ids are positions in the "
                              "config); resume with the config it was made from, or write a "

@@ -286,13 +286,15 @@ def _build_bundle(cases: list[Case]) -> tuple[dict[str, tuple[str, str]], list[t
                     message = "C++ compile failed: " + \
                         "\n".join(e.compiler_output.splitlines()[-5:])
                     return {}, failures + [(remaining[0], message)]
-                libraries: dict[str, tuple[str, str]] = {}
                 half = len(remaining) // 2
-                for part in (remaining[:half], remaining[half:]):
-                    part_libraries, part_failures = _build_bundle(part)
-                    libraries.update(part_libraries)
-                    failures += part_failures
-                return libraries, failures
+                libraries, first_failures = _build_bundle(remaining[:half])
+                failures += first_failures
+                if not libraries and half > 1:  # none of several built: the compiler or
+                    message = "C++ compile failed: " + \
+                        "\n".join(e.compiler_output.splitlines()[-5:])  # its setup, not one
+                    return {}, failures + [(c, message) for c in remaining[half:]]
+                second, second_failures = _build_bundle(remaining[half:])
+                return {**libraries, **second}, failures + second_failures
             failures += [(remaining[i], f"C++ compile failed: {msg}")
                          for i, msg in sorted(e.failed.items())]
             remaining = [c for i, c in enumerate(remaining) if i not in e.failed]

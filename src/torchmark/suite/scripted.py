@@ -8,6 +8,7 @@ import fcntl
 import hashlib
 import importlib.util
 import os
+import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -65,6 +66,7 @@ class ScriptedModel:
         spec = importlib.util.spec_from_file_location(f"torchmark_model_{self.key}", source)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # inspect finds a class's source through it
         spec.loader.exec_module(module)
         if self.kind == "stmts":
             return torch.jit.script(module.TorchmarkModel())
