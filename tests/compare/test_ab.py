@@ -427,3 +427,19 @@ def test_cli_says_why_a_case_has_too_few_samples(capsys, tmp_path):
     assert "needs 5" in out and "--exec-mode continuous" in out
     code, out, err = run(capsys, "ab", str(a), str(b), "--format", "csv")
     assert "too few samples: 1 case(s)" in err and "too few" not in out.splitlines()[0]
+
+
+def test_an_ops_file_from_before_thread_counts_were_kept_still_pairs(tmp_path, capsys):
+    from torchmark.ops import RunOptions, config_from_data
+    from torchmark.ops import run as run_ops
+
+    config = config_from_data({"torch.neg": {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": [64]}]}]}]}})
+    for name in ("old", "new"):
+        run_ops(config, RunOptions(warmup=1, iterations=8), out=tmp_path / f"{name}.jsonl")
+    lines = (tmp_path / "old.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["threads"]  # as written before the header recorded the count used
+    (tmp_path / "old.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    code, out, _ = run(capsys, "ab", str(tmp_path / "old.jsonl"), str(tmp_path / "new.jsonl"))
+    assert code == 0 and "torch.neg" in out and "only in" not in out

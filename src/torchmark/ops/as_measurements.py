@@ -41,12 +41,14 @@ def ops_measurements(path: str | os.PathLike, column: str | None = None) -> list
     options = header.get("run_options") or {}
     if not isinstance(options, dict):
         raise ValueError(f"{path}: the header's run_options is not an object")
-    # the count the run used (files before it was recorded: --threads, else 1)
+    # the count the run used; files from before it was recorded say only --threads, and
+    # without it are marked: `ab` then pairs their cases whatever the other side's count
     threads = options.get("threads") or header.get("threads") or 1
+    unknown = not (options.get("threads") or header.get("threads"))
     out = []
     for record in records.values():
         try:
-            out += _record_measurements(record, path, column, options, threads)
+            out += _record_measurements(record, path, column, options, threads, unknown)
         except (TypeError, AttributeError, KeyError, ValueError, OverflowError) as e:
             raise ValueError(f"{path}: record {str(record.get('id'))[:80]!r} is malformed "
                              f"({error_line(e)})") from None
@@ -54,7 +56,8 @@ def ops_measurements(path: str | os.PathLike, column: str | None = None) -> list
 
 
 def _record_measurements(record: dict[str, Any], path: Path, column: str | None,
-                         options: dict[str, Any], threads: Any) -> list[Measurement]:
+                         options: dict[str, Any], threads: Any,
+                         threads_unknown: bool = False) -> list[Measurement]:
     """The forward (and backward) Measurements of one ok record."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"the run's thread count is {threads!r}")
@@ -75,5 +78,6 @@ def _record_measurements(record: dict[str, Any], path: Path, column: str | None,
                         description=column or path.stem, env=phase, num_threads=threads)
         out.append(Measurement(number, [t * number for t in times], spec,
                                metadata={"source": str(path), "device": options.get("device"),
-                                         "exec_mode": options.get("exec_mode")}))
+                                         "exec_mode": options.get("exec_mode"),
+                                         "threads_unknown": threads_unknown}))
     return out
