@@ -475,3 +475,18 @@ def test_trace_refuses_a_folder_as_its_output(tmp_path, capsys):
     script.write_text("x = 1\n")
     assert main(["trace", "-o", str(tmp_path), "--", "python", str(script)]) == 2
     assert "the trace is a file" in capsys.readouterr().err
+
+
+def test_recording_inside_a_running_profiler_leaves_that_profiler_alone(tmp_path):
+    path = tmp_path / "inside.json"
+    from torchmark.replay.record import timing_path
+
+    timing_path(path).write_text('{"traceEvents": []}')  # an older run's: must not stay
+    notes = []
+    with torch.profiler.profile() as theirs:
+        with record(path, on_timing_cut=notes.append):
+            torch.ones(4).neg()
+    assert len(notes) == 1 and "already running" in notes[0]
+    assert any("neg" in e.name for e in theirs.events())  # their profile is whole
+    assert path.exists() and not timing_path(path).exists()
+    assert replay(path, warmup=0, iterations=1).replayed

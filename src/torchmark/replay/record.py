@@ -31,6 +31,7 @@ def record(path: str | os.PathLike, *, with_timing: bool = True,
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    timing_path(path).unlink(missing_ok=True)  # an older run's durations are not this one's
     observer = ExecutionTraceObserver().register_callback(str(path))
     timing = _TimingProfiler(timing_path(path), on_timing_cut) if with_timing else None
     observer.start()
@@ -64,8 +65,13 @@ class _TimingProfiler:
         self._patched: tuple[type, object] | None = None
 
     def start(self) -> None:
+        import torch
         import torch.autograd.profiler as autograd_profiler
 
+        if torch._C._autograd._profiler_enabled():  # the caller's own is running: keep it
+            self._say(f"a torch profiler is already running: no op durations are recorded "
+                      f"({self.out} is not written); the execution trace is")
+            return
         self.profiler.start()
         self.active = True
         # every torch profiler (torch.profiler.profile, torch.autograd.profiler.profile)
@@ -86,13 +92,15 @@ class _TimingProfiler:
         if not self.active:
             return
         self._finish()
-        message = (f"the recorded program started its own torch profiler: the op durations "
-                   f"in {self.out} stop there (one profiler runs at a time); the execution "
-                   "trace goes on")
+        self._say(f"the recorded program started its own torch profiler: the op durations "
+                  f"in {self.out} stop there (one profiler runs at a time); the execution "
+                  "trace goes on")
+
+    def _say(self, message: str) -> None:
         if self.on_cut is not None:
             self.on_cut(message)
         else:
-            warnings.warn(message, stacklevel=4)
+            warnings.warn(message, stacklevel=5)
 
     def stop(self) -> None:
         if self._patched is not None:
