@@ -109,3 +109,12 @@ def test_a_statement_that_synchronizes_cannot_be_covered_and_is_reported(fake_gp
     m = Timer("syncs()", globals={"syncs": syncs}).device_time(
         mode="blocking", l2="hot", rsd=0.05, min_run_time=0, max_run_time=2)
     assert "Blocking: " in repr(m) and "launch gaps" in repr(m)
+
+
+def test_the_spin_bound_follows_a_statement_slow_to_enqueue(fake_gpu):
+    from torchmark.timing.device_time import MAX_SPIN_S, SpinCover
+
+    assert SpinCover(None, 1e-3).cap == MAX_SPIN_S
+    slow = SpinCover(None, 0.03)  # a batch that takes 30 ms to enqueue
+    assert slow.cap == pytest.approx(0.12) and slow.seconds() == pytest.approx(0.0602)
+    assert SpinCover(None, 10.0).cap == 1.0

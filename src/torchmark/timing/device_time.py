@@ -168,7 +168,7 @@ def spin(torch, seconds: float) -> None:
     torch.cuda._sleep(int(max(seconds, 1e-5) * (rate or 1.5e9)))
 
 
-MAX_SPIN_S = 0.05  # longer only idles the GPU: launches that take longer are not hidden
+MAX_SPIN_S = 0.05  # the bound of a spin, or 4x the first enqueue estimate (at most 1 s)
 SPIN_GIVE_UP = 3  # uncovered batches in a row before the spin is dropped
 
 
@@ -181,7 +181,8 @@ class SpinCover:
     the host during the batch (the statement synchronizes, as `.item()` and `nonzero`
     do, or its launches filled the queue) and the batch's times include launch gaps: the
     batch counts as uncovered. The spin lasts twice the last covered batch's enqueue
-    time plus 200 us, at most MAX_SPIN_S. An uncovered batch doubles it instead (its
+    time plus 200 us, at most MAX_SPIN_S (or four times the first estimate, for statements
+    slow to enqueue; never over a second). An uncovered batch doubles it instead (its
     enqueue time may include waiting the spin out, so it is not used: sizing from it
     would double the spin every batch); after SPIN_GIVE_UP uncovered batches in a row
     the spin is dropped, as it cannot help and would only idle the GPU."""
@@ -189,6 +190,7 @@ class SpinCover:
     def __init__(self, torch, enqueue_s: float) -> None:
         self.torch = torch
         self.enqueue_s = enqueue_s
+        self.cap = min(max(MAX_SPIN_S, 4 * enqueue_s), 1.0)
         self.batches = self.uncovered = 0
         self.dropped = False
         self._streak = 0
@@ -196,7 +198,7 @@ class SpinCover:
         self._queued_at = 0.0
 
     def seconds(self) -> float:
-        return min(2 * self.enqueue_s + 2e-4, MAX_SPIN_S)
+        return min(2 * self.enqueue_s + 2e-4, self.cap)
 
     def begin(self) -> None:
         if not self.dropped:
@@ -216,7 +218,7 @@ class SpinCover:
             return
         self.uncovered += 1
         self._streak += 1
-        self.enqueue_s = min(2 * self.enqueue_s, MAX_SPIN_S)
+        self.enqueue_s = min(2 * self.enqueue_s, self.cap)
         self.dropped = self._streak >= SPIN_GIVE_UP
 
     def report(self) -> dict[str, Any]:
