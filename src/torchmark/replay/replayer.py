@@ -233,6 +233,7 @@ class Replayer:
         # events, streams and the spin kernel work on the current device: the replay's
         on_device = torch.cuda.device(self.device) if cuda else contextlib.nullcontext()
         covered = per_op is not None and cuda
+        self._open_chunk = None  # one an interrupted iteration left open is not counted
         with torch.no_grad(), on_device:
             for position, rop in enumerate(self.replayed):
                 if covered and position % SPIN_CHUNK == 0:
