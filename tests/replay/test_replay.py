@@ -104,6 +104,7 @@ def test_recorded_programs_replay_with_full_coverage(tmp_path, name):
     assert report.coverage >= 0.95, [(o.op, o.reason) for o in report.skipped]
     assert report.time_weighted is not None and report.time_weighted >= 0.95
     assert report.iteration.median > 0
+    assert report.notes == []  # whole durations, no spin on the CPU
 
 
 def test_only_top_level_ops_are_selected(tmp_path):
@@ -446,6 +447,8 @@ def test_a_script_that_starts_its_own_profiler_ends_the_durations_there(tmp_path
     timed = [op.op.split(".")[0] for op in report.ops if op.recorded_us is not None]
     assert timed == ["aten::randn", "aten::add", "aten::neg"]  # those before its profiler
     assert report.time_weighted == 1.0
+    assert any("stop where the traced program started its own profiler" in n
+               for n in report.notes)  # a replay says its coverage is of a prefix
     with pytest.warns(UserWarning, match="started its own torch profiler"):
         with record(tmp_path / "lib.json"):
             with torch.profiler.profile():

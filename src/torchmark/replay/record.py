@@ -48,6 +48,22 @@ def record(path: str | os.PathLike, *, with_timing: bool = True,
             observer.unregister_callback()
 
 
+CUT_KEY = "torchmark_timing_cut"  # in a durations file that stops before the trace does
+
+
+def _mark_cut(out: Path) -> None:
+    """Say in the durations file that it stops where the program's own profiler began,
+    so a replay can tell its time-weighted coverage covers the ops before that only."""
+    import json
+
+    try:
+        data = json.loads(out.read_text())
+        data[CUT_KEY] = True
+        out.write_text(json.dumps(data))
+    except (OSError, ValueError, TypeError):  # no file, or not an object: nothing to mark
+        pass
+
+
 class _TimingProfiler:
     """The op durations beside an execution trace: a kineto profiler that gives way when
     the recorded program starts a profiler of its own."""
@@ -92,6 +108,7 @@ class _TimingProfiler:
         if not self.active:
             return
         self._finish()
+        _mark_cut(self.out)
         self._say(f"the recorded program started its own torch profiler: the op durations "
                   f"in {self.out} stop there (one profiler runs at a time); the execution "
                   "trace goes on")

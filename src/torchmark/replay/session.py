@@ -68,6 +68,20 @@ def recorded_durations(trace_path: str) -> dict[int, float]:
     return out
 
 
+def _timing_cut_note(trace_path: str | os.PathLike) -> str | None:
+    """A note when the trace's durations stop early (the traced program started its own
+    profiler while it was recorded)."""
+    from torchmark.replay.record import CUT_KEY
+
+    try:
+        cut = json.loads(timing_path(trace_path).read_text()).get(CUT_KEY)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return ("the recorded op durations stop where the traced program started its own "
+            "profiler: the time-weighted coverage is of the ops before that point") \
+        if cut else None
+
+
 def _time_weighted(trace: ExecutionTrace, ops: list[ReplayedOp]) -> float | None:
     durations = recorded_durations(trace.path)
     if not durations:
@@ -129,9 +143,9 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
             with profiler() as prof:
                 replayer.run_once()
             prof.export_chrome_trace(str(profile))
-    spin_note = replayer.spin_note()
+    notes = [note for note in (replayer.spin_note(), _timing_cut_note(path)) if note]
     report = ReplayReport(str(path), device, replayer.ops, iteration,
-                          _time_weighted(trace, replayer.ops), [spin_note] if spin_note else [])
+                          _time_weighted(trace, replayer.ops), notes)
     if out is not None:
         writer = JsonlWriter(out, {"type": "header", "schema": SCHEMA, "version": 1,
                                    "source": "replay", "trace": str(path),
