@@ -67,8 +67,8 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
 @click.option("--list", "list_only", is_flag=True,
               help="Print every expanded case with its id; run nothing.")
 @click.option("--profile", is_flag=True, help="Write a torch.profiler trace PREFIX.trace.json.")
-@click.option("--ncu", is_flag=True, help="Relaunch under Nsight Compute (PREFIX_ncu), profiling the timed "
-                   "calls only.")
+@click.option("--ncu", is_flag=True,
+              help="Relaunch under Nsight Compute (PREFIX_ncu), profiling the timed calls only.")
 @click.option("--nsys", is_flag=True, help="Relaunch under Nsight Systems (PREFIX_nsys).")
 @click.option("--plugin", "plugins", multiple=True,
               help="Import MODULE first (it registers operators with register_op).")

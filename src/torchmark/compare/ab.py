@@ -305,8 +305,10 @@ def pair_measurements(
     fields_a = [_fields(m) for m in baseline]
     fields_b = [_fields(m) for m in candidate]
     tag = _side_tag(fields_a, fields_b)
+    # an ops file that predates recording its thread count (ops/as_measurements.py)
+    # pairs its cases whatever the other side's count
     unknown_threads = any(isinstance(m.metadata, dict) and m.metadata.get("threads_unknown")
-                          for m in [*baseline, *candidate])  # an old ops file: see ops docs
+                          for m in [*baseline, *candidate])
     key_fields = [name for name in _KEY_FIELDS if name != tag
                   and not (unknown_threads and name == "num_threads")]
     varied_threads = len({f["num_threads"] for f in fields_a + fields_b}) > 1

@@ -43,8 +43,8 @@ def ops_measurements(path: str | os.PathLike, column: str | None = None) -> list
         raise ValueError(f"{path}: the header's run_options is not an object")
     # the count the run used; files from before it was recorded say only --threads, and
     # without it are marked: `ab` then pairs their cases whatever the other side's count
-    threads = options.get("threads") or header.get("threads") or 1
-    unknown = not (options.get("threads") or header.get("threads"))
+    recorded = options.get("threads") or header.get("threads")
+    threads, unknown = recorded or 1, not recorded
     out = []
     for record in records.values():
         try:

@@ -11,7 +11,7 @@ from typing import Any
 from torchmark.jsonl import JsonlWriter, system_info
 from torchmark.replay.record import timing_path
 from torchmark.replay.replayer import ReplayedOp, Replayer
-from torchmark.replay.trace import ExecutionTrace, load_trace
+from torchmark.replay.trace import load_trace
 
 SCHEMA = "torchmark.ops.results"  # the operator-config output's shape: one reader for both
 
@@ -43,16 +43,23 @@ class ReplayReport:
         return sorted(self.replayed, key=lambda op: -(median_or_none(op.times) or 0))[:n]
 
 
-def recorded_durations(trace_path: str) -> dict[int, float]:
-    """rf_id -> duration (us) from the profiler trace recorded beside the execution trace
-    (`torchmark trace` / `record()` write it); {} when there is none."""
-    path = timing_path(trace_path)
-    if not path.exists():
-        return {}
+def _load_timing(trace_path: str | os.PathLike) -> Any:
+    """The profiler trace recorded beside the execution trace (`torchmark trace` /
+    `record()` write it), parsed; None when there is none or it cannot be read."""
     try:
-        events = json.loads(path.read_text()).get("traceEvents", [])
-    except (OSError, ValueError, AttributeError):
-        return {}
+        return json.loads(timing_path(trace_path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def recorded_durations(trace_path: str) -> dict[int, float]:
+    """rf_id -> duration (us) from the profiler trace recorded beside the execution
+    trace; {} when there is none."""
+    return _durations(_load_timing(trace_path))
+
+
+def _durations(timing: Any) -> dict[int, float]:
+    events = timing.get("traceEvents", []) if isinstance(timing, dict) else []
     out: dict[int, float] = {}
     if not isinstance(events, list):
         return out  # not a profiler trace: no recorded durations, as if there were none
@@ -68,22 +75,18 @@ def recorded_durations(trace_path: str) -> dict[int, float]:
     return out
 
 
-def _timing_cut_note(trace_path: str | os.PathLike) -> str | None:
-    """A note when the trace's durations stop early (the traced program started its own
-    profiler while it was recorded)."""
+def _timing_cut_note(timing: Any) -> str | None:
+    """A note when the durations stop early (the traced program started its own profiler
+    while it was recorded)."""
     from torchmark.replay.record import CUT_KEY
 
-    try:
-        cut = json.loads(timing_path(trace_path).read_text()).get(CUT_KEY)
-    except (OSError, ValueError, AttributeError):
+    if not (isinstance(timing, dict) and timing.get(CUT_KEY)):
         return None
     return ("the recorded op durations stop where the traced program started its own "
-            "profiler: the time-weighted coverage is of the ops before that point") \
-        if cut else None
+            "profiler: the time-weighted coverage is of the ops before that point")
 
 
-def _time_weighted(trace: ExecutionTrace, ops: list[ReplayedOp]) -> float | None:
-    durations = recorded_durations(trace.path)
+def _time_weighted(ops: list[ReplayedOp], durations: dict[int, float]) -> float | None:
     if not durations:
         return None
     total = replayed = 0.0
@@ -143,9 +146,10 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
             with profiler() as prof:
                 replayer.run_once()
             prof.export_chrome_trace(str(profile))
-    notes = [note for note in (replayer.spin_note(), _timing_cut_note(path)) if note]
+    timing = _load_timing(path)  # read once: it may be large
+    notes = [note for note in (replayer.spin_note(), _timing_cut_note(timing)) if note]
     report = ReplayReport(str(path), device, replayer.ops, iteration,
-                          _time_weighted(trace, replayer.ops), notes)
+                          _time_weighted(replayer.ops, _durations(timing)), notes)
     if out is not None:
         writer = JsonlWriter(out, {"type": "header", "schema": SCHEMA, "version": 1,
                                    "source": "replay", "trace": str(path),

@@ -193,9 +193,8 @@ class GroupedBenchmark:
         if out is not None:
             py_call, cpp_call = f"{out} = {py_call}", f"auto {out} = {cpp_call}"
         return cls("modules", py_call if py_model else "", cpp_call if cpp_model else "",
-                   setup, parsed,
-                   bool(torchscript), bool(autograd), _thread_counts(owner, num_threads),
-                   py_model, cpp_model)
+                   setup, parsed, bool(torchscript), bool(autograd),
+                   _thread_counts(owner, num_threads), py_model, cpp_model)
 
     # -- derivation ---------------------------------------------------------------------
     @property

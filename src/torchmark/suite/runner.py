@@ -282,16 +282,14 @@ def _build_bundle(cases: list[Case]) -> tuple[dict[str, tuple[str, str]], list[t
             return {}, failures + [(c, f"C++ compile failed: {e}") for c in remaining]
         except BundleCompileError as e:
             if not e.failed:  # not attributable to one snippet: halve, so it fails alone
+                message = "C++ compile failed: " + "\n".join(e.compiler_output.splitlines()[-5:])
                 if len(remaining) == 1:
-                    message = "C++ compile failed: " + \
-                        "\n".join(e.compiler_output.splitlines()[-5:])
                     return {}, failures + [(remaining[0], message)]
                 half = len(remaining) // 2
                 libraries, first_failures = _build_bundle(remaining[:half])
                 failures += first_failures
                 if not libraries and half > 1:  # none of several built: the compiler or
-                    message = "C++ compile failed: " + \
-                        "\n".join(e.compiler_output.splitlines()[-5:])  # its setup, not one
+                    # its setup failed, not one snippet
                     return {}, failures + [(c, message) for c in remaining[half:]]
                 second, second_failures = _build_bundle(remaining[half:])
                 return {**libraries, **second}, failures + second_failures

@@ -18,6 +18,7 @@ before it continues that statement. `parse_stmts` turns a two-column table
 
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
 
@@ -97,9 +98,7 @@ def _pairs(py_lines: list[str], cpp_lines: list[str], py_rows: tuple[int, list[i
             for stmt, row in zip(lines, starts, strict=True):
                 by_row.setdefault(row, ["", ""])[side] = stmt
         return [(py, cpp) for _, (py, cpp) in sorted(by_row.items())]
-    n = max(len(py_lines), len(cpp_lines))
-    return [(py_lines[i] if i < len(py_lines) else "", cpp_lines[i] if i < len(cpp_lines)
-             else "") for i in range(n)]
+    return list(itertools.zip_longest(py_lines, cpp_lines, fillvalue=""))
 
 
 def _unclosed(code: str, language: str) -> bool:
