@@ -10,6 +10,7 @@ import time
 
 import pytest
 import torch
+from counted_helpers import scale
 
 import torchmark
 from torchmark.callgrind import CallgrindError, collect_many, collector
@@ -23,10 +24,6 @@ pytestmark = [
 ]
 
 MUL = ("x * y", "x = torch.ones(128); y = torch.ones(128)")
-
-
-def scale(a):
-    return a * 2
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +88,27 @@ def test_globals_cross_into_the_counted_process():
         "k": 3, "np": __import__("numpy"),
     }).collect_callgrind(number=10, repeats=1)
     assert stats[0].counts() > 0
+    # counted_helpers is new to the host: imported with instrumentation off
+    assert collector.default_host().last_fresh_imports == ["counted_helpers"]
     wrapped = torchmark.Timer("len(v)", globals={"v": torchmark.CopyIfCallgrind({1, 2})})
     assert wrapped.collect_callgrind(number=10).counts() > 0
+    assert collector.default_host().last_fresh_imports == []
+
+
+def test_new_imports_run_uninstrumented_and_the_counts_keep(mul_stats):
+    setup = "import json, colorsys\nx = torch.ones(128); y = torch.ones(128)"
+    fresh = torchmark.Timer(MUL[0], setup).collect_callgrind(repeats=3)
+    assert collector.default_host().last_fresh_imports == ["colorsys"]  # json: imported
+    totals = [s.counts() for s in fresh]
+    assert max(totals) - min(totals) <= 0.005 * min(totals)
+    # the import leaves the allocator in another state (a few hundred instructions)
+    assert abs(totals[0] - mul_stats[0].counts()) <= 0.02 * mul_stats[0].counts()
+
+    def recursive(stats):  # callgrind names recursion levels: restarting must not move them
+        return {fn for _, fn in stats.as_standardized().stats()
+                if "EvalFrameDefault" in fn or "MakeTpCall" in fn}
+
+    assert recursive(fresh[0]) == recursive(mul_stats[0])
 
 
 def test_unserializable_global_is_refused_before_valgrind():
@@ -227,10 +243,15 @@ def test_cli_callgrind_and_diff(tmp_path, capsys):
                                                "by zero")
 
 
-def test_shared_host_serves_a_second_process(tmp_path):
+def test_shared_host_serves_a_second_process(monkeypatch):
     import subprocess
     import sys
+    import tempfile
 
+    # a socket folder of its own: a host the user shares (KEEPALIVE) is not this test's
+    short = tempfile.mkdtemp(prefix="tm-test-", dir="/tmp")  # socket paths are short
+    monkeypatch.setattr(tempfile, "tempdir", short)
+    monkeypatch.setenv("TMPDIR", short)
     shared = collector.SharedHost(idle_s=120)
     try:
         first = shared.run(collector.Request(torchmark.Timer(*MUL).task_spec, {}, number=10))
@@ -250,6 +271,7 @@ def test_shared_host_serves_a_second_process(tmp_path):
     finally:
         shared.stop()
     assert not shared.running
+    shutil.rmtree(short, ignore_errors=True)
 
 
 def test_a_busy_shared_host_counts_as_running(tmp_path, monkeypatch):

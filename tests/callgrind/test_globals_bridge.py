@@ -113,3 +113,19 @@ def test_unit_to_english_takes_torchs_keyword():
 
     assert torchmark.unit_to_english(u="ns") == "nanosecond"
     assert torchmark.select_unit(5) == ("s", 1) and isinstance(torchmark.select_unit(5)[1], int)
+
+
+def test_the_modules_a_request_imports_are_named(tmp_path):
+    import json
+
+    import torch
+
+    from torchmark.callgrind.globals_bridge import modules_needed, pack_globals
+
+    plan = pack_globals({"m": torch.nn.Sequential(torch.nn.Linear(2, 2)), "j": json,
+                         "dumps": json.dumps, "x": torch.ones(2)}, tmp_path)
+    setup = "from a.b import c\nfrom . import d\nimport e.f, g\ndef h():\n    import i"
+    assert modules_needed(plan, setup) == [
+        "a.b", "e.f", "g", "i", "torch.nn.modules.container", "torch.nn.modules.linear",
+        "json", "torch"]
+    assert modules_needed([], "x +") == []  # a syntax error is reported when it runs

@@ -30,7 +30,7 @@ from typing import Any
 from torchmark.callgrind.client_requests import helper_path
 from torchmark.callgrind.framing import TIMED_OUT, recv_frame, recv_frame_within, send_frame
 from torchmark.callgrind.function_counts import FunctionCounts
-from torchmark.callgrind.globals_bridge import pack_globals
+from torchmark.callgrind.globals_bridge import modules_needed, pack_globals
 from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
 from torchmark.procs import kill_group, pin
@@ -161,6 +161,8 @@ class Host:
         self._lock = threading.Lock()
         self.starts = 0
         self.last_timings: dict[str, float] = {}
+        # the modules the last measurement imported uninstrumented (its host had not)
+        self.last_fresh_imports: list[str] = []
         self.start_timings: dict[str, float] = {}  # the last start: seconds per phase
         self._launched_at: float | None = None  # set while a launched host is not yet ready
 
@@ -295,9 +297,10 @@ class Host:
 
     def _run(self, request: Request, folder: Path, retain_out_file: bool, timeout: float):
         spec = request.task_spec
+        plan = pack_globals(request.globals, folder / "globals")
         frame = {
             "op": "collect", "folder": str(folder), "stmt": spec.stmt, "setup": spec.setup,
-            "globals": pack_globals(request.globals, folder / "globals"),
+            "globals": plan, "imports": modules_needed(plan, spec.setup),
             "number": request.number, "repeats": request.repeats,
             "warmup": min(request.number, 10), "collect_baseline": request.collect_baseline,
             "num_threads": spec.num_threads, "cwd": os.getcwd(), "sys_path": list(sys.path),
@@ -308,6 +311,7 @@ class Host:
         self.last_timings = {"child_s": reply.get("child_s", 0.0),
                              "host_s": reply.get("host_s", 0.0),
                              "round_trip_s": time.perf_counter() - sent}
+        self.last_fresh_imports = reply.get("fresh_imports", [])
         dumps = reply["dumps"]
         try:
             if reply["exit_code"] != 0:

@@ -181,6 +181,35 @@ def _main_dependencies(sources: list[str], sent: set[str]) -> list[dict[str, Any
     return entries
 
 
+def _imported_by(source: str | None) -> list[str]:
+    """Absolute module names that `source`'s import statements name (any depth)."""
+    import ast
+
+    try:
+        tree = ast.parse(textwrap.dedent(source or ""))
+    except SyntaxError:  # reported when the code runs
+        return []
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append(node.module)
+    return found
+
+
+def modules_needed(plan: list[dict[str, Any]], setup: str) -> list[str]:
+    """The modules loading `plan` and running `setup` import: the counted process loads
+    them with instrumentation off when its host has not imported them yet."""
+    names = _imported_by(setup)
+    for entry in plan:
+        names += _imported_by(entry.get("setup"))
+        names += entry.get("modules", [])
+        if entry["kind"] in ("module", "import"):
+            names.append(entry["module"])
+    return [n for n in dict.fromkeys(names) if n != "__main__"]
+
+
 def _refuse(name: str, value: Any, why: str) -> ValueError:
     return ValueError(
         f"collect_callgrind: global {name!r} ({type(value).__name__}) cannot be sent to the "
@@ -219,7 +248,9 @@ def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dic
             entry.update(kind="jit", path=str(path))
         elif isinstance(value, (torch.Tensor, torch.nn.Module)):
             torch.save(value, str(path))
-            entry.update(kind="torch", path=str(path))
+            objects = value.modules() if isinstance(value, torch.nn.Module) else [value]
+            entry.update(kind="torch", path=str(path),  # unpickling imports their classes
+                         modules=sorted({type(obj).__module__ for obj in objects}))
             # a model of the caller's own class: its class (from __main__) goes first
             for cls in _main_classes(value):
                 source = _main_source(cls)
