@@ -273,7 +273,7 @@ def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dic
                 path.write_bytes(pickle.dumps(value))
             except Exception as e:
                 raise _refuse(name, value, f"it does not pickle ({e})") from None
-            entry.update(kind="pickle", path=str(path))
+            entry.update(kind="pickle", path=str(path), modules=[type(value).__module__])
         elif callable(value):
             raise _refuse(name, value, "it is neither importable by name nor a plain function "
                                        "of __main__ with its source available")
