@@ -424,9 +424,12 @@ def test_cli_says_why_a_case_has_too_few_samples(capsys, tmp_path):
     save_measurements(b, [measurement([2e-6, 2.1e-6, 2.2e-6], sub_label="short")])
     code, out, _ = run(capsys, "ab", str(a), str(b))
     assert code == 0 and "too few samples: 1 case(s) have as few as 2 time(s)" in out
-    assert "needs 5" in out and "--exec-mode continuous" in out
+    assert "needs 5" in out and "--exec-mode discrete" in out
     code, out, err = run(capsys, "ab", str(a), str(b), "--format", "csv")
     assert "too few samples: 1 case(s)" in err and "too few" not in out.splitlines()[0]
+    # a CI gate that cannot tell does not pass (the candidate here is 2x slower)
+    code, _, err = run(capsys, "ab", str(a), str(b), "--fail-above", "5")
+    assert code == 1 and "1 case(s) with too few samples to check against --fail-above" in err
 
 
 def test_an_ops_file_from_before_thread_counts_were_kept_still_pairs(tmp_path, capsys):

@@ -55,9 +55,9 @@ def _few_samples_hint(results) -> list[str]:
         return []
     fewest = min(min(len(r.baseline.times), len(r.candidate.times)) for r in few)
     return [f"too few samples: {len(few)} case(s) have as few as {fewest} time(s) on a "
-            f"side; a verdict needs {MIN_SAMPLES}. An `ops --exec-mode continuous` run "
-            "keeps one mean per case (use discrete, or continuous_events); saved "
-            "measurements gain times with a longer min_run_time"]
+            f"side; a verdict needs {MIN_SAMPLES}. Measure longer (`timeit --min-run-time`, "
+            "a larger min_run_time) or, for `ops` results, run with `--exec-mode discrete` "
+            "(continuous keeps one mean per case)"]
 
 
 @click.command("ab")
@@ -70,7 +70,8 @@ def _few_samples_hint(results) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv", "jsonl"]),
               default="text", show_default=True)
 @click.option("--fail-above", type=FiniteRange(min=0), default=None,
-              help="Exit 1 when a case is significantly slower by more than this percent.")
+              help="Exit 1 when a case is significantly slower by more than this percent, "
+                   "or when a case has too few samples to tell.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Of the bootstrap's resampling.")
 def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
@@ -78,7 +79,8 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
     its bootstrap confidence interval, a Mann-Whitney p-value and a verdict (a case needs
     at least 5 times a side).
     Cases found on one side only, or that cannot be compared, are listed (on stderr in
-    the csv and jsonl formats). With --fail-above, no case in common also exits 1.
+    the csv and jsonl formats). With --fail-above, a case with too few samples for a
+    verdict, or no case in common, also exits 1.
 
     FILES: BASELINE CANDIDATE (saved measurements or `ops` results), or one file whose
     measurements hold two envs (`timeit --env before --save f.json`, then `--env after`)."""
@@ -159,8 +161,13 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
         return 1
     if fail_above is not None:
         worse = [r for r in results if r.verdict == "slower" and r.change > fail_above / 100]
+        unknown = [r for r in results if r.verdict == "too few samples"]
         if worse:
             click.echo(f"{len(worse)} case(s) significantly slower by more than "
                        f"{fail_above:g}%: {', '.join(r.name for r in worse)}", err=True)
+        if unknown:  # a gate that cannot tell must not pass
+            click.echo(f"{len(unknown)} case(s) with too few samples to check against "
+                       f"--fail-above: {', '.join(r.name for r in unknown)}", err=True)
+        if worse or unknown:
             return 1
     return 0
