@@ -218,3 +218,48 @@ def test_user_code_that_raises_is_one_line(capsys, tmp_path, monkeypatch):
              "drawing case 0 raised ZeroDivisionError")):
         code, _, err = run(capsys, *argv)
         assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_outputs_of_another_kind_are_refused_before_anything_runs(capsys, tmp_path):
+    measurements = tmp_path / "t.json"
+    save_measurements(measurements, [])
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"torch.add": {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": [4]}, {"type": "tensor", "shape": [4]}]}]}]}}))
+    before = measurements.read_text()
+    for argv in (["callgrind", "pass", "--save", str(measurements)],
+                 ["ops", "-c", str(config), "-o", str(tmp_path / "t.json.jsonl")],
+                 ["suite", "run", "--out", str(measurements), "--filter", "nothing at all"]):
+        if argv[0] == "ops":
+            (tmp_path / "t.json.jsonl").write_text("some notes\n")
+        code, out, err = run(capsys, *argv)
+        assert code == 2, (argv, err)
+        assert "refusing to replace it" in err or "no case matches" in err, err
+    code, _, err = run(capsys, "callgrind", "pass", "--save", str(measurements))
+    assert "is a 'torchmark.measurements' file; refusing to replace it with instruction " \
+           "counts" in err and out == ""
+    assert measurements.read_text() == before
+    code, _, err = run(capsys, "suite", "run", "--out", str(measurements), "--no-instructions")
+    assert code == 2 and "refusing to replace" in err
+    # an ops results file is replaced (documented), a missing folder is made
+    code, _, err = run(capsys, "ops", "-c", str(config), "-i", "1", "-w", "0", "--quiet",
+                       "-o", str(tmp_path / "new" / "run"))
+    assert code == 0, err
+    code, _, err = run(capsys, "ops", "-c", str(config), "-i", "1", "-w", "0", "--quiet",
+                       "-o", str(tmp_path / "new" / "run"))
+    assert code == 0, err
+    # and resuming a replay's results as an ops run says what the file is
+    (tmp_path / "replay.jsonl").write_text(json.dumps(
+        {"type": "header", "schema": "torchmark.ops.results", "source": "replay"}) + "\n")
+    code, _, err = run(capsys, "ops", "-c", str(config), "--resume",
+                       str(tmp_path / "replay.jsonl"))
+    assert code == 2 and "it holds a replay's results" in err
+    assert "ops " not in err.splitlines()[0]  # no progress bar before the error
+
+
+def test_timeit_saves_into_an_empty_file(capsys, tmp_path):
+    path = tmp_path / "empty.json"
+    path.touch()
+    code, out, err = run(capsys, "timeit", "pass", "--min-run-time", "0.01", "--save", str(path))
+    assert code == 0, err
+    assert len(load_measurements(path)) == 1

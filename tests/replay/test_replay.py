@@ -182,6 +182,13 @@ def test_jsonl_output_has_the_ops_shape(tmp_path):
     assert lines[0]["threads"] == torch.get_num_threads()  # compare shows the count used
     assert {m.num_threads for m in ops_measurements(tmp_path / "r.jsonl")} == \
         {torch.get_num_threads()}
+    before = torch.get_num_threads()
+    replay(path, warmup=0, iterations=1, threads=1, out=tmp_path / "one.jsonl")
+    header = json.loads((tmp_path / "one.jsonl").read_text().splitlines()[0])
+    assert header["threads"] == 1 and header["run_options"]["threads"] == 1
+    assert torch.get_num_threads() == before  # restored
+    with pytest.raises(ValueError, match="threads must be an int >= 1, got 0"):
+        replay(path, threads=0)
 
 
 @pytest.mark.parametrize("content, message", [
@@ -419,7 +426,8 @@ def test_trace_without_timing_for_scripts_with_their_own_profiler(tmp_path, caps
     script = tmp_path / "profiled.py"
     script.write_text("import torch\nx = torch.randn(8, 8)\n"
                       "with torch.profiler.profile() as p:\n"
-                      "    for _ in range(2):\n        (x @ x).relu()\n        p.step()\n")
+                      "    for _ in range(2):\n        (x @ x).relu()\n        p.step()\n"
+                      "    with torch.profiler.record_function('late'):\n        x.exp()\n")
     out = tmp_path / "profiled.json"
     assert main(["trace", "--no-timing", "-o", str(out), "--", sys.executable,
                  str(script)]) == 0
@@ -435,6 +443,7 @@ def test_a_script_that_starts_its_own_profiler_ends_the_durations_there(tmp_path
     script.write_text("import torch\nx = torch.randn(8, 8)\n(x + 1).neg()\n"
                       "with torch.profiler.profile() as p:\n"
                       "    for _ in range(2):\n        (x @ x).relu()\n        p.step()\n"
+                      "    with torch.profiler.record_function('late'):\n        x.exp()\n"
                       "with torch.autograd.profiler.profile():\n    x.sin()\n"
                       "x.cos()\n")
     out = tmp_path / "profiled.json"
@@ -449,6 +458,10 @@ def test_a_script_that_starts_its_own_profiler_ends_the_durations_there(tmp_path
     assert report.time_weighted == 1.0
     assert any("stop where the traced program started its own profiler" in n
                for n in report.notes)  # a replay says its coverage is of a prefix
+    stepped = replay(out, warmup=0, iterations=1, subgraph="late")  # inside its profiler
+    assert stepped.time_weighted is None
+    assert "time-weighted coverage unknown (the recorded op durations stop before these " \
+           "ops" in str(stepped)
     with pytest.warns(UserWarning, match="started its own torch profiler"):
         with record(tmp_path / "lib.json"):
             with torch.profiler.profile():

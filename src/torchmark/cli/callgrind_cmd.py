@@ -38,7 +38,8 @@ def _load(path: str):
               help="Functions to list.")
 @click.option("--label", default=None)
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
-              help="Write the CallgrindStats as JSON (for callgrind-diff).")
+              help="Write the CallgrindStats as JSON (for callgrind-diff; an earlier counts "
+                   "file is replaced, another file refused).")
 @click.option("--keep-alive", type=FiniteRange(min=0), default=600.0, show_default=True,
               help="Seconds the valgrind host waits for the next command before exiting, so "
                    "repeated commands skip its start-up (0: a private host per command; "
@@ -52,6 +53,11 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
     from torchmark.callgrind.report import describe
     from torchmark.timing.timer_class import Timer
 
+    if save:  # checked before counting, which can take a minute
+        from torchmark.callgrind.stats import SCHEMA_NAME
+        from torchmark.cli.output_files import prepare_output
+
+        prepare_output(save, SCHEMA_NAME, "instruction counts", "--save")
     timer = Timer("\n".join(stmt), setup="\n".join(setup) or "pass", num_threads=num_threads,
                   label=label)
     from torchmark.callgrind.collector import CallgrindError

@@ -78,11 +78,12 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
             profile, ncu, nsys, plugins, quiet):
     """Benchmark operators from a config: every expanded case, one JSON line each."""
     prefix = prefix.removesuffix(".jsonl")  # `-o run.jsonl` means run.jsonl, not .jsonl.jsonl
+    from torchmark.cli.output_files import prepare_output
     from torchmark.ops.executor import RunOptions
     from torchmark.ops.loading import load_config
     from torchmark.ops.registry import load_plugin
     from torchmark.ops.report import describe_config, records_table
-    from torchmark.ops.runner import run, select_cases
+    from torchmark.ops.runner import SCHEMA, run, select_cases
 
     for module in plugins:
         load_plugin(module)
@@ -110,19 +111,30 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
                  for tool, on in (("ncu", ncu), ("nsys", nsys)) if on]
         return max(codes)
     options.validate()
+    if not prefix:
+        raise click.UsageError("-o/--output-prefix: give a path prefix (PREFIX.jsonl)")
     out = f"{prefix}.jsonl"
+    if not resume_file:
+        prepare_output(out, SCHEMA, "ops results", "-o")
     trace = f"{prefix}.trace.json" if profile else None
     from rich.console import Console
 
     from torchmark.cli.progress import RecordTicker, progress_bar
 
-    with progress_bar(disable=quiet) as progress:
-        task = progress.add_task("ops", total=None, failed=0)
-        on_record = RecordTicker(progress, task, lambda r: f"{r['id']} "
-                                 f"({describe_config(r['config'])})")
+    progress = progress_bar(disable=quiet)
+    task = progress.add_task("ops", total=None, failed=0)
+    on_record = RecordTicker(progress, task, lambda r: f"{r['id']} "
+                             f"({describe_config(r['config'])})")
+
+    def on_start(total: int) -> None:  # the inputs are checked: the bar may appear
+        progress.update(task, total=total)
+        progress.start()
+
+    try:
         records = run(config, options, out=None if resume_file else out, resume=resume_file,
-                      on_record=on_record,
-                      on_start=lambda n: progress.update(task, total=n), profile=trace)
+                      on_record=on_record, on_start=on_start, profile=trace)
+    finally:
+        progress.stop()
     if not quiet:
         Console().print(records_table(records))
     written = resume_file or out

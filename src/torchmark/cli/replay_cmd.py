@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from torchmark.timing.clocks import MAX_THREADS
+
 
 @click.command("replay")
 @click.argument("trace", type=click.Path(dir_okay=False))
@@ -23,15 +25,25 @@ import click
                                               "iteration to PREFIX.trace.json.")
 @click.option("-o", "--output-prefix", "prefix", default=None,
               help="Write JSON lines (the operator-config format) to PREFIX.jsonl.")
+@click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=None,
+              help="torch CPU threads for the replay [default: torch's, usually one a core]. "
+                   "The count used is recorded in the results.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True)
-def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefix, top):
+def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefix, threads,
+               top):
     """Replay the top-level aten ops of an execution TRACE and time them."""
-    from torchmark.replay.session import replay, summary_lines
+    from torchmark.cli.output_files import prepare_output
+    from torchmark.replay.session import SCHEMA, replay, summary_lines
 
+    if prefix is not None:
+        prefix = prefix.removesuffix(".jsonl")
+        if not prefix:
+            raise click.UsageError("-o/--output-prefix: give a path prefix (PREFIX.jsonl)")
+        prepare_output(f"{prefix}.jsonl", SCHEMA, "replay results", "-o")
     trace_out = f"{prefix or Path(trace).stem}.trace.json" if profile else None
     report = replay(trace, device=device, warmup=warmup, iterations=iterations,
-                    subgraph=subgraph, step=step, out=f"{prefix}.jsonl" if prefix else None,
-                    profile=trace_out)
+                    subgraph=subgraph, step=step, threads=threads,
+                    out=f"{prefix}.jsonl" if prefix else None, profile=trace_out)
     for line in summary_lines(report, top):
         click.echo(line)
     if prefix:

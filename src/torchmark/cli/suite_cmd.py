@@ -90,7 +90,8 @@ def _summary_table(records: list[dict]) -> object:
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Worker slots (each: a wall-time worker and a valgrind host, pinned).")
 @click.option("--out", type=click.Path(dir_okay=False), default="suite-results.jsonl",
-              show_default=True, help="JSON-lines results, appended as each case finishes.")
+              show_default=True, help="JSON-lines results, written as each case finishes (an existing suite "
+                   "results file is replaced unless --resume; another file is refused).")
 @click.option("--resume", is_flag=True,
               help="Skip the cases OUT already holds as ok (failed ones run again); refused "
                    "if OUT was run with other measurement options.")
@@ -112,9 +113,11 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     """Run the suite: wall times and instruction counts per case, into OUT."""
     from rich.console import Console
 
+    from torchmark.cli.output_files import prepare_output
     from torchmark.cli.progress import RecordTicker, progress_bar
     from torchmark.suite.loading import load_cases
     from torchmark.suite.materialize import select
+    from torchmark.suite.results import SCHEMA
     from torchmark.suite.runner import RunOptions, SuiteRunner
 
     options = RunOptions(workers=workers, min_run_time=min_run_time, number=number,
@@ -123,16 +126,19 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     cases = select(load_cases(definitions), pattern, subset)
     if not cases:
         raise click.UsageError("no case matches --filter")
-    with progress_bar() as progress:
-        task = progress.add_task("preparing", total=len(cases), failed=0)
-        on_record = RecordTicker(progress, task)
+    if not resume:
+        prepare_output(out, SCHEMA, "suite results", "--out")
+    progress = progress_bar()  # shown once the runner has checked its inputs
+    task = progress.add_task("preparing", total=len(cases), failed=0)
+    on_record = RecordTicker(progress, task)
 
-        def on_phase(phase: str) -> None:
-            progress.update(task, description=phase)
+    def on_phase(phase: str) -> None:
+        progress.update(task, description=phase)
 
-        runner = SuiteRunner(cases, out, options, resume=resume, on_record=on_record,
-                             on_phase=on_phase)
-        progress.update(task, total=len(runner.cases), completed=0)
+    runner = SuiteRunner(cases, out, options, resume=resume, on_record=on_record,
+                         on_phase=on_phase)
+    progress.update(task, total=len(runner.cases), completed=0)
+    with progress:
         summary = runner.run()
     Console().print(_summary_table(summary.records))
     click.echo(f"{summary.ok} ok, {summary.failed} failed, {summary.skipped} already in {out}; "

@@ -81,7 +81,7 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         description=description,
         env=env,
     )
-    if save and Path(save).exists():
+    if save and Path(save).exists() and Path(save).stat().st_size:  # empty: a new file
         load_measurements(save)  # a file it cannot append to fails now, not after measuring
     if device != "cpu":
         import torch

@@ -70,8 +70,9 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
     header = next((r for r in lines if r.get("type") == "header"), None)
     if not lines and Path(path).stat().st_size == 0:
         return set()  # nothing was written: a fresh start
-    if header is None or header.get("schema") != SCHEMA:
+    if header is None or header.get("schema") != SCHEMA or header.get("source") == "replay":
         what = "it has no header line" if header is None else \
+            "it holds a replay's results" if header.get("source") == "replay" else \
             f"its schema is {header.get('schema')!r}"
         raise ValueError(f"--resume {path}: not a torchmark ops results file ({what}); "
                          "resume a file that `torchmark ops -o` wrote")

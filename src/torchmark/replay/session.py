@@ -24,6 +24,11 @@ class ReplayReport:
     iteration: Any  # a Measurement of whole iterations
     time_weighted: float | None  # share of the recorded op time that was replayed
     notes: list[str] = dataclasses.field(default_factory=list)  # caveats of the timing
+    # why `time_weighted` is None
+    time_weighted_unknown: str = "no op durations beside the trace"
+
+    def __str__(self) -> str:
+        return "\n".join(summary_lines(self))
 
     @property
     def replayed(self) -> list[ReplayedOp]:
@@ -114,18 +119,32 @@ def _record(op: ReplayedOp) -> dict[str, Any]:
             "recorded_us": op.recorded_us}
 
 
+def _unknown_because(timing: Any, durations: dict[int, float]) -> str:
+    """Why the time-weighted coverage could not be computed."""
+    if timing is None:
+        return "no op durations beside the trace"
+    if not durations:
+        return "the op durations beside the trace hold none"
+    if _timing_cut_note(timing):
+        return ("the recorded op durations stop before these ops (where the traced "
+                "program started its own profiler)")
+    return "the recorded op durations cover none of these ops"
+
+
 def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
            iterations: int = 10, subgraph: str | None = None, step: int | None = None,
-           out: str | os.PathLike | None = None,
+           threads: int | None = None, out: str | os.PathLike | None = None,
            profile: str | os.PathLike | None = None) -> ReplayReport:
-    """Replay a trace's top-level operators and time them; see ReplayReport."""
+    """Replay a trace's top-level operators and time them; see ReplayReport. `threads`
+    sets torch's CPU threads for the replay (default: torch's own count)."""
     import torch
 
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"--device {device}: CUDA is not available on this machine")
     if device.split(":")[0] not in ("cpu", "cuda"):
         raise ValueError(f"--device must be cpu or cuda, got {device!r}")
-    for name, value, low in (("warmup", warmup, 0), ("iterations", iterations, 1)):
+    for name, value, low in (("warmup", warmup, 0), ("iterations", iterations, 1),
+                             ("threads", 1 if threads is None else threads, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     trace = load_trace(path)
@@ -134,8 +153,46 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
         scope = f" under {subgraph!r}" if subgraph else \
             f" under ProfilerStep#{step}" if step is not None else ""
         raise ValueError(f"{path}: no aten operators to replay{scope}")
-    # the replay reseeds torch's generators (random ops repeat); the caller's are kept
     devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
+    threads_before = torch.get_num_threads()
+    used_threads = threads or threads_before
+    torch.set_num_threads(used_threads)
+    try:
+        iteration = _time(replayer, torch, devices, warmup, iterations, profile)
+    finally:
+        torch.set_num_threads(threads_before)
+    timing = _load_timing(path)  # read once: it may be large
+    durations = _durations(timing)
+    notes = [note for note in (replayer.spin_note(), _timing_cut_note(timing)) if note]
+    weighted = _time_weighted(replayer.ops, durations)
+    report = ReplayReport(str(path), device, replayer.ops, iteration, weighted, notes,
+                          "" if weighted is not None else _unknown_because(timing, durations))
+    if out is not None:
+        writer = JsonlWriter(out, {"type": "header", "schema": SCHEMA, "version": 1,
+                                   "source": "replay", "trace": str(path),
+                                   "trace_schema": trace.schema,
+                                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                   "run_options": {"device": device, "warmup": warmup,
+                                                   "iterations": iterations,
+                                                   "subgraph": subgraph, "step": step,
+                                                   "threads": threads},
+                                   "threads": used_threads,  # as ops records it
+                                   "system": system_info()}, resume=False)
+        for op in replayer.ops:
+            writer.write(_record(op))
+        writer.close({"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                      "ok": len(report.replayed), "skipped": len(report.skipped),
+                      "coverage": report.coverage, "time_weighted_coverage": report.time_weighted,
+                      "iteration_median": iteration.median if iteration else None,
+                      "notes": report.notes})
+    return report
+
+
+def _time(replayer: Replayer, torch: Any, devices: list[int], warmup: int, iterations: int,
+          profile: str | os.PathLike | None) -> Any:
+    """Prepare, time each op and whole iterations (returned), and profile one iteration;
+    torch's generators are reseeded for the replay (random ops repeat) and the caller's
+    kept."""
     with torch.random.fork_rng(devices=devices):
         replayer.prepare()
         replayer.time_ops(warmup, iterations)
@@ -146,28 +203,7 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
             with profiler() as prof:
                 replayer.run_once()
             prof.export_chrome_trace(str(profile))
-    timing = _load_timing(path)  # read once: it may be large
-    notes = [note for note in (replayer.spin_note(), _timing_cut_note(timing)) if note]
-    report = ReplayReport(str(path), device, replayer.ops, iteration,
-                          _time_weighted(replayer.ops, _durations(timing)), notes)
-    if out is not None:
-        writer = JsonlWriter(out, {"type": "header", "schema": SCHEMA, "version": 1,
-                                   "source": "replay", "trace": str(path),
-                                   "trace_schema": trace.schema,
-                                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                   "run_options": {"device": device, "warmup": warmup,
-                                                   "iterations": iterations,
-                                                   "subgraph": subgraph, "step": step},
-                                   "threads": torch.get_num_threads(),  # as ops records it
-                                   "system": system_info()}, resume=False)
-        for op in replayer.ops:
-            writer.write(_record(op))
-        writer.close({"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                      "ok": len(report.replayed), "skipped": len(report.skipped),
-                      "coverage": report.coverage, "time_weighted_coverage": report.time_weighted,
-                      "iteration_median": iteration.median if iteration else None,
-                      "notes": report.notes})
-    return report
+    return iteration
 
 
 def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
@@ -181,7 +217,7 @@ def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
              f"({report.coverage:.1%})"
              + (f"; {report.time_weighted:.1%} of the recorded op time"
                 if report.time_weighted is not None else
-                "; time-weighted coverage unknown (no op durations beside the trace)")]
+                f"; time-weighted coverage unknown ({report.time_weighted_unknown})")]
     if report.iteration is not None:
         lines.append(f"iteration: median {format_seconds(report.iteration.median)} "
                      f"({len(report.iteration.times)} iterations)")

@@ -29,7 +29,8 @@ def save_measurements(path: str | os.PathLike, measurements: Iterable[Measuremen
     Returns everything the file now holds.
     """
     path = Path(path)
-    held = load_measurements(path) if append and path.exists() else []
+    held = load_measurements(path) if append and path.exists() and path.stat().st_size \
+        else []  # an empty file (`touch`, mktemp) holds none
     held += list(measurements)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

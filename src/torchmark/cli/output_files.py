@@ -1,0 +1,48 @@
+"""Checks on the file a command will write, made before it measures anything: its folder
+is created, and an existing file of another kind is refused rather than replaced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+_READ_LIMIT = 64 << 20  # a whole-document JSON file larger than this is not read
+
+
+def file_schema(path: Path) -> str | None:
+    """The `schema` a torchmark file declares: on its first line (JSON lines) or in the
+    whole document (JSON); None when it declares none or cannot be read."""
+    from torchmark.timing.files import first_line_schema
+
+    found = first_line_schema(path)
+    if found is not None:
+        return found
+    try:
+        if path.stat().st_size > _READ_LIMIT:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return str(data["schema"]) if isinstance(data, dict) and "schema" in data else None
+
+
+def prepare_output(path: str | Path, schema: str, what: str, option: str) -> Path:
+    """Make `path`'s folder; refuse (a usage error naming `option`) an existing, non-empty
+    file that is not a `schema` file, so that a slip of the path loses nothing."""
+    path = Path(path)
+    if path.is_dir():
+        raise click.UsageError(f"{option} {path}: is a folder")
+    if path.exists() and path.stat().st_size > 0:
+        found = file_schema(path)
+        if found != schema:
+            kind = f"a {found!r} file" if found else "not a torchmark file"
+            raise click.UsageError(f"{option} {path}: the file exists and is {kind}; "
+                                   f"refusing to replace it with {what} (remove it or "
+                                   "choose another path)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise click.UsageError(f"{option} {path}: cannot create its folder ({e})") from None
+    return path
