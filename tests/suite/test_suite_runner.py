@@ -119,6 +119,27 @@ def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, capsys):
         json.loads(line)
 
 
+def test_a_case_in_flight_when_interrupted_is_not_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHMARK_TEST_DEFS", "hang")
+    out = tmp_path / "results.jsonl"
+    argv = ["suite", "run", "--definitions", DEFS, "--workers", "1", "--min-run-time", "0.05",
+            "--out", str(out), "--filter", "hangs"]
+    proc = subprocess.Popen([sys.executable, "-m", "torchmark.cli.main", *argv],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True, env=dict(os.environ))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (out.exists() and "header" in out.read_text()):
+        time.sleep(0.05)
+    time.sleep(2)  # the case is sleeping in its wall-time worker
+    began = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert time.monotonic() - began < 15  # its processes are killed, not waited out
+    assert read_records(out) == []  # it did not fail: it was stopped; --resume runs it
+    footer = json.loads(out.read_text().splitlines()[-1])
+    assert footer["interrupted"] and footer["failed"] == 0
+
+
 def test_resume_runs_failed_cases_again_and_refuses_other_options(tmp_path):
     from torchmark.suite.materialize import materialize
 

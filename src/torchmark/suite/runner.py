@@ -99,10 +99,12 @@ class Slot:
         self.wall = WallWorker(cpus)
         self.host = Host(cpus)
 
-    def close(self) -> None:
-        self.wall.close()
+    def close(self, kill: bool = False) -> None:
+        """Stop both processes: asked to exit, or (`kill`, when the run is interrupted
+        mid-case) killed at once."""
+        self.wall.close(kill)
         self.wall.remove_log()
-        self.host.close()
+        self.host.close(kill)
 
     def measure_wall(self, case: Case, library: tuple[str, str] | None,
                      options: RunOptions) -> dict[str, Any]:
@@ -185,7 +187,8 @@ class SuiteRunner:
         self.on_record(record)
         return record
 
-    def _run_case(self, slot: Slot, case: Case, library, writer: ResultsWriter) -> dict:
+    def _run_case(self, slot: Slot, case: Case, library,
+                  writer: ResultsWriter) -> dict | None:
         options = self.options
         attempts = 0
         while True:
@@ -197,17 +200,16 @@ class SuiteRunner:
                     results["wall"] = slot.measure_wall(case, library, options)
                 if options.instructions:
                     results["instructions"] = slot.count(case, library, options)
-            except CaseFailed as e:
-                return self._record(writer, case, slot.index, "failed", str(e), attempts,
-                                    **results)
-            except WorkerLost as e:
-                if attempts <= options.retries and not self._stop.is_set():
+            except Exception as e:
+                if self._stop.is_set():  # interrupted: its processes were killed under it;
+                    return None  # not recorded, so --resume runs it again
+                if isinstance(e, WorkerLost) and attempts <= options.retries:
                     continue
-                return self._record(writer, case, slot.index, "failed", str(e), attempts,
+                # anything else is this case's failure, never the run's
+                error = str(e) if isinstance(e, (CaseFailed, WorkerLost)) else \
+                    f"{type(e).__name__}: {e}"
+                return self._record(writer, case, slot.index, "failed", error, attempts,
                                     **results)
-            except Exception as e:  # anything else is this case's failure, never the run's
-                return self._record(writer, case, slot.index, "failed",
-                                    f"{type(e).__name__}: {e}", attempts, **results)
             return self._record(writer, case, slot.index, "ok", None, attempts,
                                 elapsed_s=time.perf_counter() - started, **results)
 
@@ -248,6 +250,10 @@ class SuiteRunner:
                         t.join(timeout=0.5)
             except KeyboardInterrupt:
                 self._stop.set()
+                for slot in slots:  # the cases in flight end now, unrecorded
+                    slot.close(kill=True)
+                for t in threads:
+                    t.join(timeout=10)
                 raise
         finally:
             for slot in slots:
