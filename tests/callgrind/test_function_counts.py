@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import pytest
@@ -73,7 +74,10 @@ def test_stats_repr_and_totals():
     assert "Instructions:         1000                        700" in text
     assert "Baseline:              700                        700" in text
     assert "100 runs per measurement, 1 thread" in text
-    assert "median of 3 repeats, spread 0.20%" in text
+    # this repeat's total (1000) is not the median one: an element of repeats=3's tuple
+    assert "one of 3 repeats, spread 0.20%" in text
+    median = dataclasses.replace(s, repeat_totals=(1002, 1000, 999))
+    assert "median of 3 repeats, spread 0.30%" in repr(median)
     assert "not built with debug symbols" in text
     assert s.counts() == 1000 and s.counts(denoise=True) == 700
     assert s.spread == pytest.approx(2 / 1001)

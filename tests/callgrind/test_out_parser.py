@@ -82,3 +82,16 @@ def test_two_position_columns_and_hex():
     text = "positions: instr line\nevents: Ir\nfn=(1) f\n0x10 3 0x20\n+4 * 5\n"
     p = parse_callgrind_text(text)
     assert p.total == 0x20 + 5
+
+
+def test_inclusive_rows_holding_the_whole_dump_are_left_out():
+    # `outer` calls everything else: its inclusive count is the dump's total (as torch's
+    # reading of callgrind_annotate, such rows are dropped); the exclusive rows all stay
+    text = SAMPLE.replace("summary: 600", "summary: 610") + \
+        "\nfn=(4) outer\n1 10\ncfn=(2)\ncalls=1 5\n2 475\ncfn=(3)\ncalls=1 9\n3 125\n" \
+        "cfn=(1)\ncalls=1 10\n4 0\n"
+    p = parse_callgrind_text(text)
+    assert p.total == 610 == p.exclusive.sum()
+    assert "main.c:outer [/bin/app]" in {fn for _, fn in p.exclusive}
+    assert "main.c:outer [/bin/app]" not in {fn for _, fn in p.inclusive}
+    assert {fn: c for c, fn in p.inclusive}["main.c:main [/bin/app]"] == 475

@@ -288,9 +288,9 @@ def test_an_output_path_that_is_a_folder_is_one_line(tmp_path, capsys):
     config.write_text(json.dumps(MIXED))
     (tmp_path / "out.jsonl").mkdir()
     assert main(["ops", "-c", str(config), "-i", "1", "-w", "0", "-o",
-                 str(tmp_path / "out")]) == 1
+                 str(tmp_path / "out")]) == 2  # refused before anything runs
     err = capsys.readouterr().err
-    assert "Is a directory" in err and "Traceback" not in err
+    assert "out.jsonl: is a folder" in err and "Traceback" not in err
 
 
 def test_sigterm_ends_a_run_with_its_footer(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import functools
 import gc
 import glob
 import os
@@ -24,7 +25,7 @@ import types
 BLOCK_SIZE = 100
 
 
-def blocked_source(stmt: str, number: int, reason: str) -> str:
+def blocked_source(stmt: str, number: int) -> str:
     """`stmt` run `number` times, unrolled in blocks of 100, between collection toggles.
 
     Runs at module level (as torch's generated script does), so name lookups cost the
@@ -40,7 +41,7 @@ def blocked_source(stmt: str, number: int, reason: str) -> str:
         parts.append(f"for __torchmark_i in range({loops}):\n{body}")
     if remainder:
         parts.append("\n".join([stmt] * remainder))
-    parts.append(f"__torchmark_toggle_and_dump({reason.encode()!r})")
+    parts.append("__torchmark_toggle_and_dump()")
     return "\n".join(parts) + "\n"
 
 
@@ -75,6 +76,21 @@ def _run_cpp(request: dict, folder: str) -> None:
         f.write("\n".join(str(p) for p in pids))
 
 
+def _collection_toggles(requests) -> tuple:
+    """(toggle, toggle-and-dump) callables: torch's own bindings where it was built with
+    them (what torch's collector calls, so the counted region holds the same toggling
+    code, and the same baseline), else the helper library's (through ctypes)."""
+    import torch
+
+    bindings = torch._C
+    supported = getattr(bindings, "_valgrind_supported_platform", lambda: False)
+    if supported() and hasattr(bindings, "_valgrind_toggle") and \
+            hasattr(bindings, "_valgrind_toggle_and_dump_stats"):
+        return bindings._valgrind_toggle, bindings._valgrind_toggle_and_dump_stats
+    return requests.toggle_collect, functools.partial(requests.toggle_collect_and_dump,
+                                                      b"torchmark")
+
+
 def _count_blocks(request: dict, requests, namespace: dict) -> None:
     """Warm the statement up, then count each block in a fork; the pids go to the
     manifest."""
@@ -84,13 +100,13 @@ def _count_blocks(request: dict, requests, namespace: dict) -> None:
                      f"{textwrap.indent(stmt, '    ')}\n", "<warmup>", "exec")
     # One code object for every repeat: what runs before counting must not depend on
     # how many repeats were asked for, or two requests would start from other states.
-    stmt_block = compile(blocked_source(stmt, number, "stmt"), "<stmt>", "exec")
+    stmt_block = compile(blocked_source(stmt, number), "<stmt>", "exec")
     blocks = [stmt_block] * request["repeats"]
     if request["collect_baseline"]:
-        blocks.append(compile(blocked_source("pass", number, "baseline"), "<baseline>",
+        blocks.append(compile(blocked_source("pass", number), "<baseline>",
                               "exec"))
-    namespace["__torchmark_toggle"] = requests.toggle_collect
-    namespace["__torchmark_toggle_and_dump"] = requests.toggle_collect_and_dump
+    namespace["__torchmark_toggle"], namespace["__torchmark_toggle_and_dump"] = \
+        _collection_toggles(requests)
 
     exec(warmup, namespace)  # lazy initialization, symbol binding, caches: not counted
     exec(warmup, namespace)
@@ -125,13 +141,6 @@ def _count_blocks(request: dict, requests, namespace: dict) -> None:
         manifest.append(pid)
     with open(os.path.join(folder, "manifest.txt"), "w") as f:
         f.write("\n".join(str(p) for p in manifest))
-
-
-class _Restarted:
-    """`_count_blocks` called from an __init__, as `_Zygote.__init__` runs the zygote."""
-
-    def __init__(self, request: dict, requests, namespace: dict) -> None:
-        _count_blocks(request, requests, namespace)
 
 
 def _run_child(request: dict, requests) -> None:
@@ -174,16 +183,12 @@ def _run_child(request: dict, requests) -> None:
             requests.stop_instrumentation()
         load_globals(request["globals"], namespace)
         exec(compile(request["setup"] or "pass", "<setup>", "exec"), namespace)
-        if not fresh:
-            _count_blocks(request, requests, namespace)
-        else:
+        if fresh:
+            # Callgrind forgets its call stack when instrumentation starts, so this frame
+            # is its bottom again, as the host's main frame is for the zygote's children:
+            # the statement's frames get the same recursion depths (and names) either way.
             requests.start_instrumentation()
-            # Callgrind forgets the call stack when instrumentation starts: this frame
-            # becomes its bottom. Entering the counting as the zygote's own frames were
-            # entered (a class's __init__) puts the statement's frames at the recursion
-            # depths they have without the restart, so functions keep their names
-            # (`..._PyEval_EvalFrameDefault'2`, `..._PyObject_MakeTpCall'2`).
-            _Restarted(request, requests, namespace)
+        _count_blocks(request, requests, namespace)
         code = 0
     except BaseException:
         try:
@@ -264,18 +269,30 @@ def _zygote(commands: int, replies: int, requests, closed: tuple[int, ...]) -> N
         os.write(replies, _REPLY.pack(pid, status))
 
 
+def _start_zygote(requests, closed: tuple[int, ...]) -> _Zygote:
+    """Fork the zygote; returns the host's handle on it.
+
+    A plain function, called from the host's main frame without a C-level call in
+    between (a class's __init__ would be one): the counted statement then runs one
+    interpreter frame above the bottom of callgrind's call stack, as in torch's collector,
+    so functions get the same names (no `'2` recursion suffix on the eval loop).
+    """
+    command_r, commands = os.pipe()
+    replies, reply_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() == 0:
+        _zygote(command_r, reply_w, requests, (commands, replies, *closed))
+    os.close(command_r)
+    os.close(reply_w)
+    return _Zygote(commands, replies)
+
+
 class _Zygote:
     """The host's handle on its zygote: send a request folder, get (pid, status)."""
 
-    def __init__(self, requests, closed: tuple[int, ...]) -> None:
-        command_r, self.commands = os.pipe()
-        self.replies, reply_w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if os.fork() == 0:
-            _zygote(command_r, reply_w, requests, (self.commands, self.replies, *closed))
-        os.close(command_r)
-        os.close(reply_w)
+    def __init__(self, commands: int, replies: int) -> None:
+        self.commands, self.replies = commands, replies
 
     def measure(self, request: dict, out_dir: str) -> dict:
         started = time.perf_counter()
@@ -346,7 +363,7 @@ def serve_pipes(args: argparse.Namespace) -> None:
 
     phases: dict[str, float] = {}
     requests = _prepare(args.helper, phases)
-    zygote = _Zygote(requests, (args.requests, args.responses))
+    zygote = _start_zygote(requests, (args.requests, args.responses))
     send_frame(args.responses, {"ready": True, "pid": os.getpid(), "phases": phases,
                                 "on_valgrind": bool(requests.running_on_valgrind())})
     while True:
@@ -364,7 +381,7 @@ def serve_socket(args: argparse.Namespace) -> None:
     from torchmark.callgrind.framing import recv_frame, send_frame
 
     requests = _prepare(args.helper, {})
-    zygote = _Zygote(requests, ())
+    zygote = _start_zygote(requests, ())
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         os.unlink(args.socket)

@@ -118,6 +118,10 @@ def parse_callgrind_text(text: str) -> ParsedProfile:
     if summary is not None and summary != total:
         raise CallgrindFormatError(
             f"self costs add up to {total} but the file's summary says {summary}")
+    # As torch's reading of callgrind_annotate: inclusive rows that hold the whole dump
+    # (the frames the counted region runs inside: the eval loop, exec, the toggle's
+    # call) say nothing about the statement and are left out.
+    inclusive = collections.Counter({k: v for k, v in inclusive.items() if v != total})
     return ParsedProfile(FunctionCounts._from_dict(exclusive, inclusive=False),
                          FunctionCounts._from_dict(inclusive, inclusive=True), total)
 

@@ -64,8 +64,10 @@ class CallgrindStats:
             f"{self.number_per_run} runs per measurement, {threads} thread{'s' if threads > 1 else ''}",
         ]
         if len(self.repeat_totals) > 1:
-            lines.append(f"median of {len(self.repeat_totals)} repeats, "
-                         f"spread {self.spread:.2%} (max - min) / median")
+            n, ordered = len(self.repeat_totals), sorted(self.repeat_totals)
+            which = "median" if self.counts() == ordered[(n - 1) // 2] else "one"
+            lines.append(f"{which} of {n} repeats, spread {self.spread:.2%} (max - min) / "
+                         "median")
         output = "\n".join(lines).strip()
         if not self.built_with_debug_symbols:
             output += textwrap.dedent("""

@@ -133,7 +133,7 @@ class TensorArg(_Arg):
     type: Literal["tensor"]
     shape: list[Any]
     dtype: Any = "float"
-    requires_grad: bool | None = None
+    requires_grad: Annotated[bool | None, Field(strict=True)] = None  # not "yes" or 1
     value_range: list[Any] | None = None
 
     @field_validator("shape")
@@ -155,6 +155,9 @@ class TensorArg(_Arg):
             else:
                 raise _fail(f"shape must be a list of positive ints, got {v!r}"
                             + (" (-1 is a placeholder for __copy__ only)" if dim == -1 else ""))
+        if "shape" in attrs and not any(isinstance(dim, list) for dim in v):
+            raise _fail(f"'shape' is in __range__, but no element of {v!r} is a range "
+                        "([min, max, step]); drop it from __range__ or give one")
         return v
 
     @field_validator("dtype")
