@@ -96,6 +96,8 @@ def test_compare_keeps_files_with_the_same_task_apart(capsys, tmp_path):
     (["timeit", "pass", "--min-run-time", "nan"], "'nan' is not a finite number"),
     (["suite", "run", "--timeout", "inf"], "'inf' is not a finite number"),
     (["ops", "-c", "x.json", "--threads", "5000"], "--threads"),
+    (["timeit", "--setup"], "requires an argument. (see 'torchmark timeit --help')"),
+    (["suite", "run", "--workers"], "(see 'torchmark suite run --help')"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)

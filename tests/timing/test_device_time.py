@@ -171,8 +171,21 @@ def test_cli_statement_that_exits_says_so(capsys):
 def test_cli_statement_errors_are_one_line(capsys):
     assert main(["timeit", "y + 1"]) == 1
     err = capsys.readouterr().err
-    assert err.strip() == ("torchmark: error: the statement or its setup raised NameError: "
+    assert err.strip() == ("torchmark: error: the statement raised NameError: "
                            "name 'y' is not defined")
+    # which piece of user code raised, or does not parse, with its own line
+    for argv, message in [
+            (["x", "-s", "x = y"], "the setup raised NameError: name 'y' is not defined"),
+            (["f()", "-s", "def f():", "-s", "    raise ValueError('deep')"],
+             "the statement raised ValueError: deep"),
+            (["1", "--vs", "z"], "the --vs statement raised NameError: name 'z' is not defined"),
+            (["a = 1", "b = 1", "c = )"], "the statement, line 3: SyntaxError: unmatched ')'"),
+            (["1", "--vs", "1 +"], "the --vs statement, line 1: SyntaxError: invalid syntax"),
+            (["1", "-s", "x = ("], "the setup, line 1: SyntaxError")]:
+        code = main(["timeit", *argv, "--min-run-time", "0.01"])
+        err = capsys.readouterr().err
+        assert message in err and code == (2 if "SyntaxError" in message else 1), err
+        assert "--help" not in err
 
 
 def device_measurement(description=None):

@@ -50,15 +50,29 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _help_hint(error: click.UsageError, argv: list[str]) -> str:
+    """Where to read about the command the error is about: its context's, else (click
+    gives some option errors none) the command named on the command line."""
+    if error.ctx is not None and " " in error.ctx.command_path:
+        return f" (see 'torchmark {error.ctx.command_path.split(' ', 1)[1]} --help')"
+    path, group = [], cli
+    for arg in argv:
+        command = group.commands.get(arg) if isinstance(group, click.Group) else None
+        if command is None:
+            break
+        path.append(arg)
+        group = command
+    return f" (see 'torchmark {' '.join([*path, '--help'])}')"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input gives one line on stderr and exit status 2."""
     try:
         with sigterm_as_interrupt():
             result = cli.main(args=argv, prog_name="torchmark", standalone_mode=False)
     except click.UsageError as e:
-        hint = f" (see 'torchmark {e.ctx.command_path.split(' ', 1)[1]} --help')" if (
-            e.ctx is not None and " " in e.ctx.command_path) else " (see 'torchmark --help')"
-        return _fail(e.format_message() + hint, EXIT_USAGE)
+        return _fail(e.format_message() + _help_hint(e, sys.argv[1:] if argv is None else argv),
+                     EXIT_USAGE)
     except click.Abort as e:
         terminated = isinstance(e.__cause__ or e.__context__, Terminated)
         return _fail("terminated" if terminated else "interrupted", 143 if terminated else 130)

@@ -67,10 +67,14 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         if given:
             raise click.UsageError(f"--vs times two statements on the host and prints a "
                                    f"verdict; it does not take {', '.join(given)}")
+        _check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)),
+                      ("the --vs statement", candidate))
         return _versus("\n".join(stmt), candidate, "\n".join(setup) or "pass", num_threads,
                        min_run_time, label)
     from torchmark.timing.files import load_measurements, save_measurements
     from torchmark.timing.timer_class import Timer
+
+    _check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)))
 
     timer = Timer(
         stmt="\n".join(stmt),
@@ -93,10 +97,12 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         m = _measure(lambda: timer.device_time(l2=l2, mode=mode, rsd=rsd,
                                                min_run_time=min_run_time,
                                                max_run_time=max_run_time,
-                                               device=None if device == "cuda" else device))
+                                               device=None if device == "cuda" else device),
+                     {"the statement": timer})
         results = [m, m.host_measurement()]
     else:
-        results = [_measure(lambda: timer.blocked_autorange(min_run_time=min_run_time))]
+        results = [_measure(lambda: timer.blocked_autorange(min_run_time=min_run_time),
+                            {"the statement": timer})]
     click.echo(results[0].summary())
     if save:
         held = save_measurements(save, results, append=True)
@@ -111,18 +117,51 @@ def _versus(baseline: str, candidate: str, setup: str, num_threads: int,
 
     a, b = (Timer(stmt=s, setup=setup, num_threads=num_threads, label=label,
                   sub_label=None if label is None else s) for s in (baseline, candidate))
-    result = _measure(lambda: measure_ab(a, b, min_run_time=max(min_run_time, 1e-3)))
+    result = _measure(lambda: measure_ab(a, b, min_run_time=max(min_run_time, 1e-3)),
+                      {"the statement": a, "the --vs statement": b})
     click.echo(f"{result.baseline.summary()}\n\n{result.candidate.summary()}\n")
     click.echo(f"candidate / baseline (median of {len(result.baseline.times)} paired "
                f"blocks): {result.estimate()}")
 
 
-def _measure(measure):
-    """Run a measurement; the statement's (or setup's) own error is one line, exit 1."""
+def _check_syntax(*parts: tuple[str, str]) -> None:
+    """Each piece of user code compiles on its own; else a usage error naming it and its
+    own line (timeit's check counts the setup's lines too)."""
+    for what, code in parts:
+        try:
+            compile(code, what, "exec")
+        except SyntaxError as e:
+            line = f", line {e.lineno}" if e.lineno else ""
+            text = f": {e.text.strip()}" if e.text and e.text.strip() else ""
+            error = click.ClickException(f"{what}{line}: SyntaxError: {e.msg}{text}")
+            error.exit_code = 2  # bad input, as other usage errors
+            raise error from None
+
+
+def _raised_in(error: BaseException, timers: dict) -> str:
+    """Which piece of user code `error` came from: the setup, or the statement of one of
+    `timers` (name -> Timer), from the frame of timeit's generated function."""
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == "<timeit-src>":
+            for name, timer in timers.items():
+                inner = getattr(getattr(timer, "_timer", None), "inner", None)
+                if getattr(inner, "__code__", None) is code:
+                    # timeit's template: a blank line, `def inner(...)`, then the setup
+                    setup_lines = len(timer.task_spec.setup.splitlines()) or 1
+                    return "the setup" if tb.tb_lineno <= 2 + setup_lines else name
+        tb = tb.tb_next
+    return "the statement or its setup"
+
+
+def _measure(measure, timers: dict):
+    """Run a measurement; the user code's own error is one line naming the piece that
+    raised, exit 1."""
     try:
         return measure()
     except SystemExit as e:  # the statement's own sys.exit(): say so, keep its status
-        failure = click.ClickException(f"the statement or its setup called sys.exit("
+        failure = click.ClickException(f"{_raised_in(e, timers)} called sys.exit("
                                        f"{e.code!r})")
         failure.exit_code = e.code if isinstance(e.code, int) and e.code else 1
         raise failure from None
@@ -133,5 +172,5 @@ def _measure(measure):
         if isinstance(e, (ValueError, TypeError)) and \
                 str(e).startswith(("Timer", "device time", "StopRule")):
             raise click.UsageError(str(e)) from None
-        raise click.ClickException(f"the statement or its setup raised "
+        raise click.ClickException(f"{_raised_in(e, timers)} raised "
                                    f"{type(e).__name__}: {e}") from None
