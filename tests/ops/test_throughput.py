@@ -36,3 +36,27 @@ def test_matmul_and_linear_flops():
     out = work("torch.nn.Linear", [a], {}, layer(a), built=layer)
     assert out["flops"] == 2 * 8 * 4 * 16
     assert out["bytes"] == 4 * (8 * 16 + 8 * 4 + 16 * 4 + 4)  # input, output, weights
+
+
+def test_the_table_keeps_one_unit_per_op_and_short_failures():
+    from rich.console import Console
+
+    from torchmark.ops.report import records_table
+
+    def record(op, flops, nbytes, status="ok", error=None):
+        work = {"flops": flops, "bytes": nbytes, "tflops": flops / 1e12, "gbps": nbytes / 1e9}
+        return {"op": op, "id": op, "config": {"build": None, "input": {}}, "status": status,
+                "error": error, "metrics": {"forward": {"median": 1.0}, "work": work}}
+
+    records = [record("torch.nn.functional.linear", 10, 1), record("torch.nn.functional.linear",
+                                                                    20, 1),
+               record("torch.nn.functional.linear", 1, 100),  # memory-bound, the odd one out
+               {**record("torch.add", 0, 0, "failed", "RuntimeError: " + "x" * 200 + "\nmore"),
+                "metrics": None}]
+    console = Console(width=80, record=True)
+    console.print(records_table(records))
+    text = console.export_text()
+    assert "GB/s" not in text and text.count("TFLOP/s") == 3
+    assert "ional.linear" in text  # folded, not cut to "torch.nn.f…"
+    assert "failed:" in text and "more" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80

@@ -44,9 +44,17 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds / scale:.3g} {unit}"
 
 
-def throughput(record: dict[str, Any]) -> str:
+def _compute_bound(amount: dict[str, Any]) -> bool:
+    """Whether FLOP/s says more than bytes/s: 4 or more flops a byte."""
+    return "tflops" in amount and amount.get("flops", 0) >= 4 * amount.get("bytes", 0)
+
+
+def throughput(record: dict[str, Any], flops: bool | None = None) -> str:
+    """The record's throughput: TFLOP/s for compute-bound work, else GB/s (`flops`
+    chooses, where both are known)."""
     amount = (record.get("metrics") or {}).get("work") or {}
-    if "tflops" in amount and amount.get("flops", 0) >= 4 * amount.get("bytes", 0):
+    use_flops = _compute_bound(amount) if flops is None else flops
+    if use_flops and "tflops" in amount:
         return f"{amount['tflops']:.3g} TFLOP/s"
     if "gbps" in amount:
         return f"{amount['gbps']:.3g} GB/s"
@@ -55,21 +63,36 @@ def throughput(record: dict[str, Any]) -> str:
     return ""
 
 
+_STATUS_WIDTH = 40  # a failure's first line, cut; the whole message is in the results
+
+
 def records_table(records: list[dict[str, Any]], title: str = "operator benchmarks"):
-    """A rich Table: op, config, median forward (and backward) time, throughput."""
+    """A rich Table: op, config, median forward (and backward) time, throughput (in one
+    unit per op: what most of its cases are bound by), status."""
     from rich.markup import escape
     from rich.table import Table
 
+    bound: dict[str, list[bool]] = {}
+    for r in records:
+        amount = (r.get("metrics") or {}).get("work") or {}
+        if amount:
+            bound.setdefault(r["op"], []).append(_compute_bound(amount))
+    flops = {op: 2 * sum(votes) >= len(votes) for op, votes in bound.items()}
     table = Table(title=title)
     for name, justify in (("op", "left"), ("config", "left"), ("forward", "right"),
                           ("backward", "right"), ("throughput", "right"), ("status", "left")):
-        table.add_column(name, justify=justify)
+        table.add_column(name, justify=justify,
+                         overflow="fold" if name in ("op", "config") else "ellipsis")
     for r in records:
         metrics = r.get("metrics") or {}
         fwd = metrics.get("forward", {}).get("median")
         bwd = metrics.get("backward", {}).get("median")
-        status = "ok" if r["status"] == "ok" else f"failed: {r.get('error') or ''}"
+        status = "ok"
+        if r["status"] != "ok":
+            first = ((r.get("error") or "").strip().splitlines() or [""])[0]
+            cut = first if len(first) <= _STATUS_WIDTH else first[:_STATUS_WIDTH - 3] + "..."
+            status = f"failed: {cut}"
         table.add_row(escape(r["op"]), escape(describe_config(r["config"])),
                       format_seconds(fwd) if fwd else "", format_seconds(bwd) if bwd else "",
-                      throughput(r), escape(status))
+                      throughput(r, flops.get(r["op"])), escape(status))
     return table
