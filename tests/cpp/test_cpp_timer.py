@@ -177,6 +177,31 @@ def test_cache_info_and_clear(tmp_path, capsys, monkeypatch):
     assert default_builder() is not None
 
 
+def test_precompiled_headers_of_removed_torch_installs_are_named_and_removed(
+        tmp_path, capsys, monkeypatch):
+    from torchmark.cli.main import main
+    from torchmark.cpp.compile_cache import PCH_IDENTITY, remove_stale_pch
+
+    monkeypatch.setenv("TORCHMARK_CACHE_DIR", str(tmp_path / "c"))
+    cpp = tmp_path / "c" / "cpp"
+    for name, identity in (("pch-gone", f"torch 2.13.0 at {tmp_path / 'old-venv' / 'torch'}"),
+                           ("pch-here", f"torch 2.13.0 at {tmp_path}"), ("pch-old", None)):
+        (cpp / name).mkdir(parents=True)
+        (cpp / name / "torchmark_pch.h.gch").write_bytes(b"x" * 1000)
+        if identity:
+            (cpp / name / PCH_IDENTITY).write_text(identity + "\ng++ 12\n1\n")
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"pch-gone, 0.0 MB, torch 2.13.0 at {tmp_path / 'old-venv' / 'torch'} (gone: " \
+           "stale)" in out
+    assert f"pch-here, 0.0 MB, torch 2.13.0 at {tmp_path}\n" in out
+    assert "pch-old, 0.0 MB, built by an older torchmark" in out
+    assert main(["cache", "clear", "--stale"]) == 0
+    assert "removed 1 precompiled header(s)" in capsys.readouterr().out
+    assert sorted(p.name for p in cpp.iterdir()) == ["pch-here", "pch-old"]
+    assert remove_stale_pch() == []
+
+
 def test_a_bundle_snippet_that_does_not_compile_fails_alone():
     # errors the compiler reports outside the user's lines (a `;` missing at the end of
     # a setup shows at the next generated token; an #include moved to the top) still

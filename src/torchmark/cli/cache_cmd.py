@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import fcntl
 import shutil
-from pathlib import Path
 
 import click
 
@@ -21,7 +19,7 @@ def cache_cmd():
 @cache_cmd.command("info")
 def cache_info():
     """Where the cache is and what it holds."""
-    from torchmark.cpp.compile_cache import cache_entries, folder_size
+    from torchmark.cpp.compile_cache import cache_entries, folder_size, pch_torch
     from torchmark.paths import cache_dir
 
     root = cache_dir()
@@ -31,7 +29,10 @@ def cache_info():
     click.echo(f"C++ snippets: {len(snippets)}, "
                f"{_mb(sum(folder_size(p) for p in snippets))}")
     for path in entries["pch"]:
-        click.echo(f"precompiled header: {path.name}, {_mb(folder_size(path))}")
+        built_for, gone = pch_torch(path)
+        what = "built by an older torchmark (for an unknown torch install)" \
+            if built_for is None else built_for + (" (gone: stale)" if gone else "")
+        click.echo(f"precompiled header: {path.name}, {_mb(folder_size(path))}, {what}")
     helper = root / "callgrind"
     if helper.exists():
         click.echo(f"callgrind helper: {_mb(folder_size(helper))}")
@@ -40,13 +41,20 @@ def cache_info():
 
 @cache_cmd.command("clear")
 @click.option("--keep-pch", is_flag=True, help="Keep the precompiled headers.")
-def cache_clear(keep_pch):
+@click.option("--stale", is_flag=True, help="Only remove the precompiled headers of torch "
+                                          "installs that no longer exist.")
+def cache_clear(keep_pch, stale):
     """Delete the cached builds (torchmark's own folders only; a build that another
     process is making right now is left alone)."""
-    from torchmark.cpp.compile_cache import folder_size
+    from torchmark.cpp.compile_cache import folder_size, in_use, remove_stale_pch
     from torchmark.paths import cache_dir
 
     root = cache_dir()
+    if stale:
+        removed = remove_stale_pch()
+        click.echo(f"removed {len(removed)} precompiled header(s) of torch installs that "
+                   f"are gone ({_mb(sum(size for _, size in removed))} freed)")
+        return
     freed, busy = 0, 0
     for folder in OWN_FOLDERS:
         if not (root / folder).is_dir():
@@ -54,7 +62,7 @@ def cache_clear(keep_pch):
         for entry in list((root / folder).iterdir()):
             if keep_pch and folder == "cpp" and entry.name.startswith("pch-"):
                 continue
-            if _in_use(entry):
+            if in_use(entry):
                 busy += 1
                 continue
             freed += folder_size(entry) if entry.is_dir() else entry.stat().st_size
@@ -64,17 +72,3 @@ def cache_clear(keep_pch):
 
 
 OWN_FOLDERS = ("cpp", "suite", "callgrind")  # what torchmark writes under its cache folder
-
-
-def _in_use(entry: Path) -> bool:
-    """Whether another process holds the build lock of this cache entry."""
-    lock = entry / ".lock"
-    if not lock.exists():
-        return False
-    with open(lock, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False

@@ -182,6 +182,7 @@ class SnippetBuilder:
                 return folder
             header = folder / "torchmark_pch.h"
             header.write_text(DEFAULT_HEADER + "\n")
+            (folder / PCH_IDENTITY).write_text(self.identity + "\n")  # for `cache info`
             tmp = folder / f".torchmark_pch.h.gch.{os.getpid()}"
             start = time.perf_counter()
             proc = subprocess.run([self.cxx, *self.compile_flags, "-x", "c++-header",
@@ -194,6 +195,7 @@ class SnippetBuilder:
                 return None  # snippets compile without it
             os.replace(tmp, gch)
             self.last_build["pch_s"] = time.perf_counter() - start
+        remove_stale_pch(keep=folder)
         return folder
 
     # -- snippets -----------------------------------------------------------------------
@@ -297,6 +299,48 @@ def cache_entries() -> dict[str, list[Path]]:
         elif entry.name.startswith("pch-") and any(entry.glob("*.gch")):
             out["pch"].append(entry)
     return out
+
+
+PCH_IDENTITY = "identity.txt"  # what a precompiled header was built for (torch, compiler)
+
+
+def pch_torch(folder: Path) -> tuple[str | None, bool]:
+    """(the torch install a precompiled header was built for, whether that install is
+    gone); (None, False) for a header built before torchmark recorded it."""
+    try:
+        first = (folder / PCH_IDENTITY).read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None, False
+    where = first.partition(" at ")[2]
+    return first, bool(where) and not Path(where).exists()
+
+
+def remove_stale_pch(keep: Path | None = None) -> list[tuple[Path, int]]:
+    """Delete the precompiled headers (about 700 MB each) built for torch installs that
+    no longer exist (a removed virtual environment, an old clone); returns what went,
+    with its size. One that another process is building is left alone."""
+    removed = []
+    for folder in cache_entries()["pch"]:
+        if folder == keep or not pch_torch(folder)[1] or in_use(folder):
+            continue
+        size = folder_size(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append((folder, size))
+    return removed
+
+
+def in_use(entry: Path) -> bool:
+    """Whether another process holds the build lock of this cache entry."""
+    lock = entry / ".lock"
+    if not lock.exists():
+        return False
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
 
 
 def folder_size(path: Path) -> int:
