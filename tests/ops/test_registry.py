@@ -73,3 +73,23 @@ def test_plugins_from_the_current_folder_and_plugins_that_fail(tmp_path, monkeyp
     with pytest.raises(ValueError, match="--plugin broken_plugin: importing it raised "
                                          "RuntimeError: no GPU here"):
         load_plugin("broken_plugin")
+
+
+def test_a_plugin_given_as_a_file_path_and_one_that_registers_nothing(tmp_path, capsys):
+    from torchmark.cli.main import main
+
+    plugin = tmp_path / "file_plugin.py"
+    plugin.write_text("import torch\nfrom torchmark.ops.registry import register_op\n"
+                      "register_op('test.from_file', fn=torch.abs)\n")
+    assert load_plugin(str(plugin)) == 1
+    assert resolve("test.from_file").build([], {}, "cpu")(-torch.ones(1)).item() == 1.0
+    with pytest.raises(ValueError, match="no such file 'nope.py'; give a module name"):
+        load_plugin("nope.py")
+    config = tmp_path / "c.json"
+    config.write_text('{"torch.neg": {"config": [{"input": [{"args": [{"type": "tensor", '
+                      '"shape": [2]}]}]}]}}')
+    assert main(["ops", "-c", str(config), "--plugin", "colorsys", "--list"]) == 0
+    assert "note: --plugin colorsys registered no operator" in capsys.readouterr().err
+    with pytest.raises(LookupError, match="registered with register_op \\(in a module given "
+                                          "with --plugin\\)"):
+        resolve("mine.op")

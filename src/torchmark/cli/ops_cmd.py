@@ -71,7 +71,8 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               help="Relaunch under Nsight Compute (PREFIX_ncu), profiling the timed calls only.")
 @click.option("--nsys", is_flag=True, help="Relaunch under Nsight Systems (PREFIX_nsys).")
 @click.option("--plugin", "plugins", multiple=True,
-              help="Import MODULE first (it registers operators with register_op).")
+              help="Import MODULE (a module name or a .py file) first; it registers "
+                   "operators with register_op.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
 def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, exec_mode,
             l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
@@ -86,7 +87,9 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     from torchmark.ops.runner import SCHEMA, run, select_cases
 
     for module in plugins:
-        load_plugin(module)
+        if not load_plugin(module):
+            click.echo(f"note: --plugin {module} registered no operator (register_op)",
+                       err=True)
     config = load_config(config_path)
     options = RunOptions(warmup=warmup, iterations=iterations, backward=backward, device=device,
                          threads=threads, exec_mode=exec_mode, l2_flush=l2_flush,

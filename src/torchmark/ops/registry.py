@@ -50,15 +50,43 @@ def register_op(name: str, fn: Callable | None = None, *,
                                fn if fn is not None else builder)
 
 
-def load_plugin(module: str) -> None:
-    """Import a module that registers operators (`--plugin MODULE`; the current folder
-    is searched too, as `python -m` would)."""
+def load_plugin(module: str) -> int:
+    """Import a module that registers operators (`--plugin MODULE`, or a path to a .py
+    file; the current folder is searched too, as `python -m` would). Returns how many
+    operators it registered."""
+    before = dict(_USER_OPS)
     try:
-        import_user_module(module)
+        if module.endswith(".py") or "/" in module:
+            _import_file(module)
+        else:
+            import_user_module(module)
     except ImportError as e:
         raise ValueError(f"--plugin {module}: cannot import it ({e})") from None
     except USER_CODE_FAILURES as e:  # the plugin's own code failed: one line, naming it
         raise ValueError(f"--plugin {module}: importing it raised {error_line(e)}") from None
+    return sum(before.get(name) is not op for name, op in _USER_OPS.items())
+
+
+def _import_file(path: str) -> None:
+    """Import a plugin given as a file path, as a module named after the file."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    file = Path(path)
+    if not file.is_file():
+        raise ImportError(f"no such file {path!r}; give a module name (mymodule) or the "
+                          "path of a .py file")
+    spec = importlib.util.spec_from_file_location(file.stem, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path!r} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[file.stem] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(file.stem, None)
+        raise
 
 
 def _load_entry_points() -> None:
@@ -85,7 +113,8 @@ def _resolve_torch(name: str) -> Operator:
     parts = name.split(".")
     if parts[0] != "torch" or len(parts) < 2 or not all(p.isidentifier() for p in parts):
         raise LookupError(f"unknown operator {name!r}: expected torch.<name>, "
-                          "aten::<op>[.<overload>] or a registered name")
+                          "aten::<op>[.<overload>] or a name registered with register_op "
+                          "(in a module given with --plugin)")
     target: Any = torch
     for i, part in enumerate(parts[1:], start=1):
         if part.startswith("_") and part != "__call__":

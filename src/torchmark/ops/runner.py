@@ -39,10 +39,13 @@ def select_cases(config: BenchmarkConfig, options: RunOptions,
     start = ids.index(options.resume_id) if options.resume_id else 0
     stop = ids.index(options.stop_id) if options.stop_id else len(ids)
     if stop <= start:
-        raise ValueError(f"--stop-id {options.stop_id!r} comes before --resume-id "
-                         f"{options.resume_id!r}: no case would run" if options.resume_id
-                         else f"--stop-id {options.stop_id!r} is the first case: no case "
-                              "would run (the stop id itself is not run)")
+        raise ValueError(
+            f"--stop-id {options.stop_id!r} is the --resume-id: no case would run (the stop "
+            "id itself is not run)" if stop == start and options.resume_id else
+            f"--stop-id {options.stop_id!r} comes before --resume-id "
+            f"{options.resume_id!r}: no case would run" if options.resume_id
+            else f"--stop-id {options.stop_id!r} is the first case: no case "
+                 "would run (the stop id itself is not run)")
     return [c for c in cases[start:stop] if not done or c.id not in done]
 
 
