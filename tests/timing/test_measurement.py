@@ -199,3 +199,11 @@ def test_statistics_match_torch(raw, number):
     assert ours.has_warnings == theirs.has_warnings or math.isclose(
         ours.iqr / ours.median, 0.1, rel_tol=1e-5) or math.isclose(
         ours.iqr / ours.median, 0.25, rel_tol=1e-5)
+
+
+def test_statistics_are_plain_floats_whatever_the_times_were():
+    import numpy as np
+
+    m = Measurement(2, list(np.array([1.0, 2.0, 3.0])), TaskSpec("x", "pass"))
+    assert all(type(v) is float for v in (m.median, m.mean, m.iqr))  # torch's are too
+    assert m.median == 1.0
