@@ -229,20 +229,16 @@ def test_outputs_of_another_kind_are_refused_before_anything_runs(capsys, tmp_pa
     config.write_text(json.dumps({"torch.add": {"config": [{"input": [{"args": [
         {"type": "tensor", "shape": [4]}, {"type": "tensor", "shape": [4]}]}]}]}}))
     before = measurements.read_text()
+    (tmp_path / "notes.jsonl").write_text("some notes\n")
     for argv in (["callgrind", "pass", "--save", str(measurements)],
-                 ["ops", "-c", str(config), "-o", str(tmp_path / "t.json.jsonl")],
-                 ["suite", "run", "--out", str(measurements), "--filter", "nothing at all"]):
-        if argv[0] == "ops":
-            (tmp_path / "t.json.jsonl").write_text("some notes\n")
+                 ["ops", "-c", str(config), "-o", str(tmp_path / "notes")],
+                 ["suite", "run", "--out", str(measurements), "--no-instructions"]):
         code, out, err = run(capsys, *argv)
-        assert code == 2, (argv, err)
-        assert "refusing to replace it" in err or "no case matches" in err, err
-    code, _, err = run(capsys, "callgrind", "pass", "--save", str(measurements))
+        assert code == 2 and "refusing to replace it" in err and out == "", (argv, err)
+    code, out, err = run(capsys, "callgrind", "pass", "--save", str(measurements))
     assert "is a 'torchmark.measurements' file; refusing to replace it with instruction " \
            "counts" in err and out == ""
     assert measurements.read_text() == before
-    code, _, err = run(capsys, "suite", "run", "--out", str(measurements), "--no-instructions")
-    assert code == 2 and "refusing to replace" in err
     # an ops results file is replaced (documented), a missing folder is made
     code, _, err = run(capsys, "ops", "-c", str(config), "-i", "1", "-w", "0", "--quiet",
                        "-o", str(tmp_path / "new" / "run"))
@@ -250,9 +246,16 @@ def test_outputs_of_another_kind_are_refused_before_anything_runs(capsys, tmp_pa
     code, _, err = run(capsys, "ops", "-c", str(config), "-i", "1", "-w", "0", "--quiet",
                        "-o", str(tmp_path / "new" / "run"))
     assert code == 0, err
+    # an ops run and a replay do not replace each other's results (one schema, two kinds)
+    trace = tmp_path / "t.et.json"
+    trace.write_text("{}")
+    code, _, err = run(capsys, "replay", str(trace), "-o", str(tmp_path / "new" / "run"))
+    assert code == 2 and "is a 'torchmark.ops.results' file; refusing" in err
     # and resuming a replay's results as an ops run says what the file is
     (tmp_path / "replay.jsonl").write_text(json.dumps(
         {"type": "header", "schema": "torchmark.ops.results", "source": "replay"}) + "\n")
+    code, _, err = run(capsys, "ops", "-c", str(config), "-o", str(tmp_path / "replay"))
+    assert code == 2 and "'torchmark.ops.results/replay' file; refusing" in err
     code, _, err = run(capsys, "ops", "-c", str(config), "--resume",
                        str(tmp_path / "replay.jsonl"))
     assert code == 2 and "it holds a replay's results" in err

@@ -186,6 +186,9 @@ def test_cli_statement_errors_are_one_line(capsys):
         err = capsys.readouterr().err
         assert message in err and code == (2 if "SyntaxError" in message else 1), err
         assert "--help" not in err
+    # indented code is dedented, as Timer does
+    assert main(["timeit", "  x = 1", "-s", "  import math", "--min-run-time", "0.01"]) == 0
+    capsys.readouterr()
 
 
 def device_measurement(description=None):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from torchmark.cli.params import FiniteRange
+from torchmark.cli.params import FiniteRange, check_syntax
 from torchmark.timing.clocks import MAX_THREADS
 
 
@@ -58,6 +58,7 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
         from torchmark.cli.output_files import prepare_output
 
         prepare_output(save, SCHEMA_NAME, "instruction counts", "--save")
+    check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)))
     timer = Timer("\n".join(stmt), setup="\n".join(setup) or "pass", num_threads=num_threads,
                   label=label)
     from torchmark.callgrind.collector import CallgrindError

@@ -11,14 +11,18 @@ import click
 _READ_LIMIT = 64 << 20  # a whole-document JSON file larger than this is not read
 
 
-def file_schema(path: Path) -> str | None:
-    """The `schema` a torchmark file declares: on its first line (JSON lines) or in the
-    whole document (JSON); None when it declares none or cannot be read."""
-    from torchmark.timing.files import first_line_schema
-
-    found = first_line_schema(path)
-    if found is not None:
-        return found
+def file_kind(path: Path) -> str | None:
+    """The `schema` a torchmark file declares, on its first line (JSON lines, with its
+    `source` when it names one: `torchmark.ops.results/replay`) or in the whole document
+    (JSON); None when it declares none or cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            first = json.loads(f.readline())
+        if isinstance(first, dict) and "schema" in first:
+            source = first.get("source")
+            return str(first["schema"]) + (f"/{source}" if source else "")
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass
     try:
         if path.stat().st_size > _READ_LIMIT:
             return None
@@ -28,17 +32,18 @@ def file_schema(path: Path) -> str | None:
     return str(data["schema"]) if isinstance(data, dict) and "schema" in data else None
 
 
-def prepare_output(path: str | Path, schema: str, what: str, option: str) -> Path:
+def prepare_output(path: str | Path, kind: str, what: str, option: str) -> Path:
     """Make `path`'s folder; refuse (a usage error naming `option`) an existing, non-empty
-    file that is not a `schema` file, so that a slip of the path loses nothing."""
+    file that is not of `kind` (see file_kind), so that a slip of the path loses
+    nothing."""
     path = Path(path)
     if path.is_dir():
         raise click.UsageError(f"{option} {path}: is a folder")
     if path.exists() and path.stat().st_size > 0:
-        found = file_schema(path)
-        if found != schema:
-            kind = f"a {found!r} file" if found else "not a torchmark file"
-            raise click.UsageError(f"{option} {path}: the file exists and is {kind}; "
+        found = file_kind(path)
+        if found != kind:
+            described = f"a {found!r} file" if found else "not a torchmark file"
+            raise click.UsageError(f"{option} {path}: the file exists and is {described}; "
                                    f"refusing to replace it with {what} (remove it or "
                                    "choose another path)")
     try:

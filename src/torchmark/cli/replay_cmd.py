@@ -39,7 +39,7 @@ def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefi
         prefix = prefix.removesuffix(".jsonl")
         if not prefix:
             raise click.UsageError("-o/--output-prefix: give a path prefix (PREFIX.jsonl)")
-        prepare_output(f"{prefix}.jsonl", SCHEMA, "replay results", "-o")
+        prepare_output(f"{prefix}.jsonl", f"{SCHEMA}/replay", "replay results", "-o")
     trace_out = f"{prefix or Path(trace).stem}.trace.json" if profile else None
     report = replay(trace, device=device, warmup=warmup, iterations=iterations,
                     subgraph=subgraph, step=step, threads=threads,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from torchmark.cli.params import FiniteRange
+from torchmark.cli.params import FiniteRange, check_syntax
 from torchmark.timing.clocks import MAX_THREADS
 
 
@@ -67,14 +67,14 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         if given:
             raise click.UsageError(f"--vs times two statements on the host and prints a "
                                    f"verdict; it does not take {', '.join(given)}")
-        _check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)),
+        check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)),
                       ("the --vs statement", candidate))
         return _versus("\n".join(stmt), candidate, "\n".join(setup) or "pass", num_threads,
                        min_run_time, label)
     from torchmark.timing.files import load_measurements, save_measurements
     from torchmark.timing.timer_class import Timer
 
-    _check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)))
+    check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)))
 
     timer = Timer(
         stmt="\n".join(stmt),
@@ -122,20 +122,6 @@ def _versus(baseline: str, candidate: str, setup: str, num_threads: int,
     click.echo(f"{result.baseline.summary()}\n\n{result.candidate.summary()}\n")
     click.echo(f"candidate / baseline (median of {len(result.baseline.times)} paired "
                f"blocks): {result.estimate()}")
-
-
-def _check_syntax(*parts: tuple[str, str]) -> None:
-    """Each piece of user code compiles on its own; else a usage error naming it and its
-    own line (timeit's check counts the setup's lines too)."""
-    for what, code in parts:
-        try:
-            compile(code, what, "exec")
-        except SyntaxError as e:
-            line = f", line {e.lineno}" if e.lineno else ""
-            text = f": {e.text.strip()}" if e.text and e.text.strip() else ""
-            error = click.ClickException(f"{what}{line}: SyntaxError: {e.msg}{text}")
-            error.exit_code = 2  # bad input, as other usage errors
-            raise error from None
 
 
 def _raised_in(error: BaseException, timers: dict) -> str:

@@ -47,7 +47,7 @@ def _parse_language(language: Language | str) -> Language:
     )
 
 
-def _clean_code(code: str) -> str:
+def clean_code(code: str) -> str:
     """Dedent, drop one leading newline and trailing whitespace."""
     code = textwrap.dedent(code)
     if code.startswith("\n"):
@@ -107,13 +107,13 @@ class Timer:
 
         self._language = _parse_language(language)
         self._custom_timer = timer is not clocks.timer
-        stmt = _clean_code(stmt)
+        stmt = clean_code(stmt)
         if self._language is Language.CPP:
             if globals:
                 raise ValueError("Timer: C++ snippets cannot use globals; declare what the "
                                  "statement needs in `setup` (or `global_setup`)")
-            setup = "" if setup == "pass" else _clean_code(setup)
-            global_setup = _clean_code(global_setup)
+            setup = "" if setup == "pass" else clean_code(setup)
+            global_setup = clean_code(global_setup)
             self._globals = {}
             self._timer = self._cpp_timer_cls(stmt=stmt, setup=setup, global_setup=global_setup,
                                               timer=timer, globals=None, num_threads=num_threads)
@@ -125,7 +125,7 @@ class Timer:
                 )
             import torch
 
-            setup = _clean_code(setup)
+            setup = clean_code(setup)
             self._globals = dict(globals or {})
             self._globals.setdefault("torch", torch)
             self._timer = self._timer_cls(stmt=stmt, setup=setup, timer=timer,
