@@ -150,6 +150,8 @@ class SuiteRunner:
         self.on_record = on_record or (lambda record: None)
         self.on_phase = on_phase or (lambda phase: None)
         self._stop = threading.Event()
+        self._write_lock = threading.Lock()
+        self._writer_closed = False
 
     # -- preparation ------------------------------------------------------------------
     def _prepare(self, writer: ResultsWriter) -> tuple[list[Case], dict[str, tuple[str, str]]]:
@@ -183,7 +185,10 @@ class SuiteRunner:
         record = {"type": "case", "id": case.id, "status": status, **case.to_dict(),
                   **results, "error": error, "attempts": attempts, "slot": slot,
                   "finished": time.time()}
-        writer.write(record)
+        with self._write_lock:
+            if self._writer_closed:  # a case that ended as an interrupted run closed
+                return record
+            writer.write(record)
         self.on_record(record)
         return record
 
@@ -196,10 +201,13 @@ class SuiteRunner:
             started = time.perf_counter()
             results: dict[str, Any] = {}
             try:
-                if options.wall:
-                    results["wall"] = slot.measure_wall(case, library, options)
-                if options.instructions:
-                    results["instructions"] = slot.count(case, library, options)
+                for stage, wanted in (("wall", options.wall),
+                                      ("instructions", options.instructions)):
+                    if self._stop.is_set():  # interrupted between stages: not recorded
+                        return None
+                    if wanted:
+                        results[stage] = slot.measure_wall(case, library, options) \
+                            if stage == "wall" else slot.count(case, library, options)
             except Exception as e:
                 if self._stop.is_set():  # interrupted: its processes were killed under it;
                     return None  # not recorded, so --resume runs it again
@@ -233,35 +241,46 @@ class SuiteRunner:
             all_cpus = sorted({c for s in cpu_sets for c in s})
             slots = [Slot(i, cpus, all_cpus) for i, cpus in enumerate(cpu_sets)]
 
-            def work(slot: Slot) -> None:
-                while not self._stop.is_set():
-                    try:
-                        case = pending.get_nowait()
-                    except queue.Empty:
-                        return
-                    self._run_case(slot, case, libraries.get(case.id), writer)
+            def work(slot: Slot, finished: threading.Event) -> None:
+                try:
+                    while not self._stop.is_set():
+                        try:
+                            case = pending.get_nowait()
+                        except queue.Empty:
+                            return
+                        self._run_case(slot, case, libraries.get(case.id), writer)
+                finally:
+                    finished.set()
 
-            threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in slots]
-            for t in threads:
-                t.start()
+            # Waited on with Events: a Thread.join interrupted by Ctrl-C (Python < 3.13)
+            # marks its thread as ended, and a later join returns at once.
+            finished = [threading.Event() for _ in slots]
+            for slot, event in zip(slots, finished, strict=True):
+                threading.Thread(target=work, args=(slot, event), daemon=True).start()
             try:
-                for t in threads:
-                    while t.is_alive():
-                        t.join(timeout=0.5)
+                for event in finished:
+                    while not event.wait(timeout=0.5):
+                        pass
             except KeyboardInterrupt:
                 self._stop.set()
                 for slot in slots:  # the cases in flight end now, unrecorded
                     slot.close(kill=True)
-                for t in threads:
-                    t.join(timeout=10)
+                deadline = time.monotonic() + 10
+                for event in finished:
+                    event.wait(timeout=max(0.0, deadline - time.monotonic()))
                 raise
+        except KeyboardInterrupt:  # also while preparing: the footer says so
+            self._stop.set()
+            raise
         finally:
             for slot in slots:
                 slot.close()
             ok = sum(r["status"] == "ok" for r in records)
             elapsed = time.perf_counter() - started
-            writer.close({"elapsed_s": elapsed, "ok": ok, "failed": len(records) - ok,
-                          "interrupted": self._stop.is_set()})
+            with self._write_lock:
+                self._writer_closed = True
+                writer.close({"elapsed_s": elapsed, "ok": ok, "failed": len(records) - ok,
+                              "interrupted": self._stop.is_set()})
         return RunSummary(len(self.cases) + self.skipped, self.skipped, ok, len(records) - ok,
                           elapsed, compile_s, records)
 
