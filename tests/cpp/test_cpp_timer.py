@@ -183,23 +183,36 @@ def test_precompiled_headers_of_removed_torch_installs_are_named_and_removed(
     from torchmark.cpp.compile_cache import PCH_IDENTITY, remove_stale_pch
 
     monkeypatch.setenv("TORCHMARK_CACHE_DIR", str(tmp_path / "c"))
+    import socket
+
     cpp = tmp_path / "c" / "cpp"
-    for name, identity in (("pch-gone", f"torch 2.13.0 at {tmp_path / 'old-venv' / 'torch'}"),
-                           ("pch-here", f"torch 2.13.0 at {tmp_path}"), ("pch-old", None)):
+    installed = tmp_path / "venv" / "torch"
+    installed.mkdir(parents=True)
+    (installed / "version.py").write_text("__version__ = '2.14.0+cpu'\n")
+    here = socket.gethostname()
+    for name, identity in (
+            ("pch-gone", f"torch 2.13.0 at {tmp_path / 'old-venv' / 'torch'}\nhost: {here}"),
+            ("pch-upgraded", f"torch 2.13.0+cpu at {installed}\nhost: {here}"),
+            ("pch-here", f"torch 2.14.0+cpu at {installed}\nhost: {here}"),
+            ("pch-elsewhere", f"torch 2.13.0 at {tmp_path / 'old-venv'}\nhost: not-{here}"),
+            ("pch-old", None)):
         (cpp / name).mkdir(parents=True)
         (cpp / name / "torchmark_pch.h.gch").write_bytes(b"x" * 1000)
         if identity:
-            (cpp / name / PCH_IDENTITY).write_text(identity + "\ng++ 12\n1\n")
+            (cpp / name / PCH_IDENTITY).write_text(identity + "\n")
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out
     assert f"pch-gone, 0.0 MB, torch 2.13.0 at {tmp_path / 'old-venv' / 'torch'} (gone: " \
            "stale)" in out
-    assert f"pch-here, 0.0 MB, torch 2.13.0 at {tmp_path}\n" in out
-    assert "pch-old, 0.0 MB, built by an older torchmark" in out
-    assert main(["cache", "clear", "--stale"]) == 0
+    assert f"pch-upgraded, 0.0 MB, torch 2.13.0+cpu at {installed} (gone: stale)" in out
+    assert f"pch-here, 0.0 MB, torch 2.14.0+cpu at {installed}\n" in out
+    assert "pch-elsewhere, 0.0 MB, torch 2.13.0 at" in out  # another machine's: not judged
+    assert "pch-old, 0.0 MB, unrecorded" in out
+    assert [p.name for p, _ in remove_stale_pch()] == ["pch-gone", "pch-upgraded"]
+    assert main(["cache", "clear", "--stale"]) == 0  # the unrecorded one too
     assert "removed 1 precompiled header(s)" in capsys.readouterr().out
-    assert sorted(p.name for p in cpp.iterdir()) == ["pch-here", "pch-old"]
-    assert remove_stale_pch() == []
+    assert sorted(p.name for p in cpp.iterdir()) == ["pch-elsewhere", "pch-here"]
+    assert main(["cache", "clear", "--stale", "--keep-pch"]) == 2
 
 
 def test_a_bundle_snippet_that_does_not_compile_fails_alone():

@@ -30,7 +30,7 @@ def cache_info():
                f"{_mb(sum(folder_size(p) for p in snippets))}")
     for path in entries["pch"]:
         built_for, gone = pch_torch(path)
-        what = "built by an older torchmark (for an unknown torch install)" \
+        what = "unrecorded (not used since headers record their torch install)" \
             if built_for is None else built_for + (" (gone: stale)" if gone else "")
         click.echo(f"precompiled header: {path.name}, {_mb(folder_size(path))}, {what}")
     helper = root / "callgrind"
@@ -41,8 +41,10 @@ def cache_info():
 
 @cache_cmd.command("clear")
 @click.option("--keep-pch", is_flag=True, help="Keep the precompiled headers.")
-@click.option("--stale", is_flag=True, help="Only remove the precompiled headers of torch "
-                                          "installs that no longer exist.")
+@click.option("--stale", is_flag=True,
+              help="Only remove the precompiled headers of torch installs that no longer "
+                   "exist or hold another version, and those no torchmark has used since "
+                   "headers record their install (`cache info` says which).")
 def cache_clear(keep_pch, stale):
     """Delete the cached builds (torchmark's own folders only; a build that another
     process is making right now is left alone)."""
@@ -51,9 +53,12 @@ def cache_clear(keep_pch, stale):
 
     root = cache_dir()
     if stale:
-        removed = remove_stale_pch()
+        if keep_pch:
+            raise click.UsageError("--stale removes precompiled headers only; it does not "
+                                   "take --keep-pch")
+        removed = remove_stale_pch(unrecorded=True)
         click.echo(f"removed {len(removed)} precompiled header(s) of torch installs that "
-                   f"are gone ({_mb(sum(size for _, size in removed))} freed)")
+                   f"are gone or unrecorded ({_mb(sum(size for _, size in removed))} freed)")
         return
     freed, busy = 0, 0
     for folder in OWN_FOLDERS:

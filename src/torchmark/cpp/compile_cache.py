@@ -152,6 +152,8 @@ class SnippetBuilder:
             return None
         folder = self.pch_folder()
         if (folder / "torchmark_pch.h.gch").exists():
+            if not (folder / PCH_IDENTITY).exists():  # built before headers recorded it
+                self._write_identity(folder)
             return folder
         if os.environ.get("TORCHMARK_CPP_PCH") == "sync":
             return self.build_pch()
@@ -173,6 +175,16 @@ class SnippetBuilder:
         except OSError:
             pass  # the header is an optimization only
 
+    def _write_identity(self, folder: Path) -> None:
+        """Record what the header is built for (for `cache info` and stale removal)."""
+        import socket
+
+        try:
+            (folder / PCH_IDENTITY).write_text(
+                f"{self.identity}\nhost: {socket.gethostname()}\n")
+        except OSError:
+            pass
+
     def build_pch(self) -> Path | None:
         """Build the precompiled header now (under a lock); None if the compiler fails."""
         folder = self.pch_folder()
@@ -182,7 +194,7 @@ class SnippetBuilder:
                 return folder
             header = folder / "torchmark_pch.h"
             header.write_text(DEFAULT_HEADER + "\n")
-            (folder / PCH_IDENTITY).write_text(self.identity + "\n")  # for `cache info`
+            self._write_identity(folder)
             tmp = folder / f".torchmark_pch.h.gch.{os.getpid()}"
             start = time.perf_counter()
             proc = subprocess.run([self.cxx, *self.compile_flags, "-x", "c++-header",
@@ -306,22 +318,48 @@ PCH_IDENTITY = "identity.txt"  # what a precompiled header was built for (torch,
 
 def pch_torch(folder: Path) -> tuple[str | None, bool]:
     """(the torch install a precompiled header was built for, whether that install is
-    gone); (None, False) for a header built before torchmark recorded it."""
+    gone or now holds another torch version); (None, False) for a header no torchmark
+    has used since headers record it. A header recorded on another machine (a shared
+    cache) is never called gone."""
+    import socket
+
     try:
-        first = (folder / PCH_IDENTITY).read_text().splitlines()[0]
+        lines = (folder / PCH_IDENTITY).read_text().splitlines()
+        first = lines[0]
     except (OSError, IndexError):
         return None, False
-    where = first.partition(" at ")[2]
-    return first, bool(where) and not Path(where).exists()
+    host = next((line[6:] for line in lines if line.startswith("host: ")), None)
+    version, _, where = first.removeprefix("torch ").partition(" at ")
+    if not where or (host is not None and host != socket.gethostname()):
+        return first, False
+    if not Path(where).exists():
+        return first, True
+    installed = _installed_version(Path(where))
+    return first, installed is not None and installed != version
 
 
-def remove_stale_pch(keep: Path | None = None) -> list[tuple[Path, int]]:
+def _installed_version(folder: Path) -> str | None:
+    """The torch version installed at `folder` (its version.py), None if unreadable."""
+    try:
+        text = (folder / "version.py").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def remove_stale_pch(keep: Path | None = None,
+                     unrecorded: bool = False) -> list[tuple[Path, int]]:
     """Delete the precompiled headers (about 700 MB each) built for torch installs that
-    no longer exist (a removed virtual environment, an old clone); returns what went,
-    with its size. One that another process is building is left alone."""
+    no longer exist or hold another torch version now (a removed virtual environment, an
+    old clone, an upgrade), and with `unrecorded` those no torchmark has used since
+    headers record their install; returns what went, with its size. One that another
+    process is building is left alone."""
     removed = []
     for folder in cache_entries()["pch"]:
-        if folder == keep or not pch_torch(folder)[1] or in_use(folder):
+        built_for, gone = pch_torch(folder)
+        if folder == keep or not (gone or (unrecorded and built_for is None)) \
+                or in_use(folder):
             continue
         size = folder_size(folder)
         shutil.rmtree(folder, ignore_errors=True)
