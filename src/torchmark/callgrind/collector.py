@@ -410,6 +410,7 @@ class SharedHost(Host):
         super().__init__()
         self.idle_s = idle_s
         self.socket_path = shared_hosts_dir() / f"callgrind-{_shared_key()}.sock"
+        self.started_process: subprocess.Popen | None = None
 
     def _connect(self, timeout: float | None) -> socket.socket:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -464,6 +465,7 @@ class SharedHost(Host):
                                         stderr=subprocess.STDOUT,
                                         env=host_env(_client_argv(cmd)),
                                         start_new_session=True)
+            self.started_process = proc  # the host this object started (outlives it)
             self.starts += 1
             deadline = time.monotonic() + start_timeout_seconds()
             while time.monotonic() < deadline:
