@@ -76,12 +76,17 @@ def test_plugins_from_the_current_folder_and_plugins_that_fail(tmp_path, monkeyp
 
 
 def test_a_plugin_given_as_a_file_path_and_one_that_registers_nothing(tmp_path, capsys):
+    import copy
+
     from torchmark.cli.main import main
 
-    plugin = tmp_path / "file_plugin.py"
+    plugin = tmp_path / "copy.py"  # named like a standard module: it does not replace it
     plugin.write_text("import torch\nfrom torchmark.ops.registry import register_op\n"
                       "register_op('test.from_file', fn=torch.abs)\n")
     assert load_plugin(str(plugin)) == 1
+    import sys
+
+    assert sys.modules["copy"] is copy
     assert resolve("test.from_file").build([], {}, "cpu")(-torch.ones(1)).item() == 1.0
     with pytest.raises(ValueError, match="no such file 'nope.py'; give a module name"):
         load_plugin("nope.py")

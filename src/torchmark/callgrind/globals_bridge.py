@@ -273,7 +273,10 @@ def pack_globals(globals: dict[str, Any], folder: str | os.PathLike) -> list[dic
                 path.write_bytes(pickle.dumps(value))
             except Exception as e:
                 raise _refuse(name, value, f"it does not pickle ({e})") from None
-            entry.update(kind="pickle", path=str(path), modules=[type(value).__module__])
+            # unpickling imports what the value is defined in (a builtin: its module)
+            modules = {getattr(value, "__module__", None), type(value).__module__}
+            entry.update(kind="pickle", path=str(path),
+                         modules=sorted(m for m in modules if isinstance(m, str)))
         elif callable(value):
             raise _refuse(name, value, "it is neither importable by name nor a plain function "
                                        "of __main__ with its source available")

@@ -273,9 +273,10 @@ def _start_zygote(requests, closed: tuple[int, ...]) -> _Zygote:
     """Fork the zygote; returns the host's handle on it.
 
     A plain function, called from the host's main frame without a C-level call in
-    between (a class's __init__ would be one): the counted statement then runs one
-    interpreter frame above the bottom of callgrind's call stack, as in torch's collector,
-    so functions get the same names (no `'2` recursion suffix on the eval loop).
+    between (a class's __init__ would be one): on Python 3.11+, where Python-to-Python
+    calls stay in one C eval loop, the counted statement then runs one interpreter frame
+    above the bottom of callgrind's call stack, as in torch's collector, so functions get
+    the same names (no `'2` recursion suffix on the eval loop).
     """
     command_r, commands = os.pipe()
     replies, reply_w = os.pipe()

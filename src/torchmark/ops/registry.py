@@ -77,15 +77,17 @@ def _import_file(path: str) -> None:
     if not file.is_file():
         raise ImportError(f"no such file {path!r}; give a module name (mymodule) or the "
                           "path of a .py file")
-    spec = importlib.util.spec_from_file_location(file.stem, file)
+    # a name of its own: a plugin file called copy.py must not replace the copy module
+    name = f"torchmark_plugin_{abs(hash(str(file.resolve())))}_{file.stem}"
+    spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
         raise ImportError(f"{path!r} is not a Python file")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[file.stem] = module
+    sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
     except BaseException:
-        sys.modules.pop(file.stem, None)
+        sys.modules.pop(name, None)
         raise
 
 
