@@ -301,7 +301,12 @@ def test_cli_prints_a_table_and_fails_above_a_slow_down(capsys, ab_files):
     assert lines[-1].startswith("note: the two sides were measured at different times")
     code, _, err = run(capsys, "ab", str(a), str(b), "--fail-above", "20")
     assert code == 1 and "1 case(s) significantly slower by more than 20%: mul / fast" in err
-    assert run(capsys, "ab", str(a), str(b), "--fail-above", "40")[0] == 0
+    # 'mul / gone' ran in the baseline only (as when it failed in the candidate's run)
+    code, _, err = run(capsys, "ab", str(a), str(b), "--fail-above", "40")
+    assert code == 1 and "slower" not in err
+    assert "1 case(s) of the baseline not checked against --fail-above (missing from the " \
+           "candidate, or not comparable): mul / gone" in err
+    assert run(capsys, "ab", str(b), str(a), "--fail-above", "40")[0] == 0  # a new case
 
 
 def test_cli_machine_readable_formats(capsys, ab_files):

@@ -71,7 +71,8 @@ def _few_samples_hint(results) -> list[str]:
               default="text", show_default=True)
 @click.option("--fail-above", type=FiniteRange(min=0), default=None,
               help="Exit 1 when a case is significantly slower by more than this percent, "
-                   "or when a case has too few samples to tell.")
+                   "or cannot be checked (too few samples, missing from the candidate, not "
+                   "comparable).")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Of the bootstrap's resampling.")
 def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
@@ -79,8 +80,9 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
     its bootstrap confidence interval, a Mann-Whitney p-value and a verdict (a case needs
     at least 5 times a side).
     Cases found on one side only, or that cannot be compared, are listed (on stderr in
-    the csv and jsonl formats). With --fail-above, a case with too few samples for a
-    verdict, or no case in common, also exits 1.
+    the csv and jsonl formats). With --fail-above, a baseline case that cannot be
+    checked (too few samples, missing from the candidate, not comparable), or no case in
+    common, also exits 1.
 
     FILES: BASELINE CANDIDATE (saved measurements or `ops` results), or one file whose
     measurements hold two envs (`timeit --env before --save f.json`, then `--env after`)."""
@@ -168,6 +170,13 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
         if unknown:  # a gate that cannot tell must not pass
             click.echo(f"{len(unknown)} case(s) with too few samples to check against "
                        f"--fail-above: {', '.join(r.name for r in unknown)}", err=True)
-        if worse or unknown:
+        # a case the baseline has and the candidate lacks (its run failed), or one that
+        # cannot be compared, cannot be checked either
+        unchecked = only_a + [e.split(": ", 1)[0] for e in errors]
+        if unchecked:
+            click.echo(f"{len(unchecked)} case(s) of the baseline not checked against "
+                       f"--fail-above (missing from the candidate, or not comparable): "
+                       f"{', '.join(unchecked)}", err=True)
+        if worse or unknown or unchecked:
             return 1
     return 0
