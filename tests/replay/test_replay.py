@@ -506,3 +506,22 @@ def test_recording_inside_a_running_profiler_leaves_that_profiler_alone(tmp_path
     assert any("neg" in e.name for e in theirs.events())  # their profile is whole
     assert path.exists() and not timing_path(path).exists()
     assert replay(path, warmup=0, iterations=1).replayed
+
+
+def test_the_profilers_start_and_stop_lines_are_dropped_and_others_kept(tmp_path, capfd):
+    import os
+
+    from torchmark.profiler_logs import quiet
+
+    with quiet():
+        os.write(2, b"USDT:2026-11-23 04:43:15 1:1 SyncActivityProfilerHandler.cpp:52] "
+                    b"profiler_start\n[W1123 04:43:06.1 execution_trace_observer.cpp:989] "
+                    b"Enabling Execution Trace Observer\nkeep me\n")
+    assert capfd.readouterr().err == "keep me\n"
+    script = tmp_path / "s.py"
+    script.write_text("import sys, torch\nprint('from the script', file=sys.stderr)\n"
+                      "torch.ones(2).neg()\n")
+    assert main(["trace", "-o", str(tmp_path / "t.json"), "--", "python", str(script)]) == 0
+    replay(tmp_path / "t.json", warmup=0, iterations=1, profile=tmp_path / "p.json")
+    err = capfd.readouterr().err
+    assert "from the script" in err and "USDT" not in err and "Trace Observer" not in err

@@ -245,7 +245,10 @@ def _profile_pass(cases: list[Case], records: list[dict[str, Any]], options: Run
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     ok = {r["id"] for r in records if r["status"] == "ok"}
-    with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
+    from torchmark.profiler_logs import quietly_entered
+
+    with quietly_entered(torch.profiler.profile(activities=activities,
+                                                record_shapes=True)) as prof:
         for case in cases:
             if case.id not in ok:
                 continue

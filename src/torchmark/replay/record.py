@@ -8,6 +8,8 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from torchmark.profiler_logs import quiet
+
 
 def timing_path(trace_path: str | os.PathLike) -> Path:
     """Where the durations of a trace's ops go: `run.json` -> `run.kineto.json`."""
@@ -32,9 +34,10 @@ def record(path: str | os.PathLike, *, with_timing: bool = True,
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     timing_path(path).unlink(missing_ok=True)  # an older run's durations are not this one's
-    observer = ExecutionTraceObserver().register_callback(str(path))
+    with quiet():
+        observer = ExecutionTraceObserver().register_callback(str(path))
+        observer.start()
     timing = _TimingProfiler(timing_path(path), on_timing_cut) if with_timing else None
-    observer.start()
     try:
         if timing is not None:
             timing.start()
@@ -44,8 +47,9 @@ def record(path: str | os.PathLike, *, with_timing: bool = True,
             if timing is not None:
                 timing.stop()
         finally:
-            observer.stop()
-            observer.unregister_callback()
+            with quiet():
+                observer.stop()
+                observer.unregister_callback()
 
 
 CUT_KEY = "torchmark_timing_cut"  # in a durations file that stops before the trace does
@@ -88,7 +92,8 @@ class _TimingProfiler:
             self._say(f"a torch profiler is already running: no op durations are recorded "
                       f"({self.out} is not written); the execution trace is")
             return
-        self.profiler.start()
+        with quiet():
+            self.profiler.start()
         self.active = True
         # every torch profiler (torch.profiler.profile, torch.autograd.profiler.profile)
         # prepares its trace here before it enables kineto: the program's own comes later
@@ -129,5 +134,6 @@ class _TimingProfiler:
 
     def _finish(self) -> None:
         self.active = False
-        self.profiler.stop()
+        with quiet():
+            self.profiler.stop()
         self.profiler.export_chrome_trace(str(self.out))

@@ -200,7 +200,9 @@ def _time(replayer: Replayer, torch: Any, devices: list[int], warmup: int, itera
         if profile is not None:
             from torch.profiler import profile as profiler
 
-            with profiler() as prof:
+            from torchmark.profiler_logs import quietly_entered
+
+            with quietly_entered(profiler()) as prof:
                 replayer.run_once()
             prof.export_chrome_trace(str(profile))
     return iteration
