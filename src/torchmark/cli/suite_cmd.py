@@ -90,7 +90,8 @@ def _summary_table(records: list[dict]) -> object:
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Worker slots (each: a wall-time worker and a valgrind host, pinned).")
 @click.option("--out", type=click.Path(dir_okay=False), default="suite-results.jsonl",
-              show_default=True, help="JSON-lines results, written as each case finishes (an existing suite "
+              show_default=True,
+              help="JSON-lines results, written as each case finishes (an existing suite "
                    "results file is replaced unless --resume; another file is refused).")
 @click.option("--resume", is_flag=True,
               help="Skip the cases OUT already holds as ok (failed ones run again); refused "

@@ -67,14 +67,13 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         if given:
             raise click.UsageError(f"--vs times two statements on the host and prints a "
                                    f"verdict; it does not take {', '.join(given)}")
-        check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)),
-                      ("the --vs statement", candidate))
+    check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)),
+                 *([("the --vs statement", candidate)] if candidate is not None else []))
+    if candidate is not None:
         return _versus("\n".join(stmt), candidate, "\n".join(setup) or "pass", num_threads,
                        min_run_time, label)
     from torchmark.timing.files import load_measurements, save_measurements
     from torchmark.timing.timer_class import Timer
-
-    check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)))
 
     timer = Timer(
         stmt="\n".join(stmt),

@@ -201,13 +201,13 @@ class SuiteRunner:
             started = time.perf_counter()
             results: dict[str, Any] = {}
             try:
-                for stage, wanted in (("wall", options.wall),
-                                      ("instructions", options.instructions)):
+                for stage, wanted, measure in (
+                        ("wall", options.wall, slot.measure_wall),
+                        ("instructions", options.instructions, slot.count)):
                     if self._stop.is_set():  # interrupted between stages: not recorded
                         return None
                     if wanted:
-                        results[stage] = slot.measure_wall(case, library, options) \
-                            if stage == "wall" else slot.count(case, library, options)
+                        results[stage] = measure(case, library, options)
             except Exception as e:
                 if self._stop.is_set():  # interrupted: its processes were killed under it;
                     return None  # not recorded, so --resume runs it again

@@ -120,10 +120,10 @@ class Measurement:
             raise ValueError("this Measurement holds no times")
         # plain floats, whatever the times were given as (numpy scalars, ints), as torch's
         self._sorted_times = tuple(sorted(float(t) for t in self.times))
-        self._median = float(quantile(self._sorted_times, 0.5))
+        self._median = quantile(self._sorted_times, 0.5)
         self._mean = math.fsum(self._sorted_times) / len(self._sorted_times)
-        self._p25 = float(quantile(self._sorted_times, 0.25))
-        self._p75 = float(quantile(self._sorted_times, 0.75))
+        self._p25 = quantile(self._sorted_times, 0.25)
+        self._p75 = quantile(self._sorted_times, 0.75)
         if not self.meets_confidence(IQR_GROSS_WARN_THRESHOLD):
             self._add_warning("This suggests significant environmental influence.")
         elif not self.meets_confidence(IQR_WARN_THRESHOLD):
