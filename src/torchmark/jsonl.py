@@ -90,6 +90,18 @@ def refuse_other_options(path: str | os.PathLike, before: dict[str, Any],
                          "new file")
 
 
+def refuse_other_torch(path: str | os.PathLike, header: dict[str, Any]) -> None:
+    """For --resume: a ValueError when the file's header says it was made with another
+    torch than the one installed now (figures of two torch builds must not mix)."""
+    from torchmark.torch_install import torch_version
+
+    before, now = (header.get("system") or {}).get("torch"), torch_version()
+    if before and now and before != now:
+        raise ValueError(f"--resume {path}: it was run with torch {before}, this is torch "
+                         f"{now}; resume with the torch it was made with, or write a new "
+                         "file")
+
+
 class JsonlWriter:
     """Appends one flushed JSON line per record (thread-safe). `resume` appends to an
     existing file; otherwise the file is replaced. The header is written at once."""

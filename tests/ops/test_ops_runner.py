@@ -131,6 +131,17 @@ def test_resume_refuses_a_changed_config(tmp_path):
     assert len(read_records(out)) == 3  # the file is untouched
 
 
+def test_resume_refuses_a_file_made_with_another_torch(tmp_path):
+    out = tmp_path / "r.jsonl"
+    run(config_from_data(MIXED), QUICK, out=out)
+    lines = out.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["system"]["torch"] = "1.0.0"
+    out.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match=r"run with torch 1\.0\.0, this is torch"):
+        run(config_from_data(MIXED), QUICK, resume=out)
+
+
 def test_resume_and_stop_ids():
     config = config_from_data(MIXED)
     records = run(config, RunOptions(warmup=0, iterations=1, resume_id="torch.mm|0|0|1",

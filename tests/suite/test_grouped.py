@@ -97,6 +97,30 @@ def test_torchscript_model_scripts_and_saves(tmp_path, monkeypatch):
     assert m.median > 0
 
 
+def test_a_saved_model_is_scripted_again_by_a_new_run(tmp_path, monkeypatch):
+    # the key covers the setup's text, not the user code it imports: a model saved by an
+    # earlier run (process) must not be reused once that code changed
+    import sys
+
+    import torch
+
+    import torchmark.suite.scripted as scripted
+
+    monkeypatch.setenv("TORCHMARK_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "user_net.py").write_text("def model(x):\n    return x * 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    b = GroupedModules("from user_net import model", setup=SETUP, signature="f(x) -> y",
+                       torchscript=True)
+    jit = next(c for c in b.cases() if c.auto_labels.runtime == "jit")
+    ones = torch.ones(2)
+    assert torch.jit.load(str(jit.scripted.ensure()))(ones).tolist() == [2.0, 2.0]
+    (tmp_path / "user_net.py").write_text("def model(x):\n    return x + x + x\n")
+    assert torch.jit.load(str(jit.scripted.ensure()))(ones).tolist() == [2.0, 2.0]  # same run
+    monkeypatch.setattr(scripted, "_SCRIPTED_HERE", set())  # as a new process starts
+    monkeypatch.delitem(sys.modules, "user_net")
+    assert torch.jit.load(str(jit.scripted.ensure()))(ones).tolist() == [3.0, 3.0]
+
+
 @pytest.mark.parametrize("kwargs, fragment", [
     (dict(), "give py_stmt, cpp_stmt or both"),
     (dict(py_stmt="y = x", torchscript=True), "torchscript=True needs a signature"),
@@ -113,6 +137,9 @@ def test_torchscript_model_scripts_and_saves(tmp_path, monkeypatch):
     (dict(py_stmt="x", num_threads=(1, 1)), "twice"),
     (dict(py_stmt="x", setup="x = 1"), "must be a GroupedSetup"),
     (dict(py_stmt="x", setup=GroupedSetup(global_setup="int g;")), "no C++ side"),
+    (dict(py_stmt="y = = x"), "py_stmt is not valid Python: invalid syntax (line 1: 'y = = x')"),
+    (dict(py_stmt="x", torchscript="no"), "torchscript must be True or False, got 'no'"),
+    (dict(py_stmt="x", autograd=1), "autograd must be True or False"),
 ])
 def test_stmts_errors(kwargs, fragment):
     with pytest.raises(ValueError, match="GroupedStmts") as e:
@@ -169,6 +196,35 @@ def test_models_may_be_functions_imports_or_classes_the_setup_defines(tmp_path, 
     jit = next(c for c in b.cases() if c.auto_labels.runtime == "jit")
     jit.scripted.ensure()
     assert jit.timer_args.timer().timeit(3).median > 0
+
+
+def test_setup_python_is_checked_when_defined():
+    with pytest.raises(ValueError, match=r"GroupedSetup: py_setup is not valid Python: .* "
+                                         r"\(line 2: 'y = \('\)"):
+        GroupedSetup(py_setup="x = 1\ny = (")
+
+
+def test_a_python_definition_with_cpp_setup_gets_a_cpp_torchscript_case():
+    # the scripted model is saved so that C++ can load it too: C++ setup alone suffices
+    b = GroupedStmts("y = x * w", setup=SETUP, signature="f(x, w) -> y", torchscript=True)
+    assert [c.auto_labels.short for c in b.cases()] == ["py eager fwd t1", "py jit fwd t1",
+                                                        "cpp jit fwd t1"]
+    cpp = b.cases()[-1].timer_args
+    assert cpp.language == "cpp" and "torch::jit::load" in cpp.setup
+    assert cpp.stmt.endswith("jit_model.forward(jit_inputs);")
+    no_cpp = GroupedStmts("y = x * w", setup=GroupedSetup(SETUP.py_setup),
+                          signature="f(x, w) -> y", torchscript=True)
+    assert [c.auto_labels.short for c in no_cpp.cases()] == ["py eager fwd t1",
+                                                             "py jit fwd t1"]
+
+
+def test_a_statement_that_does_not_script_says_arguments_are_tensors(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHMARK_CACHE_DIR", str(tmp_path))
+    b = GroupedStmts("y = x.sum(dim)", setup=GroupedSetup("x = torch.ones(4)\ndim = 0"),
+                     signature="f(x, dim) -> y", torchscript=True)
+    jit = next(c for c in b.cases() if c.scripted is not None)
+    with pytest.raises(RuntimeError, match=r"(?s)as forward\(x, dim\) failed: .*as a Tensor"):
+        jit.scripted.ensure()
 
 
 def test_timer_args_validation():

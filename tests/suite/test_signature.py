@@ -26,6 +26,10 @@ def test_parses_with_free_spacing(text, args, out):
     ("f(x) -> x", "also an argument"),
     ("f(x) -> y.z", "not an identifier"),
     ("f(x,) -> y", "'' is not an identifier"),
+    ("f(lambda) -> y", "'lambda' is not an identifier"),
+    ("f(None) -> y", "'None' is not an identifier"),
+    ("f(self) -> y", "'self' cannot be an argument"),
+    ("f(x) -> class", "not an identifier"),
 ])
 def test_rejects_with_a_reason(text, fragment):
     with pytest.raises(ValueError, match="signature") as e:

@@ -154,6 +154,24 @@ def test_resume_runs_failed_cases_again_and_refuses_other_options(tmp_path):
         SuiteRunner(cases, out, RunOptions(workers=1, min_run_time=0.01), resume=True)
 
 
+def test_resume_runs_a_changed_definition_again_and_refuses_another_torch(tmp_path):
+    from torchmark.suite.materialize import materialize
+
+    out = tmp_path / "r.jsonl"
+    options = RunOptions(workers=1, instructions=False, min_run_time=0.01)
+    SuiteRunner(materialize({"a": TimerArgs("1 + 1"), "b": TimerArgs("2 + 2")}), out,
+                options).run()
+    changed = materialize({"a": TimerArgs("1 + 1"), "b": TimerArgs("3 * 3")})
+    again = SuiteRunner(changed, out, options, resume=True)
+    assert [c.id for c in again.cases] == ["b [py eager fwd t1]"]  # same id, new code: its record is stale
+    lines = out.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["system"]["torch"] = "1.0.0"
+    out.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match=r"run with torch 1\.0\.0, this is torch"):
+        SuiteRunner(changed, out, options, resume=True)
+
+
 def test_suite_list_cli(capsys):
     assert main(["suite", "list", "--filter", "^Training/simple.*cpp jit"]) == 0
     captured = capsys.readouterr()

@@ -95,6 +95,8 @@ def test_variants_take_thread_counts():
     ("# @\nx", "", "empty @label"),
     ("# @setup\nx = 1", "", "no '@label' groups"),
     ("# @a\n# only a comment", "", "has no statements"),
+    ("# @a\nx + 1\nx * 2", "// @a\nx * 2;", "2 Python statement(s) and 1 C++"),
+    ("# @Add\nx + 1", "// @add\nx + 1;", "differ only in case"),
 ])
 def test_variant_errors(py, cpp, fragment):
     with pytest.raises(ValueError, match="GroupedVariants") as e:
@@ -152,10 +154,12 @@ def test_blocks_written_apart_pair_statement_by_statement():
     from torchmark.suite.variants import GroupedVariants
 
     py = "# @setup\nx = torch.ones(4)\n# @ops\nx.abs()\nx.neg()\nx.sin()\n"
-    cpp = "// @setup\nauto x = torch::ones({4});\n// @ops\n// abs, neg\nx.abs();\n\nx.neg();\n"
+    cpp = ("// @setup\nauto x = torch::ones({4});\n// @ops\n// abs, neg\nx.abs();\n\nx.neg();\n"
+           "x.sin();\n")
     got = [(c.id, c.timer_args.stmt) for c in materialize({"V": GroupedVariants(py, cpp)})]
     assert got == [("V/ops/x.abs() [py eager fwd t1]", "x.abs()"),
                    ("V/ops/x.abs() [cpp eager fwd t1]", "x.abs();"),
                    ("V/ops/x.neg() [py eager fwd t1]", "x.neg()"),
                    ("V/ops/x.neg() [cpp eager fwd t1]", "x.neg();"),
-                   ("V/ops/x.sin() [py eager fwd t1]", "x.sin()")]
+                   ("V/ops/x.sin() [py eager fwd t1]", "x.sin()"),
+                   ("V/ops/x.sin() [cpp eager fwd t1]", "x.sin();")]

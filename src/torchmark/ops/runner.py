@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.errors import USER_CODE_FAILURES, error_line
-from torchmark.jsonl import JsonlWriter, dumps_line, iter_lines, refuse_other_options, system_info
+from torchmark.jsonl import (JsonlWriter, dumps_line, iter_lines, refuse_other_options,
+                             refuse_other_torch, system_info)
 from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for
@@ -81,6 +82,7 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
                          "resume a file that `torchmark ops -o` wrote")
     refuse_other_options(path, header.get("run_options") or {}, dataclasses.asdict(options),
                          _MEASUREMENT_OPTIONS)
+    refuse_other_torch(path, header)
     recorded = {r["id"]: r.get("config") for r in lines
                 if r.get("type") == "record" and "id" in r}
     ids = set()

@@ -45,6 +45,8 @@ class GroupedSetup:
     def __post_init__(self) -> None:
         for name in ("py_setup", "cpp_setup", "global_setup"):
             object.__setattr__(self, name, clean(getattr(self, name)))
+        if self.py_setup:
+            _python_syntax("GroupedSetup", "py_setup", self.py_setup)
 
 
 def _thread_counts(owner: str, num_threads) -> tuple[int, ...]:
@@ -61,12 +63,18 @@ def _thread_counts(owner: str, num_threads) -> tuple[int, ...]:
     return values
 
 
-def _python_assigns(owner: str, field: str, code: str, name: str) -> None:
+def _python_syntax(owner: str, field: str, code: str) -> ast.Module:
+    """The code's syntax tree; a ValueError naming the field and its own line if the code
+    is not valid Python (found here, not when the case runs generated code)."""
     try:
-        tree = ast.parse(code)
+        return ast.parse(code)
     except SyntaxError as e:
-        raise ValueError(f"{owner}: {field} is not valid Python: {e.msg} (line {e.lineno})") \
-            from None
+        raise ValueError(f"{owner}: {field} is not valid Python: {e.msg} (line {e.lineno}: "
+                         f"{(e.text or '').strip()!r})") from None
+
+
+def _python_assigns(owner: str, field: str, code: str, name: str) -> None:
+    tree = _python_syntax(owner, field, code)
     if name not in _bound_names(tree):
         raise ValueError(f"{owner}: {field} never assigns {name!r} (named by the signature "
                          f"or required by {owner})")
@@ -148,9 +156,11 @@ class GroupedBenchmark:
         setup = _check_setup(owner, setup)
         if not py_stmt and not cpp_stmt:
             raise ValueError(f"{owner}: give py_stmt, cpp_stmt or both")
-        _check_global_setup(owner, setup, bool(cpp_stmt))
+        if py_stmt:
+            _python_syntax(owner, "py_stmt", py_stmt)
         parsed = parse_signature(signature) if signature is not None else None
         _check_modes(owner, parsed, torchscript, autograd)
+        _check_cpp_side(owner, setup, bool(cpp_stmt), torchscript)
         if torchscript and not py_stmt:
             raise ValueError(f"{owner}: torchscript=True needs py_stmt (the model is scripted "
                              "from the Python statement)")
@@ -176,11 +186,11 @@ class GroupedBenchmark:
         setup = _check_setup(owner, setup)
         if not py_model and not cpp_model:
             raise ValueError(f"{owner}: give py_model_setup, cpp_model_setup or both")
-        _check_global_setup(owner, setup, bool(cpp_model))
         if signature is None:
             raise ValueError(f"{owner}: a signature is required (e.g. 'f(x) -> y')")
         parsed = parse_signature(signature)
         _check_modes(owner, parsed, torchscript, autograd)
+        _check_cpp_side(owner, setup, bool(cpp_model), torchscript)
         if torchscript and not py_model:
             raise ValueError(f"{owner}: torchscript=True needs py_model_setup (the model is "
                              "scripted in Python)")
@@ -197,14 +207,17 @@ class GroupedBenchmark:
                    _thread_counts(owner, num_threads), py_model, cpp_model)
 
     # -- derivation ---------------------------------------------------------------------
-    @property
-    def languages(self) -> tuple[str, ...]:
-        return tuple(lang for lang, stmt in (("python", self.py_fwd_stmt),
-                                              ("cpp", self.cpp_fwd_stmt)) if stmt)
-
-    @property
-    def runtimes(self) -> tuple[str, ...]:
-        return ("eager", "jit") if self.torchscript else ("eager",)
+    def runtimes(self, language: str) -> tuple[str, ...]:
+        """Eager where the language has a statement; TorchScript (the model scripted from
+        Python) in Python, and in C++ too where the definition has any C++ (a C++ setup
+        alone is enough: the C++ case loads the saved model)."""
+        if language == "python":
+            eager = bool(self.py_fwd_stmt)
+            jit = self.torchscript
+        else:
+            eager = bool(self.cpp_fwd_stmt)
+            jit = self.torchscript and bool(self.cpp_fwd_stmt or self.setup.cpp_setup)
+        return (("eager",) if eager else ()) + (("jit",) if jit else ())
 
     @property
     def autograd_modes(self) -> tuple[str, ...]:
@@ -223,8 +236,8 @@ class GroupedBenchmark:
         """Every case: language x runtime x autograd x thread count."""
         out = []
         scripted = self.scripted_model()
-        for language in self.languages:
-            for runtime in self.runtimes:
+        for language in ("python", "cpp"):
+            for runtime in self.runtimes(language):
                 for autograd in self.autograd_modes:
                     for threads in self.num_threads:
                         labels = AutoLabels(runtime, autograd, language, threads)
@@ -277,13 +290,18 @@ def _check_setup(owner: str, setup) -> GroupedSetup:
     return setup
 
 
-def _check_global_setup(owner: str, setup: GroupedSetup, has_cpp: bool) -> None:
-    if setup.global_setup and not has_cpp:
+def _check_cpp_side(owner: str, setup: GroupedSetup, has_cpp: bool, torchscript: bool) -> None:
+    """global_setup needs a C++ case to reach: a C++ statement or model, or a C++ setup
+    with torchscript=True (its C++ case loads the scripted model)."""
+    if setup.global_setup and not (has_cpp or (torchscript and setup.cpp_setup)):
         raise ValueError(f"{owner}: setup.global_setup is C++ code, but the definition has "
                          "no C++ side")
 
 
 def _check_modes(owner: str, signature: Signature | None, torchscript, autograd) -> None:
+    for name, value in (("torchscript", torchscript), ("autograd", autograd)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{owner}: {name} must be True or False, got {value!r}")
     if torchscript and signature is None:
         raise ValueError(f"{owner}: torchscript=True needs a signature (e.g. 'f(x) -> y')")
     if autograd and (signature is None or signature.output is None):

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from torchmark.jsonl import JsonlWriter, iter_lines, refuse_other_options, system_info
+from torchmark.jsonl import (JsonlWriter, iter_lines, refuse_other_options, refuse_other_torch,
+                             system_info)
 
 SCHEMA = "torchmark.suite.results"
 VERSION = 1
@@ -38,10 +39,14 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
 MEASUREMENT_OPTIONS = ("number", "repeats", "min_run_time", "wall", "instructions")
 
 
-def finished_ids(path: str | os.PathLike, options: dict[str, Any] | None = None) -> set[str]:
+def finished_ids(path: str | os.PathLike, options: dict[str, Any] | None = None,
+                 timer_args: dict[str, dict[str, Any]] | None = None) -> set[str]:
     """Ids of the cases a results file holds as done, for --resume: those whose last
     record is "ok" (failed ones, often a lost worker or a timeout, run again). With
-    `options`, a file made with other measurement options is refused."""
+    `options`, a file made with other measurement options or another torch is refused.
+    With `timer_args` (id -> the case's TimerArgs as a dict now), a case whose recorded
+    code differs from its code now is not done: its definition changed since, and it runs
+    again (its new record supersedes the old one)."""
     if not Path(path).exists():
         return set()
     if options is not None:
@@ -49,8 +54,11 @@ def finished_ids(path: str | os.PathLike, options: dict[str, Any] | None = None)
             if record.get("type") == "header":
                 refuse_other_options(path, record.get("options") or {}, options,
                                      MEASUREMENT_OPTIONS)
-    last = {r["id"]: r.get("status") for r in read_records(path)}
-    return {case_id for case_id, status in last.items() if status == "ok"}
+                refuse_other_torch(path, record)
+    last = {r["id"]: r for r in read_records(path)}
+    return {case_id for case_id, record in last.items() if record.get("status") == "ok"
+            and (timer_args is None or case_id not in timer_args
+                 or record.get("timer_args") == timer_args[case_id])}
 
 
 class ResultsWriter(JsonlWriter):

@@ -143,7 +143,8 @@ class SuiteRunner:
         ids = [c.id for c in cases]
         if len(set(ids)) != len(ids):
             raise ValueError("suite run: the cases contain duplicate ids")
-        done = finished_ids(out, dataclasses.asdict(self.options)) if resume else set()
+        done = finished_ids(out, dataclasses.asdict(self.options),
+                            {c.id: c.timer_args.to_dict() for c in cases}) if resume else set()
         self.cases = [c for c in cases if c.id not in done]
         self.skipped = len(cases) - len(self.cases)
         self.out, self.resume = out, resume

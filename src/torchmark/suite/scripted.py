@@ -69,19 +69,28 @@ class ScriptedModel:
         sys.modules[spec.name] = module  # inspect finds a class's source through it
         spec.loader.exec_module(module)
         if self.kind == "stmts":
-            return torch.jit.script(module.TorchmarkModel())
+            try:
+                return torch.jit.script(module.TorchmarkModel())
+            except Exception as e:  # TorchScript's own errors say little about why
+                raise RuntimeError(
+                    f"scripting the statement as forward({self.signature.arg_list}) failed: "
+                    f"{e}\nTorchScript types each argument of that forward as a Tensor; a "
+                    "number or other value the statement needs belongs in the statement "
+                    "itself, not in the signature") from e
         if not hasattr(module, "model"):
             raise ValueError("GroupedModules: py_model_setup must assign `model`")
         return torch.jit.script(module.model)
 
     def ensure(self) -> Path:
-        """Script and save the model unless it is already saved; its path."""
-        if self.path.exists():
+        """Script and save the model once per process (the key covers the setup's text,
+        not the user code it may import, so a model saved by an earlier run may be stale);
+        its path."""
+        if self.key in _SCRIPTED_HERE and self.path.exists():
             return self.path
         cache_dir("suite", "models", self.key)
         with open(self.folder / ".lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if not self.path.exists():
+            if self.key not in _SCRIPTED_HERE or not self.path.exists():
                 import torch
 
                 tmp = self.folder / f".{MODEL_FILE}.{os.getpid()}"
@@ -89,4 +98,8 @@ class ScriptedModel:
                     warnings.simplefilter("ignore", DeprecationWarning)
                     torch.jit.save(self._script(), str(tmp))
                 os.replace(tmp, self.path)
+                _SCRIPTED_HERE.add(self.key)
         return self.path
+
+
+_SCRIPTED_HERE: set[str] = set()  # keys this process has scripted and saved

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import keyword
 import re
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -31,8 +32,10 @@ def parse_signature(text: str) -> Signature:
     raw_args = match.group("args")
     args = tuple(a.strip() for a in raw_args.split(",")) if raw_args.strip() else ()
     for arg in args:
-        if not re.fullmatch(_IDENT, arg):
+        if not re.fullmatch(_IDENT, arg) or keyword.iskeyword(arg):
             raise ValueError(f"signature {text!r}: argument {arg!r} is not an identifier")
+        if arg == "self":  # the scripted model's forward(self, ...) takes it already
+            raise ValueError(f"signature {text!r}: 'self' cannot be an argument name")
     if len(set(args)) != len(args):
         raise ValueError(f"signature {text!r}: an argument appears twice")
     out = match.group("out")
@@ -40,7 +43,7 @@ def parse_signature(text: str) -> Signature:
         raise ValueError(f"signature {text!r}: exactly one output is supported, got {out!r}")
     if out == "None":
         return Signature(args, None)
-    if not re.fullmatch(_IDENT, out):
+    if not re.fullmatch(_IDENT, out) or keyword.iskeyword(out):
         raise ValueError(f"signature {text!r}: the output {out!r} is not an identifier")
     if out in args:
         raise ValueError(f"signature {text!r}: the output {out!r} is also an argument")

@@ -87,17 +87,25 @@ def _parse(block: str, language: str
             "\n".join(setup_lines[_GLOBAL_SETUP]).strip("\n"), rows)
 
 
-def _pairs(py_lines: list[str], cpp_lines: list[str], py_rows: tuple[int, list[int]] | None,
-           cpp_rows: tuple[int, list[int]] | None, table: bool) -> list[tuple[str, str]]:
+def _pairs(label: str, py_lines: list[str], cpp_lines: list[str],
+           py_rows: tuple[int, list[int]] | None, cpp_rows: tuple[int, list[int]] | None,
+           table: bool) -> list[tuple[str, str]]:
     """(python, C++) statement pairs of one label. In the two columns of one table
     (`table`, both markers on one row) statements pair by row, and a row with one side
-    empty is a one-language case; in blocks written apart the n-th statements pair."""
+    empty is a one-language case; in blocks written apart the n-th statements pair, so
+    both blocks must hold as many (or one of them none)."""
     if table and py_rows and cpp_rows and py_rows[0] == cpp_rows[0]:
         by_row: dict[int, list[str]] = {}
         for lines, (_, starts), side in ((py_lines, py_rows, 0), (cpp_lines, cpp_rows, 1)):
             for stmt, row in zip(lines, starts, strict=True):
                 by_row.setdefault(row, ["", ""])[side] = stmt
         return [(py, cpp) for _, (py, cpp) in sorted(by_row.items())]
+    if py_lines and cpp_lines and len(py_lines) != len(cpp_lines):
+        raise ValueError(
+            f"GroupedVariants: label {label!r} has {len(py_lines)} Python statement(s) and "
+            f"{len(cpp_lines)} C++ statement(s); written as separate blocks, the n-th "
+            f"statements pair up, so give both the same number (or write the two blocks as "
+            f"the columns of one parse_stmts table, where a row may leave one side empty)")
     return list(itertools.zip_longest(py_lines, cpp_lines, fillvalue=""))
 
 
@@ -157,9 +165,10 @@ def GroupedVariants(py_block: str = "", cpp_block: str = "",  # noqa: N802 (upst
         raise ValueError("GroupedVariants: no '@label' groups found")
     setup = GroupedSetup(py_setup, cpp_setup, global_setup)
     table = isinstance(py_block, TableColumn) and isinstance(cpp_block, TableColumn)
+    _check_label_case(py_groups, cpp_groups)
     out: dict[str, GroupedBenchmark | dict[str, GroupedBenchmark]] = {}
     for label in [*py_groups, *(k for k in cpp_groups if k not in py_groups)]:
-        pairs = _pairs(py_groups.get(label, []), cpp_groups.get(label, []),
+        pairs = _pairs(label, py_groups.get(label, []), cpp_groups.get(label, []),
                        py_rows.get(label), cpp_rows.get(label), table)
         benchmarks = {}
         for py_stmt, cpp_stmt in pairs:
@@ -178,6 +187,17 @@ def GroupedVariants(py_block: str = "", cpp_block: str = "",  # noqa: N802 (upst
             raise ValueError(f"GroupedVariants: label {label!r} has no statements")
         out[label] = next(iter(benchmarks.values())) if len(benchmarks) == 1 else benchmarks
     return out
+
+
+def _check_label_case(py_groups: dict, cpp_groups: dict) -> None:
+    """Labels that differ only in case would silently make two one-language groups."""
+    py_by_key = {label.casefold(): label for label in py_groups}
+    for label in cpp_groups:
+        py_label = py_by_key.get(label.casefold())
+        if py_label is not None and py_label != label:
+            raise ValueError(f"GroupedVariants: the Python block's label {py_label!r} and the "
+                             f"C++ block's {label!r} differ only in case; labels pair "
+                             f"Python and C++ statements by exact name")
 
 
 _RULE = re.compile(r"^\s*-+\s*\|\s*-+\s*$")
