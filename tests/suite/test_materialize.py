@@ -10,7 +10,7 @@ SNAPSHOT = Path(__file__).parent / "golden" / "standard_ids.txt"
 
 def test_standard_suite_case_count_and_labels():
     cases = standard_cases()
-    assert len(cases) == 186
+    assert len(cases) == 219
     ids = [c.id for c in cases]
     assert len(set(ids)) == len(ids)
     assert ids == SNAPSHOT.read_text().splitlines()  # regenerate: torchmark suite list
@@ -19,8 +19,14 @@ def test_standard_suite_case_count_and_labels():
 def test_standard_suite_covers_the_upstream_areas():
     cases = standard_cases()
     tops = {c.label[0] for c in cases}
-    assert tops == {"Empty", "Pointwise", "Reduction", "Indexing", "Metadata and views",
-                    "nn Modules", "Training", "InferenceMode"}
+    assert tops == {"Empty", "Pointwise", "Reduction", "Indexing", "MatMul", "Misc",
+                    "Mesoscale", "Metadata and views", "nn Modules", "Training",
+                    "InferenceMode"}
+    # plain statements are TorchScripted too, one returning nothing (`-> None`)
+    scripted = {c.label for c in cases if c.auto_labels.runtime == "jit"
+                and c.label[0] not in ("Training", "nn Modules")}
+    assert ("Indexing", "tensor index (TorchScript)") in scripted
+    assert ("Mesoscale", "off-diagonal entries") in scripted
     modules = {c.label[1] for c in cases if c.label[0] == "nn Modules"}
     assert modules == {"BatchNorm2d", "GroupNorm", "LayerNorm", "Conv1d", "Conv2d",
                        "MaxPool2d", "ReLU", "Sigmoid", "Linear", "LSTM"}

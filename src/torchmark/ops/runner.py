@@ -14,8 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.errors import USER_CODE_FAILURES, error_line
-from torchmark.jsonl import (JsonlWriter, dumps_line, iter_lines, refuse_other_options,
-                             refuse_other_torch, system_info)
+from torchmark.jsonl import (
+    JsonlWriter,
+    dumps_line,
+    iter_lines,
+    refuse_other_options,
+    refuse_other_torch,
+    system_info,
+)
 from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for

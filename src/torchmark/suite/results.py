@@ -8,8 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from torchmark.jsonl import (JsonlWriter, iter_lines, refuse_other_options, refuse_other_torch,
-                             system_info)
+from torchmark.jsonl import (
+    JsonlWriter,
+    iter_lines,
+    refuse_other_options,
+    refuse_other_torch,
+    system_info,
+)
 
 SCHEMA = "torchmark.suite.results"
 VERSION = 1

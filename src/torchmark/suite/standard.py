@@ -1,6 +1,7 @@
 """The standard suite: small, overhead-dominated cases that cover the everyday surface of
-PyTorch (allocation, pointwise math, data movement, reductions, indexing, views, nn
-modules, a training step, InferenceMode), each in Python and C++ where both exist.
+PyTorch (allocation, pointwise math, data movement, reductions, indexing, matrix
+products, resize and sort, views, small TorchScripted compositions, nn modules, a
+training step, InferenceMode), each in Python and C++ where both exist.
 
 Shapes are tiny on purpose: instruction counts of these cases measure the framework's
 own overhead (dispatch, argument parsing, TensorIterator set-up), which is what a
@@ -167,6 +168,7 @@ _INDEXING = r"""
     x[:] = 1                                 | x.index_put_({Slice()}, 1);
     x[None] = 1                              | x.index_put_({None}, 1);
     x[True] = 1                              | x.index_put_({true}, 1);
+    x[False] = 1                             | x.index_put_({false}, 1);
                                              |
     # @tensor values                         | // @tensor values
     x[0] = y[0]                              | x.index_put_({0}, y.index({0}));
@@ -177,6 +179,36 @@ _INDEXING = r"""
     x[idx]                                   | x.index({idx});
     x[mask]                                  | x.index({mask});
     x[idx] = 1                               | x.index_put_({idx}, 1);
+"""
+
+_MATMUL = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    # @setup                                 | // @setup
+    a = torch.ones((4, 8))                   | auto a = torch::ones({4, 8});
+    b = torch.ones((8, 2))                   | auto b = torch::ones({8, 2});
+    v = torch.ones((8,))                     | auto v = torch::ones({8});
+    # @mm                                    | // @mm
+    torch.mm(a, b)                           | torch::mm(a, b);
+    # @matmul                                | // @matmul
+    torch.matmul(a, b)                       | torch::matmul(a, b);
+    a @ b                                    |
+    torch.matmul(a, v)                       | torch::matmul(a, v);
+"""
+
+_MISC = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    # @setup                                 | // @setup
+    torch.manual_seed(4242)                  | torch::manual_seed(4242);
+    x = torch.rand((16,))                    | auto x = torch::rand({16});
+    r = torch.empty((2, 2))                  | auto r = torch::empty({2, 2});
+    # @resize_                               | // @resize_
+    r.resize_((4, 1))                        | r.resize_({4, 1});
+    r.resize_((2, 2))                        | r.resize_({2, 2});
+    # @sort                                  | // @sort
+    x.sort()                                 | x.sort();
+    x.sort(descending=True)                  | x.sort(-1, true);
 """
 
 _METADATA_AND_VIEWS = r"""
@@ -258,6 +290,71 @@ _INFERENCE_MODE_CPP = r"""
 """
 
 
+def _scripted(block: str, setup: str, signature: str):
+    """A Python/C++ statement (written as a table) with its TorchScript variants."""
+    py_stmt, cpp_stmt = parse_stmts(block)
+    py_setup, cpp_setup = parse_stmts(setup)
+    return GroupedStmts(py_stmt, cpp_stmt, GroupedSetup(py_setup, cpp_setup),
+                        signature=signature, torchscript=True)
+
+
+_LINEAR_RELU = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    y = torch.relu(torch.mm(x, w) + b)       | auto y = torch::relu(torch::mm(x, w) + b);
+"""
+
+_LINEAR_RELU_SETUP = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    x = torch.ones((4, 8))                   | auto x = torch::ones({4, 8});
+    w = torch.ones((8, 4))                   | auto w = torch::ones({8, 4});
+    b = torch.ones((4,))                     | auto b = torch::ones({4});
+"""
+
+# the entries of a square matrix off its diagonal, through views only: drop the first
+# element, and each row of the (n - 1, n + 1) view starts just after a diagonal entry
+_OFF_DIAGONAL = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    y = x.flatten()[1:].view(3, 5)[:, :-1]   | auto y = x.flatten().slice(0, 1)
+                                             |           .view({3, 5}).slice(1, 0, -1);
+"""
+
+_SQUARE_SETUP = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    x = torch.ones((4, 4))                   | auto x = torch::ones({4, 4});
+"""
+
+_TENSOR_INDEX = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    a[b, None, ...] = 1                      | a.index_put_({b, torch::indexing::None,
+                                             |               torch::indexing::Ellipsis}, 1);
+"""
+
+_TENSOR_INDEX_SETUP = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    a = torch.zeros((4, 4))                  | auto a = torch::zeros({4, 4});
+    b = torch.tensor([0, 2])                 | auto b = torch::tensor({0, 2});
+"""
+
+_ADD_IN_PLACE = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    x += y                                   | x += y;
+"""
+
+_ADD_IN_PLACE_SETUP = r"""
+    Python                                   | C++
+    ---------------------------------------- | ----------------------------------------
+    x = torch.ones((4, 4))                   | auto x = torch::ones({4, 4});
+    y = torch.ones((4, 4))                   | auto y = torch::ones({4, 4});
+"""
+
+
 def _training(block: str, setup: str, signature: str):
     py_stmt, cpp_stmt = parse_stmts(block)
     py_setup, cpp_setup = parse_stmts(setup)
@@ -276,10 +373,24 @@ def standard_definitions() -> dict:
         },
         "Pointwise": {
             "Math": GroupedVariants(*parse_stmts(_POINTWISE_MATH)),
+            "Math (TorchScript)": {
+                "add Tensor-Tensor": _scripted(_ADD_IN_PLACE, _ADD_IN_PLACE_SETUP,
+                                               "f(x, y) -> None"),
+            },
             "Data movement": GroupedVariants(*parse_stmts(_DATA_MOVEMENT)),
         },
         "Reduction": GroupedVariants(*parse_stmts(_REDUCTIONS)),
-        "Indexing": GroupedVariants(*parse_stmts(_INDEXING)),
+        "Indexing": {
+            **GroupedVariants(*parse_stmts(_INDEXING)),
+            "tensor index (TorchScript)": _scripted(_TENSOR_INDEX, _TENSOR_INDEX_SETUP,
+                                                    "f(a, b) -> None"),
+        },
+        "MatMul": GroupedVariants(*parse_stmts(_MATMUL)),
+        "Misc": GroupedVariants(*parse_stmts(_MISC)),
+        "Mesoscale": {
+            "Linear-bias-ReLU": _scripted(_LINEAR_RELU, _LINEAR_RELU_SETUP, "f(x, w, b) -> y"),
+            "off-diagonal entries": _scripted(_OFF_DIAGONAL, _SQUARE_SETUP, "f(x) -> y"),
+        },
         "Metadata and views": GroupedVariants(*parse_stmts(_METADATA_AND_VIEWS)),
         "nn Modules": _modules(),
         "Training": {
