@@ -37,7 +37,7 @@ def test_end_to_end_with_a_raising_and_an_aborting_case(tmp_path, monkeypatch):
     cases = cases_for("e2e", monkeypatch)
     ids = [c.id for c in cases]
     assert ids == ["py [py eager fwd t1]", "cpp [cpp eager fwd t1]", "jit [py eager fwd t1]",
-                   "jit [py jit fwd t1]", "raises [py eager fwd t1]", "aborts [py eager fwd t1]"]
+                   "jit [py jit fwd t1]", "raises [py explicit t1]", "aborts [py explicit t1]"]
     out = tmp_path / "results.jsonl"
     seen = []
     summary = SuiteRunner(cases, out, RunOptions(workers=2, min_run_time=0.05, retries=0),
@@ -53,9 +53,9 @@ def test_end_to_end_with_a_raising_and_an_aborting_case(tmp_path, monkeypatch):
         assert len(counts["repeats"]) == 5 and counts["number"] == 100
         assert counts["median"] > 10_000 and counts["per_run"] == counts["median"] / 100
     assert records["cpp [cpp eager fwd t1]"]["timer_args"]["language"] == "cpp"
-    assert records["raises [py eager fwd t1]"]["status"] == "failed"
-    assert "boom from the case" in records["raises [py eager fwd t1]"]["error"]
-    aborted = records["aborts [py eager fwd t1]"]
+    assert records["raises [py explicit t1]"]["status"] == "failed"
+    assert "boom from the case" in records["raises [py explicit t1]"]["error"]
+    aborted = records["aborts [py explicit t1]"]
     assert aborted["status"] == "failed" and "signal 6" in aborted["error"]
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[0]["type"] == "header" and lines[-1]["type"] == "footer"
@@ -70,9 +70,9 @@ def test_a_hanging_case_times_out_and_the_others_go_on(tmp_path, monkeypatch):
                                      instructions=False)).run()
     assert time.perf_counter() - started < 60
     by_id = {r["id"]: r for r in summary.records}
-    assert by_id["hangs [py eager fwd t1]"]["status"] == "failed"
-    assert "timed out after 5 s" in by_id["hangs [py eager fwd t1]"]["error"]
-    assert by_id["ok [py eager fwd t1]"]["status"] == "ok"
+    assert by_id["hangs [py explicit t1]"]["status"] == "failed"
+    assert "timed out after 5 s" in by_id["hangs [py explicit t1]"]["error"]
+    assert by_id["ok [py explicit t1]"]["status"] == "ok"
 
 
 def test_a_case_failing_in_the_parent_is_recorded_not_lost(tmp_path):
@@ -103,13 +103,13 @@ def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, capsys):
     first = read_records(out)
     assert 3 <= len(first) < 8
     with open(out, "a") as f:
-        f.write('{"type": "case", "id": "case 7 [py eager f')  # a torn last line
+        f.write('{"type": "case", "id": "case 7 [py explic')  # a torn last line
     assert main([*argv, "--resume"]) == 0
     text = capsys.readouterr()
     assert f"{len(first)} already in" in text.out
     records = read_records(out)
     ids = [r["id"] for r in records]
-    assert sorted(ids) == sorted(f"case {i} [py eager fwd t1]" for i in range(8))
+    assert sorted(ids) == sorted(f"case {i} [py explicit t1]" for i in range(8))
     assert len(ids) == len(set(ids)) == 8  # nothing measured twice
     assert all(r["status"] == "ok" for r in records)
     headers = [json.loads(line) for line in out.read_text().splitlines()
@@ -163,7 +163,7 @@ def test_resume_runs_a_changed_definition_again_and_refuses_another_torch(tmp_pa
                 options).run()
     changed = materialize({"a": TimerArgs("1 + 1"), "b": TimerArgs("3 * 3")})
     again = SuiteRunner(changed, out, options, resume=True)
-    assert [c.id for c in again.cases] == ["b [py eager fwd t1]"]  # same id, new code: its record is stale
+    assert [c.id for c in again.cases] == ["b [py explicit t1]"]  # same id, new code: its record is stale
     lines = out.read_text().splitlines()
     header = json.loads(lines[0])
     header["system"]["torch"] = "1.0.0"
@@ -208,7 +208,7 @@ def test_a_compile_error_no_snippet_owns_is_narrowed_down_by_halving(monkeypatch
     cases = materialize({f"c{i}": TimerArgs("broken;" if i == 5 else f"int v{i} = {i};",
                                             language="cpp") for i in range(8)})
     libraries, failures = _build_bundle(cases)
-    assert [c.id for c, _ in failures] == ["c5 [cpp eager fwd t1]"]
+    assert [c.id for c, _ in failures] == ["c5 [cpp explicit t1]"]
     assert "snippet.cpp:3:1: error: x" in failures[0][1]
     assert sorted(libraries) == sorted(c.id for c in cases if not c.id.startswith("c5"))
     assert builds == [8, 4, 4, 2, 1, 1, 2]  # 7 builds, not one a case

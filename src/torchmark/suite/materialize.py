@@ -72,8 +72,8 @@ def materialize(definitions: Mapping | GroupedBenchmark | TimerArgs) -> list[Cas
             for derived in value.cases():
                 add(Case(path, derived.auto_labels, derived.timer_args, derived.scripted))
         elif isinstance(value, TimerArgs):
-            add(Case(path, AutoLabels(language=value.language,
-                                      num_threads=value.num_threads), value))
+            add(Case(path, AutoLabels("explicit", "explicit", value.language,
+                                      value.num_threads), value))
         else:
             raise ValueError(f"materialize: {'/'.join(path) or 'the top level'} is a "
                              f"{type(value).__name__}; expected a dict, GroupedStmts, "

@@ -7,8 +7,10 @@ import enum
 from typing import Any
 
 LANGUAGES = ("python", "cpp")
-RUNTIMES = ("eager", "jit")
-AUTOGRAD_MODES = ("forward", "forward+backward")
+# "explicit": a TimerArgs the user wrote whole; torchmark derived nothing, so it cannot
+# say whether the code is eager or TorchScript, forward or forward + backward
+RUNTIMES = ("eager", "jit", "explicit")
+AUTOGRAD_MODES = ("forward", "forward+backward", "explicit")
 
 
 def _check_text(owner: str, name: str, value: Any) -> None:
@@ -76,11 +78,17 @@ class AutoLabels:
         if self.language not in LANGUAGES:
             raise ValueError(f"AutoLabels: language must be one of {LANGUAGES}, "
                              f"got {self.language!r}")
+        if (self.runtime == "explicit") != (self.autograd == "explicit"):
+            raise ValueError("AutoLabels: runtime and autograd are 'explicit' together "
+                             "(a TimerArgs) or not at all")
 
     @property
     def short(self) -> str:
-        """`py eager fwd t1`: the compact form used in case ids."""
+        """`py eager fwd t1` (`py explicit t1` for a TimerArgs): the compact form used in
+        case ids."""
         language = "py" if self.language == "python" else "cpp"
+        if self.runtime == "explicit":
+            return f"{language} explicit t{self.num_threads}"
         autograd = "fwd" if self.autograd == "forward" else "fwd+bwd"
         return f"{language} {self.runtime} {autograd} t{self.num_threads}"
 
