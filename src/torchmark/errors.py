@@ -1,4 +1,5 @@
-"""One-line descriptions of exceptions, for records, reports and CLI messages."""
+"""One-line descriptions of exceptions, for records, reports and CLI messages; the
+argument-type error the Timer raises."""
 
 from __future__ import annotations
 
@@ -14,3 +15,8 @@ def error_line(error: BaseException) -> str:
 # fails its own case or load, not the whole run: sys.exit() and GeneratorExit included.
 # KeyboardInterrupt (and SIGTERM, raised as one) still stops the run.
 USER_CODE_FAILURES = (Exception, SystemExit, GeneratorExit)
+
+
+class ArgumentTypeError(ValueError, TypeError):
+    """An argument of the wrong type: a ValueError, as torchmark's other argument errors,
+    and a TypeError, which is what torch.utils.benchmark raises for it."""

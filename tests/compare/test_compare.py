@@ -95,6 +95,21 @@ def test_missing_description_and_mixed_env_render():
     assert "(Unspecified env)" in text and "(B)" in text
 
 
+def test_an_empty_env_at_the_top_of_a_group_is_not_shown_as_torch():
+    import torch.utils.benchmark as tb
+
+    import torchmark
+
+    def table(lib):
+        def m(env, t):
+            return lib.Measurement(1, [t], lib.TaskSpec("x", "pass", label="L", sub_label="a",
+                                                        description="d", env=env))
+        return str(lib.Compare([m("", 1e-5), m("X", 2e-5)]))
+    ours = table(torchmark)
+    assert ours == table(tb)
+    assert "()" not in ours and "(X)" in ours
+
+
 def test_markdown():
     c = styled(Compare, batched_dot_results(), "colorized")
     md = c.to_markdown()

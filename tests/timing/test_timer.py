@@ -234,6 +234,13 @@ def test_globals_take_what_dict_takes_and_the_repr_of_an_untitled_task():
     assert body.startswith("\n  ") and body.endswith("10 runs, 1 thread")  # as torch's
 
 
+@pytest.mark.parametrize("kwargs", [dict(setup=None), dict(globals=5), dict(stmt=3)])
+def test_wrong_argument_types_raise_what_torch_raises_too(kwargs):
+    with pytest.raises(TypeError) as e:  # torch raises TypeError; ours is a ValueError too
+        Timer(**{"stmt": "pass", **kwargs})
+    assert isinstance(e.value, ValueError) and str(e.value).startswith("Timer: ")
+
+
 def test_thread_counts_torch_would_crash_on_are_refused():
     with pytest.raises(ValueError, match="num_threads must be at most 1024, got 5000"):
         Timer("pass", num_threads=5000)
@@ -244,5 +251,6 @@ def test_a_custom_timer_that_never_advances_is_named_instead_of_looping(monkeypa
     stuck = Timer("pass", timer=lambda: 1.0)
     with pytest.raises(ValueError, match=r"`timer` given reported 0 s for \d+ runs that took"):
         stuck.blocked_autorange(min_run_time=0.1)
+    assert stuck.timeit(5).median == 1e-9 / 5  # a fixed count ends: what the timer said, as torch
     ticks = iter(range(10**9))  # a coarse clock that does advance is fine
     assert Timer("pass", timer=lambda: next(ticks) * 1e-3).timeit(10).median == pytest.approx(1e-4)

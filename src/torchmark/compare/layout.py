@@ -128,7 +128,7 @@ class TableLayout:
 
         row_keys = ordered_unique(self._row_key(r) for r in results)
         # Group by thread count and env, keeping the order of first appearance inside.
-        row_keys.sort(key=lambda k: (k[0], _env_key(k[1])))
+        row_keys.sort(key=lambda k: (k[0], _env_key(k[1])))  # no env first
         self.column_keys: list[str | None] = ordered_unique(r.description for r in results)
 
         grid: list[list[Measurement | None]] = [[None] * len(self.column_keys) for _ in row_keys]
@@ -147,7 +147,7 @@ class TableLayout:
             starts_group = threads != prior_threads
             if starts_group:
                 group += 1
-                prior_env = None
+                prior_env = ""  # as torch: an env of "" is not shown at a group's top
             self.rows.append(
                 Row(
                     num_threads=threads,
@@ -156,7 +156,7 @@ class TableLayout:
                     results=cells,
                     group=group,
                     starts_group=starts_group,
-                    shows_env=self.render_env and (starts_group or env != prior_env),
+                    shows_env=self.render_env and env != prior_env,
                 )
             )
             prior_threads, prior_env = threads, env

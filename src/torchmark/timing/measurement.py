@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -90,7 +91,7 @@ class Measurement:
         interval = max(
             1.645 * population_std(middle) / math.sqrt(len(middle)), _MIN_CONFIDENCE_INTERVAL
         )
-        if self._median <= 0:  # a zero time (an empty CUDA-event interval) has no digits
+        if not self._median > 0:  # zero (an empty CUDA-event interval) or NaN: no digits
             return 1
         figures = math.floor(math.log10(self._median / interval))
         return min(max(figures, 1), _MAX_SIGNIFICANT_FIGURES)
@@ -109,7 +110,7 @@ class Measurement:
     def meets_confidence(self, threshold: float = IQR_WARN_THRESHOLD) -> bool:
         """True when IQR / median is below `threshold` (a zero median: when there is no
         spread)."""
-        if self.median <= 0:
+        if self.median == 0:
             return self.iqr <= 0
         return self.iqr / self.median < threshold
 
@@ -130,7 +131,7 @@ class Measurement:
             self._add_warning("This could indicate system fluctuation.")
 
     def _add_warning(self, message: str) -> None:
-        relative_iqr = self.iqr / self.median * 100 if self.median > 0 else math.inf
+        relative_iqr = self.iqr / self.median * 100 if self.median != 0 else math.inf
         self._warnings += (
             f"  WARNING: Interquartile range is {relative_iqr:.1f}% "
             f"of the median measurement.\n           {message}",
@@ -252,14 +253,23 @@ class Measurement:
         if not all(math.isfinite(t) and t >= 0 for t in self.raw_times):
             raise ValueError("Measurement.raw_times holds a negative, NaN or infinite time, "
                              "which no statistic survives (and JSON cannot carry NaN)")
-        return {
+        try:
+            number = operator.index(self.number_per_run)  # numpy ints too
+        except TypeError:
+            number = self.number_per_run
+        data = {
             "schema": SCHEMA_NAME,
             "version": SCHEMA_VERSION,
-            "number_per_run": self.number_per_run,
-            "raw_times": list(self.raw_times),
+            "number_per_run": number,
+            "raw_times": [float(t) for t in self.raw_times],
             "task_spec": self.task_spec.to_dict(),
             "metadata": self.metadata,
         }
+        try:  # what is written must read back
+            type(self).from_dict(data)
+        except ValueError as e:
+            raise ValueError(f"this Measurement cannot be written as JSON: {e}") from None
+        return data
 
     def to_json(self, **dumps_kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **dumps_kwargs)

@@ -14,14 +14,21 @@ _ENGLISH = {"ns": "nanosecond", "us": "microsecond", "ms": "millisecond", "s": "
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
-    """The q-quantile of already sorted values, linear interpolation (numpy's default)."""
+    """The q-quantile of already sorted values, linear interpolation (numpy's default),
+    rounded as torch.quantile rounds (its lerp counts from the nearer end); NaN when a
+    value is NaN (sorting leaves NaN anywhere, so no position could be trusted)."""
     if not sorted_values:
         raise ValueError("quantile of an empty sequence")
+    if any(math.isnan(v) for v in sorted_values):
+        return math.nan
     pos = q * (len(sorted_values) - 1)
     lo = math.floor(pos)
     hi = min(lo + 1, len(sorted_values) - 1)
     frac = pos - lo
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
+    start, end = sorted_values[lo], sorted_values[hi]
+    if frac < 0.5:
+        return start + (end - start) * frac
+    return end - (end - start) * (1 - frac)
 
 
 def select_unit(t: float) -> tuple[str, float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 import textwrap
 from typing import Any
 
@@ -45,7 +46,12 @@ class TaskSpec:
         return "\n".join(f"{s}\n" if "\n" in s else s for s in sections if s)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        try:  # a numpy int is an int to every reader, but not to json
+            data["num_threads"] = operator.index(self.num_threads)
+        except TypeError:
+            pass  # from_dict names it
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskSpec:

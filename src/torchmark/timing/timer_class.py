@@ -15,6 +15,7 @@ from typing import Any
 
 from torchmark.callgrind.globals_bridge import CopyIfCallgrind, main_imports
 from torchmark.cpp.cpp_timer import CppTimer
+from torchmark.errors import ArgumentTypeError
 from torchmark.timing import clocks
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.task_spec import TaskSpec
@@ -87,9 +88,9 @@ class Timer:
         language: Language | str = Language.PYTHON,
     ) -> None:
         if not isinstance(stmt, str):
-            raise ValueError(f"Timer: stmt must be a str, got {type(stmt).__name__}")
+            raise ArgumentTypeError(f"Timer: stmt must be a str, got {type(stmt).__name__}")
         if not isinstance(setup, str):
-            raise ValueError(f"Timer: setup must be a str, got {type(setup).__name__}")
+            raise ArgumentTypeError(f"Timer: setup must be a str, got {type(setup).__name__}")
         num_threads = _positive_int("num_threads", num_threads)
         if num_threads > clocks.MAX_THREADS:  # torch would crash the process
             raise ValueError(f"Timer: num_threads must be at most {clocks.MAX_THREADS}, got "
@@ -98,7 +99,7 @@ class Timer:
             try:  # a mapping proxy, a ChainMap, (name, value) pairs: as torch's dict(...)
                 globals = dict(globals)
             except (TypeError, ValueError):
-                raise ValueError(f"Timer: globals must be a dict (or what dict() takes), "
+                raise ArgumentTypeError(f"Timer: globals must be a dict (or what dict() takes), "
                                  f"got {type(globals).__name__}") from None
         for name, value in (("label", label), ("sub_label", sub_label),
                             ("description", description), ("env", env)):
@@ -150,8 +151,11 @@ class Timer:
         return self._language
 
     # -- primitives -------------------------------------------------------------------
-    def _timeit(self, number: int) -> float:
-        if not self._custom_timer:
+    def _timeit(self, number: int, until_enough: bool = True) -> float:
+        """Seconds `number` runs took. `until_enough`: the caller loops until enough time
+        has passed, so a custom timer that never advances is refused rather than looped
+        on for good (a fixed count, as in timeit and repeat, takes what the timer says)."""
+        if not self._custom_timer or not until_enough:
             return max(self._timer.timeit(number), 1e-9)  # statistics divide by the median
         started = time.perf_counter()
         taken = self._timer.timeit(number)
@@ -175,16 +179,17 @@ class Timer:
         """Run `stmt` `number` times after a warm-up; one measurement of time per run."""
         number = _positive_int("number", number)
         with self._threads():
-            self._timeit(max(number // 100, 2))  # warm-up
-            return self._measurement(number, [self._timeit(number)])
+            self._timeit(max(number // 100, 2), until_enough=False)  # warm-up
+            return self._measurement(number, [self._timeit(number, until_enough=False)])
 
     def repeat(self, repeat: int = 5, number: int = 1000000) -> Measurement:
         """`timeit` `repeat` times (after one warm-up): `repeat` measurements of `number` runs."""
         repeat = _positive_int("repeat", repeat)
         number = _positive_int("number", number)
         with self._threads():
-            self._timeit(max(number // 100, 2))
-            return self._measurement(number, [self._timeit(number) for _ in range(repeat)])
+            self._timeit(max(number // 100, 2), until_enough=False)
+            return self._measurement(number, [self._timeit(number, until_enough=False)
+                                              for _ in range(repeat)])
 
     def autorange(self, callback: Callback | None = None) -> Measurement:
         """As `timeit.Timer.autorange`: grow the run count (1, 2, 5, 10, 20, ...) until
