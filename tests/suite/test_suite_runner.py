@@ -224,3 +224,24 @@ def test_a_compile_error_no_snippet_owns_is_narrowed_down_by_halving(monkeypatch
     libraries, failures = _build_bundle(cases)
     assert libraries == {} and len(failures) == 8 and builds == [8, 4, 2, 1, 1]
     assert all("cc1plus: out of memory" in why for _, why in failures)
+
+
+def test_a_wall_worker_whose_parent_was_killed_removes_its_log(tmp_path):
+    # the parent removes the log when it closes the worker; a killed parent cannot
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, time\n"
+        "from torchmark.suite.workers import WallWorker\n"
+        "w = WallWorker()\n"
+        "w._start()\n"
+        "print(w._log, w._proc.pid, flush=True)\n"
+        "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    log, pid = parent.stdout.readline().split()
+    assert Path(log).exists()
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.05)
+    assert not Path(log).exists()

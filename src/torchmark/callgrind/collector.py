@@ -9,6 +9,7 @@ once per measurement.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import fcntl
 import hashlib
@@ -186,7 +187,8 @@ class Host:
 
     def _launch(self) -> None:
         start_timeout_seconds(), request_timeout_seconds()  # bad values fail before valgrind
-        self._dir = Path(tempfile.mkdtemp(prefix="torchmark-callgrind-"))
+        remove_dead_host_folders()
+        self._dir = Path(tempfile.mkdtemp(prefix=HOST_FOLDER_PREFIX))
         self._log = self._dir / "host.log"
         out_dir = self._dir / "out"
         out_dir.mkdir()
@@ -204,6 +206,7 @@ class Host:
                                           start_new_session=True)
         os.close(req_r)
         os.close(resp_w)
+        (self._dir / HOST_PID_FILE).write_text(str(self._proc.pid))
         pin(self._proc.pid, self.cpus)
         self._requests_fd, self._responses_fd = req_w, resp_r
         self.starts += 1
@@ -394,6 +397,34 @@ def _shared_key() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+HOST_FOLDER_PREFIX = "torchmark-callgrind-"
+HOST_PID_FILE = "host.pid"
+
+
+def remove_dead_host_folders() -> None:
+    """Remove the temporary folders of hosts that are gone. A host's folder is removed
+    when it is closed, but not when its user process was killed (valgrind writes its exit
+    dump there later still); the pid file in it says whether its host lives."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{HOST_FOLDER_PREFIX}*"):
+        try:
+            if folder.stat().st_uid != os.getuid():
+                continue
+            pid = int((folder / HOST_PID_FILE).read_text())
+        except FileNotFoundError:  # being set up, or made before pid files: by its age
+            with contextlib.suppress(OSError):
+                if time.time() - folder.stat().st_mtime > 86400:
+                    shutil.rmtree(folder, ignore_errors=True)
+            continue
+        except (OSError, ValueError):
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass  # alive, another user's
+
+
 def shared_hosts_dir() -> Path:
     """Short per-user folder for the sockets of shared hosts (unix socket paths are short)."""
     folder = Path(tempfile.gettempdir()) / f"torchmark-{os.getuid()}"
@@ -453,9 +484,12 @@ class SharedHost(Host):
             fcntl.flock(lock, fcntl.LOCK_EX)  # one process starts it; the others wait
             if self.running:
                 return
-            for old in folder.glob("callgrind-out-*"):  # from hosts that exited long ago
-                if time.time() - old.stat().st_mtime > 86400:
-                    shutil.rmtree(old, ignore_errors=True)
+            for old in [*folder.glob("callgrind-out-*"), *folder.glob("callgrind-*.log")]:
+                if time.time() - old.stat().st_mtime > 86400:  # hosts that exited long ago
+                    if old.is_dir():
+                        shutil.rmtree(old, ignore_errors=True)
+                    else:
+                        old.unlink(missing_ok=True)
             out_dir = Path(tempfile.mkdtemp(prefix="callgrind-out-", dir=folder))
             self._log = folder / f"{self.socket_path.stem}.log"
             cmd = host_command(out_dir, ["--socket", str(self.socket_path),

@@ -56,8 +56,9 @@ def _few_samples_hint(results) -> list[str]:
     fewest = min(min(len(r.baseline.times), len(r.candidate.times)) for r in few)
     return [f"too few samples: {len(few)} case(s) have as few as {fewest} time(s) on a "
             f"side; a verdict needs {MIN_SAMPLES}. Measure longer (`timeit --min-run-time`, "
-            "a larger min_run_time) or, for `ops` results, run with `--exec-mode discrete` "
-            "(continuous keeps one mean per case)"]
+            "a larger min_run_time) or, for `ops` results, run with more iterations "
+            f"(`-i {MIN_SAMPLES}` or more) in `--exec-mode discrete` (continuous keeps one "
+            "mean per case)"]
 
 
 @click.command("ab")

@@ -1,14 +1,17 @@
 """The process that measures wall times of suite cases (never under valgrind).
 
-    python -m torchmark.suite.wall_worker --requests FD --responses FD
+    python -m torchmark.suite.wall_worker --requests FD --responses FD [--log FILE]
 
 Each request names a case's TimerArgs (and, for C++, the bundle library holding it);
-the reply carries `blocked_autorange`'s measurement or the error the case raised.
+the reply carries `blocked_autorange`'s measurement or the error the case raised. A
+worker whose parent vanished (killed, so it never asked the worker to stop) removes its
+log file, which the parent would have removed, and exits.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import traceback
 
@@ -34,20 +37,37 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, required=True)
     parser.add_argument("--responses", type=int, required=True)
+    parser.add_argument("--log", help="this worker's log file (its stdout and stderr)")
     args = parser.parse_args()
     import torch  # noqa: F401  (paid once, before the first request)
 
-    send_frame(args.responses, {"ready": True, "pid": os.getpid()})
+    try:
+        serve(args.requests, args.responses)
+    except BrokenPipeError:  # the parent is gone: no one will read the log
+        pass
+    else:
+        return
+    if args.log:
+        with contextlib.suppress(OSError):
+            os.unlink(args.log)
+
+
+def serve(requests: int, responses: int) -> None:
+    """Answer requests until asked to stop; BrokenPipeError when the parent vanished
+    (end of its requests without a shutdown, or a reply it cannot receive)."""
+    send_frame(responses, {"ready": True, "pid": os.getpid()})
     while True:
-        request = recv_frame(args.requests)
-        if request is None or request.get("op") == "shutdown":
+        request = recv_frame(requests)
+        if request is None:
+            raise BrokenPipeError("the parent closed the request pipe without a shutdown")
+        if request.get("op") == "shutdown":
             return
         try:
             reply = {"ok": True, "wall": measure(request)}
         except BaseException as e:  # reported per case; the worker goes on
             reply = {"ok": False, "error": f"{type(e).__name__}: {e}".strip(),
                      "traceback": traceback.format_exc()}
-        send_frame(args.responses, reply)
+        send_frame(responses, reply)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ class WallWorker:
         with open(self._log, "wb") as log:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "torchmark.suite.wall_worker", "--requests", str(req_r),
-                 "--responses", str(resp_w)], stdin=subprocess.DEVNULL, stdout=log,
+                 "--responses", str(resp_w), "--log", str(self._log)], stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, pass_fds=(req_r, resp_w), env=env,
                 start_new_session=True)
         os.close(req_r)
