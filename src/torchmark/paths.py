@@ -19,5 +19,14 @@ def cache_root() -> Path:
 def cache_dir(*parts: str) -> Path:
     """The cache folder with `parts` appended; created if missing."""
     path = cache_root().joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        where = "TORCHMARK_CACHE_DIR" if os.environ.get("TORCHMARK_CACHE_DIR") else \
+            "the cache folder"
+        error = OSError(f"torchmark cannot use {where} ({cache_root()}): cannot make "
+                        f"{path}: {e.strerror or e}; point TORCHMARK_CACHE_DIR at a "
+                        "writable folder")
+        error.errno = e.errno
+        raise error from None
     return path

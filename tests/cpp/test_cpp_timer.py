@@ -233,3 +233,68 @@ def test_a_bundle_snippet_that_does_not_compile_fails_alone():
         default_builder().build_bundle([snippets[0], snippets[2]])
     assert list(info.value.failed) == [0] and "error:" in info.value.failed[0]
     assert default_builder().build_bundle(snippets[2:]).exists()
+
+
+# one snippet whose setup does what TM_TEST_MODE says: compiled once for the tests below
+MODAL = ("int a = 1;",
+         'const char* mode = std::getenv("TM_TEST_MODE");\n'
+         'if (mode && std::string(mode) == "return") return 0;\n'
+         'if (mode && std::string(mode) == "hang") { volatile long k = 0; for (;;) k = k + 1; }')
+
+
+def test_a_setup_that_returns_early_fails_instead_of_hanging(monkeypatch):
+    monkeypatch.setenv("TM_TEST_MODE", "return")
+    with pytest.raises(SnippetError, match="setup returned before the statement ran"):
+        torchmark.Timer(*MODAL, language="cpp").timeit(3)
+
+
+def test_ctrl_c_stops_a_snippet_that_never_ends(tmp_path):
+    import signal
+    import time
+
+    torchmark.Timer(*MODAL, language="cpp")._timer.build()  # compiled here, not in the child
+    script = tmp_path / "hang.py"
+    script.write_text(textwrap.dedent(f"""
+        import torchmark
+        timer = torchmark.Timer(*{MODAL!r}, language="cpp")
+        timer._timer.build()
+        print("built", flush=True)
+        try:
+            timer.timeit(1)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        try:
+            timer.timeit(1)
+        except Exception as e:
+            print(type(e).__name__, e, flush=True)
+    """))
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "TM_TEST_MODE": "hang"},
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert child.stdout.readline().strip() == "built"
+    time.sleep(3)  # into the endless setup
+    child.send_signal(signal.SIGINT)
+    out, _ = child.communicate(timeout=60)
+    assert out.splitlines() == ["interrupted", "SnippetError this C++ timer was interrupted "
+                                "while its snippet ran; make a new Timer"]
+
+
+def test_a_damaged_cached_library_is_built_again(tmp_path):
+    path = torchmark.Timer(*MODAL, language="cpp")._timer.build()
+    size = os.path.getsize(path)
+    garbage = tmp_path / "garbage.so"
+    garbage.write_bytes(b"not a shared library" * 50)
+    os.replace(garbage, path)  # a new file: a process that mapped the old one keeps it
+    assert torchmark.Timer(*MODAL, language="cpp").timeit(3).median > 0
+    assert os.path.getsize(path) == pytest.approx(size, rel=0.1)
+
+
+def test_a_cpp_timer_leaves_the_callers_thread_count_alone():
+    code = ("import torch, torchmark\n"
+            f"torchmark.Timer(*{MUL!r}, language='cpp', num_threads=1).timeit(3)\n"
+            "print(torch.get_num_threads())")
+    expected = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                              capture_output=True, text=True, check=True).stdout
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert got == expected

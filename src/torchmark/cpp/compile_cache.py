@@ -205,6 +205,7 @@ class SnippetBuilder:
                 tmp.unlink(missing_ok=True)
                 (folder / "error.log").write_text(proc.stderr)
                 return None  # snippets compile without it
+            _flush_to_disk(tmp)
             os.replace(tmp, gch)
             self.last_build["pch_s"] = time.perf_counter() - start
         remove_stale_pch(keep=folder)
@@ -258,14 +259,15 @@ class SnippetBuilder:
                 return library
             self.last_build = {}
             pch = self.pch()
-            (folder / "snippet.cpp").write_text(source)
+            (folder / "snippet.cpp").write_text(source, encoding="utf-8")
             tmp = folder / f".{LIBRARY}.{os.getpid()}"
-            cmd = [self.cxx, *self.compile_flags]
-            if pch is not None:
-                cmd += ["-include", str(pch / "torchmark_pch.h"), "-Winvalid-pch"]
-            cmd += [str(folder / "snippet.cpp"), "-o", str(tmp), *self.link_flags]
             start = time.perf_counter()
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            proc = self._compile(folder, tmp, pch)
+            if proc.returncode != 0 and pch is not None and _pch_unreadable(proc.stderr):
+                # a damaged header: drop it (it is rebuilt later) and compile without it
+                (pch / "torchmark_pch.h.gch").unlink(missing_ok=True)
+                pch = None
+                proc = self._compile(folder, tmp, pch)
             self.last_build["compile_s"] = time.perf_counter() - start
             if proc.returncode != 0:
                 tmp.unlink(missing_ok=True)
@@ -275,8 +277,33 @@ class SnippetBuilder:
             (folder / "meta.json").write_text(json.dumps({
                 **meta, "compile_s": self.last_build["compile_s"], "pch": pch is not None,
                 "created": time.time()}))
+            _flush_to_disk(tmp)  # a crash must not leave a short library under the name
             os.replace(tmp, library)
         return library
+
+    def _compile(self, folder: Path, out: Path, pch: Path | None
+                 ) -> subprocess.CompletedProcess:
+        cmd = [self.cxx, *self.compile_flags]
+        if pch is not None:
+            cmd += ["-include", str(pch / "torchmark_pch.h"), "-Winvalid-pch"]
+        cmd += [str(folder / "snippet.cpp"), "-o", str(out), *self.link_flags]
+        return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+    def forget(self, library: Path) -> None:
+        """Remove a cached library that cannot be loaded (damaged), so that the next
+        build compiles it again."""
+        with _locked(library.parent / ".lock"):
+            library.unlink(missing_ok=True)
+
+
+def _pch_unreadable(compiler_errors: str) -> bool:
+    """Whether the compiler failed on the precompiled header itself."""
+    return "precompiled header" in compiler_errors or "PCH file" in compiler_errors
+
+
+def _flush_to_disk(path: Path) -> None:
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
 
 
 class BundleCompileError(CompileError):
@@ -326,7 +353,7 @@ def pch_torch(folder: Path) -> tuple[str | None, bool]:
     try:
         lines = (folder / PCH_IDENTITY).read_text().splitlines()
         first = lines[0]
-    except (OSError, IndexError):
+    except (OSError, IndexError, ValueError):  # ValueError: not text (a damaged file)
         return None, False
     host = next((line[6:] for line in lines if line.startswith("host: ")), None)
     version, _, where = first.removeprefix("torch ").partition(" at ")

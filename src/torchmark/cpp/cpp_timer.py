@@ -7,7 +7,10 @@ import os
 import shutil
 import tempfile
 import textwrap
+import threading
+import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from torchmark.cpp.compile_cache import default_builder
@@ -27,15 +30,26 @@ def _load_private(path: str, entry_suffix: str) -> ctypes.CDLL:
     second timer of the same snippet loads a private copy (unlinked once loaded)."""
     key = (path, entry_suffix)
     if key not in _STARTED:
+        lib = ctypes.CDLL(path)
         _STARTED.add(key)
-        return ctypes.CDLL(path)
-    fd, copy = tempfile.mkstemp(prefix="torchmark-snippet-", suffix=".so")
+        return lib
+    try:  # beside the library: a temporary folder may be mounted noexec
+        fd, copy = tempfile.mkstemp(prefix=".private-", suffix=".so", dir=Path(path).parent)
+    except OSError:  # a read-only cache
+        fd, copy = tempfile.mkstemp(prefix="torchmark-snippet-", suffix=".so")
     try:
         with os.fdopen(fd, "wb") as out, open(path, "rb") as library:
             shutil.copyfileobj(library, out)
         return ctypes.CDLL(copy)
     finally:
         os.unlink(copy)
+
+
+def _stop_unless_interrupted(stop, state: dict) -> None:
+    """Stop a dropped timer's setup thread, unless an interrupted call may still run
+    there (stopping would wait for it)."""
+    if not state["interrupted"]:
+        stop()
 
 
 class CppTimer:
@@ -59,6 +73,7 @@ class CppTimer:
         self._lib: ctypes.CDLL | None = None
         self.library_path: str | None = None
         self.entry_suffix = ""
+        self._state = {"interrupted": False}  # shared with the finalizer
 
     def use_library(self, path: str, entry_suffix: str) -> None:
         """Run this snippet from an already built library (a bundle of many snippets,
@@ -77,7 +92,14 @@ class CppTimer:
         return self.library_path
 
     def _start(self) -> ctypes.CDLL:
-        lib = _load_private(self.build(), self.entry_suffix)
+        try:
+            lib = _load_private(self.build(), self.entry_suffix)
+        except OSError:  # a damaged cached library (cut short, overwritten): build again
+            if self.entry_suffix:  # a bundle is the suite's to rebuild
+                raise
+            default_builder().forget(Path(self.build()))
+            self.library_path = None
+            lib = _load_private(self.build(), self.entry_suffix)
         start, timeit, last_error = (self._entry(lib, name) for name in
                                      ("tm_timer_start", "tm_timer_timeit", "tm_last_error"))
         start.argtypes = [ctypes.c_int]
@@ -86,15 +108,43 @@ class CppTimer:
         timeit.restype = ctypes.c_double
         last_error.restype = ctypes.c_char_p
         self._timeit_fn, self._last_error_fn = timeit, last_error
-        if start(self.num_threads) != 0:
+        stop = self._entry(lib, "tm_timer_stop")
+        stop.restype = None
+        if self._call(start, self.num_threads) != 0:
             raise SnippetError(f"C++ setup failed: {last_error().decode(errors='replace')}")
+        # a dropped timer stops its setup thread, which frees setup's variables (not at
+        # exit: a statement still running there would hold the interpreter up)
+        weakref.finalize(self, _stop_unless_interrupted, stop, self._state).atexit = False
         return lib
+
+    def _call(self, fn, *args):
+        """`fn(*args)` on a helper thread, waited for in slices so that Ctrl-C reaches
+        Python while setup or the statement runs in C++. After an interrupt the snippet
+        may still be running: this timer is then unusable."""
+        if self._state["interrupted"]:
+            raise SnippetError("this C++ timer was interrupted while its snippet ran; make "
+                               "a new Timer")
+        result: list = []
+        done = threading.Event()
+
+        def call() -> None:
+            result.append(fn(*args))
+            done.set()
+
+        threading.Thread(target=call, daemon=True, name="torchmark-cpp-snippet").start()
+        try:
+            while not done.wait(0.1):
+                pass
+        except KeyboardInterrupt:
+            self._state["interrupted"] = True
+            raise
+        return result[0]
 
     def timeit(self, number: int) -> float:
         """Seconds for `number` runs of stmt (setup is not repeated)."""
         if self._lib is None:
             self._lib = self._start()
-        seconds = self._timeit_fn(int(number))
+        seconds = self._call(self._timeit_fn, int(number))
         if seconds < 0:
             error = self._last_error_fn().decode(errors="replace")
             raise SnippetError(f"C++ statement failed: {error}")

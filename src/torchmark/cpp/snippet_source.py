@@ -67,6 +67,9 @@ struct TorchmarkChannel {
 TorchmarkChannel* torchmark_channel = nullptr;
 std::thread* torchmark_worker = nullptr;
 
+const char* const torchmark_setup_returned =
+    "setup returned before the statement ran (a `return` in setup ends the snippet)";
+
 void torchmark_fail(TorchmarkChannel& c, const char* what) {
   std::lock_guard<std::mutex> lock(c.mutex);
   c.failed = true;
@@ -107,6 +110,12 @@ extern "C" int tm_timer_start@SFX@(int num_threads) {
           c.cv.notify_all();
         }
       });
+      bool served;
+      {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        served = c.ready;
+      }
+      if (!served) torchmark_fail(c, torchmark_setup_returned);
     } catch (const std::exception& e) {
       torchmark_fail(c, e.what());
     } catch (...) {
@@ -144,7 +153,9 @@ extern "C" void tm_timer_stop@SFX@() {
 extern "C" int tm_callgrind@SFX@(int num_threads, int64_t number, int64_t warmup, int repeats,
                             int fork_repeats, int64_t* pids, char* error, int error_size) {
   try {
-    return torchmark_run(num_threads, [&](auto& body) {
+    bool served = false;
+    int status = torchmark_run(num_threads, [&](auto& body) {
+      served = true;
       body(warmup);  // lazy initialization, outside instrumentation
       CALLGRIND_START_INSTRUMENTATION;
       body(warmup);  // symbol binding, instrumented but not collected
@@ -197,6 +208,8 @@ extern "C" int tm_callgrind@SFX@(int num_threads, int64_t number, int64_t warmup
       }
       return 0;
     });
+    if (served) return status;
+    std::snprintf(error, error_size, "%s", torchmark_setup_returned);
   } catch (const std::exception& e) {
     std::snprintf(error, error_size, "%s", e.what());
   } catch (...) {

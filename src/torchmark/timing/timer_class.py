@@ -170,8 +170,8 @@ class Timer:
         return Measurement(number_per_run=number, raw_times=times, task_spec=self._task_spec)
 
     def _threads(self):
-        if self._language is Language.CPP:  # the snippet sets its own thread count
-            return contextlib.nullcontext()
+        # a C++ snippet sets its thread's count itself, but torch's count is process-wide
+        # too: set and restored around the calls, so the caller's count survives
         return clocks.set_torch_threads(self._task_spec.num_threads)
 
     # -- timeit-compatible API ----------------------------------------------------------
