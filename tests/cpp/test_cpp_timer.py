@@ -161,8 +161,13 @@ def test_cache_info_and_clear(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TORCHMARK_CACHE_DIR", str(tmp_path / "c"))
     (tmp_path / "c" / "cpp" / "snippet-x").mkdir(parents=True)
     (tmp_path / "c" / "cpp" / "snippet-x" / "libsnippet.so").write_bytes(b"1234")
+    failed = tmp_path / "c" / "cpp" / "pch-failed"  # a header whose build failed
+    failed.mkdir()
+    (failed / "error.log").write_text("cc1plus: out of memory")
     assert main(["cache", "info"]) == 0
-    assert "C++ snippets: 1" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "C++ snippets: 1" in out
+    assert "precompiled header: pch-failed failed to build" in out
     (tmp_path / "c" / "notes.txt").write_text("someone else's")  # not torchmark's
     busy = tmp_path / "c" / "cpp" / "snippet-busy"
     busy.mkdir()
@@ -175,6 +180,18 @@ def test_cache_info_and_clear(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "c" / "cpp" / "snippet-x").exists() and busy.exists()
     assert (tmp_path / "c" / "notes.txt").read_text() == "someone else's"
     assert default_builder() is not None
+
+
+def test_a_killed_header_build_does_not_block_the_next(tmp_path):
+    from torchmark.cpp.compile_cache import _builder_alive
+
+    marker = tmp_path / ".building"
+    marker.write_text(str(os.getpid()))
+    assert _builder_alive(marker)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    marker.write_text(str(gone.pid))
+    assert not _builder_alive(marker)
 
 
 def test_precompiled_headers_of_removed_torch_installs_are_named_and_removed(

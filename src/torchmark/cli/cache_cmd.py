@@ -33,6 +33,10 @@ def cache_info():
         what = "unrecorded (not used since headers record their torch install)" \
             if built_for is None else built_for + (" (gone: stale)" if gone else "")
         click.echo(f"precompiled header: {path.name}, {_mb(folder_size(path))}, {what}")
+    for path in entries["pch_failed"]:
+        click.echo(f"precompiled header: {path.name} failed to build (see "
+                   f"{path / 'error.log'}); snippets compile without it, more slowly; "
+                   "`torchmark cache clear` lets the next snippet try again")
     helper = root / "callgrind"
     if helper.exists():
         click.echo(f"callgrind helper: {_mb(folder_size(helper))}")

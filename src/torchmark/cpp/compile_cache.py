@@ -165,13 +165,15 @@ class SnippetBuilder:
         if (folder / "error.log").exists():
             return  # it failed before: compile without it (delete error.log to retry)
         try:
-            if marker.exists() and time.time() - marker.stat().st_mtime < 900:
+            if marker.exists() and time.time() - marker.stat().st_mtime < 900 \
+                    and _builder_alive(marker):
                 return  # another process is building it
             marker.write_text(str(os.getpid()))
             with open(folder / "build.log", "wb") as log:
-                subprocess.Popen([sys.executable, "-m", "torchmark.cpp.build_pch"],
-                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+                builder = subprocess.Popen([sys.executable, "-m", "torchmark.cpp.build_pch"],
+                                           stdin=subprocess.DEVNULL, stdout=log,
+                                           stderr=subprocess.STDOUT, start_new_session=True)
+            marker.write_text(str(builder.pid))
         except OSError:
             pass  # the header is an optimization only
 
@@ -296,6 +298,16 @@ class SnippetBuilder:
             library.unlink(missing_ok=True)
 
 
+def _builder_alive(marker: Path) -> bool:
+    """Whether the header build a `.building` marker names still runs (a killed build
+    must not block the next one for the marker's 15 minutes)."""
+    try:
+        os.kill(int(marker.read_text()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def _pch_unreadable(compiler_errors: str) -> bool:
     """Whether the compiler failed on the precompiled header itself."""
     return "precompiled header" in compiler_errors or "PCH file" in compiler_errors
@@ -331,12 +343,14 @@ def default_builder() -> SnippetBuilder:
 def cache_entries() -> dict[str, list[Path]]:
     """Cached snippets and precompiled headers."""
     root = cache_dir("cpp")
-    out: dict[str, list[Path]] = {"snippets": [], "pch": []}
+    out: dict[str, list[Path]] = {"snippets": [], "pch": [], "pch_failed": []}
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("snippet-") and (entry / LIBRARY).exists():
             out["snippets"].append(entry)
         elif entry.name.startswith("pch-") and any(entry.glob("*.gch")):
             out["pch"].append(entry)
+        elif entry.name.startswith("pch-") and (entry / "error.log").exists():
+            out["pch_failed"].append(entry)
     return out
 
 
