@@ -124,16 +124,24 @@ def test_a_case_in_flight_when_interrupted_is_not_recorded(tmp_path, monkeypatch
     out = tmp_path / "results.jsonl"
     argv = ["suite", "run", "--definitions", DEFS, "--workers", "1", "--min-run-time", "0.05",
             "--out", str(out), "--filter", "hangs"]
-    proc = subprocess.Popen([sys.executable, "-m", "torchmark.cli.main", *argv],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=dict(os.environ))
+    log = tmp_path / "stderr.txt"  # a file, not an unread pipe that could fill and block
+    with open(log, "wb") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "torchmark.cli.main", *argv],
+                                stdout=subprocess.DEVNULL, stderr=stderr,
+                                start_new_session=True, env=dict(os.environ))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (out.exists() and "header" in out.read_text()):
         time.sleep(0.05)
     time.sleep(2)  # the case is sleeping in its wall-time worker
     began = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
+    try:
+        code = proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise AssertionError(f"no exit 60 s after SIGINT; stderr: {log.read_text()[-2000:]}") from None
+    assert code == 130, log.read_text()[-2000:]
     assert time.monotonic() - began < 15  # its processes are killed, not waited out
     assert read_records(out) == []  # it did not fail: it was stopped; --resume runs it
     footer = json.loads(out.read_text().splitlines()[-1])
