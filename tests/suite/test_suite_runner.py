@@ -119,6 +119,13 @@ def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, capsys):
         json.loads(line)
 
 
+def _deliverable_sigint() -> None:
+    """In the child: SIGINT handled and not blocked, whatever the test process inherited
+    or an earlier test's library left in its signal state (a child inherits both)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_a_case_in_flight_when_interrupted_is_not_recorded(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHMARK_TEST_DEFS", "hang")
     out = tmp_path / "results.jsonl"
@@ -128,7 +135,8 @@ def test_a_case_in_flight_when_interrupted_is_not_recorded(tmp_path, monkeypatch
     with open(log, "wb") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "torchmark.cli.main", *argv],
                                 stdout=subprocess.DEVNULL, stderr=stderr,
-                                start_new_session=True, env=dict(os.environ))
+                                start_new_session=True, env=dict(os.environ),
+                                preexec_fn=_deliverable_sigint)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (out.exists() and "header" in out.read_text()):
         time.sleep(0.05)
@@ -138,6 +146,9 @@ def test_a_case_in_flight_when_interrupted_is_not_recorded(tmp_path, monkeypatch
     try:
         code = proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        masks = [line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn"))]
+        log.write_text(log.read_text() + f"\nchild signal masks: {masks}")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise AssertionError(f"no exit 60 s after SIGINT; stderr: {log.read_text()[-2000:]}") from None
