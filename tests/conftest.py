@@ -4,9 +4,11 @@ simulated GPU behind torch.cuda (CI has none)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import shutil
+import signal
 import time
 
 import pytest
@@ -55,6 +57,22 @@ def make_measurement(median: float, spread: float = 0.02, n: int = 20, number: i
 @pytest.fixture
 def fake_timer_cls():
     return FakeTimeitTimer
+
+
+def deliverable_sigint() -> None:
+    """A child process's `preexec_fn`: SIGINT handled and not blocked, whatever the test
+    process inherited or an earlier test's library left in its signal state (a child
+    inherits both)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def say_made_with_torch(path, version: str) -> None:
+    """Rewrite a results file's header (its first line) as if made with torch `version`."""
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["system"]["torch"] = version
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
 
 
 requires_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,

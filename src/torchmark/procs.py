@@ -1,4 +1,5 @@
-"""Process helpers shared by the workers: CPU pinning and killing a process group."""
+"""Process helpers shared by the workers: CPU pinning, killing a process group, and
+whether a process still runs."""
 
 from __future__ import annotations
 
@@ -14,6 +15,17 @@ def pin(pid: int, cpus: list[int] | None) -> None:
             os.sched_setaffinity(pid, cpus)
         except OSError:
             pass
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs (one of another user's counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists; signalling it is not ours to do
+        pass
+    return True
 
 
 def kill_group(proc: subprocess.Popen) -> None:

@@ -15,6 +15,8 @@ import torchmark
 from torchmark import CompileError
 from torchmark.cpp import SnippetError, default_builder
 
+from conftest import deliverable_sigint
+
 pytestmark = [
     pytest.mark.compiler,
     pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
@@ -287,7 +289,7 @@ def test_ctrl_c_stops_a_snippet_that_never_ends(tmp_path):
     """))
     child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "TM_TEST_MODE": "hang"},
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             preexec_fn=deliverable_sigint)
     assert child.stdout.readline().strip() == "built"
     time.sleep(3)  # into the endless setup
     child.send_signal(signal.SIGINT)

@@ -10,6 +10,8 @@ import torch
 from torchmark.cli.main import main
 from torchmark.ops import RunOptions, config_from_data, load_config, read_records, run
 
+from conftest import say_made_with_torch
+
 EXAMPLES = Path(__file__).parents[2] / "examples" / "ops"
 QUICK = RunOptions(warmup=1, iterations=3)
 
@@ -134,10 +136,7 @@ def test_resume_refuses_a_changed_config(tmp_path):
 def test_resume_refuses_a_file_made_with_another_torch(tmp_path):
     out = tmp_path / "r.jsonl"
     run(config_from_data(MIXED), QUICK, out=out)
-    lines = out.read_text().splitlines()
-    header = json.loads(lines[0])
-    header["system"]["torch"] = "1.0.0"
-    out.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    say_made_with_torch(out, "1.0.0")
     with pytest.raises(ValueError, match=r"run with torch 1\.0\.0, this is torch"):
         run(config_from_data(MIXED), QUICK, resume=out)
 

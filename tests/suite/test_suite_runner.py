@@ -18,7 +18,7 @@ from torchmark.suite.results import read_records
 from torchmark.suite.runner import RunOptions, SuiteRunner
 from torchmark.suite.timer_args import TimerArgs
 
-from conftest import requires_valgrind
+from conftest import deliverable_sigint, requires_valgrind, say_made_with_torch
 
 DEFS = str(Path(__file__).parent / "defs_small.py")
 requires_compiler = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
@@ -119,13 +119,6 @@ def test_resume_after_an_interrupted_run(tmp_path, monkeypatch, capsys):
         json.loads(line)
 
 
-def _deliverable_sigint() -> None:
-    """In the child: SIGINT handled and not blocked, whatever the test process inherited
-    or an earlier test's library left in its signal state (a child inherits both)."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_a_case_in_flight_when_interrupted_is_not_recorded(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHMARK_TEST_DEFS", "hang")
     out = tmp_path / "results.jsonl"
@@ -136,7 +129,7 @@ def test_a_case_in_flight_when_interrupted_is_not_recorded(tmp_path, monkeypatch
         proc = subprocess.Popen([sys.executable, "-m", "torchmark.cli.main", *argv],
                                 stdout=subprocess.DEVNULL, stderr=stderr,
                                 start_new_session=True, env=dict(os.environ),
-                                preexec_fn=_deliverable_sigint)
+                                preexec_fn=deliverable_sigint)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (out.exists() and "header" in out.read_text()):
         time.sleep(0.05)
@@ -183,10 +176,7 @@ def test_resume_runs_a_changed_definition_again_and_refuses_another_torch(tmp_pa
     changed = materialize({"a": TimerArgs("1 + 1"), "b": TimerArgs("3 * 3")})
     again = SuiteRunner(changed, out, options, resume=True)
     assert [c.id for c in again.cases] == ["b [py explicit t1]"]  # same id, new code: its record is stale
-    lines = out.read_text().splitlines()
-    header = json.loads(lines[0])
-    header["system"]["torch"] = "1.0.0"
-    out.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    say_made_with_torch(out, "1.0.0")
     with pytest.raises(ValueError, match=r"run with torch 1\.0\.0, this is torch"):
         SuiteRunner(changed, out, options, resume=True)
 

@@ -34,7 +34,7 @@ from torchmark.callgrind.function_counts import FunctionCounts
 from torchmark.callgrind.globals_bridge import modules_needed, pack_globals
 from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
-from torchmark.procs import kill_group, pin
+from torchmark.procs import kill_group, pid_alive, pin
 from torchmark.timing.task_spec import TaskSpec
 
 _LOG_TAIL = 3000
@@ -417,12 +417,8 @@ def remove_dead_host_folders() -> None:
             continue
         except (OSError, ValueError):
             continue
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not pid_alive(pid):
             shutil.rmtree(folder, ignore_errors=True)
-        except OSError:
-            pass  # alive, another user's
 
 
 def shared_hosts_dir() -> Path:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from torchmark.cpp.snippet_source import DEFAULT_HEADER, bundle_layout, snippet_source
 from torchmark.paths import cache_dir
+from torchmark.procs import pid_alive
 from torchmark.torch_install import torch_folder, torch_version
 
 LIBRARY = "libsnippet.so"
@@ -302,10 +303,9 @@ def _builder_alive(marker: Path) -> bool:
     """Whether the header build a `.building` marker names still runs (a killed build
     must not block the next one for the marker's 15 minutes)."""
     try:
-        os.kill(int(marker.read_text()), 0)
-    except (OSError, ValueError):
+        return pid_alive(int(marker.read_text()))
+    except (OSError, ValueError):  # no marker any more, or not a pid
         return False
-    return True
 
 
 def _pch_unreadable(compiler_errors: str) -> bool:

@@ -290,12 +290,13 @@ _INFERENCE_MODE_CPP = r"""
 """
 
 
-def _scripted(block: str, setup: str, signature: str):
-    """A Python/C++ statement (written as a table) with its TorchScript variants."""
+def _scripted(block: str, setup: str, signature: str, **options):
+    """A Python/C++ statement (written as a table) with its TorchScript variants; more
+    GroupedStmts `options` (autograd, num_threads) pass through."""
     py_stmt, cpp_stmt = parse_stmts(block)
     py_setup, cpp_setup = parse_stmts(setup)
     return GroupedStmts(py_stmt, cpp_stmt, GroupedSetup(py_setup, cpp_setup),
-                        signature=signature, torchscript=True)
+                        signature=signature, torchscript=True, **options)
 
 
 _LINEAR_RELU = r"""
@@ -356,11 +357,7 @@ _ADD_IN_PLACE_SETUP = r"""
 
 
 def _training(block: str, setup: str, signature: str):
-    py_stmt, cpp_stmt = parse_stmts(block)
-    py_setup, cpp_setup = parse_stmts(setup)
-    return GroupedStmts(py_stmt, cpp_stmt, GroupedSetup(py_setup, cpp_setup),
-                        signature=signature, torchscript=True, autograd=True,
-                        num_threads=(1, 2))
+    return _scripted(block, setup, signature, autograd=True, num_threads=(1, 2))
 
 
 def standard_definitions() -> dict:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import operator
 from collections.abc import Iterable
 from typing import Any
 
 from torchmark.timing.stats import population_std, quantile, select_unit
-from torchmark.timing.task_spec import TASK_SPEC_FIELDS, TaskSpec
+from torchmark.timing.task_spec import TASK_SPEC_FIELDS, TaskSpec, plain_int
 
 SCHEMA_NAME = "torchmark.measurement"
 SCHEMA_VERSION = 1
@@ -253,14 +252,10 @@ class Measurement:
         if not all(math.isfinite(t) and t >= 0 for t in self.raw_times):
             raise ValueError("Measurement.raw_times holds a negative, NaN or infinite time, "
                              "which no statistic survives (and JSON cannot carry NaN)")
-        try:
-            number = operator.index(self.number_per_run)  # numpy ints too
-        except TypeError:
-            number = self.number_per_run
         data = {
             "schema": SCHEMA_NAME,
             "version": SCHEMA_VERSION,
-            "number_per_run": number,
+            "number_per_run": plain_int(self.number_per_run),
             "raw_times": [float(t) for t in self.raw_times],
             "task_spec": self.task_spec.to_dict(),
             "metadata": self.metadata,

@@ -46,12 +46,7 @@ class TaskSpec:
         return "\n".join(f"{s}\n" if "\n" in s else s for s in sections if s)
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        try:  # a numpy int is an int to every reader, but not to json
-            data["num_threads"] = operator.index(self.num_threads)
-        except TypeError:
-            pass  # from_dict names it
-        return data
+        return {**dataclasses.asdict(self), "num_threads": plain_int(self.num_threads)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskSpec:
@@ -71,6 +66,15 @@ class TaskSpec:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"TaskSpec: num_threads must be an int >= 1, got {threads!r}")
         return cls(**data)
+
+
+def plain_int(value: Any) -> Any:
+    """`value` as a built-in int when it is an integer of any kind (a numpy int is one to
+    every reader, but not to json); anything else unchanged, for the reader to name."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value
 
 
 TASK_SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(TaskSpec))

@@ -99,8 +99,8 @@ class Timer:
             try:  # a mapping proxy, a ChainMap, (name, value) pairs: as torch's dict(...)
                 globals = dict(globals)
             except (TypeError, ValueError):
-                raise ArgumentTypeError(f"Timer: globals must be a dict (or what dict() takes), "
-                                 f"got {type(globals).__name__}") from None
+                raise ArgumentTypeError(f"Timer: globals must be a dict (or what dict() "
+                                        f"takes), got {type(globals).__name__}") from None
         for name, value in (("label", label), ("sub_label", sub_label),
                             ("description", description), ("env", env)):
             if value is not None and not isinstance(value, str):  # tables print them
