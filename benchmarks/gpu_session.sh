@@ -6,8 +6,12 @@
 # On a lent GPU machine (its python3 holds a CUDA torch, triton, nvidia-ml-py and ncu,
 # but not pydantic), from the repository root, with pydantic's wheels for Python 3.12
 # in .whl/ (ignored by git, carried with the call):
-#     sh benchmarks/gpu_session.sh
+#     sh benchmarks/gpu_session.sh [SECTION...]
+# SECTIONs, run in the order given (default: all of them, measurements first, so a
+# call cut off at its time limit still brings back the figures):
+#     measure (gpu_vs_do_bench --ncu), cli, tests (pytest -m cuda), simulated
 set -u
+SECTIONS=${*:-measure cli tests simulated}
 OUT=${OUT:-/tmp/gpu_session}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -38,27 +42,42 @@ print(f"cuda {torch.version.cuda}, {props.name}, L2 {props.L2_cache_size / 2**20
 EOF
 command -v ncu | tee -a "$OUT/summary.txt"
 
-section "pytest -m cuda"
-timeout 240 python3 -m pytest -q -m cuda -p no:cacheprovider tests 2>&1 \
-    | tee "$OUT/pytest_cuda.log" | tail -25 | tee -a "$OUT/summary.txt"
+tests() {
+    section "pytest -m cuda"
+    timeout 240 python3 -m pytest -q -m cuda -p no:cacheprovider tests 2>&1 \
+        | tee "$OUT/pytest_cuda.log" | tail -25 | tee -a "$OUT/summary.txt"
+}
 
-section "simulated-GPU tests, run where a real torch.cuda exists"
-timeout 120 python3 -m pytest -q -p no:cacheprovider tests/timing/test_device_time_fake_cuda.py \
-    tests/ops/test_ops_cuda.py tests/replay/test_replay.py -k "simulated or fake or chunks or ncu" \
-    2>&1 | tail -5 | tee -a "$OUT/summary.txt"
+simulated() {
+    section "simulated-GPU tests, run where a real torch.cuda exists"
+    timeout 120 python3 -m pytest -q -p no:cacheprovider tests/timing/test_device_time_fake_cuda.py \
+        tests/ops/test_ops_cuda.py tests/replay/test_replay.py -k "simulated or fake or chunks or ncu" \
+        2>&1 | tail -5 | tee -a "$OUT/summary.txt"
+}
 
-section "gpu_vs_do_bench --ncu"
-timeout 420 python3 benchmarks/gpu_vs_do_bench.py --ncu 2>&1 | tee "$OUT/gpu_vs_do_bench.log" \
-    | tee -a "$OUT/summary.txt"
-
-section "CLI"
-for mode in events blocking graph; do
-    timeout 60 python3 -m torchmark timeit --device cuda --mode "$mode" --l2 hot \
-        -s "x = torch.ones(128, device='cuda'); y = torch.ones_like(x)" "x * y" 2>&1 \
+measure() {
+    section "gpu_vs_do_bench --ncu"
+    timeout 420 python3 benchmarks/gpu_vs_do_bench.py --ncu 2>&1 | tee "$OUT/gpu_vs_do_bench.log" \
         | tee -a "$OUT/summary.txt"
+}
+
+cli() {
+    section "CLI"
+    for mode in events blocking graph; do
+        timeout 60 python3 -m torchmark timeit --device cuda --mode "$mode" --l2 hot \
+            -s "x = torch.ones(128, device='cuda'); y = torch.ones_like(x)" "x * y" 2>&1 \
+            | tee -a "$OUT/summary.txt"
+    done
+    timeout 120 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --l2-flush \
+        --exec-mode continuous_events -o "$OUT/ops_cuda" --quiet 2>&1 | tee -a "$OUT/summary.txt"
+    timeout 60 python3 -c "import json; r = [json.loads(l) for l in open('$OUT/ops_cuda.jsonl')]; \
+    print([(x.get('id'), x.get('status'), (x.get('metrics') or {}).get('forward', {}).get('median')) \
+    for x in r if x.get('type') == 'record'])" 2>&1 | tee -a "$OUT/summary.txt"
+}
+
+for name in $SECTIONS; do
+    case $name in
+        measure|cli|tests|simulated) "$name" ;;
+        *) echo "unknown section $name (measure, cli, tests, simulated)"; exit 2 ;;
+    esac
 done
-timeout 120 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --l2-flush \
-    --exec-mode continuous_events -o "$OUT/ops_cuda" --quiet 2>&1 | tee -a "$OUT/summary.txt"
-timeout 60 python3 -c "import json; r = [json.loads(l) for l in open('$OUT/ops_cuda.jsonl')]; \
-print([(x.get('id'), x.get('status'), (x.get('metrics') or {}).get('forward', {}).get('median')) \
-for x in r if x.get('type') == 'record'])" 2>&1 | tee -a "$OUT/summary.txt"
