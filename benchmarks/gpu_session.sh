@@ -38,7 +38,11 @@ for name in ("torch", "triton", "pynvml", "pydantic", "click", "rich"):
 import torch
 props = torch.cuda.get_device_properties(0)
 print(f"cuda {torch.version.cuda}, {props.name}, L2 {props.L2_cache_size / 2**20:.0f} MiB, "
-      f"{props.multi_processor_count} SMs")
+      f"{props.multi_processor_count} SMs, clock_rate property {getattr(props, 'clock_rate', None)}")
+import sys
+sys.path.insert(0, "src")
+from torchmark.timing.device_time import spin_rate
+print(f"spin kernel measured at {spin_rate(torch) / 1e9:.3f} G cycles/s")
 EOF
 command -v ncu | tee -a "$OUT/summary.txt"
 

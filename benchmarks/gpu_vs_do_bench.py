@@ -54,6 +54,43 @@ def do_bench_median(stmt: str, setup: str) -> float | None:
     return do_bench(lambda: exec(code, namespace), return_mode="median") / 1000.0
 
 
+def isolated_seconds(stmt: str, setup: str, calls: int = 20, idle: float = 0.05) -> float:
+    """Median event time of `stmt` run alone: an L2-sized buffer zeroed before each call,
+    then the GPU left idle for `idle` seconds, as under ncu (which serializes and pauses
+    around every kernel it profiles). Far from a sustained loop's figure when a kernel
+    draws enough power to lower the SM clock."""
+    import time
+
+    import torch
+
+    from torchmark.timing.l2 import L2Flusher
+
+    namespace = {"torch": torch}
+    exec(setup, namespace)
+    code = compile(stmt, "<stmt>", "exec")
+    flusher = L2Flusher("cuda")
+    for _ in range(3):
+        exec(code, namespace)
+    times = []
+    for _ in range(calls):
+        flusher.flush()
+        torch.cuda.synchronize()
+        time.sleep(idle)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        exec(code, namespace)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1000.0)
+    return sorted(times)[calls // 2]
+
+
+def sm_clock(m) -> str:
+    """The SM clock torchmark read while measuring, as 'median/max MHz'."""
+    sm = m.metadata.get("sm_clock")
+    return f"{sm['median_mhz']}/{sm['max_mhz']}" if sm else "n/a"
+
+
 def copy_ceiling(nbytes: int) -> float:
     """Bytes per second of a bare device-to-device copy, by events over 100 copies."""
     import torch
@@ -166,7 +203,7 @@ def main() -> None:
     print(f"device: {torch.cuda.get_device_name()}, L2 "
           f"{torch.cuda.get_device_properties(0).L2_cache_size / 2**20:.0f} MiB")
     print(f"{'case':<20} {'cold':>10} {'hot':>10} {'host':>9} {'do_bench':>10} "
-          f"{'torch':>10} {'cold/do_bench':>13}")
+          f"{'torch':>10} {'cold/do_bench':>13} {'SM MHz':>10}")
     results, hot_results = {}, {}
     for name, (stmt, setup) in CASES.items():
         cold = Timer(stmt, setup).device_time(l2="cold", max_run_time=10)
@@ -178,7 +215,17 @@ def main() -> None:
         ratio = f"{cold.median / bench:.3f}" if bench else "n/a"
         print(f"{name:<20} {cold.median * 1e6:>8.1f}us {hot.median * 1e6:>8.1f}us "
               f"{host * 1e6:>7.1f}us {bench * 1e6 if bench else float('nan'):>8.1f}us "
-              f"{theirs * 1e6:>8.1f}us {ratio:>13}")
+              f"{theirs * 1e6:>8.1f}us {ratio:>13} {sm_clock(cold):>10}")
+    stmt, setup = CASES["x * y, 128 floats"]
+    print("x * y on 128 floats, by mode (device time; events mode includes launch gaps):")
+    for mode, l2 in (("events", "hot"), ("blocking", "hot"), ("blocking", "cold"),
+                     ("graph", "hot"), ("graph", "cold")):
+        m = Timer(stmt, setup).device_time(l2=l2, mode=mode, max_run_time=5)
+        spin = m.metadata.get("spin")
+        covered = (f", {spin['batches'] - spin['uncovered']} of {spin['batches']} batches "
+                   "covered by the spin") if spin else ""
+        print(f"  {mode:<8} {l2:<4} {m.median * 1e6:>7.2f}us (host launch "
+              f"{m.host_measurement().median * 1e6:.1f}us{covered})")
     nbytes = 256 << 20
     ceiling = copy_ceiling(nbytes)
     print(f"device-to-device copy ceiling measured here: {ceiling / 1e12:.2f} TB/s")
@@ -200,6 +247,10 @@ def main() -> None:
                 print(f"  {name}, {what}: ncu {seconds * 1e6:.1f} us ({how}); torchmark "
                       f"cold {results[name] * 1e6:.1f} us: ratio "
                       f"{results[name] / seconds:.3f}")
+            alone = isolated_seconds(*CASES[name])
+            print(f"  {name}, events around single calls 50 ms apart (as ncu runs them): "
+                  f"{alone * 1e6:.1f} us; torchmark cold (back to back) / this: "
+                  f"{results[name] / alone:.3f}")
 
 if __name__ == "__main__":
     main()

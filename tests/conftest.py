@@ -194,6 +194,7 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
             max_memory_allocated=lambda d=None: gpu.peak_bytes).items():
         monkeypatch.setattr(cuda, name, value, raising=False)
     monkeypatch.setattr(l2_module, "L2Flusher", Flusher)
+    monkeypatch.setattr(device_time, "spin_rate", lambda torch: 1e9)  # as sleep() above
     monkeypatch.setattr(clocks, "_device_synchronize", lambda: synchronize)  # timer() syncs
     monkeypatch.setattr(device_time, "SmClock", type("NoClock", (), {
         "for_device": classmethod(lambda cls, t, d: cls()), "note": "",

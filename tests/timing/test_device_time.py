@@ -272,7 +272,7 @@ def test_timeit_cli_on_a_gpu_reports_device_and_host_time(capsys, tmp_path):
     assert "Device time (CUDA events; L2 cold" in out and "Host launch time" in out
     from torchmark.timing.files import load_measurements
 
-    assert [m.clock for m in load_measurements(saved)] == ["device"]
+    assert [m.clock for m in load_measurements(saved)] == ["device", "host"]
 
 
 def test_options_defaults():

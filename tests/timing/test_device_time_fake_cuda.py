@@ -10,7 +10,9 @@ device made current, the spin sized from what enqueueing took, the report.
 import pytest
 
 from torchmark import Timer
+from torchmark.timing import device_time
 from torchmark.timing.device_time import DeviceTimeOptions, measure_device_time
+from torchmark.timing.device_time import spin_rate as measured_spin_rate  # the fixture fakes it
 from torchmark.timing.stopping import StopRule
 
 RULE = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=10)
@@ -118,3 +120,67 @@ def test_the_spin_bound_follows_a_statement_slow_to_enqueue(fake_gpu):
     slow = SpinCover(None, 0.03)  # a batch that takes 30 ms to enqueue
     assert slow.cap == pytest.approx(0.12) and slow.seconds() == pytest.approx(0.0602)
     assert SpinCover(None, 10.0).cap == 1.0
+
+
+def test_the_spin_rate_is_measured_not_read_from_the_clock_rate_property(fake_gpu, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(device_time, "_SPIN_RATES", {})
+    monkeypatch.setattr(device_time, "spin_rate", measured_spin_rate)
+
+    class MegahertzProps:  # a clock rate in other units than kHz: 1000x too few cycles
+        name, clock_rate, L2_cache_size, uuid = "fake", 1000, 1 << 20, None
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: MegahertzProps())
+    assert measured_spin_rate(torch) == pytest.approx(1e9)  # the fake's cycle: 1 ns
+    calibration = fake_gpu.spins
+    assert calibration == 6  # three timed spins, each behind one that hides its launch
+    device_time.spin(torch, 1e-3)
+    assert fake_gpu.spins == calibration + 1  # measured once per device and process
+    assert fake_gpu.spin_seconds[-1] == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("clock_rate, expected", [(1_000_000, 1e9), (None, 1.5e9)])
+def test_a_spin_that_cannot_be_timed_falls_back_to_the_property(fake_gpu, monkeypatch,
+                                                                clock_rate, expected):
+    import torch
+
+    monkeypatch.setattr(device_time, "_SPIN_RATES", {})
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)  # no device time passes
+
+    class Props:
+        name, L2_cache_size, uuid = "fake", 1 << 20, None
+
+    if clock_rate is not None:
+        Props.clock_rate = clock_rate
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: Props())
+    assert measured_spin_rate(torch) == pytest.approx(expected)
+
+
+def test_the_sm_clock_read_during_the_batches_is_reported(fake_gpu, monkeypatch):
+    readings = iter([0.9, 0.8, 1.0] * 1000)
+
+    class Clock:
+        note, max_mhz = "", 2000
+
+        @classmethod
+        def for_device(cls, torch, device):
+            return cls()
+
+        def ratio(self):
+            return next(readings)
+
+    monkeypatch.setattr(device_time, "SmClock", Clock)
+    rule = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=30)  # three batches
+    _, _, report = measure_device_time(lambda: fake_gpu.kernel(1e-6),
+                                       DeviceTimeOptions(l2="hot", rule=rule))
+    sm = report["sm_clock"]
+    assert (sm["median_mhz"], sm["min_mhz"], sm["max_mhz"], sm["batches"]) == \
+        (1800, 1600, 2000, 3)
+    m = Timer("gpu.kernel(1e-6)", globals={"gpu": fake_gpu}).device_time(
+        l2="hot", rsd=0.05, min_run_time=0, max_run_time=2)
+    assert "SM clock: median " in repr(m) and "(max 2000 MHz, read once a batch)" in repr(m)
+
+
+def test_clock_summary_of_an_even_count_takes_the_middle_pair():
+    assert device_time.clock_summary([0.5, 1.0], 1000)["median_mhz"] == 750

@@ -161,11 +161,43 @@ class SmClock:
 WARM_UP_S = 0.025  # as triton's do_bench: long enough for clocks and caches to settle
 
 
+CALIBRATION_CYCLES = 2_000_000  # about a millisecond of spin at 2 GHz
+CALIBRATION_LEAD = 200_000  # a spin ahead of the timed one hides its launch
+_SPIN_RATES: dict[int, float] = {}
+
+
+def spin_rate(torch) -> float:
+    """Cycles a second of torch's spin kernel on the current device, measured once per
+    process with events: the device properties' clock rate is absent or in other units
+    in some CUDA releases (CUDA 13 dropped the field), which made a spin a thousandth of
+    its intended length. The fastest of three timings counts (a spin too long only idles
+    the GPU; too short, it stops covering launches); a nonsensical timing falls back to
+    the properties' rate, else 1.5 GHz."""
+    index = torch.cuda.current_device()
+    if index in _SPIN_RATES:
+        return _SPIN_RATES[index]
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = 0.0
+    for _ in range(3):
+        torch.cuda._sleep(CALIBRATION_LEAD)
+        start.record()
+        torch.cuda._sleep(CALIBRATION_CYCLES)
+        end.record()
+        torch.cuda.synchronize()
+        seconds = start.elapsed_time(end) / 1000.0
+        if seconds > 0:
+            best = max(best, CALIBRATION_CYCLES / seconds)
+    if not 1e7 <= best <= 1e11:
+        props = torch.cuda.get_device_properties(index)
+        best = (getattr(props, "clock_rate", 0) or 0) * 1e3  # kHz where it exists
+        best = best if 1e7 <= best <= 1e11 else 1.5e9
+    _SPIN_RATES[index] = best
+    return best
+
+
 def spin(torch, seconds: float) -> None:
     """Queue a kernel on the current device that keeps it busy for about `seconds`."""
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    rate = getattr(props, "clock_rate", 0) * 1e3  # kHz; absent before some torch releases
-    torch.cuda._sleep(int(max(seconds, 1e-5) * (rate or 1.5e9)))
+    torch.cuda._sleep(int(max(seconds, 1e-5) * spin_rate(torch)))
 
 
 MAX_SPIN_S = 0.05  # the bound of a spin, or 4x the first enqueue estimate (at most 1 s)
@@ -272,6 +304,7 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
     clock = SmClock.for_device(torch, device)
 
     cover = SpinCover(torch, enqueue) if options.mode == "blocking" else None
+    ratios: list[float] = []  # the SM clock of each batch, as a share of its maximum
 
     def take_batch() -> tuple[list[float], list[float], bool]:
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -289,6 +322,8 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
         if cover is not None:
             cover.end()
         ratio = clock.ratio()  # read while the batch runs, not once the GPU idles
+        if ratio is not None:
+            ratios.append(ratio)
         torch.cuda.synchronize(device)
         keep = ratio is None or ratio >= options.min_clock_ratio
         return [s.elapsed_time(e) / 1000.0 / per_sample for s, e in events], hosts, keep
@@ -303,6 +338,8 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
         check = f"samples below {options.min_clock_ratio:.0%} of the max SM clock dropped"
     report = {"clock": "cuda_events", "l2": options.l2, "mode": options.mode,
               "stop": decision, "dropped_low_clock": dropped, "clock_check": check}
+    if ratios:
+        report["sm_clock"] = clock_summary(ratios, clock.max_mhz)
     if options.mode == "graph":
         report["graph_calls"] = options.graph_calls
     if cover is not None:
@@ -314,6 +351,15 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
                 + ("; the spin was dropped" if cover.dropped else "")
                 + ": their times include launch gaps")
     return device_times, host_times, report
+
+
+def clock_summary(ratios: list[float], max_mhz: float) -> dict[str, float]:
+    """The SM clock read during the batches: median and lowest MHz, and the maximum."""
+    ordered = sorted(ratios)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return {"median_mhz": round(median * max_mhz), "min_mhz": round(ordered[0] * max_mhz),
+            "max_mhz": round(max_mhz), "batches": len(ordered)}
 
 
 def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], list[float], bool]],

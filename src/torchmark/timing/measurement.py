@@ -199,6 +199,10 @@ class Measurement:
             median = host[len(host) // 2]
             unit, scale = select_unit(median)
             lines.append(f"  Host launch time: median {median / scale:.2f} {unit}")
+        sm = meta.get("sm_clock")
+        if isinstance(sm, dict) and sm.get("max_mhz"):
+            lines.append(f"  SM clock: median {sm['median_mhz']} MHz, lowest {sm['min_mhz']} MHz "
+                         f"(max {sm['max_mhz']} MHz, read once a batch)")
         if meta.get("dropped_low_clock"):
             lines.append(f"  {meta['dropped_low_clock']} samples dropped: SM clock throttled")
         elif meta.get("clock_check", "").startswith("SM clock not checked"):
