@@ -16,17 +16,34 @@ def _median(records):
 
 @pytest.mark.cuda
 @needs_cuda
-def test_l2_flush_makes_a_repeated_read_slower():
-    # 16 MiB fits in the L2 of an H100 (50 MiB, two halves): without a flush the second and
-    # later reads hit L2; with it every read comes from HBM. Discrete mode synchronizes
-    # before each call, so both runs pay the same launch cost (with events around
-    # back-to-back calls, a hot run would also time the launch gap that a flush hides).
+@pytest.mark.parametrize("mode, margin", [("discrete", 1.05), ("continuous_events", 1.2)])
+def test_l2_flush_makes_a_repeated_read_slower(mode, margin):
+    # 24 MiB fits in the L2 of an H100 (50 MiB, two halves): without a flush the second and
+    # later reads hit L2; with it every read comes from HBM. On an H100 the sum's kernel
+    # took 12 us hot and 21 us cold; discrete mode adds ~30 us of launch and
+    # synchronization to both (33 against 41 us), continuous_events queues the calls
+    # behind a spin, so its events time the kernels alone.
     config = config_from_data({"torch.Tensor.sum": {"config": [{"input": [{"args": [
-        {"type": "tensor", "shape": [4 * 1024 * 1024], "requires_grad": False}]}]}]}})
-    hot = _median(run(config, RunOptions(device="cuda", warmup=10, iterations=100)))
-    cold = _median(run(config, RunOptions(device="cuda", warmup=10, iterations=100,
-                                          l2_flush=True)))
-    assert cold > hot * 1.05, (hot, cold)
+        {"type": "tensor", "shape": [6 * 1024 * 1024], "requires_grad": False}]}]}]}})
+    hot = _median(run(config, RunOptions(device="cuda", warmup=10, iterations=200,
+                                         exec_mode=mode)))
+    cold = _median(run(config, RunOptions(device="cuda", warmup=10, iterations=200,
+                                          exec_mode=mode, l2_flush=True)))
+    assert cold > hot * margin, (hot, cold)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_continuous_events_time_a_tiny_op_without_its_launch_gaps():
+    config = config_from_data({"torch.add": {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": [128], "requires_grad": False},
+        {"type": "tensor", "shape": [128], "requires_grad": False}]}]}]}})
+    record = run(config, RunOptions(device="cuda", warmup=10, iterations=300,
+                                    exec_mode="continuous_events"))[0]
+    discrete = _median(run(config, RunOptions(device="cuda", warmup=10, iterations=300)))
+    events = _median([record])
+    assert "note" not in record["metrics"]["forward"], record["metrics"]
+    assert events < discrete / 2, (events, discrete)  # a ~2 us kernel, ~30 us launched
 
 
 @pytest.mark.cuda
@@ -81,6 +98,39 @@ def test_executor_on_a_simulated_gpu(fake_gpu, mode, flush, graph):
         assert forward["times"] == pytest.approx([3e-6] * 5)
     assert (fake_gpu.flushes > 0) == flush
     assert fake_gpu.devices_used == {1} and fake_gpu.current == 0
+
+
+def test_continuous_events_queue_their_calls_behind_spins(fake_gpu):
+    # the events then time each call's kernels, not the CPU's launch gaps; one spin a
+    # chunk of SPIN_CHUNK calls keeps the launch queue short
+    from torchmark.ops.executor import measure
+    from torchmark.timing.device_time import SPIN_CHUNK
+
+    def op(x):
+        fake_gpu.kernel(3e-6)
+        return x + 1
+
+    options = RunOptions(device="cuda", warmup=1, iterations=2 * SPIN_CHUNK + 2,
+                         exec_mode="continuous_events")
+    metrics, _ = measure(op, [torch.ones(4)], {}, options)
+    kinds = [kind for kind, _ in fake_gpu.log]
+    assert fake_gpu.spins == 3 and kinds.index("spin") < kinds.index("record")
+    assert all(kinds[i + 1] == "record" for i, kind in enumerate(kinds) if kind == "spin")
+    assert "note" not in metrics["forward"]
+
+
+def test_continuous_events_say_when_a_call_synchronizes(fake_gpu):
+    from torchmark.ops.executor import measure
+
+    def op(x):
+        fake_gpu.kernel(3e-6)
+        fake_gpu.host_sync()  # as .item() or nonzero: the spin cannot cover the calls
+        return x + 1
+
+    metrics, _ = measure(op, [torch.ones(4)], {}, RunOptions(
+        device="cuda", warmup=1, iterations=5, exec_mode="continuous_events", backward=False))
+    assert metrics["forward"]["note"].startswith("1 chunk(s) of up to 64 calls outlasted")
+    assert "launch gaps" in metrics["forward"]["note"]
 
 
 @pytest.mark.parametrize("mode", ["discrete", "continuous", "continuous_events"])

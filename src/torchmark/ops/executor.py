@@ -2,7 +2,9 @@
 
 Modes: `discrete` times each call alone (host clock, device synchronized around it);
 `continuous` puts one timer around all iterations and reports the mean; and
-`continuous_events` records CUDA events around each call, synchronizing once at the end.
+`continuous_events` records CUDA events around each call, queued in chunks behind a
+spin kernel (so the events time the kernels, not the CPU's launch gaps), synchronizing
+once at the end.
 With `backward`, each iteration runs the forward untimed, makes the gradient (ones)
 outside the timed region, and times the backward pass alone. Times are in seconds.
 """
@@ -86,6 +88,10 @@ def summarize(times: list[float], calls: int | None = None) -> dict[str, Any]:
             "iterations": calls if calls is not None else len(times)}
 
 
+LAUNCH_GAPS = ("{} chunk(s) of up to {} calls outlasted the spin queued ahead of them (a call "
+               "synchronizes with the host): their times can include launch gaps")
+
+
 class _Clock:
     """Synchronization, flushing and the three ways of timing calls on one device."""
 
@@ -104,6 +110,9 @@ class _Clock:
         # `ops --ncu` profiles only what runs between cudaProfilerStart and Stop: the
         # timed calls, not the warm-up, the flushes or the graph captures
         self.profiled_range = self.cuda and os.environ.get(PROFILER_RANGE_ENV) == "1"
+        # continuous_events: chunks of the last timed calls that outlasted their spin (a
+        # call synchronizes with the host): their times can include launch gaps
+        self.uncovered = 0
 
     def profiled(self) -> contextlib.AbstractContextManager:
         """Around timed calls: the profiler's capture range when `ops --ncu` asked for it
@@ -117,6 +126,14 @@ class _Clock:
             yield
         finally:
             self.torch.cuda.profiler.stop()
+
+    def gaps_note(self) -> dict[str, str]:
+        """{"note": ...} when the last timed calls' device times can include launch gaps."""
+        if not self.uncovered:
+            return {}
+        from torchmark.timing.device_time import SPIN_CHUNK
+
+        return {"note": LAUNCH_GAPS.format(self.uncovered, SPIN_CHUNK)}
 
     def sync(self) -> None:
         if self.cuda:
@@ -141,9 +158,18 @@ class _Clock:
                 elapsed = time.perf_counter() - start
             return [elapsed / n], out
         if self.mode == "continuous_events":
+            # Chunks of calls queued behind a spin kernel, so that each pair of events
+            # times the call's kernels, not the gap the CPU leaves while launching them
+            from torchmark.timing.device_time import SPIN_CHUNK, SpinCover
+
             events = [(self.torch.cuda.Event(enable_timing=True),
                        self.torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-            for start, end in events:
+            cover = SpinCover(self.torch, SPIN_CHUNK * 2e-5)  # ~20 us to launch a call
+            for i, (start, end) in enumerate(events):
+                if i % SPIN_CHUNK == 0:
+                    if i:
+                        cover.end()
+                    cover.begin()
                 arg = before() if before else None
                 reset()
                 self.flush()
@@ -151,6 +177,8 @@ class _Clock:
                     start.record()
                     out = call(arg) if before else call()
                     end.record()
+            cover.end()
+            self.uncovered = cover.uncovered
             self.sync()
             return [s.elapsed_time(e) / 1000.0 for s, e in events], out
         times = []
@@ -309,7 +337,8 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
         def timed(_: Any = None) -> Any:
             return replay()
     times, out = clock.time_calls(timed, options.iterations, reset=reset)
-    metrics = {"forward": {**summarize(times, options.iterations), "memory": memory.result()}}
+    metrics = {"forward": {**summarize(times, options.iterations), "memory": memory.result(),
+                           **clock.gaps_note()}}
     if inputs is not None and inputs.saved:  # continuous mode cannot put them back
         metrics["forward"]["inputs_restored"] = options.exec_mode != "continuous"
     if options.cuda_graph:
@@ -339,4 +368,5 @@ def _measure_backward(forward: Callable[[], Any], options: RunOptions,
     memory = _Memory(clock)
     times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
                                 options.iterations, before=make_graph)
-    return {**summarize(times, options.iterations), "memory": memory.result()}
+    return {**summarize(times, options.iterations), "memory": memory.result(),
+            **clock.gaps_note()}

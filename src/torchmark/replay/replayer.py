@@ -22,6 +22,7 @@ from torchmark.replay.values import (
     walk_tensors,
 )
 from torchmark.timing import clocks
+from torchmark.timing.device_time import SPIN_CHUNK
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.task_spec import TaskSpec
 
@@ -68,7 +69,6 @@ def resolve_overload(node: Node):
     return getattr(packet, key)
 
 
-SPIN_CHUNK = 64  # ops queued behind one spin: ~200 launches with their events
 
 
 class Replayer:

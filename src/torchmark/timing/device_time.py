@@ -201,6 +201,7 @@ def spin(torch, seconds: float) -> None:
 
 
 MAX_SPIN_S = 0.05  # the bound of a spin, or 4x the first enqueue estimate (at most 1 s)
+SPIN_CHUNK = 64  # calls (ops) queued behind one spin: ~200 launches with their events
 # Uncovered batches in a row before the spin is dropped. Each doubles the spin, so six
 # in a row is a statement that synchronizes, not a host that paused (a GC pass, another
 # process): on an H100 three in a row once ended blocking mode after 1272 good batches.
