@@ -113,6 +113,20 @@ class _Clock:
         # continuous_events: chunks of the last timed calls that outlasted their spin (a
         # call synchronizes with the host): their times can include launch gaps
         self.uncovered = 0
+        self.enqueue_s: float | None = None  # the least host time a warm-up call took
+
+    @contextlib.contextmanager
+    def enqueue_timed(self) -> Iterator[None]:
+        """Around a warm-up call on a GPU in continuous_events mode: the host time it
+        takes to queue (the device idle first), which sizes the first spin."""
+        if not (self.cuda and self.mode == "continuous_events"):
+            yield
+            return
+        self.sync()
+        started = time.perf_counter()
+        yield
+        took = time.perf_counter() - started
+        self.enqueue_s = took if self.enqueue_s is None else min(self.enqueue_s, took)
 
     def profiled(self) -> contextlib.AbstractContextManager:
         """Around timed calls: the profiler's capture range when `ops --ncu` asked for it
@@ -164,7 +178,9 @@ class _Clock:
 
             events = [(self.torch.cuda.Event(enable_timing=True),
                        self.torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-            cover = SpinCover(self.torch, SPIN_CHUNK * 2e-5)  # ~20 us to launch a call
+            # a call's warm-up enqueue time plus its two events; ~20 us without a warm-up
+            per_call = 2e-5 if self.enqueue_s is None else max(self.enqueue_s + 1e-5, 2e-5)
+            cover = SpinCover(self.torch, SPIN_CHUNK * per_call)
             for i, (start, end) in enumerate(events):
                 if i % SPIN_CHUNK == 0:
                     if i:
@@ -321,7 +337,8 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
     for i in range(max(options.warmup, first)):
         if i and reset is not None:
             reset()
-        forward()
+        with clock.enqueue_timed():
+            forward()
         if i == 0 and inputs is not None:
             inputs.keep_changed()
     clock.sync()
@@ -361,9 +378,11 @@ def _measure_backward(forward: Callable[[], Any], options: RunOptions,
         y = _grad_output(forward())
         return y, torch_.ones_like(y)
 
+    clock.enqueue_s = None  # a backward call also queues its forward
     for _ in range(max(options.warmup, 1) if options.compile else options.warmup):
-        y, grad = make_graph()
-        y.backward(grad)
+        with clock.enqueue_timed():
+            y, grad = make_graph()
+            y.backward(grad)
     clock.sync()
     memory = _Memory(clock)
     times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
