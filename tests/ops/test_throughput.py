@@ -60,3 +60,19 @@ def test_the_table_keeps_one_unit_per_op_and_short_failures():
     assert "ional.linear" in text  # folded, not cut to "torch.nn.f…"
     assert "failed:" in text and "more" not in text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_records_note_is_flagged_in_the_table_and_listed():
+    from rich.console import Console
+
+    from torchmark.ops.report import record_notes, records_table
+
+    noted = {"op": "torch.nonzero", "id": "torch.nonzero|0|0|0", "status": "ok", "error": None,
+             "config": {"build": None, "input": {}},
+             "metrics": {"forward": {"median": 1e-5, "note": "launch gaps"},
+                         "backward": {"median": 2e-5}}}
+    assert record_notes(noted) == ["forward: launch gaps"]
+    assert record_notes({**noted, "metrics": None}) == []
+    console = Console(width=100, record=True)
+    console.print(records_table([noted]))
+    assert "ok (note below)" in console.export_text()

@@ -83,7 +83,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     from torchmark.ops.executor import RunOptions
     from torchmark.ops.loading import load_config
     from torchmark.ops.registry import load_plugin
-    from torchmark.ops.report import describe_config, records_table
+    from torchmark.ops.report import describe_config, record_notes, records_table
     from torchmark.ops.runner import SCHEMA, run, select_cases
 
     for module in plugins:
@@ -140,6 +140,9 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         progress.stop()
     if not quiet:
         Console().print(records_table(records))
+        for r in records:
+            for note in record_notes(r):
+                click.echo(f"note: {r['id']}: {note}")
     written = resume_file or out
     click.echo(f"{len(records) - on_record.failed} ok, {on_record.failed} failed -> {written}"
                + (f"; trace: {trace}" if trace else ""))

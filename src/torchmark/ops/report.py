@@ -63,6 +63,14 @@ def throughput(record: dict[str, Any], flops: bool | None = None) -> str:
     return ""
 
 
+def record_notes(record: dict[str, Any]) -> list[str]:
+    """What a record's timed phases say about their figures ("forward: ..."), e.g. that
+    device times can include launch gaps."""
+    metrics = record.get("metrics") or {}
+    return [f"{phase}: {metrics[phase]['note']}" for phase in ("forward", "backward")
+            if isinstance(metrics.get(phase), dict) and metrics[phase].get("note")]
+
+
 _STATUS_WIDTH = 40  # a failure's first line, cut; the whole message is in the results
 
 
@@ -88,6 +96,8 @@ def records_table(records: list[dict[str, Any]], title: str = "operator benchmar
         fwd = metrics.get("forward", {}).get("median")
         bwd = metrics.get("backward", {}).get("median")
         status = "ok"
+        if record_notes(r):
+            status = "ok (note below)"
         if r["status"] != "ok":
             first = ((r.get("error") or "").strip().splitlines() or [""])[0]
             cut = first if len(first) <= _STATUS_WIDTH else first[:_STATUS_WIDTH - 3] + "..."
