@@ -168,11 +168,12 @@ _SPIN_RATES: dict[int, float] = {}
 
 def spin_rate(torch) -> float:
     """Cycles a second of torch's spin kernel on the current device, measured once per
-    process with events: the device properties' clock rate is absent or in other units
-    in some CUDA releases (CUDA 13 dropped the field), which made a spin a thousandth of
-    its intended length. The fastest of three timings counts (a spin too long only idles
-    the GPU; too short, it stops covering launches); a nonsensical timing falls back to
-    the properties' rate, else 1.5 GHz."""
+    process with events rather than read from the device properties, whose `clock_rate`
+    is absent from some torch releases and from CUDA 13's cudaDeviceProp (torch 2.11 +
+    CUDA 13 on an H100 still reported 1980000 kHz; the spin measured 1.97 G cycles/s).
+    The fastest of three timings counts (a spin too long only idles the GPU; too short,
+    it stops covering launches); a nonsensical timing falls back to the properties'
+    rate, else 1.5 GHz."""
     index = torch.cuda.current_device()
     if index in _SPIN_RATES:
         return _SPIN_RATES[index]
