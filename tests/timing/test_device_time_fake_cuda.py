@@ -140,6 +140,18 @@ def test_the_spin_rate_is_measured_not_read_from_the_clock_rate_property(fake_gp
     assert fake_gpu.spin_seconds[-1] == pytest.approx(1e-3)
 
 
+def test_a_spin_timed_at_a_low_clock_takes_the_listed_rate(fake_gpu, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(device_time, "_SPIN_RATES", {})
+
+    class TwoGigahertz:  # listed at 2 GHz; the fake device spins at 1 GHz (idle, say)
+        name, clock_rate, L2_cache_size, uuid = "fake", 2_000_000, 1 << 20, None
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: TwoGigahertz())
+    assert measured_spin_rate(torch) == pytest.approx(2e9)
+
+
 @pytest.mark.parametrize("clock_rate, expected", [(1_000_000, 1e9), (None, 1.5e9)])
 def test_a_spin_that_cannot_be_timed_falls_back_to_the_property(fake_gpu, monkeypatch,
                                                                 clock_rate, expected):

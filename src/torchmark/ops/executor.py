@@ -89,7 +89,9 @@ def summarize(times: list[float], calls: int | None = None) -> dict[str, Any]:
 
 
 LAUNCH_GAPS = ("{} chunk(s) of up to {} calls outlasted the spin queued ahead of them (a call "
-               "synchronizes with the host): their times can include launch gaps")
+               "synchronizes with the host, or a chunk queues more launches than the queue "
+               "holds): their times can include launch gaps")
+MAX_CALL_ENQUEUE_S = 1e-3  # the most a call's enqueue estimate sizes the first spin by
 
 
 class _Clock:
@@ -113,7 +115,7 @@ class _Clock:
         # continuous_events: chunks of the last timed calls that outlasted their spin (a
         # call synchronizes with the host): their times can include launch gaps
         self.uncovered = 0
-        self.enqueue_s: float | None = None  # the least host time a warm-up call took
+        self._enqueue_times: list[float] = []  # of the warm-up calls (enqueue_timed)
 
     @contextlib.contextmanager
     def enqueue_timed(self) -> Iterator[None]:
@@ -125,8 +127,20 @@ class _Clock:
         self.sync()
         started = time.perf_counter()
         yield
-        took = time.perf_counter() - started
-        self.enqueue_s = took if self.enqueue_s is None else min(self.enqueue_s, took)
+        self._enqueue_times.append(time.perf_counter() - started)
+
+    def new_enqueue_estimate(self) -> None:
+        """Forget the warm-up times so far (the next calls queue other work)."""
+        self._enqueue_times.clear()
+
+    def call_enqueue_s(self) -> float:
+        """A call's host time to queue, with its flush and two events: the least a
+        warm-up call took, not counting the first (compiling, autotuning) where there are
+        others; 20 us without a warm-up; at most MAX_CALL_ENQUEUE_S."""
+        times = self._enqueue_times[1:] or self._enqueue_times
+        if not times:
+            return 2e-5
+        return min(max(min(times) + 1e-5, 2e-5), MAX_CALL_ENQUEUE_S)
 
     def profiled(self) -> contextlib.AbstractContextManager:
         """Around timed calls: the profiler's capture range when `ops --ncu` asked for it
@@ -178,11 +192,12 @@ class _Clock:
 
             events = [(self.torch.cuda.Event(enable_timing=True),
                        self.torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-            # a call's warm-up enqueue time plus its two events; ~20 us without a warm-up
-            per_call = 2e-5 if self.enqueue_s is None else max(self.enqueue_s + 1e-5, 2e-5)
-            cover = SpinCover(self.torch, SPIN_CHUNK * per_call)
+            # not under ncu, which serializes the kernels it profiles: no spin could cover
+            # them, and ncu's own times are the figures there
+            cover = None if self.profiled_range else \
+                SpinCover(self.torch, SPIN_CHUNK * self.call_enqueue_s())
             for i, (start, end) in enumerate(events):
-                if i % SPIN_CHUNK == 0:
+                if cover is not None and i % SPIN_CHUNK == 0:
                     if i:
                         cover.end()
                     cover.begin()
@@ -193,8 +208,9 @@ class _Clock:
                     start.record()
                     out = call(arg) if before else call()
                     end.record()
-            cover.end()
-            self.uncovered = cover.uncovered
+            if cover is not None:
+                cover.end()
+            self.uncovered = cover.uncovered if cover is not None else 0
             self.sync()
             return [s.elapsed_time(e) / 1000.0 for s, e in events], out
         times = []
@@ -335,9 +351,9 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
     # an in-place op's first call tells which inputs it changes
     first = 1 if options.compile or inputs is not None else 0
     for i in range(max(options.warmup, first)):
-        if i and reset is not None:
-            reset()
-        with clock.enqueue_timed():
+        with clock.enqueue_timed():  # the reset is queued before each timed call too
+            if i and reset is not None:
+                reset()
             forward()
         if i == 0 and inputs is not None:
             inputs.keep_changed()
@@ -378,7 +394,7 @@ def _measure_backward(forward: Callable[[], Any], options: RunOptions,
         y = _grad_output(forward())
         return y, torch_.ones_like(y)
 
-    clock.enqueue_s = None  # a backward call also queues its forward
+    clock.new_enqueue_estimate()  # a backward call also queues its forward
     for _ in range(max(options.warmup, 1) if options.compile else options.warmup):
         with clock.enqueue_timed():
             y, grad = make_graph()

@@ -69,8 +69,6 @@ def resolve_overload(node: Node):
     return getattr(packet, key)
 
 
-
-
 class Replayer:
     """Replays the selected operators of a trace on `device`."""
 

@@ -171,9 +171,9 @@ def spin_rate(torch) -> float:
     process with events rather than read from the device properties, whose `clock_rate`
     is absent from some torch releases and from CUDA 13's cudaDeviceProp (torch 2.11 +
     CUDA 13 on an H100 still reported 1980000 kHz; the spin measured 1.97 G cycles/s).
-    The fastest of three timings counts (a spin too long only idles the GPU; too short,
-    it stops covering launches); a nonsensical timing falls back to the properties'
-    rate, else 1.5 GHz."""
+    The fastest of three timings counts, or the properties' rate where that is higher (a
+    spin too long only idles the GPU; too short, it stops covering launches); a
+    nonsensical timing falls back to the properties' rate, else 1.5 GHz."""
     index = torch.cuda.current_device()
     if index in _SPIN_RATES:
         return _SPIN_RATES[index]
@@ -188,10 +188,14 @@ def spin_rate(torch) -> float:
         seconds = start.elapsed_time(end) / 1000.0
         if seconds > 0:
             best = max(best, CALIBRATION_CYCLES / seconds)
+    props = torch.cuda.get_device_properties(index)
+    listed = (getattr(props, "clock_rate", 0) or 0) * 1e3  # kHz where it exists
+    listed = listed if 1e7 <= listed <= 1e11 else 0.0
     if not 1e7 <= best <= 1e11:
-        props = torch.cuda.get_device_properties(index)
-        best = (getattr(props, "clock_rate", 0) or 0) * 1e3  # kHz where it exists
-        best = best if 1e7 <= best <= 1e11 else 1.5e9
+        best = listed or 1.5e9
+    # timed while the GPU idled at a low clock, the rate would be low and every spin
+    # short: the listed (maximum) rate, where it is higher, errs on the long side
+    best = max(best, listed)
     _SPIN_RATES[index] = best
     return best
 
