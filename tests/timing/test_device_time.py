@@ -60,6 +60,53 @@ def test_noisy_samples_stop_on_timeout():
     assert len(samples) == 10 * 5  # five batches before the fake clock passed 0.5 s
 
 
+def test_steady_noise_stops_after_the_settle_window():
+    # samples whose spread is their own (a kernel shorter than its launch): the relative
+    # std sits at ~64% whatever the count, so waiting for 1% would always time out
+    rule = StopRule(rsd=0.01, min_time=0, max_time=100, settle=0.5, steady=0.05)
+    noisy = itertools.cycle([[1e-5, 5e-5] * 5])
+    samples, _, _, decision = sample_until(rule, batches(noisy), FakeClock(0.01))
+    assert decision["rule"] == "steady" and decision["rsd"] > 0.5
+    assert "stayed within 5% of itself for 0.50 s" in decision["reason"]
+    assert 50 * 10 <= len(samples) <= 60 * 10  # about half a second of 10 ms batches
+    # with the steady rule off, the timeout
+    samples, _, _, decision = sample_until(StopRule(rsd=0.01, min_time=0, max_time=2,
+                                                    settle=0), batches(noisy), FakeClock(0.01))
+    assert decision["rule"] == "timeout"
+
+
+@pytest.mark.parametrize("kwargs", [dict(settle=-1), dict(steady=float("nan")),
+                                    dict(steady=True)])
+def test_stop_rule_refuses_a_bad_settle_or_steady(kwargs):
+    with pytest.raises(ValueError, match=f"StopRule: {next(iter(kwargs))} must be"):
+        StopRule(**kwargs)
+
+
+def test_noise_that_keeps_changing_is_not_steady():
+    # the spread grows batch after batch (a clock ramping down, say): no steady window
+    def growing():
+        for i in itertools.count(1):
+            yield [1e-5, 1e-5 * (1 + 0.05 * i)] * 5
+
+    rule = StopRule(rsd=0.001, min_time=0, max_time=3, settle=0.5, steady=0.05)
+    _, _, _, decision = sample_until(rule, batches(growing()), FakeClock(0.01))
+    assert decision["rule"] == "timeout"
+
+
+def test_noise_history_needs_a_whole_window_and_a_steady_mean():
+    from torchmark.timing.stopping import NoiseHistory
+
+    history, stats = NoiseHistory(), RunningStats()
+    for t in range(5):  # 0.0 to 0.4 s: under a whole window of history
+        stats.extend([1e-5, 3e-5] * 50)
+        assert not history.steady_for(t / 10, stats, settle=0.5, steady=0.05)
+    stats.extend([1e-5, 3e-5] * 50)
+    assert history.steady_for(0.5, stats, settle=0.5, steady=0.05)
+    stats.extend([1e-5, 9e-5] * 50)  # a jump in the spread
+    assert not history.steady_for(0.6, stats, settle=0.5, steady=0.05)
+    assert len(history.points) <= 52
+
+
 def test_throttled_batches_are_dropped_and_counted():
     rule = StopRule(rsd=0.5, min_time=0, max_time=100, min_samples=10)
     keep = itertools.chain([False, False], itertools.repeat(True))

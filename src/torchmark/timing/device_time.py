@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from torchmark.timing.stopping import RunningStats, StopRule
+from torchmark.timing.stopping import NoiseHistory, RunningStats, StopRule
 
 MODES = ("events", "blocking", "graph")
 L2_MODES = ("cold", "hot")
@@ -385,6 +385,7 @@ def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], lis
     low: list[float] = []
     low_hosts: list[float] = []
     kept, throttled = RunningStats(), RunningStats()
+    kept_noise, throttled_noise = NoiseHistory(), NoiseHistory()
     started = clock()
     while True:
         batch, batch_hosts, keep = take_batch()
@@ -397,8 +398,10 @@ def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], lis
             low_hosts += batch_hosts
             throttled.extend(batch)
         elapsed = clock() - started
-        judged = kept if samples or len(low) < THROTTLED_PATIENCE else throttled
-        decision = rule.decide(judged, elapsed)
+        if samples or len(low) < THROTTLED_PATIENCE:
+            decision = rule.decide(kept, elapsed, kept_noise)
+        else:
+            decision = rule.decide(throttled, elapsed, throttled_noise)
         if decision is not None:
             if not samples:  # describe what is returned: the throttled samples
                 decision = rule.decide(throttled, elapsed) or decision

@@ -11,18 +11,24 @@ from collections.abc import Iterable
 @dataclasses.dataclass(frozen=True)
 class StopRule:
     """Stop once the relative standard deviation of the samples is at most `rsd`, after
-    `min_samples` samples and `min_time` seconds of measured time; give up after
-    `max_time` seconds of wall time."""
+    `min_samples` samples and `min_time` seconds of measured time; or, past those
+    minimums, once it has stayed within `steady` (a share of itself) for `settle` seconds
+    of wall time: the statement's own noise, which more samples would not lower (a
+    kernel shorter than its launch in events mode, a GPU at its power cap), as nvbench's
+    convergence check; give up after `max_time` seconds of wall time. `settle=0` turns
+    the steady rule off."""
 
     rsd: float = 0.02
     min_time: float = 0.05
     max_time: float = 5.0
     min_samples: int = 10
+    settle: float = 0.5
+    steady: float = 0.05
 
     def __post_init__(self) -> None:
-        for name in ("rsd", "min_time", "max_time"):
+        for name in ("rsd", "min_time", "max_time", "settle", "steady"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ValueError(f"StopRule: {name} must be a number >= 0, got {value!r}")
         if self.max_time < self.min_time:
             raise ValueError(f"StopRule: max_time ({self.max_time}) is below min_time "
@@ -32,22 +38,60 @@ class StopRule:
             raise ValueError(f"StopRule: min_samples must be an int >= 2, got "
                              f"{self.min_samples!r}")
 
-    def decide(self, samples: list[float] | RunningStats, elapsed: float) -> dict | None:
+    def decide(self, samples: list[float] | RunningStats, elapsed: float,
+               history: NoiseHistory | None = None) -> dict | None:
         """None to go on sampling, else {"rule", "reason", "samples", "rsd"} (rsd None
-        when undefined). `samples`: the times, or their RunningStats (O(1) a check)."""
+        when undefined). `samples`: the times, or their RunningStats (O(1) a check).
+        `history`: kept by the caller across checks, for the steady rule."""
         stats = samples if isinstance(samples, RunningStats) else RunningStats(samples)
         rsd = stats.relative_std()
         shown = f"{rsd:.2%}" if math.isfinite(rsd) else "undefined"
         done = {"samples": stats.count, "rsd": rsd if math.isfinite(rsd) else None}
-        if stats.count >= self.min_samples and stats.total >= self.min_time and rsd <= self.rsd:
+        ready = stats.count >= self.min_samples and stats.total >= self.min_time
+        if ready and rsd <= self.rsd:
             return {"rule": "noise", **done,
                     "reason": f"relative std {shown} <= {self.rsd:.2%} after "
                               f"{stats.count} samples"}
+        if ready and history is not None and self.settle > 0 and math.isfinite(rsd) \
+                and history.steady_for(elapsed, stats, self.settle, self.steady):
+            return {"rule": "steady", **done,
+                    "reason": f"relative std {shown}, above {self.rsd:.2%}, stayed within "
+                              f"{self.steady:.0%} of itself for {self.settle:.2f} s "
+                              f"({stats.count} samples): the statement's own noise"}
         if elapsed >= self.max_time:
             return {"rule": "timeout", **done,
                     "reason": f"timeout after {elapsed:.2f} s with relative std {shown} "
                               f"(target {self.rsd:.2%})"}
         return None
+
+
+class NoiseHistory:
+    """The relative std at past checks, thinned to about 50 points a settle window (so a
+    check costs the same whatever its rate), with the count and sum of the samples then
+    (so the mean of the window's own samples is known)."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[float, float, int, float]] = []  # elapsed, rsd, count, total
+
+    def steady_for(self, elapsed: float, stats: RunningStats, settle: float,
+                   steady: float) -> bool:
+        """Record `stats` at `elapsed`; True when, over the last `settle` seconds (the
+        history reaching at least that far back), the relative std stayed within
+        `steady` of its value now and the window's own samples averaged within `steady`
+        of all samples' mean (a drifting statement is not steady)."""
+        rsd = stats.relative_std()
+        if not self.points or elapsed - self.points[-1][0] >= settle / 50:
+            self.points.append((elapsed, rsd, stats.count, stats.total))
+        while len(self.points) > 1 and self.points[1][0] <= elapsed - settle:
+            self.points.pop(0)
+        since, _, count, total = self.points[0]
+        if since > elapsed - settle or stats.count <= count:
+            return False  # not yet a whole window of history, or no sample in it
+        mean = stats.total / stats.count
+        recent = (stats.total - total) / (stats.count - count)
+        if abs(recent - mean) > steady * abs(mean):
+            return False
+        return all(abs(r - rsd) <= steady * rsd for _, r, _, _ in self.points)
 
 
 class RunningStats:

@@ -321,7 +321,10 @@ class Timer:
         (`graph_calls` calls captured in a CUDA graph; replay time / graph_calls; by
         default 10 with a hot L2, 1 with a cold one, which is flushed before each replay).
         Sampling stops when the relative standard deviation is at most `rsd` (after
-        `min_run_time` seconds of device time), or after `max_run_time` seconds.
+        `min_run_time` seconds of device time); or when, past that, it has stayed within
+        5% of itself for half a second (the statement's own noise, as a kernel shorter
+        than its launch in events mode: more samples would not lower it); or after
+        `max_run_time` seconds.
         Samples taken while the SM clock is below `min_clock_ratio` of its maximum are
         dropped (when nvidia-ml-py can read it; if all were, they are kept and flagged).
         The Measurement's times are device times; its metadata holds the host launch
