@@ -169,8 +169,9 @@ def test_a_spin_that_cannot_be_timed_falls_back_to_the_property(fake_gpu, monkey
     assert measured_spin_rate(torch) == pytest.approx(expected)
 
 
-def test_the_sm_clock_read_during_the_batches_is_reported(fake_gpu, monkeypatch):
-    readings = iter([0.9, 0.8, 1.0] * 1000)
+def fake_sm_clock(monkeypatch, readings) -> None:
+    """An SM clock (max 2000 MHz) whose readings, as shares of the max, come from
+    `readings`."""
 
     class Clock:
         note, max_mhz = "", 2000
@@ -183,16 +184,34 @@ def test_the_sm_clock_read_during_the_batches_is_reported(fake_gpu, monkeypatch)
             return next(readings)
 
     monkeypatch.setattr(device_time, "SmClock", Clock)
+
+
+def test_the_sm_clock_read_during_the_batches_is_reported(fake_gpu, monkeypatch):
+    # two readings a batch, as it starts and as it ends: the lower one counts
+    readings = iter([0.9, 1.0, 1.0, 0.8, 1.0, 1.0] * 1000)
+
+    fake_sm_clock(monkeypatch, readings)
     rule = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=30)  # three batches
     _, _, report = measure_device_time(lambda: fake_gpu.kernel(1e-6),
                                        DeviceTimeOptions(l2="hot", rule=rule))
     sm = report["sm_clock"]
     assert (sm["median_mhz"], sm["min_mhz"], sm["max_mhz"], sm["batches"]) == \
-        (1800, 1600, 2000, 3)
+        (1800, 1600, 2000, 3)  # batches read 0.9, 0.8 and 1.0
     m = Timer("gpu.kernel(1e-6)", globals={"gpu": fake_gpu}).device_time(
         l2="hot", rsd=0.05, min_run_time=0, max_run_time=2)
-    assert "SM clock: median " in repr(m) and "(max 2000 MHz, read once a batch)" in repr(m)
+    assert "SM clock: median " in repr(m) and "(max 2000 MHz, the lower of two readings a batch)" in repr(m)
 
 
 def test_clock_summary_of_an_even_count_takes_the_middle_pair():
     assert device_time.clock_summary([0.5, 1.0], 1000)["median_mhz"] == 750
+
+
+def test_a_batch_whose_clock_falls_before_it_ends_is_dropped(fake_gpu, monkeypatch):
+    # read only as the batch started, a power-capped batch would pass for a full-clock one
+    readings = iter([1.0, 0.5] * 3 + [1.0, 1.0] * 1000)
+
+    fake_sm_clock(monkeypatch, readings)
+    rule = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=10)
+    _, _, report = measure_device_time(lambda: fake_gpu.kernel(1e-6),
+                                       DeviceTimeOptions(l2="hot", rule=rule))
+    assert report["dropped_low_clock"] == 30 and report["sm_clock"]["min_mhz"] == 1000

@@ -330,10 +330,15 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
             hosts.append((time.perf_counter() - t0) / per_sample)
         if cover is not None:
             cover.end()
-        ratio = clock.ratio()  # read while the batch runs, not once the GPU idles
+        # read as the batch starts to run and as it ends (a clock that falls during the
+        # batch, as at a power cap, shows in the second): the lower reading counts
+        started = clock.ratio()
+        torch.cuda.synchronize(device)
+        ended = clock.ratio()
+        readings = [r for r in (started, ended) if r is not None]
+        ratio = min(readings) if readings else None
         if ratio is not None:
             ratios.append(ratio)
-        torch.cuda.synchronize(device)
         keep = ratio is None or ratio >= options.min_clock_ratio
         return [s.elapsed_time(e) / 1000.0 / per_sample for s, e in events], hosts, keep
 

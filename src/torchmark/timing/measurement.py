@@ -202,7 +202,7 @@ class Measurement:
         sm = meta.get("sm_clock")
         if isinstance(sm, dict) and sm.get("max_mhz"):
             lines.append(f"  SM clock: median {sm['median_mhz']} MHz, lowest {sm['min_mhz']} MHz "
-                         f"(max {sm['max_mhz']} MHz, read once a batch)")
+                         f"(max {sm['max_mhz']} MHz, the lower of two readings a batch)")
         if meta.get("dropped_low_clock"):
             lines.append(f"  {meta['dropped_low_clock']} samples dropped: SM clock throttled")
         elif meta.get("clock_check", "").startswith("SM clock not checked"):
