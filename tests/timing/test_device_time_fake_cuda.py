@@ -215,3 +215,27 @@ def test_a_batch_whose_clock_falls_before_it_ends_is_dropped(fake_gpu, monkeypat
     _, _, report = measure_device_time(lambda: fake_gpu.kernel(1e-6),
                                        DeviceTimeOptions(l2="hot", rule=rule))
     assert report["dropped_low_clock"] == 30 and report["sm_clock"]["min_mhz"] == 1000
+
+
+def test_an_uncovered_batch_among_covered_ones_is_left_out(fake_gpu):
+    # a host pause (here: a synchronization in every 7th batch's first call) lets the GPU
+    # catch up; that batch's times hold launch gaps, and the spin covers the others
+    gpu = fake_gpu
+    calls = iter(range(10**9))
+
+    def sometimes_syncs():
+        n = next(calls)
+        if n % 70 == 0 and n:
+            gpu.host_sync()
+        gpu.kernel(2e-6)
+
+    rule = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=300)
+    times, _, report = measure_device_time(sometimes_syncs,
+                                           DeviceTimeOptions(l2="hot", mode="blocking",
+                                                             rule=rule))
+    spin = report["spin"]
+    assert spin["uncovered"] >= 4 and spin["left_out"] == spin["uncovered"]
+    assert not spin["spin_dropped"]
+    assert len(times) == 10 * (spin["batches"] - spin["left_out"])
+    assert f"; {spin['left_out']} left out" in report["spin_note"]
+    assert "include launch gaps" not in report["spin_note"]

@@ -232,7 +232,7 @@ class SpinCover:
         self.torch = torch
         self.enqueue_s = enqueue_s
         self.cap = min(max(MAX_SPIN_S, 4 * enqueue_s), 1.0)
-        self.batches = self.uncovered = 0
+        self.batches = self.uncovered = self.left_out = 0
         self.dropped = False
         self._streak = 0
         self._spun: Any = None
@@ -248,23 +248,36 @@ class SpinCover:
             self._spun.record()
         self._queued_at = time.perf_counter()
 
-    def end(self) -> None:
+    def end(self) -> bool:
+        """Whether the batch just queued was covered (its times free of launch gaps)."""
         took = time.perf_counter() - self._queued_at
         self.batches += 1
         if self.dropped:
             self.uncovered += 1
-            return
+            return False
         if not self._spun.query():  # still spinning: every launch was queued behind it
             self.enqueue_s, self._streak = took, 0
-            return
+            return True
         self.uncovered += 1
         self._streak += 1
         self.enqueue_s = min(2 * self.enqueue_s, self.cap)
         self.dropped = self._streak >= SPIN_GIVE_UP
+        return False
+
+    def end_and_judge(self) -> bool:
+        """End the batch (as end()); whether to keep its samples. An uncovered batch is
+        left out (and counted) while the spin covers others: a host pause, whose launch
+        gaps would only blur the figure; kept once the spin was dropped, or before any
+        batch was covered (nothing else would be kept)."""
+        was_dropped = self.dropped
+        if self.end() or was_dropped or self.batches == self.uncovered:
+            return True
+        self.left_out += 1
+        return False
 
     def report(self) -> dict[str, Any]:
         return {"batches": self.batches, "uncovered": self.uncovered,
-                "spin_dropped": self.dropped}
+                "left_out": self.left_out, "spin_dropped": self.dropped}
 
 
 def _warm_up(torch, device, timed: Callable[[], Any], flush: Callable[[], None]) -> float:
@@ -328,8 +341,7 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
             timed()
             end.record()
             hosts.append((time.perf_counter() - t0) / per_sample)
-        if cover is not None:
-            cover.end()
+        keep_batch = cover.end_and_judge() if cover is not None else True
         # read as the batch starts to run and as it ends (a clock that falls during the
         # batch, as at a power cap, shows in the second): the lower reading counts
         started = clock.ratio()
@@ -339,6 +351,8 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
         ratio = min(readings) if readings else None
         if ratio is not None:
             ratios.append(ratio)
+        if not keep_batch:  # launch gaps in a batch the spin should have covered
+            return [], [], True
         keep = ratio is None or ratio >= options.min_clock_ratio
         return [s.elapsed_time(e) / 1000.0 / per_sample for s, e in events], hosts, keep
 
@@ -359,11 +373,13 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
     if cover is not None:
         report["spin"] = cover.report()
         if cover.uncovered:
+            kept = cover.uncovered - cover.left_out
             report["spin_note"] = (
                 f"{cover.uncovered} of {cover.batches} batches outlasted the spin (the "
                 "statement synchronizes with the host, or queues more launches than fit)"
+                + (f"; {cover.left_out} left out" if cover.left_out else "")
                 + ("; the spin was dropped" if cover.dropped else "")
-                + ": their times include launch gaps")
+                + (f": the times of {kept} include launch gaps" if kept else ""))
     return device_times, host_times, report
 
 
