@@ -268,3 +268,37 @@ def test_timeit_saves_into_an_empty_file(capsys, tmp_path):
     code, out, err = run(capsys, "timeit", "pass", "--min-run-time", "0.01", "--save", str(path))
     assert code == 0, err
     assert len(load_measurements(path)) == 1
+
+
+def test_fuzz_streams_cases_keeps_a_fuzzers_own_seed_and_prints_dtypes(capsys, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "my_fuzzers.py").write_text(
+        "import torch\n"
+        "from torchmark import Fuzzer, FuzzedParameter, FuzzedTensor\n"
+        "ready = Fuzzer([FuzzedParameter('n', 1, 100, distribution='uniform')],\n"
+        "               [FuzzedTensor('x', size=('n',))], seed=123)\n"
+        "def late(seed):\n"
+        "    seen = []  # the fifth draw raises\n"
+        "    return Fuzzer([FuzzedParameter('n', 1, 100, distribution='uniform')],\n"
+        "                  [FuzzedTensor('x', size=('n',))],\n"
+        "                  constraints=[lambda n: seen.append(n) or len(seen) < 5 or 1 / 0],\n"
+        "                  seed=seed)\n"
+        "def typed(seed):\n"
+        "    return Fuzzer([FuzzedParameter('dtype', distribution={torch.float32: 0.5,\n"
+        "                                                         torch.float16: 0.5})],\n"
+        "                  [FuzzedTensor('x', size=(4,))], seed=seed)\n")
+    code, out, _ = run(capsys, "fuzz", "my_fuzzers:ready", "-n", "2")
+    assert code == 0 and out.startswith("fuzzer my_fuzzers:ready, seed 123: 2 cases")
+    code, _, err = run(capsys, "fuzz", "my_fuzzers:ready", "--seed", "5")
+    assert code == 2 and "a ready-made Fuzzer with its own seed (123)" in err
+    # a case that raises keeps the ones drawn before it, in both formats
+    code, out, err = run(capsys, "fuzz", "my_fuzzers:late", "-n", "100", "--format", "jsonl")
+    kept = [json.loads(line) for line in out.splitlines()]
+    assert code == 2 and len(kept) == 4 and "raised ZeroDivisionError" in err
+    assert f"drawing case {len(kept)} raised" in err
+    code, out, err = run(capsys, "fuzz", "my_fuzzers:late", "-n", "100")
+    assert code == 2 and f"seed 0: {len(kept)} cases" in out
+    code, out, _ = run(capsys, "fuzz", "my_fuzzers:typed", "-n", "3", "--format", "jsonl")
+    assert code == 0 and {json.loads(line)["params"]["dtype"] for line in out.splitlines()} \
+        <= {"torch.float32", "torch.float16"}

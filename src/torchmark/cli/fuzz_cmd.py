@@ -33,7 +33,9 @@ def _format_table(records: list[dict], shown_params: list[str]) -> str:
 
 @click.command("fuzz")
 @click.argument("name")
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None,
+              help="Seed of the fuzzer's random stream (default 0); a module:attribute "
+                   "naming a ready-made Fuzzer keeps its own.")
 @click.option("-n", "count", type=click.IntRange(min=1), default=10, show_default=True,
               help="Number of cases.")
 @click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table",
@@ -49,24 +51,31 @@ def fuzz_cmd(name, seed, count, fmt, all_params):
     from torchmark.errors import USER_CODE_FAILURES, error_line
     from torchmark.fuzzing.catalog import describe_case, make_fuzzer
 
-    fuzzer = make_fuzzer(name, seed)
+    fuzzer = make_fuzzer(name, 0 if seed is None else seed)
+    if seed is not None and fuzzer.seed != seed:
+        raise click.UsageError(f"--seed {seed}: {name} is a ready-made Fuzzer with its own "
+                               f"seed ({fuzzer.seed}); name a Fuzzer class or a function "
+                               "of seed to choose it")
     records = []
+    failure = None
     try:
         for i, case in enumerate(fuzzer.preview(count)):
             records.append(describe_case(i, *case))
+            if fmt == "jsonl":  # streamed: a later case that fails keeps the earlier ones
+                click.echo(json.dumps(records[-1]))
     except USER_CODE_FAILURES as e:  # the fuzzer's own definitions failed: one line
-        raise ValueError(f"fuzzer {name!r}: drawing case {len(records)} raised "
-                         f"{error_line(e)}") from None
-    if fmt == "jsonl":
-        for r in records:
-            click.echo(json.dumps(r))
-        return
-    referenced: list[str] = []
-    for t in fuzzer.tensors:
-        for p in t.referenced_parameters():
-            if p not in referenced:
-                referenced.append(p)
-    shown = [p.name for p in fuzzer.parameters] if all_params else referenced
-    click.echo(f"fuzzer {name}, seed {seed}: {count} case{'s' if count > 1 else ''}")
-    click.echo(_format_table(records, shown))
-    click.echo(f"rejection rate while drawing: {fuzzer.rejection_rate:.0%}")
+        failure = ValueError(f"fuzzer {name!r}: drawing case {len(records)} raised "
+                             f"{error_line(e)}")
+    if fmt == "table" and records:
+        referenced: list[str] = []
+        for t in fuzzer.tensors:
+            for p in t.referenced_parameters():
+                if p not in referenced:
+                    referenced.append(p)
+        shown = [p.name for p in fuzzer.parameters] if all_params else referenced
+        click.echo(f"fuzzer {name}, seed {fuzzer.seed}: {len(records)} "
+                   f"case{'s' if len(records) > 1 else ''}")
+        click.echo(_format_table(records, shown))
+        click.echo(f"rejection rate while drawing: {fuzzer.rejection_rate:.0%}")
+    if failure is not None:
+        raise failure

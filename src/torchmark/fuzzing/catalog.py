@@ -98,5 +98,10 @@ def describe_case(index: int, tensors: dict[str, torch.Tensor],
 
 
 def _plain(value: Any) -> Any:
-    """numpy scalars to Python ones, for JSON."""
-    return value.item() if hasattr(value, "item") and not isinstance(value, torch.Tensor) else value
+    """numpy scalars to Python ones, for JSON; what JSON cannot hold (a torch.dtype
+    drawn from a distribution, say) as its str."""
+    if hasattr(value, "item") and not isinstance(value, torch.Tensor):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
