@@ -179,3 +179,36 @@ def test_size_limits_rejecting_everything():
 def test_take_rejects_bad_n():
     with pytest.raises(ValueError, match="non-negative int"):
         example_fuzzer(0).take(-1)
+
+
+def test_bool_and_complex_tensors_build_dense_and_sparse():
+    # torch's own draws fail for these: randint(1, 127) on bool, randint on complex sparse
+    from torchmark.fuzzing.sparse import FuzzedSparseTensor
+
+    dense = Fuzzer([], [FuzzedTensor("b", size=(8,), dtype=torch.bool)], seed=0)
+    (tensors, _, _), = dense.take(1)
+    assert tensors["b"].dtype == torch.bool and set(tensors["b"].tolist()) <= {False, True}
+    for dtype, coalesced in ((torch.complex64, True), (torch.int32, False)):
+        sparse = Fuzzer([], [FuzzedSparseTensor("s", size=(6, 6), sparse_dim=1, nnz=3,
+                                                coalesced=coalesced, dtype=dtype)], seed=0)
+        (tensors, _, _), = sparse.take(1)
+        assert tensors["s"].dtype == dtype and tensors["s"].is_sparse
+
+
+def test_a_complex_element_counts_both_its_parts_against_the_allocation_limit():
+    fits = FuzzedTensor("x", size=(100,), dtype=torch.complex128, max_allocation_bytes=1600)
+    too_big = FuzzedTensor("x", size=(101,), dtype=torch.complex128, max_allocation_bytes=1600)
+    assert fits.satisfies_constraints({}) and not too_big.satisfies_constraints({})
+
+
+@pytest.mark.parametrize("spec, params, message", [
+    (dict(size=(-2, 3)), {}, "size entries must be >= 0, got -2"),
+    (dict(size=(4,), steps=(0,)), {}, "steps entries must be >= 1, got 0"),
+    (dict(size=("n", 3)), {"n": -1}, "size parameter 'n' must be an int >= 0, got -1"),
+    (dict(size=("n",)), {"n": 2.5}, "size parameter 'n' must be an int >= 0, got 2.5"),
+    (dict(size=(4,), steps=("s",)), {"s": 0}, "steps parameter 's' must be an int >= 1"),
+    (dict(size=(4, 4), dim_parameter="d"), {"d": -1}, "dim parameter 'd' must be an int >= 0"),
+])
+def test_sizes_steps_and_dims_are_checked_and_named(spec, params, message):
+    with pytest.raises(ValueError, match="FuzzedTensor 'x': " + message.replace(".", r"\.")):
+        FuzzedTensor("x", **spec).satisfies_constraints(params)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchmark.fuzzing.tensors import FuzzedTensor, prod
+from torchmark.fuzzing.tensors import FuzzedTensor, prod, random_values
 
 
 class FuzzedSparseTensor(FuzzedTensor):
@@ -67,15 +67,14 @@ class FuzzedSparseTensor(FuzzedTensor):
         """
         size = list(size)
         value_size = [nnz, *size[sparse_dim:]]
-        if dtype.is_floating_point:
-            values = torch.rand(size=value_size, dtype=dtype, device="cpu")
-        else:
-            values = torch.randint(1, 127, size=value_size, dtype=dtype, device="cpu")
+        values = random_values(value_size, dtype)
         indices = torch.rand(sparse_dim, nnz, device="cpu")
         indices.mul_(torch.tensor(size[:sparse_dim]).unsqueeze(1).to(indices))
         indices = indices.to(torch.long)
         if not is_coalesced:
-            values = torch.cat([values, torch.randn_like(values)], 0)
+            more = torch.randn_like(values) if values.is_floating_point() or \
+                values.is_complex() else random_values(value_size, dtype)
+            values = torch.cat([values, more], 0)
             indices = torch.cat([indices, indices], 1)
         tensor = torch.sparse_coo_tensor(indices, values, torch.Size(size),
                                          check_invariants=False)

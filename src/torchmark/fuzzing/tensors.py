@@ -12,12 +12,19 @@ import torch
 
 
 def dtype_size(dtype: torch.dtype) -> int:
-    """Bytes per element of `dtype`."""
-    if dtype == torch.bool:
-        return 1
+    """Bytes per element of `dtype` (a complex element is both its parts: torch's fuzzer
+    counts one, so half the memory a complex tensor takes)."""
+    return int(dtype.itemsize)
+
+
+def random_values(size: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """Random values as torch's fuzzers draw them: uniform [0, 1) for floating and
+    complex dtypes, ints in [1, 127) else; bools (where torch's draw fails) 0 or 1."""
     if dtype.is_floating_point or dtype.is_complex:
-        return int(torch.finfo(dtype).bits / 8)
-    return int(torch.iinfo(dtype).bits / 8)
+        return torch.rand(size=size, dtype=dtype, device="cpu")
+    if dtype == torch.bool:
+        return torch.randint(0, 2, size=size, device="cpu").bool()
+    return torch.randint(1, 127, size=size, dtype=dtype, device="cpu")
 
 
 def prod(values: Sequence[int], base: int = 1) -> int:
@@ -106,10 +113,25 @@ class FuzzedTensor:
     def _check_dims(self, what: str, values: Any) -> tuple:
         if isinstance(values, (str, numbers.Integral)) or not isinstance(values, Sequence):
             raise self._error(f"{what} must be a tuple of ints and parameter names, got {values!r}")
+        least = 1 if what == "steps" else 0
         for v in values:
             if isinstance(v, bool) or not isinstance(v, (str, numbers.Integral)):
                 raise self._error(f"{what} entries must be ints or parameter names, got {v!r}")
+            if not isinstance(v, str) and v < least:
+                raise self._error(f"{what} entries must be >= {least}, got {v!r}")
         return tuple(v if isinstance(v, str) else int(v) for v in values)
+
+    def _drawn(self, params: dict[str, Any], what: str, value: Any, least: int) -> int:
+        """A size, step or dim: an int >= `least`, or an error naming where it came from."""
+        if isinstance(value, str):
+            name, value = value, params.get(value, value)
+            where = f"{what} parameter {name!r}"
+        else:
+            where = what
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) \
+                or value < least:
+            raise self._error(f"{where} must be an int >= {least}, got {value!r}")
+        return int(value)
 
     @property
     def name(self) -> str:
@@ -130,19 +152,18 @@ class FuzzedTensor:
 
     @staticmethod
     def default_tensor_constructor(size, dtype, **kwargs) -> torch.Tensor:
-        if dtype.is_floating_point or dtype.is_complex:
-            return torch.rand(size=size, dtype=dtype, device="cpu")
-        return torch.randint(1, 127, size=size, dtype=dtype, device="cpu")
+        return random_values(size, dtype)
 
     def _get_size_and_steps(self, params: dict[str, Any]) -> tuple[tuple, tuple, tuple]:
         """(size, steps, allocation size) with parameters filled in."""
-        dim = params[self._dim_parameter] if self._dim_parameter is not None else len(self._size)
+        dim = len(self._size) if self._dim_parameter is None else \
+            self._drawn(params, "dim", self._dim_parameter, 0)
 
-        def resolve(values: tuple) -> tuple:
-            values = tuple(params.get(v, v) if isinstance(v, str) else v for v in values)[:dim]
+        def resolve(what: str, values: tuple, least: int) -> tuple:
+            values = tuple(self._drawn(params, what, v, least) for v in values[:dim])
             return values + (1,) * (dim - len(values))
 
-        size, steps = resolve(self._size), resolve(self._steps or ())
+        size, steps = resolve("size", self._size, 0), resolve("steps", self._steps or (), 1)
         if self._roll_parameter is not None:
             shift = int(params[self._roll_parameter])
             size, steps = _roll(size, shift), _roll(steps, shift)
