@@ -163,7 +163,8 @@ class Fuzzer:
     def preview(self, n: int) -> Iterator[Case]:
         """Like `take`, but the tensors are on the meta device: the same shapes, strides,
         properties and parameters as `take(n)` gives, without allocating or filling any
-        memory (and without reseeding torch)."""
+        memory (and without reseeding torch). A custom `tensor_constructor` is not called:
+        its tensors are taken to be contiguous, as the default constructor's are."""
         return self._cases(_case_count("preview", n), meta=True)
 
     def _cases(self, n: int, meta: bool = False) -> Iterator[Case]:
