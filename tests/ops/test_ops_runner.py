@@ -350,6 +350,25 @@ def test_in_place_ops_start_every_call_from_the_same_inputs(mode, restored):
     assert "inputs_restored" not in unchanged["forward"]  # nothing changed, nothing saved
 
 
+def test_in_place_ops_with_backward_start_from_fresh_inputs_without_history():
+    # x.mul_(w) where only w requires grad: x takes autograd history from each call; kept,
+    # the next call chained onto it (add_: every backward walked all earlier calls;
+    # mul_: "backward through the graph a second time")
+    from torchmark.ops.executor import measure
+
+    for op in (torch.Tensor.mul_, torch.Tensor.add_):
+        x, w, seen = torch.full((4,), 2.0), torch.ones(4, requires_grad=True), []
+
+        def step(a, b, op=op, seen=seen):
+            seen.append((float(a[0]), a.grad_fn is None))
+            return op(a, b)
+
+        metrics, _ = measure(step, [x, w], {}, RunOptions(warmup=2, iterations=5,
+                                                           backward=True), in_place=True)
+        assert len(metrics["backward"]["times"]) == 5
+        assert seen == [(2.0, True)] * len(seen) and len(seen) == 2 + 5 + 2 + 5
+
+
 def test_compare_puts_ops_results_side_by_side(tmp_path, capsys):
     from torchmark.cli.main import main
     from torchmark.ops.as_measurements import ops_measurements

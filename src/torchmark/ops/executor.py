@@ -312,6 +312,10 @@ class _Inputs:
     def restore(self) -> None:
         with self.torch.no_grad():
             for tensor, copy, _, layout in self.saved:
+                if tensor.grad_fn is not None:
+                    # with --backward the last call left autograd history on the input:
+                    # the next would chain onto it, each backward walking every earlier one
+                    tensor.detach_()
                 if _layout(tensor) != layout:
                     tensor.as_strided_(*layout)
                 tensor.copy_(copy)
@@ -345,7 +349,7 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
         with grad_mode():
             return target(*args, **kwargs)
 
-    inputs = _Inputs(torch_, args, kwargs) if in_place and not options.backward else None
+    inputs = _Inputs(torch_, args, kwargs) if in_place else None
     reset = inputs.restore if inputs is not None else None
     # torch.compile compiles on the first call: never inside the timed calls, even at -w 0;
     # an in-place op's first call tells which inputs it changes
@@ -378,19 +382,23 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
         out = forward()
     if options.backward:
         try:
-            metrics["backward"] = _measure_backward(forward, options, clock)
+            metrics["backward"] = _measure_backward(forward, options, clock, reset)
         except USER_CODE_FAILURES as e:  # the forward's figures stand; the record says why
             raise BackwardFailed(metrics, out, e) from e
     return metrics, out
 
 
 def _measure_backward(forward: Callable[[], Any], options: RunOptions,
-                      clock: _Clock) -> dict[str, Any]:
+                      clock: _Clock, reset: Callable[[], None] | None = None
+                      ) -> dict[str, Any]:
     """The backward pass alone, per call: each needs a fresh forward (untimed) first, so
-    it is timed call by call in every exec mode."""
+    it is timed call by call in every exec mode; `reset` (an in-place op's inputs put
+    back, their autograd history cut) runs before each forward."""
     torch_ = clock.torch
 
     def make_graph(_: Any = None) -> tuple[Any, Any]:
+        if reset is not None:
+            reset()
         y = _grad_output(forward())
         return y, torch_.ones_like(y)
 
