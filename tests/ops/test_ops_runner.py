@@ -233,6 +233,46 @@ def test_cli_list_run_resume_and_profile(tmp_path, capsys):
     assert "iterations 2 -> 3" in capsys.readouterr().err
 
 
+def test_a_case_failing_in_the_profile_pass_is_left_out_of_the_trace(tmp_path, capsys,
+                                                                      monkeypatch):
+    # an op that fails only on its later calls (an intermittent OOM, say): measured, then
+    # failing under the profiler; the trace keeps the other cases, and a resumed run's
+    # trace lands beside the file resumed
+    from torchmark.ops.registry import register_op
+
+    calls = []
+
+    def flaky(x):
+        calls.append(1)
+        if len(calls) > 4:
+            raise RuntimeError("out of memory (simulated)")
+        return x + 1
+
+    register_op("test.flaky", fn=flaky)
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"test.flaky": {"config": [{"input": [{"args": [t(2)]}]}]},
+                                  "torch.neg": {"config": [{"input": [{"args": [t(2)]}]}]}}))
+    prefix = tmp_path / "r"
+    assert main(["ops", "-c", str(config), "-w", "1", "-i", "3", "-o", str(prefix),
+                 "--profile", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert f"trace: {prefix}.trace.json" in captured.out
+    assert "test.flaky|0|0|0 failed in the --profile pass, left out of the trace: " \
+        "RuntimeError: out of memory (simulated)" in captured.err
+    trace = Path(f"{prefix}.trace.json").read_text()
+    assert "torch.neg|0|0|0" in trace
+    footer = json.loads(Path(f"{prefix}.jsonl").read_text().splitlines()[-1])
+    assert footer["trace_file"] == f"{prefix}.trace.json"
+    assert list(footer["profile_failed"]) == ["test.flaky|0|0|0"]
+    monkeypatch.chdir(tmp_path.parent)
+    resumed = tmp_path / "resumed"
+    Path(f"{prefix}.jsonl").rename(f"{resumed}.jsonl")
+    assert main(["ops", "-c", str(config), "-w", "1", "-i", "3", "--resume",
+                 f"{resumed}.jsonl", "--profile", "--quiet"]) == 0
+    assert Path(f"{resumed}.trace.json").exists()
+    assert not Path("ops-results.trace.json").exists()
+
+
 @pytest.mark.skipif(shutil.which("ncu") is not None, reason="ncu is installed")
 def test_nsight_missing_gives_a_clear_message(tmp_path, capsys):
     config = tmp_path / "mixed.json"

@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -119,7 +121,10 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     out = f"{prefix}.jsonl"
     if not resume_file:
         prepare_output(out, SCHEMA, "ops results", "-o")
-    trace = f"{prefix}.trace.json" if profile else None
+    # beside the results: with --resume, beside the file resumed (not -o's prefix)
+    stem = str(Path(resume_file).with_suffix("")) if resume_file else prefix
+    trace = f"{stem}.trace.json" if profile else None
+    profiled: dict[str, Any] = {}
     from rich.console import Console
 
     from torchmark.cli.progress import RecordTicker, progress_bar
@@ -135,7 +140,8 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
 
     try:
         records = run(config, options, out=None if resume_file else out, resume=resume_file,
-                      on_record=on_record, on_start=on_start, profile=trace)
+                      on_record=on_record, on_start=on_start, profile=trace,
+                      on_profiled=profiled.update)
     finally:
         progress.stop()
     if not quiet:
@@ -145,5 +151,8 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
                 click.echo(f"note: {r['id']}: {note}")
     written = resume_file or out
     click.echo(f"{len(records) - on_record.failed} ok, {on_record.failed} failed -> {written}"
-               + (f"; trace: {trace}" if trace else ""))
+               + (f"; trace: {trace}" if profiled.get("trace_file") else ""))
+    for case_id, reason in (profiled.get("profile_failed") or {}).items():
+        click.echo(f"note: {case_id} failed in the --profile pass, left out of the trace: "
+                   f"{reason}", err=True)
     return 1 if on_record.failed else 0

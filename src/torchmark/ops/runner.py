@@ -196,10 +196,13 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
         out: str | os.PathLike | None = None, resume: str | os.PathLike | None = None,
         on_record: Callable[[dict[str, Any]], None] | None = None,
         on_start: Callable[[int], None] | None = None,
-        profile: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+        profile: str | os.PathLike | None = None,
+        on_profiled: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Run every case of `config`; returns the records. With `out` (or `resume`, an
     existing file to continue) each record is appended to that JSON-lines file as it
-    finishes, between a header and a footer line."""
+    finishes, between a header and a footer line. With `profile`, a trace path, a
+    torch.profiler pass follows; `on_profiled` then gets {"trace_file": ...,
+    "profile_failed": {id: reason}} (the latter when some case failed in it)."""
     options = options or RunOptions()
     options.validate()
     done = resumable_ids(resume, config, options) if resume is not None else set()
@@ -218,6 +221,7 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
                              resume=resume is not None)
     records: list[dict[str, Any]] = []
     builds = _Builds(options.device)
+    profiled: dict[str, Any] | None = None  # the profile pass's outcome, once it ended
     try:
         with _threads(options.threads):
             for case in cases:
@@ -228,7 +232,10 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
                 if on_record:
                     on_record(record)
             if profile is not None:
-                _profile_pass(cases, records, options, builds, profile)
+                profiled = {"trace_file": str(profile),
+                            **_profile_pass(cases, records, options, builds, profile)}
+                if on_profiled:
+                    on_profiled(profiled)
     finally:
         if writer:
             ok = sum(r["status"] == "ok" for r in records)
@@ -236,23 +243,25 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
                       "ok": ok, "failed": len(records) - ok, "skipped": len(done),
                       # False when the run stopped early (Ctrl-C, a crash): resume it
                       "complete": len(records) == len(cases), "not_run": len(cases) - len(records)}
-            if profile is not None:
-                footer["trace_file"] = str(profile)
+            if profiled is not None:  # not when the pass (or the run) stopped before it
+                footer.update(profiled)
             writer.close(footer)
     return records
 
 
 def _profile_pass(cases: list[Case], records: list[dict[str, Any]], options: RunOptions,
-                  builds: _Builds, path: str | os.PathLike) -> None:
+                  builds: _Builds, path: str | os.PathLike) -> dict[str, Any]:
     """A separate pass under torch.profiler (so the recorded times carry none of its
     overhead): each case that ran is called `iterations` times inside a range named by
-    its id; the trace goes to `path`."""
+    its id; the trace goes to `path`. A case that fails there is left out of it (the
+    others are kept): returns {"profile_failed": {id: reason}} for those, else {}."""
     import torch
 
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     ok = {r["id"] for r in records if r["status"] == "ok"}
+    failed: dict[str, str] = {}
     from torchmark.profiler_logs import quietly_entered
 
     with quietly_entered(torch.profiler.profile(activities=activities,
@@ -260,12 +269,17 @@ def _profile_pass(cases: list[Case], records: list[dict[str, Any]], options: Run
         for case in cases:
             if case.id not in ok:
                 continue
-            fn = builds.get(case)
-            args, kwargs = DataGenerator(options.device, seed_for(case.id)).arguments(case.input)
-            with torch.profiler.record_function(case.id), torch.no_grad():
-                for _ in range(options.iterations):
-                    fn(*args, **kwargs)
+            try:
+                fn = builds.get(case)
+                args, kwargs = DataGenerator(options.device,
+                                             seed_for(case.id)).arguments(case.input)
+                with torch.profiler.record_function(case.id), torch.no_grad():
+                    for _ in range(options.iterations):
+                        fn(*args, **kwargs)
+            except USER_CODE_FAILURES as e:
+                failed[case.id] = error_line(e)
     prof.export_chrome_trace(str(path))
+    return {"profile_failed": failed} if failed else {}
 
 
 def _device_info(options: RunOptions) -> dict[str, Any]:
