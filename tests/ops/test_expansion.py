@@ -174,11 +174,21 @@ def test_copy_errors_are_found_at_load_and_named_by_the_file(tmp_path, arg, kwar
     ([0, float("inf"), 1.0], "must hold finite numbers"),
     ([0, float("nan"), 1.0], "must hold finite numbers"),
     ([-1e308, 1e308, 1e-300], "spans more values than can be counted"),
+    ([0, 10**400, 1], "must hold finite numbers"),  # an int beyond a float's range
+    ([-10**308, 10**308, 1], "spans more values than can be counted"),
 ])
 def test_ranges_must_be_finite(value, message):
     arg = {"type": "float", "value": value, "__range__": ["value"]}
     with pytest.raises(ConfigError, match=message):
         config_from_data({"torch.add": {"config": [{"input": [{"args": [arg]}]}]}})
+    if all(isinstance(x, int) for x in value):  # shapes and value ranges alike
+        shape = {"type": "tensor", "shape": [value], "__range__": ["shape"]}
+        with pytest.raises(ConfigError, match=message):
+            config_from_data({"torch.add": {"config": [{"input": [{"args": [shape]}]}]}})
+        ranged = {"type": "tensor", "shape": [2], "value_range": value[:2]}
+        if value[1] > 1e308:
+            with pytest.raises(ConfigError, match="must hold finite numbers"):
+                config_from_data({"torch.add": {"config": [{"input": [{"args": [ranged]}]}]}})
 
 
 def test_float_ranges_stop_at_max_and_keep_tiny_steps():

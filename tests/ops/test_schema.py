@@ -163,6 +163,11 @@ def test_yaml_merge_keys_may_be_overridden(tmp_path):
     path.write_text(path.read_text() + "              <<: *b\n")  # a second merge key
     with pytest.raises(ConfigError, match="the key '<<' appears twice"):
         load_config(path)
+    path.write_text("torch.neg:\n  config:\n    - input:\n        - args:\n"
+                    "            - type: tensor\n              ? [a, b]\n              : 1\n")
+    with pytest.raises(ConfigError, match=f"{path}: a mapping key must be a plain value, "
+                                          "got a list"):
+        load_config(path)
 
 
 @pytest.mark.parametrize("arg, message", [

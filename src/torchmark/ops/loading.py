@@ -12,8 +12,8 @@ from torchmark.ops.registry import resolve
 from torchmark.ops.schema import BenchmarkConfig, ConfigError, validate_config
 
 
-class _DuplicateKey(ValueError):
-    pass
+class _BadKey(ValueError):
+    """A mapping key a config cannot have: repeated, or not a plain value."""
 
 
 def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict:
@@ -21,8 +21,10 @@ def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict:
     listed twice) would otherwise silently replace the first entry."""
     out: dict = {}
     for key, value in pairs:
+        if isinstance(key, (list, dict, set)):  # YAML allows `? [a, b]`: no config does
+            raise _BadKey(f"a mapping key must be a plain value, got a {type(key).__name__}")
         if key in out:
-            raise _DuplicateKey(f"the key {key!r} appears twice in one object (the second "
+            raise _BadKey(f"the key {key!r} appears twice in one object (the second "
                                 "would silently replace the first)")
         out[key] = value
     return out
@@ -50,7 +52,7 @@ def _yaml_loader():
 def _parse(path: Path) -> Any:
     try:
         return _parse_text(path)
-    except _DuplicateKey as e:
+    except _BadKey as e:
         raise ConfigError(str(path), [("", str(e))]) from None
 
 

@@ -57,13 +57,25 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _finite(x: float) -> bool:
+    """Finite, and (an int) within a float's range: math.isfinite raises beyond it."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 def _check_range_triplet(v: Any, what: str, number=_is_int) -> None:
     if not (isinstance(v, list) and len(v) == 3 and all(number(x) for x in v)):
         raise _fail(f"a {what} range must be [min, max, step], got {v!r}")
-    if not all(math.isfinite(x) for x in v):
-        raise _fail(f"the {what} range {v!r} must hold finite numbers")
+    if not all(_finite(x) for x in v):
+        raise _fail(f"the {what} range {v!r} must hold finite numbers (within a float's range)")
     lo, hi, step = v
-    if step > 0 and not math.isfinite((hi - lo) / step):
+    try:
+        count = (hi - lo) / step if step > 0 else 0.0
+    except OverflowError:
+        count = math.inf
+    if not _finite(count):
         raise _fail(f"the {what} range {v!r} spans more values than can be counted")
     if hi < lo:
         raise _fail(f"the {what} range {v!r} is reversed (max < min)")
@@ -220,8 +232,8 @@ def _check_value_range(v: Any) -> Any:
         return v
     if not (isinstance(v, list) and len(v) == 2 and all(_is_number(x) for x in v)):
         raise _fail(f"value_range must be [min, max], got {v!r}")
-    if not all(math.isfinite(x) for x in v):
-        raise _fail(f"value_range {v!r} must hold finite numbers")
+    if not all(_finite(x) for x in v):
+        raise _fail(f"value_range {v!r} must hold finite numbers (within a float's range)")
     if v[0] > v[1]:
         raise _fail(f"value_range {v!r} is reversed (min > max)")
     return v
