@@ -167,6 +167,21 @@ def test_an_unresolvable_op_is_skipped_with_its_reason(tmp_path):
     assert report.time_weighted is None  # no timing trace beside the edited copy
 
 
+@pytest.mark.parametrize("damage", ["shapes", "strides"])
+def test_an_op_malformed_in_the_trace_is_skipped_and_the_replay_goes_on(tmp_path, damage):
+    path = record_program(tmp_path, "mlp")
+    data = json.loads(path.read_text())
+    # the first linear's input comes from outside the trace: its entries are read
+    node = next(n for n in data["nodes"] if n["name"] == "aten::linear")
+    node["inputs"][damage][0] = ["x"]  # a dimension that is not a number
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(data))
+    report = replay(damaged, warmup=0, iterations=1)
+    skipped = {op.op: op.reason for op in report.skipped}
+    assert "malformed in the trace" in skipped["aten::linear"], skipped
+    assert report.replayed  # the ops that do not depend on it
+
+
 def test_jsonl_output_has_the_ops_shape(tmp_path):
     path = record_program(tmp_path, "mlp")
     replay(path, warmup=0, iterations=2, out=tmp_path / "r.jsonl")

@@ -96,6 +96,11 @@ class Replayer:
             except Unsupported as e:
                 rop.status, rop.reason = "skipped", str(e)
                 continue
+            except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+                # a node whose entries are not what a trace holds (a shape of strings, a
+                # missing type): that op is skipped, the replay goes on
+                rop.status, rop.reason = "skipped", f"malformed in the trace: {error_line(e)}"
+                continue
             produced.update(_output_tensor_ids(rop.node))
         env: dict[int, Any] = {}
         self.torch.manual_seed(self.seed)  # random ops of the trace draw the same each run
