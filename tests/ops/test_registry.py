@@ -23,6 +23,21 @@ def test_modules_are_built_from_the_build_spec():
         resolve("torch.add").build([1], {}, "cpu")
 
 
+def test_build_arguments_for_a_function_are_refused_when_the_config_loads():
+    from torchmark.ops import config_from_data
+    from torchmark.ops.schema import ConfigError
+
+    tensor = {"type": "tensor", "shape": [2]}
+    with pytest.raises(ConfigError, match=r"torch\.add\.config\[1\]\.build: torch\.add is a "
+                                          "function, called with the inputs"):
+        config_from_data({"torch.add": {"config": [
+            {"input": [{"args": [tensor, tensor]}]},
+            {"build": [{"args": [{"type": "int", "value": 3}]}],
+             "input": [{"args": [tensor, tensor]}]}]}})
+    config_from_data({"torch.add": {"config": [{"build": [{"args": []}],  # empty: fine
+                                                "input": [{"args": [tensor, tensor]}]}]}})
+
+
 def test_aten_ops_by_schema_name():
     add = resolve("aten::add.Tensor")
     assert add.target is torch.ops.aten.add.Tensor

@@ -82,11 +82,18 @@ def _parse_text(path: Path) -> Any:
 
 def check_operators(config: BenchmarkConfig, source: str) -> None:
     problems = []
-    for name in config.ops:
+    for name, entry in config.ops.items():
         try:
-            resolve(name)
+            op = resolve(name)
         except LookupError as e:
             problems.append((name, str(e.args[0]) if e.args else str(e)))
+            continue
+        if op.kind != "function":
+            continue
+        for i, case in enumerate(entry.config):
+            if any(spec.args or spec.kwargs for spec in case.build or ()):
+                problems.append((f"{name}.config[{i}].build", f"{name} is a function, "
+                                 "called with the inputs: it takes no build arguments"))
     if problems:
         raise ConfigError(source, problems)
 
