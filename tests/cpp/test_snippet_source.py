@@ -26,3 +26,17 @@ def test_line_directives_name_the_user_blocks():
 def test_empty_setup_and_global_setup_are_omitted():
     src = snippet_source("x;", "", "")
     assert "<setup>" not in src and "<global_setup>" not in src
+
+
+def test_an_include_in_setup_or_stmt_is_refused_naming_its_line():
+    import pytest
+
+    import torchmark
+
+    for setup, stmt, where in (("int a = 0;\n  #include <vector>", "a;", "setup, line 2"),
+                               ("", "# include <map>\nx;", "stmt, line 1")):
+        with pytest.raises(ValueError, match=f"C\\+\\+ {where}: .* put it in global_setup"):
+            snippet_source(stmt, setup, "")
+        with pytest.raises(ValueError, match="put it in global_setup"):
+            torchmark.Timer(stmt, setup=setup, language="cpp")
+    snippet_source("x;", "int x = 0;  // #include is fine in a comment", "#include <map>")

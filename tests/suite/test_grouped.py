@@ -140,6 +140,9 @@ def test_a_saved_model_is_scripted_again_by_a_new_run(tmp_path, monkeypatch):
     (dict(py_stmt="y = = x"), "py_stmt is not valid Python: invalid syntax (line 1: 'y = = x')"),
     (dict(py_stmt="x", torchscript="no"), "torchscript must be True or False, got 'no'"),
     (dict(py_stmt="x", autograd=1), "autograd must be True or False"),
+    (dict(cpp_stmt="#include <vector>\nx;"),
+     "C++ stmt, line 1: '#include <vector>' would land inside a function; put it in "
+     "global_setup"),
 ])
 def test_stmts_errors(kwargs, fragment):
     with pytest.raises(ValueError, match="GroupedStmts") as e:
@@ -202,6 +205,9 @@ def test_setup_python_is_checked_when_defined():
     with pytest.raises(ValueError, match=r"GroupedSetup: py_setup is not valid Python: .* "
                                          r"\(line 2: 'y = \('\)"):
         GroupedSetup(py_setup="x = 1\ny = (")
+    with pytest.raises(ValueError, match=r"GroupedSetup: C\+\+ setup, line 2: '#include "
+                                         r"<map>' would land inside a function"):
+        GroupedSetup(cpp_setup="int a = 0;\n#include <map>")
 
 
 def test_a_python_definition_with_cpp_setup_gets_a_cpp_torchscript_case():

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.cpp.compile_cache import default_builder
+from torchmark.cpp.snippet_source import check_function_body_code
 
 
 class SnippetError(RuntimeError):
@@ -69,6 +70,7 @@ class CppTimer:
         self.stmt = textwrap.dedent(stmt)
         self.setup = textwrap.dedent(setup)
         self.global_setup = textwrap.dedent(global_setup)
+        check_function_body_code(self.stmt, self.setup)
         self.num_threads = num_threads
         self._lib: ctypes.CDLL | None = None
         self.library_path: str | None = None

@@ -230,8 +230,21 @@ def _lines(parts: list[str]) -> int:
     return sum(p.count("\n") for p in parts)
 
 
+def check_function_body_code(stmt: str, setup: str) -> None:
+    """`stmt` and `setup` land inside a function: an `#include` there would paste a
+    header's declarations into its body (errors deep inside the header). A ValueError
+    naming the line and where the include belongs."""
+    for what, code in (("setup", setup), ("stmt", stmt)):
+        for number, line in enumerate(code.splitlines(), 1):
+            if line.lstrip().startswith("#") and \
+                    line.lstrip()[1:].lstrip().startswith(("include", "import")):
+                raise ValueError(f"C++ {what}, line {number}: {line.strip()!r} would land "
+                                 f"inside a function; put it in global_setup")
+
+
 def _snippet_body(parts: list[str], stmt: str, setup: str, tag: str, suffix: str) -> None:
     """Append the function that runs one snippet (entry points named with `suffix`)."""
+    check_function_body_code(stmt, setup)
     body = _BODY.replace("@SFX@", suffix)
     parts.append(f'#line {_lines(parts) + 2} "snippet.cpp"\n')
     head, rest = body.split("@SETUP@\n")

@@ -47,6 +47,18 @@ class GroupedSetup:
             object.__setattr__(self, name, clean(getattr(self, name)))
         if self.py_setup:
             _python_syntax("GroupedSetup", "py_setup", self.py_setup)
+        _cpp_function_body("GroupedSetup", "", self.cpp_setup)
+
+
+def _cpp_function_body(owner: str, cpp_stmt: str, cpp_setup: str) -> None:
+    """C++ statements and setup run inside a function: an `#include` there is refused
+    when the definition is made (it belongs in global_setup)."""
+    from torchmark.cpp.snippet_source import check_function_body_code
+
+    try:
+        check_function_body_code(cpp_stmt, cpp_setup)
+    except ValueError as e:
+        raise ValueError(f"{owner}: {e}") from None
 
 
 def _thread_counts(owner: str, num_threads) -> tuple[int, ...]:
@@ -158,6 +170,7 @@ class GroupedBenchmark:
             raise ValueError(f"{owner}: give py_stmt, cpp_stmt or both")
         if py_stmt:
             _python_syntax(owner, "py_stmt", py_stmt)
+        _cpp_function_body(owner, cpp_stmt, "")
         parsed = parse_signature(signature) if signature is not None else None
         _check_modes(owner, parsed, torchscript, autograd)
         _check_cpp_side(owner, setup, bool(cpp_stmt), torchscript)
