@@ -234,6 +234,26 @@ def test_precompiled_headers_of_removed_torch_installs_are_named_and_removed(
     assert main(["cache", "clear", "--stale", "--keep-pch"]) == 2
 
 
+def test_half_written_builds_of_killed_processes_are_removed(tmp_path, capsys, monkeypatch):
+    from torchmark.cli.main import main
+    from torchmark.cpp.compile_cache import LIBRARY, remove_orphan_builds
+
+    monkeypatch.setenv("TORCHMARK_CACHE_DIR", str(tmp_path / "c"))
+    pch, snippet = tmp_path / "c" / "cpp" / "pch-x", tmp_path / "c" / "cpp" / "snippet-y"
+    for folder in (pch, snippet):
+        folder.mkdir(parents=True)
+    (pch / ".torchmark_pch.h.gch.4242").write_bytes(b"x" * 3_000_000)  # a killed build's
+    (pch / "torchmark_pch.h").write_text("#include <torch/torch.h>\n")
+    (snippet / f".{LIBRARY}.4243").write_bytes(b"x" * 10)
+    (snippet / f".{LIBRARY}.{os.getpid()}").write_bytes(b"x")  # this process's own
+    assert remove_orphan_builds(snippet, mine=True) == 10
+    assert [p.name for p in snippet.iterdir()] == [f".{LIBRARY}.{os.getpid()}"]
+    assert main(["cache", "clear", "--stale"]) == 0
+    assert "half-written builds of killed processes: 3.0 MB freed" in capsys.readouterr().out
+    assert [p.name for p in pch.iterdir()] == ["torchmark_pch.h"]
+    assert not list(snippet.iterdir())
+
+
 def test_a_bundle_snippet_that_does_not_compile_fails_alone():
     # errors the compiler reports outside the user's lines (a `;` missing at the end of
     # a setup shows at the next generated token; an #include moved to the top) still

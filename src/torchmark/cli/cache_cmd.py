@@ -48,11 +48,17 @@ def cache_info():
 @click.option("--stale", is_flag=True,
               help="Only remove the precompiled headers of torch installs that no longer "
                    "exist or hold another version, and those no torchmark has used since "
-                   "headers record their install (`cache info` says which).")
+                   "headers record their install (`cache info` says which), and what "
+                   "killed builds left half-written.")
 def cache_clear(keep_pch, stale):
     """Delete the cached builds (torchmark's own folders only; a build that another
     process is making right now is left alone)."""
-    from torchmark.cpp.compile_cache import folder_size, in_use, remove_stale_pch
+    from torchmark.cpp.compile_cache import (
+        folder_size,
+        in_use,
+        remove_orphan_builds,
+        remove_stale_pch,
+    )
     from torchmark.paths import cache_dir
 
     root = cache_dir()
@@ -61,8 +67,13 @@ def cache_clear(keep_pch, stale):
             raise click.UsageError("--stale removes precompiled headers only; it does not "
                                    "take --keep-pch")
         removed = remove_stale_pch(unrecorded=True)
+        orphans = sum(remove_orphan_builds(entry) for entry in
+                      ((root / "cpp").iterdir() if (root / "cpp").is_dir() else ())
+                      if entry.is_dir() and not in_use(entry))
         click.echo(f"removed {len(removed)} precompiled header(s) of torch installs that "
-                   f"are gone or unrecorded ({_mb(sum(size for _, size in removed))} freed)")
+                   f"are gone or unrecorded ({_mb(sum(size for _, size in removed))} freed)"
+                   + (f"; half-written builds of killed processes: {_mb(orphans)} freed"
+                      if orphans else ""))
         return
     freed, busy = 0, 0
     for folder in OWN_FOLDERS:

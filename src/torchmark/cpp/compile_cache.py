@@ -195,6 +195,7 @@ class SnippetBuilder:
         with _locked(folder / ".lock"):
             if gch.exists():
                 return folder
+            remove_orphan_builds(folder, mine=True)  # a killed build's 700 MB
             header = folder / "torchmark_pch.h"
             header.write_text(DEFAULT_HEADER + "\n")
             self._write_identity(folder)
@@ -261,6 +262,7 @@ class SnippetBuilder:
                 self.last_build = {"cached": 1.0}
                 return library
             self.last_build = {}
+            remove_orphan_builds(folder, mine=True)
             pch = self.pch()
             (folder / "snippet.cpp").write_text(source, encoding="utf-8")
             tmp = folder / f".{LIBRARY}.{os.getpid()}"
@@ -406,6 +408,27 @@ def remove_stale_pch(keep: Path | None = None,
         shutil.rmtree(folder, ignore_errors=True)
         removed.append((folder, size))
     return removed
+
+
+_TEMP_PREFIXES = (".torchmark_pch.h.gch.", f".{LIBRARY}.")  # + the builder's pid
+
+
+def remove_orphan_builds(folder: Path, mine: bool = False) -> int:
+    """Delete the half-written outputs that builds killed mid-way left in a cache entry
+    (a precompiled header's is about 700 MB); returns the bytes freed. Call it holding
+    the entry's lock (`mine`: every temp file but this process's own is an orphan), or
+    on an entry that is not in use."""
+    freed = 0
+    for path in folder.iterdir() if folder.is_dir() else ():
+        if not path.name.startswith(_TEMP_PREFIXES) or (mine and path.name.endswith(
+                f".{os.getpid()}")):
+            continue
+        try:
+            freed += path.stat().st_size
+            path.unlink()
+        except OSError:
+            pass
+    return freed
 
 
 def in_use(entry: Path) -> bool:
