@@ -21,6 +21,7 @@ the events; "hot" leaves the cache as the previous call left it.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -385,11 +386,9 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
 
 def clock_summary(ratios: list[float], max_mhz: float) -> dict[str, float]:
     """The SM clock read during the batches: median and lowest MHz, and the maximum."""
-    ordered = sorted(ratios)
-    middle = len(ordered) // 2
-    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    return {"median_mhz": round(median * max_mhz), "min_mhz": round(ordered[0] * max_mhz),
-            "max_mhz": round(max_mhz), "batches": len(ordered)}
+    return {"median_mhz": round(statistics.median(ratios) * max_mhz),
+            "min_mhz": round(min(ratios) * max_mhz), "max_mhz": round(max_mhz),
+            "batches": len(ratios)}
 
 
 def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], list[float], bool]],
