@@ -2,6 +2,6 @@
 
 import sys
 
-from torchmark.cli.main import main
+from torchmark.cli.entry import main
 
 sys.exit(main())

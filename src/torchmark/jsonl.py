@@ -13,6 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from torchmark.core.bounded_input import brief, brief_repr, load_json, read_text
+from torchmark.core.results_lock import ResultsLock
+
 
 def _finite(value: Any) -> Any:
     """`value` with every non-finite float spelled as a string ("inf", "-inf", "nan"):
@@ -33,18 +36,20 @@ def dumps_line(record: Any) -> str:
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a file, skipping lines that are not (a torn last line)."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                yield value
+    """The JSON objects of a results file, skipping lines that are not (a torn last
+    line). The file is read within bounds (core.bounded_input): a regular file under the
+    size cap, no line nested too deep (a LimitError naming the line)."""
+    text = read_text(path, "results file")
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            value = load_json(line, f"{brief(str(path))}: line {number}")
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            yield value
 
 
 def _cut_torn_line(path: Path, chunk: int = 1 << 16) -> None:
@@ -82,7 +87,7 @@ def refuse_other_options(path: str | os.PathLike, before: dict[str, Any],
     """For --resume: a ValueError naming each of `keys` whose value the file was made
     with (`before`, from its header) differs from this run's (`now`); one file never
     mixes settings."""
-    changed = [f"{k} {before[k]!r} -> {now[k]!r}" for k in keys
+    changed = [f"{k} {brief_repr(before[k])} -> {brief_repr(now[k])}" for k in keys
                if k in before and k in now and before[k] != now[k]]
     if changed:
         raise ValueError(f"--resume {path}: it was run with other options "
@@ -104,18 +109,27 @@ def refuse_other_torch(path: str | os.PathLike, header: dict[str, Any]) -> None:
 
 class JsonlWriter:
     """Appends one flushed JSON line per record (thread-safe). `resume` appends to an
-    existing file; otherwise the file is replaced. The header is written at once."""
+    existing file; otherwise the file is replaced. The header is written at once.
 
-    def __init__(self, path: str | os.PathLike, header: dict[str, Any], resume: bool) -> None:
+    The writer holds the file's ResultsLock until close(): `lock`, taken by a caller who
+    read the file first (to resume it), or else taken here; a file another run holds is
+    a BusyError."""
+
+    def __init__(self, path: str | os.PathLike, header: dict[str, Any], resume: bool,
+                 lock: ResultsLock | None = None) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not resume or not self.path.exists() or self.path.stat().st_size == 0
-        if not fresh:
-            _cut_torn_line(self.path)
-        self._file = open(self.path, "w" if fresh else "a", encoding="utf-8")
-        self.resumed = not fresh
-        self.write({**header, "resumed": self.resumed})
+        self._hold = lock if lock is not None else ResultsLock(self.path).acquire()
+        try:
+            fresh = not resume or not self.path.exists() or self.path.stat().st_size == 0
+            if not fresh:
+                _cut_torn_line(self.path)
+            self._file = open(self.path, "w" if fresh else "a", encoding="utf-8")
+            self.resumed = not fresh
+            self.write({**header, "resumed": self.resumed})
+        except BaseException:
+            self._hold.release()
+            raise
 
     def write(self, record: dict[str, Any]) -> None:
         line = dumps_line(record)
@@ -124,9 +138,12 @@ class JsonlWriter:
             self._file.flush()
 
     def close(self, footer: dict[str, Any] | None = None) -> None:
-        if footer is not None:
-            self.write(footer)
-        self._file.close()
+        try:
+            if footer is not None:
+                self.write(footer)
+            self._file.close()
+        finally:
+            self._hold.release()
 
 
 def system_info() -> dict[str, Any]:

@@ -166,8 +166,17 @@ def test_fuzz_user_fuzzer_and_errors(capsys):
     assert code == 0 and "725" in out
     code, out, _ = run(capsys, "fuzz", "sparse_unary", "-n", "2")
     assert code == 0 and "sparse (" in out
+    code, out, _ = run(capsys, "fuzz", "BinaryOpFuzzer", "-n", "1")  # torch's class name
+    assert code == 0 and "fuzzer BinaryOpFuzzer, seed 0" in out
     for argv, message in ((["fuzz", "nope"], "unknown fuzzer 'nope'"),
-                          (["fuzz", "os:path"], "is not a Fuzzer"),
+                          (["fuzz", "os:path"], "refused: it is a module, not a Fuzzer"),
+                          (["fuzz", "os:system"], "refused: it is a builtin_function"),
+                          (["fuzz", "subprocess:run"], "without a `seed` parameter"),
+                          (["fuzz", "torchmark.fuzzing.catalog:import_user_module"],
+                           "a function defined in torchmark.user_modules"),
+                          (["fuzz", "torchmark.fuzzing.catalog:_builtin"], "not a public"),
+                          (["fuzz", "torchmark.fuzzing.catalog:os"], "refused: it is a "
+                                                                     "module"),
                           (["fuzz", "no_such_module:x"], "cannot load fuzzer"),
                           (["fuzz", "example", "-n", "0"], "-n")):
         code, _, err = run(capsys, *argv)
@@ -259,7 +268,7 @@ def test_outputs_of_another_kind_are_refused_before_anything_runs(capsys, tmp_pa
     code, _, err = run(capsys, "ops", "-c", str(config), "--resume",
                        str(tmp_path / "replay.jsonl"))
     assert code == 2 and "it holds a replay's results" in err
-    assert "ops " not in err.splitlines()[0]  # no progress bar before the error
+    assert err.startswith("torchmark: error: ") and err.count("\n") == 1  # no bar, no blank
 
 
 def test_timeit_saves_into_an_empty_file(capsys, tmp_path):

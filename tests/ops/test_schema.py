@@ -70,7 +70,7 @@ ARG = "torch.mm.config[0].input[0].args[1]"
      "torch has no attribute 'no_such_op'"),
     (config(op="aten::mm.NoOverload"), "aten::mm.NoOverload", "has no overload 'NoOverload'"),
     (config(op="os.system"), "os.system", "expected torch.<name>"),
-    (config(op="torch._C"), "torch._C", "private names are not operators"),
+    (config(op="torch._C"), "torch._C", "private and dunder names are not operators"),
 ])
 def test_each_problem_has_a_path_and_a_reason(data, path, reason):
     with pytest.raises(ConfigError) as e:

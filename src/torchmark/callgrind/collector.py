@@ -34,6 +34,7 @@ from torchmark.callgrind.function_counts import FunctionCounts
 from torchmark.callgrind.globals_bridge import modules_needed, pack_globals
 from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
+from torchmark.core.private_folder import peer_uid, private_folder
 from torchmark.procs import kill_group, pid_alive, pin
 from torchmark.timing.task_spec import TaskSpec
 
@@ -422,10 +423,9 @@ def remove_dead_host_folders() -> None:
 
 
 def shared_hosts_dir() -> Path:
-    """Short per-user folder for the sockets of shared hosts (unix socket paths are short)."""
-    folder = Path(tempfile.gettempdir()) / f"torchmark-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder
+    """The per-user private folder for the sockets of shared hosts (see
+    core.private_folder: made 0700 and checked before every use)."""
+    return private_folder()
 
 
 class SharedHost(Host):
@@ -444,6 +444,9 @@ class SharedHost(Host):
         conn.settimeout(timeout)
         try:
             conn.connect(str(self.socket_path))
+            if peer_uid(conn) != os.getuid():  # its replies are unpickled: ours only
+                raise ConnectionRefusedError(f"{self.socket_path}: the listening process "
+                                             "belongs to another user")
         except OSError:
             conn.close()
             raise

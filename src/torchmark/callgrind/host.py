@@ -381,7 +381,9 @@ def serve_socket(args: argparse.Namespace) -> None:
     import socket
 
     from torchmark.callgrind.framing import recv_frame, send_frame
+    from torchmark.core.private_folder import check_private, peer_uid
 
+    check_private(os.path.dirname(args.socket))  # only this user can reach the socket
     requests = _prepare(args.helper, {})
     zygote = _start_zygote(requests, ())
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -402,6 +404,8 @@ def serve_socket(args: argparse.Namespace) -> None:
             with conn:
                 conn.setblocking(True)
                 try:
+                    if peer_uid(conn) != os.getuid():
+                        continue  # never unpickle what another user sends
                     request = recv_frame(conn.fileno())
                     if request is None:
                         continue

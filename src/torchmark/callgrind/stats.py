@@ -10,6 +10,7 @@ import textwrap
 from typing import Any
 
 from torchmark.callgrind.function_counts import FunctionCounts
+from torchmark.core.bounded_input import brief_repr, load_json
 from torchmark.timing.task_spec import TaskSpec
 
 SCHEMA_NAME = "torchmark.callgrind_stats"
@@ -132,7 +133,7 @@ class CallgrindStats:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
             raise ValueError(f"not a {SCHEMA_NAME} object (missing or wrong 'schema' field)")
         if data.get("version") != SCHEMA_VERSION:
-            raise ValueError(f"{SCHEMA_NAME} version {data.get('version')!r} is not supported")
+            raise ValueError(f"{SCHEMA_NAME} version {brief_repr(data.get('version'))} is not supported")
         number = data.get("number_per_run")
         if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 2**53:
             raise ValueError(f"{SCHEMA_NAME}: number_per_run must be an int in 1..2**53, got "
@@ -150,11 +151,11 @@ class CallgrindStats:
                 repeat_totals=tuple(int(t) for t in data.get("repeat_totals", ())),
             )
         except KeyError as e:
-            raise ValueError(f"{SCHEMA_NAME}: missing field {e.args[0]!r}") from None
+            raise ValueError(f"{SCHEMA_NAME}: missing field {brief_repr(e.args[0])}") from None
 
     @classmethod
     def from_json(cls, text: str | bytes) -> CallgrindStats:
         try:
-            return cls.from_dict(json.loads(text))
+            return cls.from_dict(load_json(text, SCHEMA_NAME))
         except json.JSONDecodeError as e:
             raise ValueError(f"not valid JSON: {e}") from None

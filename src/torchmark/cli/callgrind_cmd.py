@@ -12,16 +12,16 @@ from torchmark.timing.clocks import MAX_THREADS
 
 def _load(path: str):
     from torchmark.callgrind.stats import CallgrindStats
-    from torchmark.errors import error_line
+    from torchmark.core.bounded_input import brief, read_bytes
+    from torchmark.core.errors import LimitError, error_line
 
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
+    text = read_bytes(path, "callgrind stats file")
     try:
         return CallgrindStats.from_json(text)
+    except LimitError as e:
+        raise LimitError(f"{brief(str(path))}: {e}") from None
     except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
-        raise ValueError(f"{path}: not a callgrind stats file torchmark can read "
+        raise ValueError(f"{brief(str(path))}: not a callgrind stats file torchmark can read "
                          f"({error_line(e)})") from None
 
 

@@ -48,7 +48,7 @@ def fuzz_cmd(name, seed, count, fmt, all_params):
     module:attribute naming a Fuzzer, a Fuzzer class or a function of `seed`. No tensor
     memory is allocated: the layouts are computed on the meta device.
     """
-    from torchmark.errors import USER_CODE_FAILURES, error_line
+    from torchmark.core.errors import USER_CODE_FAILURES, error_line
     from torchmark.fuzzing.catalog import describe_case, make_fuzzer
 
     fuzzer = make_fuzzer(name, 0 if seed is None else seed)

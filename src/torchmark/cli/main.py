@@ -19,13 +19,27 @@ from torchmark.cli.replay_cmd import replay_cmd, trace_cmd
 from torchmark.cli.signals import Terminated, sigterm_as_interrupt
 from torchmark.cli.suite_cmd import suite_cmd
 from torchmark.cli.timeit_cmd import timeit_cmd
-from torchmark.errors import error_line
+from torchmark.core.bounded_input import brief, parse_size, set_max_bytes
+from torchmark.core.errors import BusyError, TorchmarkError, error_line
 
 EXIT_USAGE = 2
+LINE_LIMIT = 1000  # an error line longer than this is cut (values are cut shorter)
+
+
+def _max_input_size(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        try:
+            set_max_bytes(parse_size(value))
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torchmark")
+@click.option("--max-input-size", metavar="SIZE", callback=_max_input_size,
+              expose_value=False, is_eager=True,
+              help="Largest config, trace or results file read (e.g. 256M) [default: 64M, "
+                   "or $TORCHMARK_MAX_INPUT_SIZE].")
 def cli() -> None:
     """torchmark: PyTorch micro-benchmarks you can trust."""
 
@@ -46,7 +60,7 @@ cli.add_command(trace_cmd)
 
 def _fail(message: str, code: int) -> int:
     first_line = str(message).strip().splitlines()[0] if str(message).strip() else "failed"
-    click.echo(f"torchmark: error: {first_line}", err=True)
+    click.echo(f"torchmark: error: {brief(first_line, LINE_LIMIT)}", err=True)
     return code
 
 
@@ -65,11 +79,29 @@ def _help_hint(error: click.UsageError, argv: list[str]) -> str:
     return f" (see 'torchmark {' '.join([*path, '--help'])}')"
 
 
+def _invoke(argv: list[str] | None) -> object:
+    """Run the command line as click's main would, but let Ctrl-C through untouched
+    (click's main echoes a blank line and raises Abort)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    set_max_bytes(None)  # --max-input-size holds for this command line only
+    try:
+        with cli.make_context("torchmark", args) as ctx:
+            return cli.invoke(ctx)
+    except click.exceptions.Exit as e:  # --help, --version
+        return e.exit_code
+
+
+def _interrupted(code: int, what: str) -> int:
+    if sys.stderr.isatty():  # after the terminal's ^C
+        sys.stderr.write("\n")
+    return _fail(what, code)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input gives one line on stderr and exit status 2."""
     try:
         with sigterm_as_interrupt():
-            result = cli.main(args=argv, prog_name="torchmark", standalone_mode=False)
+            result = _invoke(argv)
     except click.UsageError as e:
         return _fail(e.format_message() + _help_hint(e, sys.argv[1:] if argv is None else argv),
                      EXIT_USAGE)
@@ -78,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("terminated" if terminated else "interrupted", 143 if terminated else 130)
     except click.ClickException as e:
         return _fail(e.format_message(), e.exit_code)
+    except BusyError as e:  # another run holds the results file
+        return _fail(str(e), EXIT_USAGE)
     except (ValueError, TypeError, SyntaxError, FileNotFoundError, NotImplementedError) as e:
         if getattr(e, "problems", None):  # a config with several problems: one line each
             for line in str(e).splitlines():
@@ -87,10 +121,12 @@ def main(argv: list[str] | None = None) -> int:
                      EXIT_USAGE)
     except OSError as e:  # a path that is a folder, not writable, ...: one line
         return _fail(str(e), 1)
+    except TorchmarkError as e:
+        return _fail(str(e), 1)
     except Terminated:
-        return _fail("terminated", 143)
+        return _interrupted(143, "terminated")
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+        return _interrupted(130, "interrupted")
     except Exception as e:  # a failure no check foresaw: still one line, unless debugging
         if os.environ.get("TORCHMARK_DEBUG"):
             raise

@@ -134,16 +134,20 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     on_record = RecordTicker(progress, task, lambda r: f"{r['id']} "
                              f"({describe_config(r['config'])})")
 
+    started = []
+
     def on_start(total: int) -> None:  # the inputs are checked: the bar may appear
         progress.update(task, total=total)
         progress.start()
+        started.append(True)
 
     try:
         records = run(config, options, out=None if resume_file else out, resume=resume_file,
                       on_record=on_record, on_start=on_start, profile=trace,
                       on_profiled=profiled.update)
     finally:
-        progress.stop()
+        if started:  # stopping a bar never shown would print an empty line
+            progress.stop()
     if not quiet:
         Console().print(records_table(records))
         for r in records:

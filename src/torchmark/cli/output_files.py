@@ -3,12 +3,11 @@ is created, and an existing file of another kind is refused rather than replaced
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-_READ_LIMIT = 64 << 20  # a whole-document JSON file larger than this is not read
+from torchmark.core.bounded_input import first_line, load_json, read_bytes
 
 
 def file_kind(path: Path) -> str | None:
@@ -16,17 +15,14 @@ def file_kind(path: Path) -> str | None:
     `source` when it names one: `torchmark.ops.results/replay`) or in the whole document
     (JSON); None when it declares none or cannot be read."""
     try:
-        with open(path, encoding="utf-8") as f:
-            first = json.loads(f.readline())
+        first = load_json(first_line(path, "file"), str(path))
         if isinstance(first, dict) and "schema" in first:
             source = first.get("source")
             return str(first["schema"]) + (f"/{source}" if source else "")
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError):  # LimitError is a ValueError
         pass
     try:
-        if path.stat().st_size > _READ_LIMIT:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(read_bytes(path, "file"), str(path))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return str(data["schema"]) if isinstance(data, dict) and "schema" in data else None

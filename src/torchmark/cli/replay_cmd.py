@@ -29,8 +29,11 @@ from torchmark.timing.clocks import MAX_THREADS
               help="torch CPU threads for the replay [default: torch's, usually one a core]. "
                    "The count used is recorded in the results.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option("--allow-unsafe-ops", is_flag=True,
+              help="Also run ops with side effects (files, process-wide state), which are "
+                   "refused by default: only for a trace you trust (docs/security.md).")
 def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefix, threads,
-               top):
+               top, allow_unsafe_ops):
     """Replay the top-level aten ops of an execution TRACE and time them."""
     from torchmark.cli.output_files import prepare_output
     from torchmark.replay.session import SCHEMA, replay, summary_lines
@@ -43,7 +46,8 @@ def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefi
     trace_out = f"{prefix or Path(trace).stem}.trace.json" if profile else None
     report = replay(trace, device=device, warmup=warmup, iterations=iterations,
                     subgraph=subgraph, step=step, threads=threads,
-                    out=f"{prefix}.jsonl" if prefix else None, profile=trace_out)
+                    out=f"{prefix}.jsonl" if prefix else None, profile=trace_out,
+                    allow_unsafe_ops=allow_unsafe_ops)
     for line in summary_lines(report, top):
         click.echo(line)
     if prefix:

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from torchmark.core.bounded_input import brief_repr
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.stats import select_unit
 
@@ -136,11 +137,11 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
                              "infinite time")
     baseline, candidate = sides
     if not 0 < confidence < 1:
-        raise ValueError(f"ab_test: confidence must be in (0, 1), got {confidence!r}")
+        raise ValueError(f"ab_test: confidence must be in (0, 1), got {brief_repr(confidence)}")
     if not (isinstance(min_effect, (int, float)) and 0 <= min_effect < 1):
-        raise ValueError(f"ab_test: min_effect must be in [0, 1), got {min_effect!r}")
+        raise ValueError(f"ab_test: min_effect must be in [0, 1), got {brief_repr(min_effect)}")
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 100:
-        raise ValueError(f"ab_test: resamples must be an int >= 100, got {resamples!r}")
+        raise ValueError(f"ab_test: resamples must be an int >= 100, got {brief_repr(resamples)}")
     if baseline.median <= 0:
         raise ValueError("ab_test: the baseline's median time is zero; a ratio to it has "
                          "no meaning")

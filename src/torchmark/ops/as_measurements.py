@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from torchmark.errors import error_line
+from torchmark.core.bounded_input import brief_repr
+from torchmark.core.errors import error_line
 from torchmark.jsonl import iter_lines
 from torchmark.ops.report import describe_config
 from torchmark.timing.measurement import MAX_TIME_S, Measurement, plausible_time
@@ -50,7 +51,7 @@ def ops_measurements(path: str | os.PathLike, column: str | None = None) -> list
         try:
             out += _record_measurements(record, path, column, options, threads, unknown)
         except (TypeError, AttributeError, KeyError, ValueError, OverflowError) as e:
-            raise ValueError(f"{path}: record {str(record.get('id'))[:80]!r} is malformed "
+            raise ValueError(f"{path}: record {brief_repr(str(record.get('id'))[:80])} is malformed "
                              f"({error_line(e)})") from None
     return out
 
@@ -60,7 +61,7 @@ def _record_measurements(record: dict[str, Any], path: Path, column: str | None,
                          threads_unknown: bool = False) -> list[Measurement]:
     """The forward (and backward) Measurements of one ok record."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"the run's thread count is {threads!r}")
+        raise ValueError(f"the run's thread count is {brief_repr(threads)}")
     out = []
     for phase in ("forward", "backward"):
         metrics = (record.get("metrics") or {}).get(phase)
@@ -71,7 +72,7 @@ def _record_measurements(record: dict[str, Any], path: Path, column: str | None,
             raise ValueError(f"its {phase} times are not a list of numbers from 0 to "
                              f"{MAX_TIME_S:g} s")
         if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
-            raise ValueError(f"its {phase} iterations is {calls!r}, not an int >= 1")
+            raise ValueError(f"its {phase} iterations is {brief_repr(calls)}, not an int >= 1")
         number = calls if len(times) == 1 and calls > 1 else 1  # continuous: one mean
         spec = TaskSpec(stmt=str(record["op"]), setup="pass", label=str(record["op"]),
                         sub_label=f"{describe_config(record['config'])} [{record['id']}]",

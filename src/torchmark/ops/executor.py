@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from torchmark.errors import USER_CODE_FAILURES, error_line
+from torchmark.core.errors import USER_CODE_FAILURES, error_line
 from torchmark.timing.clocks import MAX_THREADS
 
 EXEC_MODES = ("discrete", "continuous", "continuous_events")

@@ -14,6 +14,8 @@ import hashlib
 import random
 from typing import Any
 
+from torchmark.core.tensor_bounds import check_tensor
+
 DTYPE_NAMES = {
     "uint8": "uint8", "int8": "int8", "int16": "int16", "int": "int32", "long": "int64",
     "float": "float32", "double": "float64", "float16": "float16", "bfloat16": "bfloat16",
@@ -46,6 +48,12 @@ class DataGenerator:
 
         dtype = torch_dtype(spec.get("dtype", "float"))
         shape = tuple(spec["shape"])
+        # refused before allocating: the draw on the CPU (floats drawn in 32 or 64 bits),
+        # then the tensor on its device
+        check_tensor(shape, max(dtype.itemsize, 4 if dtype.is_floating_point else 1), "cpu",
+                     "an input tensor")
+        if self.device.type == "cuda":
+            check_tensor(shape, dtype.itemsize, str(self.device), "an input tensor")
         low_high = spec.get("value_range")
         if dtype == torch.bool:
             t = torch.rand(shape, generator=self.generator) < 0.5

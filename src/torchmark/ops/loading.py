@@ -7,6 +7,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from torchmark.core.bounded_input import (
+    brief,
+    check_nesting,
+    load_json,
+    read_bytes,
+    yaml_loader,
+)
+from torchmark.core.errors import LimitError, PolicyError
 from torchmark.ops.expansion import check_expansion
 from torchmark.ops.registry import resolve
 from torchmark.ops.schema import BenchmarkConfig, ConfigError, validate_config
@@ -46,35 +54,41 @@ def _yaml_loader():
 
     UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
                                     UniqueKeyLoader.construct_mapping)
-    return UniqueKeyLoader
+    return yaml_loader(UniqueKeyLoader)  # aliases and nesting bounded
 
 
 def _parse(path: Path) -> Any:
+    data = read_bytes(path, "config")
     try:
-        return _parse_text(path)
+        return _parse_text(path, data)
     except _BadKey as e:
         raise ConfigError(str(path), [("", str(e))]) from None
 
 
-def _parse_text(path: Path) -> Any:
+def _parse_text(path: Path, data: bytes) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"config {path}: no such file") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(str(path), [("", "not a text file")]) from None
+    what = f"config {brief(str(path))}"
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
         try:
-            return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 (a SafeLoader)
+            return check_nesting(yaml.load(text, Loader=_yaml_loader()),  # noqa: S506 (safe)
+                                 what)
+        except LimitError as e:  # raised by the loader: named by the file
+            raise LimitError(f"{what}: {e}") from None
+        except RecursionError:
+            raise LimitError(f"{what}: nested too deep") from None
         except yaml.YAMLError as e:
             where = getattr(e, "problem_mark", None)
             at = f" (line {where.line + 1})" if where is not None else ""
             raise ConfigError(str(path), [("", f"not valid YAML{at}: "
-                                               f"{getattr(e, 'problem', e)}")]) from None
+                                               f"{brief(str(getattr(e, 'problem', e)))}")]) \
+                from None
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return load_json(text, what, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
         raise ConfigError(str(path), [("", f"not valid JSON (line {e.lineno}, column "
                                            f"{e.colno}): {e.msg}")]) from None
@@ -85,8 +99,8 @@ def check_operators(config: BenchmarkConfig, source: str) -> None:
     for name, entry in config.ops.items():
         try:
             op = resolve(name)
-        except LookupError as e:
-            problems.append((name, str(e.args[0]) if e.args else str(e)))
+        except (LookupError, PolicyError) as e:
+            problems.append((brief(name), str(e.args[0]) if e.args else str(e)))
             continue
         if op.kind != "function":
             continue

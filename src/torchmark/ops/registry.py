@@ -2,16 +2,17 @@
 `torch.nn.functional.relu`, `torch.Tensor.add_`), nn modules built from the "build" spec
 (`torch.nn.Conv2d`), `aten::` ops by schema name (`aten::add.Tensor`), and user operators
 registered with `register_op` (from a `--plugin MODULE` or a `torchmark.ops` entry point).
-Names are resolved attribute by attribute; nothing is evaluated."""
+Names from a config pass the operator policy (core/operator_policy.py); nothing is
+evaluated."""
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable
 from typing import Any
 
-from torchmark.errors import USER_CODE_FAILURES, error_line
+from torchmark.core import operator_policy
+from torchmark.core.errors import USER_CODE_FAILURES, error_line
 from torchmark.user_modules import import_user_module
 
 _USER_OPS: dict[str, Operator] = {}
@@ -110,29 +111,8 @@ def _load_entry_points() -> None:
 
 
 def _resolve_torch(name: str) -> Operator:
-    import torch
-
-    parts = name.split(".")
-    if parts[0] != "torch" or len(parts) < 2 or not all(p.isidentifier() for p in parts):
-        raise LookupError(f"unknown operator {name!r}: expected torch.<name>, "
-                          "aten::<op>[.<overload>] or a name registered with register_op "
-                          "(in a module given with --plugin)")
-    target: Any = torch
-    for i, part in enumerate(parts[1:], start=1):
-        if part.startswith("_") and part != "__call__":
-            raise LookupError(f"unknown operator {name!r}: private names are not operators")
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise LookupError(f"unknown operator {name!r}: {'.'.join(parts[:i])} has no "
-                              f"attribute {part!r}") from None
-    if inspect.isclass(target):
-        if issubclass(target, torch.nn.Module):
-            return Operator(name, "module", target)
-        raise LookupError(f"{name!r} is a class but not an nn.Module")
-    if not callable(target):
-        raise LookupError(f"{name!r} is not callable")
-    return Operator(name, "function", target)
+    kind, target = operator_policy.resolve(name)
+    return Operator(name, kind, target)
 
 
 def _resolve_aten(name: str) -> Operator:
@@ -145,16 +125,18 @@ def _resolve_aten(name: str) -> Operator:
         packet = getattr(torch.ops.aten, op_name)
     except (AttributeError, RuntimeError):
         raise LookupError(f"unknown operator {name!r}: aten has no op {op_name!r}") from None
-    if not overload:  # the packet picks the overload that matches the arguments
-        return Operator(name, "function", packet)
-    if overload not in packet.overloads():
+    if overload and overload not in packet.overloads():
         raise LookupError(f"unknown operator {name!r}: aten::{op_name} has no overload "
                           f"{overload!r} (it has {', '.join(packet.overloads())})")
-    return Operator(name, "function", getattr(packet, overload))
+    operator_policy.check_aten(op_name, overload or None, label=name)
+    # without an overload, the packet picks the one that matches the arguments
+    return Operator(name, "function", getattr(packet, overload) if overload else packet)
 
 
 def resolve(name: str) -> Operator:
-    """The operator a config names; LookupError saying why it is unknown."""
+    """The operator a config names: a registered user operator, or what the operator
+    policy allows (core/operator_policy.py); LookupError saying why it is unknown,
+    PolicyError why it is refused."""
     _load_entry_points()
     if name in _USER_OPS:
         return _USER_OPS[name]

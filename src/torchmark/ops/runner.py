@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from torchmark.errors import USER_CODE_FAILURES, error_line
+from torchmark.core.bounded_input import brief_repr
+from torchmark.core.errors import USER_CODE_FAILURES, error_line
+from torchmark.core.results_lock import ResultsLock
 from torchmark.jsonl import (
     JsonlWriter,
     dumps_line,
@@ -41,17 +43,17 @@ def select_cases(config: BenchmarkConfig, options: RunOptions,
     ids = [c.id for c in cases]
     for flag, value in (("--resume-id", options.resume_id), ("--stop-id", options.stop_id)):
         if value is not None and value not in ids:
-            raise ValueError(f"{flag} {value!r} is not a case of this config (ids look like "
-                             f"{ids[0]!r}; --list prints them)")
+            raise ValueError(f"{flag} {brief_repr(value)} is not a case of this config (ids look like "
+                             f"{brief_repr(ids[0])}; --list prints them)")
     start = ids.index(options.resume_id) if options.resume_id else 0
     stop = ids.index(options.stop_id) if options.stop_id else len(ids)
     if stop <= start:
         raise ValueError(
-            f"--stop-id {options.stop_id!r} is the --resume-id: no case would run (the stop "
+            f"--stop-id {brief_repr(options.stop_id)} is the --resume-id: no case would run (the stop "
             "id itself is not run)" if stop == start and options.resume_id else
-            f"--stop-id {options.stop_id!r} comes before --resume-id "
-            f"{options.resume_id!r}: no case would run" if options.resume_id
-            else f"--stop-id {options.stop_id!r} is the first case: no case "
+            f"--stop-id {brief_repr(options.stop_id)} comes before --resume-id "
+            f"{brief_repr(options.resume_id)}: no case would run" if options.resume_id
+            else f"--stop-id {brief_repr(options.stop_id)} is the first case: no case "
                  "would run (the stop id itself is not run)")
     return [c for c in cases[start:stop] if not done or c.id not in done]
 
@@ -83,7 +85,7 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
     if header is None or header.get("schema") != SCHEMA or header.get("source") == "replay":
         what = "it has no header line" if header is None else \
             "it holds a replay's results" if header.get("source") == "replay" else \
-            f"its schema is {header.get('schema')!r}"
+            f"its schema is {brief_repr(header.get('schema'))}"
         raise ValueError(f"--resume {path}: not a torchmark ops results file ({what}); "
                          "resume a file that `torchmark ops -o` wrote")
     refuse_other_options(path, header.get("run_options") or {}, dataclasses.asdict(options),
@@ -103,7 +105,7 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
     foreign = sorted(set(recorded) - ids)
     if foreign:
         raise ValueError(f"--resume {path}: it holds {len(foreign)} case(s) this config does "
-                         f"not have (e.g. {foreign[0]!r}); resume with the config it was "
+                         f"not have (e.g. {brief_repr(foreign[0])}); resume with the config it was "
                          "made from, or write a new file")
     return set(recorded)
 
@@ -205,20 +207,28 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
     "profile_failed": {id: reason}} (the latter when some case failed in it)."""
     options = options or RunOptions()
     options.validate()
-    done = resumable_ids(resume, config, options) if resume is not None else set()
-    cases = select_cases(config, options, done)
-    if on_start:
-        on_start(len(cases))
     path = resume if resume is not None else out
-    writer = None
-    if path is not None:
-        writer = JsonlWriter(path, {"type": "header", "schema": SCHEMA, "version": VERSION,
-                                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                    "run_options": dataclasses.asdict(options),
-                                    # what the run used: --threads, else torch's default
-                                    "threads": options.threads or _default_threads(),
-                                    "system": {**system_info(), **_device_info(options)}},
-                             resume=resume is not None)
+    # held from before the file is read for --resume: two runs never share one file
+    lock = ResultsLock(path, "ops results file").acquire() if path is not None else None
+    try:
+        done = resumable_ids(resume, config, options) if resume is not None else set()
+        cases = select_cases(config, options, done)
+        if on_start:
+            on_start(len(cases))
+        writer = None
+        if path is not None:
+            writer = JsonlWriter(path, {"type": "header", "schema": SCHEMA,
+                                        "version": VERSION,
+                                        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                        "run_options": dataclasses.asdict(options),
+                                        # what the run used: --threads, else torch's default
+                                        "threads": options.threads or _default_threads(),
+                                        "system": {**system_info(), **_device_info(options)}},
+                                 resume=resume is not None, lock=lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
     records: list[dict[str, Any]] = []
     builds = _Builds(options.device)
     profiled: dict[str, Any] | None = None  # the profile pass's outcome, once it ended

@@ -25,6 +25,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from torchmark.core.bounded_input import brief_repr
+from torchmark.core.errors import InputError, LimitError
+from torchmark.core.tensor_bounds import MAX_DIMS, check_tensor
+
 DTYPES = ("uint8", "int8", "int16", "int", "long", "float", "double", "float16", "bfloat16",
           "bool")
 DATA_GENERATORS = ("PyTorch:DefaultDataGenerator", "PyTorch::DefaultDataGenerator")
@@ -35,7 +39,7 @@ RANGEABLE = {"tensor": ("shape", "dtype"), "int": ("value",), "long": ("value",)
 ARG_TYPES = tuple(RANGEABLE)
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """A config failed validation; `problems` holds (path, reason) pairs."""
 
     def __init__(self, source: str, problems: list[tuple[str, str]]) -> None:
@@ -67,20 +71,20 @@ def _finite(x: float) -> bool:
 
 def _check_range_triplet(v: Any, what: str, number=_is_int) -> None:
     if not (isinstance(v, list) and len(v) == 3 and all(number(x) for x in v)):
-        raise _fail(f"a {what} range must be [min, max, step], got {v!r}")
+        raise _fail(f"a {what} range must be [min, max, step], got {brief_repr(v)}")
     if not all(_finite(x) for x in v):
-        raise _fail(f"the {what} range {v!r} must hold finite numbers (within a float's range)")
+        raise _fail(f"the {what} range {brief_repr(v)} must hold finite numbers (within a float's range)")
     lo, hi, step = v
     try:
         count = (hi - lo) / step if step > 0 else 0.0
     except OverflowError:
         count = math.inf
     if not _finite(count):
-        raise _fail(f"the {what} range {v!r} spans more values than can be counted")
+        raise _fail(f"the {what} range {brief_repr(v)} spans more values than can be counted")
     if hi < lo:
-        raise _fail(f"the {what} range {v!r} is reversed (max < min)")
+        raise _fail(f"the {what} range {brief_repr(v)} is reversed (max < min)")
     if step <= 0:
-        raise _fail(f"the {what} range {v!r} needs a positive step")
+        raise _fail(f"the {what} range {brief_repr(v)} needs a positive step")
 
 
 class _Arg(BaseModel):
@@ -108,9 +112,9 @@ class _Arg(BaseModel):
                 continue
             close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
             if close:
-                raise _fail(f"unknown key {key!r}: did you mean {close[0]!r}?")
+                raise _fail(f"unknown key {brief_repr(key)}: did you mean {brief_repr(close[0])}?")
             if key.startswith("__") and key.endswith("__"):
-                raise _fail(f"unknown key {key!r} (meta keys are __range__, __copy__, "
+                raise _fail(f"unknown key {brief_repr(key)} (meta keys are __range__, __copy__, "
                             "__list__)")
         return data
 
@@ -124,7 +128,7 @@ class _Arg(BaseModel):
                   and len(item["shape"][1]) == 2 and all(_is_int(x) for x in item["shape"][1]))
             if not ok:
                 raise _fail(f"each __copy__ entry must be {{\"shape\": [dim, [arg, dim]]}}, "
-                            f"got {item!r}")
+                            f"got {brief_repr(item)}")
         return v
 
     @model_validator(mode="after")
@@ -137,7 +141,7 @@ def _check_range_attrs(kind: str, attrs: list[str]) -> None:
     allowed = RANGEABLE[kind]
     for attr in attrs:
         if attr not in allowed:
-            raise _fail(f"__range__ lists {attr!r}, but a {kind} argument can only range over "
+            raise _fail(f"__range__ lists {brief_repr(attr)}, but a {kind} argument can only range over "
                         f"{', '.join(allowed) or 'nothing'}")
 
 
@@ -154,21 +158,23 @@ class TensorArg(_Arg):
         attrs = info.data.get("range_attrs", [])
         _check_range_attrs("tensor", attrs)
         copies = info.data.get("copies", [])
+        if len(v) > MAX_DIMS:  # before looking at each: a million of them is no shape
+            raise _fail(f"a tensor of {len(v)} dimensions (at most {MAX_DIMS})")
         for dim in v:
             if isinstance(dim, list):
                 if "shape" not in attrs:
-                    raise _fail(f"shape element {dim!r} is a range, but 'shape' is not in "
+                    raise _fail(f"shape element {brief_repr(dim)} is a range, but 'shape' is not in "
                                 "__range__")
                 _check_range_triplet(dim, "shape")
                 if dim[0] < 1:
-                    raise _fail(f"the shape range {dim!r} must start at 1 or more")
+                    raise _fail(f"the shape range {brief_repr(dim)} must start at 1 or more")
             elif _is_int(dim) and (dim > 0 or (dim == -1 and copies)):
                 continue
             else:
-                raise _fail(f"shape must be a list of positive ints, got {v!r}"
+                raise _fail(f"shape must be a list of positive ints, got {brief_repr(v)}"
                             + (" (-1 is a placeholder for __copy__ only)" if dim == -1 else ""))
         if "shape" in attrs and not any(isinstance(dim, list) for dim in v):
-            raise _fail(f"'shape' is in __range__, but no element of {v!r} is a range "
+            raise _fail(f"'shape' is in __range__, but no element of {brief_repr(v)} is a range "
                         "([min, max, step]); drop it from __range__ or give one")
         return v
 
@@ -177,11 +183,11 @@ class TensorArg(_Arg):
     def _dtype(cls, v: Any, info) -> Any:
         ranged = "dtype" in info.data.get("range_attrs", [])
         if ranged and (not isinstance(v, list) or not v):
-            raise _fail(f"with 'dtype' in __range__, dtype must be a non-empty list, got {v!r}")
+            raise _fail(f"with 'dtype' in __range__, dtype must be a non-empty list, got {brief_repr(v)}")
         values = v if ranged else [v]
         for d in values:
             if d not in DTYPES:
-                raise _fail(f"unknown dtype {d!r}; expected one of {', '.join(DTYPES)}")
+                raise _fail(f"unknown dtype {brief_repr(d)}; expected one of {', '.join(DTYPES)}")
         return v
 
     @field_validator("value_range")
@@ -194,8 +200,16 @@ class TensorArg(_Arg):
         ranged = "dtype" in self.range_attrs and isinstance(self.dtype, list)
         for dtype in self.dtype if ranged else [self.dtype]:
             _check_tensor_dtype(dtype, self.requires_grad, self.value_range)
+            if all(_is_int(d) for d in self.shape):  # ranged shapes: checked per case
+                try:
+                    check_tensor(self.shape, ITEMSIZE[dtype], "cpu", "the tensor")
+                except LimitError as e:
+                    raise _fail(str(e)) from None
         return self
 
+
+ITEMSIZE = {"uint8": 1, "int8": 1, "int16": 2, "int": 4, "long": 8, "float": 4, "double": 8,
+            "float16": 2, "bfloat16": 2, "bool": 1}
 
 # what each dtype can hold: integer bounds, or the largest finite float
 # (long stops one short: torch.randint's exclusive top, max + 1, would not fit in int64)
@@ -219,11 +233,11 @@ def _check_tensor_dtype(dtype: str, requires_grad: bool | None,
     if dtype in _INT_BOUNDS:
         lo, hi = _INT_BOUNDS[dtype]
         if not all(float(x).is_integer() for x in value_range):
-            raise _fail(f"value_range {value_range!r} of a {dtype} tensor must hold integers")
+            raise _fail(f"value_range {brief_repr(value_range)} of a {dtype} tensor must hold integers")
         if not lo <= value_range[0] <= value_range[1] <= hi:
-            raise _fail(f"value_range {value_range!r} does not fit {dtype} ([{lo}, {hi}])")
+            raise _fail(f"value_range {brief_repr(value_range)} does not fit {dtype} ([{lo}, {hi}])")
     elif max(abs(x) for x in value_range) > _FLOAT_MAX[dtype]:
-        raise _fail(f"value_range {value_range!r} exceeds the largest {dtype} "
+        raise _fail(f"value_range {brief_repr(value_range)} exceeds the largest {dtype} "
                     f"({_FLOAT_MAX[dtype]:g}): the values would be inf")
 
 
@@ -231,11 +245,11 @@ def _check_value_range(v: Any) -> Any:
     if v is None:
         return v
     if not (isinstance(v, list) and len(v) == 2 and all(_is_number(x) for x in v)):
-        raise _fail(f"value_range must be [min, max], got {v!r}")
+        raise _fail(f"value_range must be [min, max], got {brief_repr(v)}")
     if not all(_finite(x) for x in v):
-        raise _fail(f"value_range {v!r} must hold finite numbers (within a float's range)")
+        raise _fail(f"value_range {brief_repr(v)} must hold finite numbers (within a float's range)")
     if v[0] > v[1]:
-        raise _fail(f"value_range {v!r} is reversed (min > max)")
+        raise _fail(f"value_range {brief_repr(v)} is reversed (min > max)")
     return v
 
 
@@ -265,7 +279,7 @@ def _numeric(kind: str, check, what: str):
             _check_range_triplet(v, "value", check)
         elif v is not None and not check(v):
             raise _fail(f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} value must be {what}, "
-                        f"got {v!r}")
+                        f"got {brief_repr(v)}")
         return v
     return validate
 
@@ -279,7 +293,7 @@ class IntArg(_ScalarArg):
     def _integral_range(self):
         if self.value_range is not None and \
                 not all(float(x).is_integer() for x in self.value_range):
-            raise _fail(f"value_range {self.value_range!r} of an {self.type} argument must "
+            raise _fail(f"value_range {brief_repr(self.value_range)} of an {self.type} argument must "
                         "hold integers")
         return self
 
@@ -296,10 +310,10 @@ def _listable(kind: str, check, what: str):
         _check_range_attrs(kind, attrs)
         values = v if "value" in attrs else [v]
         if "value" in attrs and (not isinstance(v, list) or not v):
-            raise _fail(f"with 'value' in __range__, value must be a non-empty list, got {v!r}")
+            raise _fail(f"with 'value' in __range__, value must be a non-empty list, got {brief_repr(v)}")
         for item in values:
             if not check(item):
-                raise _fail(f"a {kind} value must be {what}, got {item!r}")
+                raise _fail(f"a {kind} value must be {what}, got {brief_repr(item)}")
         return v
     return validate
 
@@ -387,14 +401,14 @@ class OpEntry(BaseModel):
     @classmethod
     def _iterator(cls, v: str | None) -> str | None:
         if v is not None and v not in ITERATORS:
-            raise _fail(f"unknown iterator {v!r}; expected one of {', '.join(ITERATORS)}")
+            raise _fail(f"unknown iterator {brief_repr(v)}; expected one of {', '.join(ITERATORS)}")
         return v
 
     @field_validator("build_data_generator", "input_data_generator")
     @classmethod
     def _generator(cls, v: str | None) -> str | None:
         if v is not None and v not in DATA_GENERATORS:
-            raise _fail(f"unknown data generator {v!r}; expected {DATA_GENERATORS[0]}")
+            raise _fail(f"unknown data generator {brief_repr(v)}; expected {DATA_GENERATORS[0]}")
         return v
 
     @field_validator("config")
@@ -444,7 +458,7 @@ def _reason(error: dict) -> str:
         return "required, but missing"
     if kind == "union_tag_invalid":
         tag = error.get("ctx", {}).get("tag")
-        return f"unknown type {tag!r}; expected one of {', '.join(ARG_TYPES)}"
+        return f"unknown type {brief_repr(tag)}; expected one of {', '.join(ARG_TYPES)}"
     if kind == "union_tag_not_found":
         return f"every argument needs a 'type' (one of {', '.join(ARG_TYPES)})"
     if kind == "extra_forbidden":

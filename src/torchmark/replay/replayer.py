@@ -9,7 +9,9 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from torchmark.errors import USER_CODE_FAILURES, error_line
+from torchmark.core.bounded_input import brief_repr
+from torchmark.core.errors import USER_CODE_FAILURES, LimitError, error_line
+from torchmark.core.operator_policy import aten_refusal
 from torchmark.replay.trace import ExecutionTrace, Node
 from torchmark.replay.values import (
     MEMORY_FORMATS,
@@ -35,7 +37,7 @@ class ReplayedOp:
 
     node: Node
     op: str  # `aten::name.overload`
-    status: str = "pending"  # "replayed" or "skipped"
+    status: str = "pending"  # "replayed", "skipped", or "refused" (policy: side effects)
     reason: str | None = None
     times: list[float] = dataclasses.field(default_factory=list)
     output_mismatch: str | None = None
@@ -65,7 +67,7 @@ def resolve_overload(node: Node):
         raise Unsupported(f"torch has no operator aten::{name}") from None
     key = overload or "default"
     if key not in packet.overloads():
-        raise Unsupported(f"aten::{name} has no overload {key!r} in this torch")
+        raise Unsupported(f"aten::{name} has no overload {brief_repr(key)} in this torch")
     return getattr(packet, key)
 
 
@@ -73,27 +75,39 @@ class Replayer:
     """Replays the selected operators of a trace on `device`."""
 
     def __init__(self, trace: ExecutionTrace, device: str = "cpu", *,
-                 subgraph: str | None = None, step: int | None = None, seed: int = 0) -> None:
+                 subgraph: str | None = None, step: int | None = None, seed: int = 0,
+                 allow_unsafe_ops: bool = False) -> None:
         import torch
 
         self.torch = torch
         self.trace, self.device = trace, torch.device(device)
         self.factory, self.seed = TensorFactory(device, seed), seed
         self.ops = [ReplayedOp(n, _display_name(n)) for n in trace.top_level_ops(subgraph, step)]
+        self.allow_unsafe_ops = allow_unsafe_ops
         self._covers: list[Any] = []  # on a GPU, one SpinCover a chunk of SPIN_CHUNK ops
         self._open_chunk: Any = None
 
     # -- preparation ------------------------------------------------------------------
     def prepare(self) -> None:
         """Resolve every op, rebuild its arguments, run it once (dry run): ops that cannot
-        be resolved, rebuilt or run are skipped with their reason."""
+        be resolved, rebuilt or run are skipped with their reason; ops the operator policy
+        refuses (side effects: files, process-wide state) are not run unless
+        `allow_unsafe_ops`."""
         produced: set[tuple[int, int]] = set()
         for rop in self.ops:
             try:
                 rop.fn = resolve_overload(rop.node)
-                name, _ = schema_name(rop.node)
+                name, overload = schema_name(rop.node)
+                refusal = None if self.allow_unsafe_ops else \
+                    aten_refusal(name, overload or "default")
+                if refusal:
+                    rop.status, rop.reason = "refused", f"refused: {refusal}"
+                    continue
                 walk_tensors(rop.node, name, self._plan_unless(produced))
             except Unsupported as e:
+                rop.status, rop.reason = "skipped", str(e)
+                continue
+            except LimitError as e:  # a shape beyond the bounds: that op is not replayed
                 rop.status, rop.reason = "skipped", str(e)
                 continue
             except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
@@ -106,7 +120,7 @@ class Replayer:
         self.torch.manual_seed(self.seed)  # random ops of the trace draw the same each run
         with self.torch.no_grad():
             for rop in self.ops:
-                if rop.status == "skipped":
+                if rop.status in ("skipped", "refused"):
                     continue
                 try:
                     self._build_arguments(rop, env)
@@ -140,7 +154,7 @@ class Replayer:
             return None  # an undefined (optional) tensor
         if type_name.startswith("Tensor("):
             if not _is_tensor_value(value):
-                raise Unsupported(f"a tensor argument was recorded as {value!r}")
+                raise Unsupported(f"a tensor argument was recorded as {brief_repr(value)}")
             if _key(value) in env:
                 rop.refs.append((slot, _key(value)))
                 return _REF
@@ -172,7 +186,7 @@ class Replayer:
             return str(value)
         if type_name == "Device":
             return self.device
-        raise Unsupported(f"cannot rebuild an argument of type {type_name!r}")
+        raise Unsupported(f"cannot rebuild an argument of type {brief_repr(type_name)}")
 
     def _build_arguments(self, rop: ReplayedOp, env: dict[int, Any]) -> None:
         schema = rop.fn._schema

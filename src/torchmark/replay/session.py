@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from typing import Any
 
+from torchmark.core.bounded_input import brief_repr, load_json, read_bytes
+from torchmark.core.results_lock import ResultsLock
 from torchmark.jsonl import JsonlWriter, system_info
 from torchmark.replay.record import timing_path
 from torchmark.replay.replayer import ReplayedOp, Replayer
@@ -52,7 +53,8 @@ def _load_timing(trace_path: str | os.PathLike) -> Any:
     """The profiler trace recorded beside the execution trace (`torchmark trace` /
     `record()` write it), parsed; None when there is none or it cannot be read."""
     try:
-        return json.loads(timing_path(trace_path).read_text())
+        path = timing_path(trace_path)
+        return load_json(read_bytes(path, "profiler trace"), str(path))
     except (OSError, ValueError):
         return None
 
@@ -113,7 +115,7 @@ def _record(op: ReplayedOp) -> dict[str, Any]:
             "config": {"build": None, "input": {"shapes": node.inputs["shapes"],
                                                 "types": node.inputs["types"]},
                        "node": node.id, "schema": node.schema},
-            "status": "ok" if op.status == "replayed" else "skipped",
+            "status": "ok" if op.status == "replayed" else op.status,
             "metrics": {"forward": summarize(op.times)} if op.times else None,
             "error": op.reason, "output_mismatch": op.output_mismatch,
             "recorded_us": op.recorded_us}
@@ -134,23 +136,41 @@ def _unknown_because(timing: Any, durations: dict[int, float]) -> str:
 def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
            iterations: int = 10, subgraph: str | None = None, step: int | None = None,
            threads: int | None = None, out: str | os.PathLike | None = None,
-           profile: str | os.PathLike | None = None) -> ReplayReport:
+           profile: str | os.PathLike | None = None,
+           allow_unsafe_ops: bool = False) -> ReplayReport:
     """Replay a trace's top-level operators and time them; see ReplayReport. `threads`
-    sets torch's CPU threads for the replay (default: torch's own count)."""
+    sets torch's CPU threads for the replay (default: torch's own count). Ops with side
+    effects (files, process-wide state) are refused unless `allow_unsafe_ops`."""
     import torch
 
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"--device {device}: CUDA is not available on this machine")
     if device.split(":")[0] not in ("cpu", "cuda"):
-        raise ValueError(f"--device must be cpu or cuda, got {device!r}")
+        raise ValueError(f"--device must be cpu or cuda, got {brief_repr(device)}")
     for name, value, low in (("warmup", warmup, 0), ("iterations", iterations, 1),
                              ("threads", 1 if threads is None else threads, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+            raise ValueError(f"{name} must be an int >= {low}, got {brief_repr(value)}")
+    lock = ResultsLock(out, "replay results file").acquire() if out is not None else None
+    try:
+        return _replay(path, device, warmup, iterations, subgraph, step, threads, out,
+                       profile, allow_unsafe_ops, lock)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _replay(path: str | os.PathLike, device: str, warmup: int, iterations: int,
+            subgraph: str | None, step: int | None, threads: int | None,
+            out: str | os.PathLike | None, profile: str | os.PathLike | None,
+            allow_unsafe_ops: bool, lock: ResultsLock | None) -> ReplayReport:
+    import torch
+
     trace = load_trace(path)
-    replayer = Replayer(trace, device, subgraph=subgraph, step=step)
+    replayer = Replayer(trace, device, subgraph=subgraph, step=step,
+                        allow_unsafe_ops=allow_unsafe_ops)
     if not replayer.ops:
-        scope = f" under {subgraph!r}" if subgraph else \
+        scope = f" under {brief_repr(subgraph)}" if subgraph else \
             f" under ProfilerStep#{step}" if step is not None else ""
         raise ValueError(f"{path}: no aten operators to replay{scope}")
     devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
@@ -177,11 +197,13 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
                                                    "subgraph": subgraph, "step": step,
                                                    "threads": threads},
                                    "threads": used_threads,  # as ops records it
-                                   "system": system_info()}, resume=False)
+                                   "system": system_info()}, resume=False, lock=lock)
         for op in replayer.ops:
             writer.write(_record(op))
         writer.close({"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                      "ok": len(report.replayed), "skipped": len(report.skipped),
+                      "ok": len(report.replayed),
+                      "skipped": sum(op.status == "skipped" for op in report.skipped),
+                      "refused": sum(op.status == "refused" for op in report.skipped),
                       "coverage": report.coverage, "time_weighted_coverage": report.time_weighted,
                       "iteration_median": iteration.median if iteration else None,
                       "notes": report.notes})
@@ -237,8 +259,10 @@ def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
                      "data-dependent shapes see the replay's data):")
         for op in differing:
             lines.append(f"  {op.op} (node {op.node.id}): {op.output_mismatch}")
-    if report.skipped:
-        lines.append(f"skipped ({len(report.skipped)}):")
-        for op in report.skipped:
-            lines.append(f"  {op.op} (node {op.node.id}): {op.reason}")
+    for status in ("skipped", "refused"):
+        ops = [op for op in report.skipped if op.status == status]
+        if ops:
+            lines.append(f"{status} ({len(ops)}):" + (" (--allow-unsafe-ops runs them)"
+                                                      if status == "refused" else ""))
+            lines.extend(f"  {op.op} (node {op.node.id}): {op.reason}" for op in ops)
     return lines

@@ -11,16 +11,19 @@ calls are run by it, not again), in the order they started.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Any
+
+from torchmark.core.bounded_input import brief, brief_repr, gunzip, load_json, read_bytes
+from torchmark.core.errors import InputError
 
 SUPPORTED_SCHEMAS = ("1.0.", "1.1.")
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """The file is not an execution trace torchmark can read."""
 
 
@@ -78,7 +81,7 @@ class ExecutionTrace:
         `subgraph`, or under `ProfilerStep#<step>`, or the whole trace."""
         scope = list(self.nodes.values())
         if subgraph is not None and step is not None:
-            raise ValueError(f"choose a subgraph ({subgraph!r}) or a step ({step}), not both")
+            raise ValueError(f"choose a subgraph ({brief_repr(subgraph)}) or a step ({step}), not both")
         if subgraph is not None or step is not None:
             name = subgraph if subgraph is not None else f"ProfilerStep#{step}"
             roots = self.find(name)
@@ -87,7 +90,7 @@ class ExecutionTrace:
                 names = list(dict.fromkeys(n.name for n in sorted(
                     self.nodes.values(), key=lambda n: n.id) if not n.is_aten and n.name))
                 more = f" and {len(names) - 10} more" if len(names) > 10 else ""
-                raise TraceError(f"{self.path}: no node named {name!r} (non-aten nodes, first "
+                raise TraceError(f"{self.path}: no node named {brief_repr(name)} (non-aten nodes, first "
                                  f"seen first: {', '.join(names[:10])}{more})")
             scope = self.subtree(roots[0])
         ops = [n for n in scope if n.is_aten
@@ -96,17 +99,14 @@ class ExecutionTrace:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"trace {path}: no such file") from None
+    raw = read_bytes(path, "trace")
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
+            raw = gunzip(raw, f"trace {brief(str(path))}")
+        except (OSError, EOFError, zlib.error) as e:
             raise TraceError(f"{path}: a damaged gzip file ({e})") from None
     try:
-        return json.loads(raw)
+        return load_json(raw, f"trace {brief(str(path))}")
     except UnicodeDecodeError:
         raise TraceError(f"{path}: not JSON (binary data)") from None
     except json.JSONDecodeError as e:
@@ -152,7 +152,7 @@ def load_trace(path: str | os.PathLike) -> ExecutionTrace:
                          "'schema' and 'nodes')")
     schema = str(data["schema"])
     if not schema.startswith(SUPPORTED_SCHEMAS):
-        raise TraceError(f"{path}: execution-trace schema {schema!r} is not supported "
+        raise TraceError(f"{path}: execution-trace schema {brief_repr(schema)} is not supported "
                          f"(torchmark reads {', '.join(s + '*' for s in SUPPORTED_SCHEMAS)})")
     if not isinstance(data["nodes"], list):
         raise TraceError(f"{path}: 'nodes' is not a list")

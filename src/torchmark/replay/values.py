@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from torchmark.core.bounded_input import brief_repr
+from torchmark.core.tensor_bounds import check_dims, check_tensor
 from torchmark.replay.trace import Node
 
 TENSOR_DTYPES = {
@@ -41,7 +43,7 @@ def tensor_dtype(type_name: str):
     inner = type_name[len("Tensor("):-1]
     name = TENSOR_DTYPES.get(inner)
     if name is None:
-        raise Unsupported(f"tensor element type {inner!r}")
+        raise Unsupported(f"tensor element type {brief_repr(inner)}")
     return getattr(torch, name)
 
 
@@ -126,12 +128,17 @@ class TensorFactory:
 
     def plan(self, value: list, shape: list, stride: list, type_name: str,
              bound: int | None) -> None:
-        """Note a use of a storage, so its shared buffer is made big enough."""
+        """Note a use of a storage, so its shared buffer is made big enough; a LimitError
+        for a shape of too many dimensions or a storage larger than the device's memory
+        (refused before anything is allocated)."""
+        check_dims(shape, "a tensor of the trace")
         dtype = tensor_dtype(type_name)
         key = (value[1], str(dtype))
         offset = value[2] if isinstance(value[2], int) else 0
         last = offset + sum((s - 1) * st for s, st in zip(shape, stride, strict=False) if s > 0)
         self.extent[key] = max(self.extent.get(key, 0), last + 1 if _numel(shape) else offset)
+        check_tensor([self.extent[key]], dtype.itemsize, str(self.device),
+                     "a storage of the trace")
         if bound is not None:
             self.bounds[key] = min(self.bounds.get(key, bound), bound)
 
@@ -166,6 +173,7 @@ class TensorFactory:
 
     def tensor(self, value: list, shape: list, stride: list, type_name: str) -> Any:
         dtype = tensor_dtype(type_name)
+        check_dims(shape, "a tensor of the trace")
         if len(stride) != len(shape):
             stride = list(self.torch.empty(shape, device="meta").stride()) if shape else []
         key = (value[1], str(dtype))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from torchmark.compare.plain_table import align
+from torchmark.core.bounded_input import brief_repr
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +60,7 @@ def _counts(record: dict[str, Any], side: str) -> tuple[float, float]:
     for name, value in (("per_run", per_run), ("spread", spread)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                 not math.isfinite(float(value)) or value < 0:
-            raise ValueError(f"{side}: case {record['id']!r}: instructions {name} is "
+            raise ValueError(f"{side}: case {brief_repr(record['id'])}: instructions {name} is "
                              f"{str(value)[:40]}, not a finite number >= 0")
     return float(per_run), float(spread)
 

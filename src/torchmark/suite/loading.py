@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from torchmark.errors import USER_CODE_FAILURES, error_line
+from torchmark.core.errors import USER_CODE_FAILURES, error_line
 from torchmark.suite.materialize import Case, materialize
 
 

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from torchmark.core.bounded_input import brief_repr
+from torchmark.core.results_lock import ResultsLock
 from torchmark.jsonl import (
     JsonlWriter,
     iter_lines,
@@ -31,7 +33,7 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
         if record.get("type") == "header":
             if record.get("schema") != SCHEMA:
                 raise ValueError(f"{path} is not a torchmark suite results file "
-                                 f"(schema {record.get('schema')!r})")
+                                 f"(schema {brief_repr(record.get('schema'))})")
             saw_header = True
         elif record.get("type") == "case" and "id" in record:
             records.append(record)
@@ -69,10 +71,11 @@ def finished_ids(path: str | os.PathLike, options: dict[str, Any] | None = None,
 class ResultsWriter(JsonlWriter):
     """The suite's writer: its header names the schema, the options and the machine."""
 
-    def __init__(self, path: str | os.PathLike, options: dict[str, Any], resume: bool) -> None:
+    def __init__(self, path: str | os.PathLike, options: dict[str, Any], resume: bool,
+                 lock: ResultsLock | None = None) -> None:
         super().__init__(path, {"type": "header", "schema": SCHEMA, "version": VERSION,
                                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                "options": options, "system": system_info()}, resume)
+                                "options": options, "system": system_info()}, resume, lock)
 
     def close(self, footer: dict[str, Any] | None = None) -> None:
         super().close({"type": "footer", **footer} if footer is not None else None)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from torchmark.core.results_lock import ResultsLock
 from torchmark.suite.materialize import Case
 from torchmark.suite.results import ResultsWriter, finished_ids
 from torchmark.suite.workers import CaseFailed, WallWorker, WorkerLost
@@ -143,16 +144,22 @@ class SuiteRunner:
         ids = [c.id for c in cases]
         if len(set(ids)) != len(ids):
             raise ValueError("suite run: the cases contain duplicate ids")
-        done = finished_ids(out, dataclasses.asdict(self.options),
-                            {c.id: c.timer_args.to_dict() for c in cases}) if resume else set()
-        self.cases = [c for c in cases if c.id not in done]
-        self.skipped = len(cases) - len(self.cases)
-        self.out, self.resume = out, resume
+        self.out, self.resume, self._all_cases = out, resume, list(cases)
+        self._select_cases()  # again in run(), under the file's lock
         self.on_record = on_record or (lambda record: None)
         self.on_phase = on_phase or (lambda phase: None)
         self._stop = threading.Event()
         self._write_lock = threading.Lock()
         self._writer_closed = False
+
+    def _select_cases(self) -> None:
+        """The cases to run: with resume, those the results file does not hold as done."""
+        cases = self._all_cases
+        done = finished_ids(self.out, dataclasses.asdict(self.options),
+                            {c.id: c.timer_args.to_dict() for c in cases}) \
+            if self.resume else set()
+        self.cases = [c for c in cases if c.id not in done]
+        self.skipped = len(cases) - len(self.cases)
 
     # -- preparation ------------------------------------------------------------------
     def _prepare(self, writer: ResultsWriter) -> tuple[list[Case], dict[str, tuple[str, str]]]:
@@ -225,7 +232,13 @@ class SuiteRunner:
     def run(self) -> RunSummary:
         started = time.perf_counter()
         options = dataclasses.asdict(self.options)
-        writer = ResultsWriter(self.out, options, self.resume)
+        lock = ResultsLock(self.out, "suite results file").acquire()
+        try:  # what is done is read again under the lock: a run that ended meanwhile counts
+            self._select_cases()
+            writer = ResultsWriter(self.out, options, self.resume, lock=lock)
+        except BaseException:
+            lock.release()
+            raise
         records: list[dict[str, Any]] = []
         inner = self.on_record
         self.on_record = lambda record: (records.append(record), inner(record))

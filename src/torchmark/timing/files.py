@@ -7,6 +7,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from torchmark.core.bounded_input import brief, brief_repr, first_line, load_json, read_text
+from torchmark.core.errors import LimitError
+from torchmark.core.results_lock import ResultsLock
 from torchmark.timing.measurement import SCHEMA_NAME as MEASUREMENT_SCHEMA
 from torchmark.timing.measurement import Measurement
 
@@ -25,17 +28,19 @@ def dump_measurements(measurements: Iterable[Measurement]) -> dict:
 def save_measurements(path: str | os.PathLike, measurements: Iterable[Measurement],
                       append: bool = False) -> list[Measurement]:
     """Write measurements to `path` (atomically). With `append`, keep what the file held.
+    The file's lock is held from reading to replacing it (waiting up to 30 s for another
+    process saving to it), so two processes appending at once both keep their results.
 
     Returns everything the file now holds.
     """
     path = Path(path)
-    held = load_measurements(path) if append and path.exists() and path.stat().st_size \
-        else []  # an empty file (`touch`, mktemp) holds none
-    held += list(measurements)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(dump_measurements(held), indent=1) + "\n")
-    os.replace(tmp, path)
+    with ResultsLock(path, "measurements file").acquire(wait=30.0):
+        held = load_measurements(path) if append and path.exists() and path.stat().st_size \
+            else []  # an empty file (`touch`, mktemp) holds none
+        held += list(measurements)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(dump_measurements(held), indent=1) + "\n")
+        os.replace(tmp, path)
     return held
 
 
@@ -46,7 +51,7 @@ def parse_measurements(data: object, source: str = "input") -> list[Measurement]
     elif isinstance(data, dict) and data.get("schema") == FILE_SCHEMA:
         if data.get("version") != FILE_VERSION:
             raise ValueError(
-                f"{source}: {FILE_SCHEMA} version {data.get('version')!r} is not supported"
+                f"{source}: {FILE_SCHEMA} version {brief_repr(data.get('version'))} is not supported"
             )
         items = data.get("measurements")
         if not isinstance(items, list):
@@ -55,7 +60,7 @@ def parse_measurements(data: object, source: str = "input") -> list[Measurement]
         items = [data]
     elif isinstance(data, dict) and "schema" in data:
         raise ValueError(f"{source}: not a torchmark measurements file (its schema is "
-                         f"{data['schema']!r}, not {FILE_SCHEMA!r})")
+                         f"{brief_repr(data['schema'])}, not {brief_repr(FILE_SCHEMA)})")
     else:
         raise ValueError(f"{source}: not a torchmark measurements file (no 'schema' field)")
     out = []
@@ -63,24 +68,21 @@ def parse_measurements(data: object, source: str = "input") -> list[Measurement]
         try:
             out.append(Measurement.from_dict(item))
         except ValueError as e:
-            raise ValueError(f"{source}: measurement {i}: {e}") from None
+            raise ValueError(f"{source}: measurement {i}: {brief(str(e), 400)}") from None
     return out
 
 
 def load_measurements(path: str | os.PathLike) -> list[Measurement]:
     """Read a file written by `save_measurements` (or one Measurement's JSON)."""
     path = Path(path)
+    text = read_text(path, "measurements file")
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file") from None
-    try:
-        data = json.loads(text)
+        data = load_json(text, str(path))
     except json.JSONDecodeError as e:
         first = _first_line_schema(text)
         if first is not None:
             raise ValueError(f"{path}: not a torchmark measurements file but JSON lines of "
-                             f"{first!r} (measurements files come from `timeit --save` or "
+                             f"{brief_repr(first)} (measurements files come from `timeit --save` or "
                              "save_measurements)") from None
         raise ValueError(f"{path}: not valid JSON ({e})") from None
     return parse_measurements(data, str(path))
@@ -89,8 +91,8 @@ def load_measurements(path: str | os.PathLike) -> list[Measurement]:
 def _first_line_schema(text: str) -> str | None:
     """The `schema` of a JSON-lines file's first line (ops, replay, suite results)."""
     try:
-        first = json.loads(text.split("\n", 1)[0])
-    except json.JSONDecodeError:
+        first = load_json(text.split("\n", 1)[0], "the first line")
+    except (json.JSONDecodeError, LimitError):
         return None
     return str(first["schema"]) if isinstance(first, dict) and "schema" in first else None
 
@@ -98,7 +100,6 @@ def _first_line_schema(text: str) -> str | None:
 def first_line_schema(path: str | os.PathLike) -> str | None:
     """The `schema` of a file's first line, when it is a JSON object with one."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return _first_line_schema(f.readline())
-    except (OSError, UnicodeDecodeError):
+        return _first_line_schema(first_line(path, "file").decode("utf-8"))
+    except (OSError, UnicodeDecodeError, LimitError):
         return None  # whoever reads the file next says what is wrong with it

@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from torchmark.core.bounded_input import brief_repr, load_json
 from torchmark.timing.stats import population_std, quantile, select_unit
 from torchmark.timing.task_spec import TASK_SPEC_FIELDS, TaskSpec, plain_int
 
@@ -55,7 +56,7 @@ class Measurement:
         # Only reached when normal lookup fails: forward TaskSpec fields.
         if name in TASK_SPEC_FIELDS:
             return getattr(self.task_spec, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {brief_repr(name)}")
 
     # -- statistics (per run) ---------------------------------------------------------
     @property
@@ -244,13 +245,13 @@ class Measurement:
                                  f"got {type(self.metadata).__name__}")
             for key, value in self.metadata.items():
                 if not isinstance(key, str):  # JSON would turn it into a str, or fail
-                    raise ValueError(f"Measurement.metadata key {key!r} is not a str: JSON "
+                    raise ValueError(f"Measurement.metadata key {brief_repr(key)} is not a str: JSON "
                                      "keys are strings; use pickle, or a str key")
                 try:
                     json.dumps({key: value}, allow_nan=False)
                 except (TypeError, ValueError) as e:
                     raise ValueError(
-                        f"Measurement.metadata[{key!r}] cannot be written as JSON ({e}); "
+                        f"Measurement.metadata[{brief_repr(key)}] cannot be written as JSON ({e}); "
                         "use pickle, or store a JSON-compatible value"
                     ) from None
         if not all(math.isfinite(t) and t >= 0 for t in self.raw_times):
@@ -279,12 +280,12 @@ class Measurement:
             raise ValueError(f"not a {SCHEMA_NAME} object (missing or wrong 'schema' field)")
         if data.get("version") != SCHEMA_VERSION:
             raise ValueError(
-                f"{SCHEMA_NAME} version {data.get('version')!r} is not supported "
+                f"{SCHEMA_NAME} version {brief_repr(data.get('version'))} is not supported "
                 f"(this torchmark reads version {SCHEMA_VERSION})"
             )
         missing = [k for k in ("number_per_run", "raw_times", "task_spec") if k not in data]
         if missing:
-            raise ValueError(f"{SCHEMA_NAME}: missing field {missing[0]!r}")
+            raise ValueError(f"{SCHEMA_NAME}: missing field {brief_repr(missing[0])}")
         number, raw = data["number_per_run"], data["raw_times"]
         if isinstance(number, bool) or not isinstance(number, int) or \
                 not 1 <= number <= MAX_NUMBER_PER_RUN:
@@ -323,7 +324,7 @@ class Measurement:
         if isinstance(text, dict):
             return cls.from_dict(text)
         try:
-            data = json.loads(text)
+            data = load_json(text, "measurement")
         except json.JSONDecodeError as e:
             raise ValueError(f"not valid JSON: {e}") from None
         return cls.from_dict(data)

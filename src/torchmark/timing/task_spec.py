@@ -7,6 +7,8 @@ import operator
 import textwrap
 from typing import Any
 
+from torchmark.core.bounded_input import brief_repr
+
 
 @dataclasses.dataclass(init=True, repr=False, eq=True, frozen=True)
 class TaskSpec:
@@ -58,13 +60,13 @@ class TaskSpec:
             raise ValueError("TaskSpec: 'stmt' and 'setup' are required")
         for name in ("stmt", "setup", "global_setup"):
             if name in data and not isinstance(data[name], str):
-                raise ValueError(f"TaskSpec: {name} must be a str, got {data[name]!r}")
+                raise ValueError(f"TaskSpec: {name} must be a str, got {brief_repr(data[name])}")
         for name in ("label", "sub_label", "description", "env"):
             if data.get(name) is not None and not isinstance(data[name], str):
-                raise ValueError(f"TaskSpec: {name} must be a str or null, got {data[name]!r}")
+                raise ValueError(f"TaskSpec: {name} must be a str or null, got {brief_repr(data[name])}")
         threads = data.get("num_threads", 1)
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ValueError(f"TaskSpec: num_threads must be an int >= 1, got {threads!r}")
+            raise ValueError(f"TaskSpec: num_threads must be an int >= 1, got {brief_repr(threads)}")
         return cls(**data)
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from torchmark.callgrind.globals_bridge import CopyIfCallgrind, main_imports
+from torchmark.core.errors import ArgumentTypeError
 from torchmark.cpp.cpp_timer import CppTimer
-from torchmark.errors import ArgumentTypeError
 from torchmark.timing import clocks
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.task_spec import TaskSpec

@@ -1,0 +1,225 @@
+"""The operator policy: which names from a file (an op config, a trace) may become a
+Python callable, decided from what the object *is* (where it is defined, what kind of
+callable it is), not from a list of bad names.
+
+Allowed, and nothing else:
+- `torch.<f>`: a native tensor operator (a binding of torch._C._VariableFunctions), or a
+  tensor function defined in torch's tensor-function modules (`torch.functional`, ...);
+- `torch.nn.functional.<f>`, `torch.linalg.<f>`, `torch.fft.<f>`, `torch.special.<f>`:
+  functions defined in that namespace or its C bindings (or native tensor operators);
+- `torch.Tensor.<m>`: a method of torch's tensor class (its C methods, or those defined
+  in torch._tensor);
+- `torch.nn.<Class>`: an nn.Module subclass defined in torch.nn.modules;
+- `aten::<op>[.<overload>]`: an operator of the ATen dispatcher (TorchScript-only
+  builtins such as aten::save, aten::manual_seed are not).
+Every one of these, where it maps to an ATen op, must also be free of side effects: no
+argument naming a file, no Storage in or out, and none of SIDE_EFFECT_OPS (the
+hand-picked rest). Private and dunder names are never operators.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+from torchmark.core.errors import PolicyError
+
+FUNCTION_NAMESPACES = ("torch", "torch.nn.functional", "torch.linalg", "torch.fft",
+                       "torch.special")
+# modules of torch that define tensor functions only (no I/O, no process-wide state)
+TENSOR_FUNCTION_MODULES = {
+    "torch": ("torch.functional", "torch._lowrank", "torch._lobpcg", "torch._linalg_utils"),
+    "torch.nn.functional": ("torch.nn.functional", "torch._C._nn"),
+    "torch.linalg": ("torch.linalg", "torch._C._linalg"),
+    "torch.fft": ("torch.fft", "torch._C._fft"),
+    "torch.special": ("torch.special", "torch._C._special"),
+}
+# aten op-name prefixes of each namespace's C bindings (torch.linalg.inv is aten::linalg_inv)
+_ATEN_PREFIX = {"torch": "", "torch.nn.functional": "", "torch.linalg": "linalg_",
+                "torch.fft": "fft_", "torch.special": "special_", "torch.Tensor": ""}
+
+# Side effects a schema does not show: the hand-picked rest, in one place.
+SIDE_EFFECT_OPS = {
+    "from_file": "reads (and with shared=True writes) a file",
+    "save": "writes a file",
+    "_print": "writes to the terminal",
+    "warn": "writes to the terminal",
+    "_cufft_set_plan_cache_max_size": "changes a process-wide cuFFT setting",
+    "_cufft_clear_plan_cache": "changes a process-wide cuFFT setting",
+    "_assert_async": "a failing assert poisons the CUDA context of the whole run",
+    "_functional_assert_async": "a failing assert poisons the CUDA context of the whole run",
+    "share_memory_": "creates shared-memory files",
+    "_share_memory_": "creates shared-memory files",
+    "untyped_storage": "returns the tensor's Storage",
+    "storage": "returns the tensor's Storage",
+    "register_hook": "registers a callable run by autograd",
+    "register_post_accumulate_grad_hook": "registers a callable run by autograd",
+}
+FILE_ARGUMENT_NAMES = frozenset({"filename", "file", "path", "fname", "f"})
+
+
+def schema_side_effect(schema: Any) -> str | None:
+    """Why an op with this FunctionSchema has a side effect, from the schema alone; None
+    when it shows none."""
+    for argument in schema.arguments:
+        kind = str(argument.type)
+        if "Storage" in kind:
+            return f"it takes a Storage ({argument.name})"
+        if "str" in kind and argument.name in FILE_ARGUMENT_NAMES:
+            return f"its {argument.name!r} argument names a file"
+    if any("Storage" in str(r.type) for r in schema.returns):
+        return "it returns a Storage"
+    return None
+
+
+@functools.cache
+def _dispatcher_ops() -> frozenset[str] | None:
+    """Every `aten::name[.overload]` of the ATen dispatcher; None where torch cannot list
+    them (the check is then skipped)."""
+    import torch
+
+    lister = getattr(torch._C, "_dispatch_get_all_op_names", None)
+    return frozenset(n for n in lister() if n.startswith("aten::")) if lister else None
+
+
+def aten_refusal(op_name: str, overload: str | None = None, *,
+                 dispatched_only: bool = True) -> str | None:
+    """Why `aten::op_name[.overload]` must not run from a file ("side effect: ..." or "a
+    TorchScript builtin"), or None. Without an overload, every overload the dispatcher
+    has counts (the packet picks one by the arguments). `dispatched_only=False` for a C
+    binding of torch (torch.Tensor.cpu), judged on its side effects alone."""
+    import torch
+
+    if op_name in SIDE_EFFECT_OPS:
+        return f"side effect: {SIDE_EFFECT_OPS[op_name]}"
+    try:
+        packet = getattr(torch.ops.aten, op_name)
+    except (AttributeError, RuntimeError):
+        return None  # not an op: whoever resolves it says it is unknown
+    registered = _dispatcher_ops()
+    names = [overload or "default"] if overload is not None else packet.overloads()
+    dispatched = 0
+    for name in names:
+        full = f"aten::{op_name}" + ("" if name == "default" else f".{name}")
+        if registered is not None and full not in registered:
+            continue  # a TorchScript-only overload (aten::add.str): not a tensor op
+        try:
+            op = getattr(packet, name)
+        except AttributeError:
+            continue
+        dispatched += 1
+        reason = schema_side_effect(op._schema)
+        if reason:
+            return f"side effect: {reason}"
+    if not dispatched and dispatched_only:
+        return "a TorchScript builtin, not an operator of the ATen dispatcher"
+    return None
+
+
+def check_aten(op_name: str, overload: str | None = None, *, label: str | None = None,
+               dispatched_only: bool = True) -> None:
+    """PolicyError when aten_refusal refuses `aten::op_name[.overload]`."""
+    reason = aten_refusal(op_name, overload, dispatched_only=dispatched_only)
+    if reason:
+        label = label or f"aten::{op_name}" + (f".{overload}" if overload else "")
+        raise PolicyError(f"operator {label!r} refused: {reason}")
+
+
+def _refuse(name: str, reason: str) -> PolicyError:
+    return PolicyError(f"operator {name!r} refused: {reason}")
+
+
+def _defined_in(target: Any) -> str:
+    return str(getattr(target, "__module__", None) or type(target).__module__)
+
+
+def _what_it_is(target: Any) -> str:
+    if inspect.ismodule(target):
+        return "a module, not an operator"
+    if inspect.isclass(target):
+        return f"a class (defined in {_defined_in(target)}), not an operator"
+    if not callable(target):
+        return f"not callable (a {type(target).__name__})"
+    return f"defined in {_defined_in(target)}, outside torch's tensor operators"
+
+
+def _split(name: str) -> tuple[str, str]:
+    """(namespace, attribute) of a dotted name; PolicyError for any other shape."""
+    parts = name.split(".")
+    if parts[0] != "torch" or len(parts) < 2 or not all(p.isidentifier() for p in parts):
+        raise LookupError(f"unknown operator {name!r}: expected torch.<name>, "
+                          "aten::<op>[.<overload>] or a name registered with register_op "
+                          "(in a module given with --plugin)")
+    if any(p.startswith("_") for p in parts[1:]):
+        raise _refuse(name, "private and dunder names are not operators")
+    for namespace in ("torch.nn.functional", "torch.linalg", "torch.fft", "torch.special",
+                      "torch.Tensor", "torch.nn"):
+        if name.startswith(namespace + ".") and len(parts) == namespace.count(".") + 2:
+            return namespace, parts[-1]
+    if len(parts) == 2:
+        return "torch", parts[1]
+    raise _refuse(name, f"{'.'.join(parts[:2])} is not an operator namespace (operators are "
+                  f"{', '.join(n + '.<f>' for n in FUNCTION_NAMESPACES)}, torch.Tensor.<m>, "
+                  "torch.nn.<Module> and aten::<op>)")
+
+
+def _namespace_object(namespace: str) -> Any:
+    import importlib
+
+    import torch
+
+    return torch.Tensor if namespace == "torch.Tensor" else importlib.import_module(namespace)
+
+
+def _is_native_binding(namespace: str, attr: str, target: Any) -> bool:
+    """A C binding of an ATen op: torch._C._VariableFunctions, or a method of TensorBase."""
+    import torch
+
+    if namespace == "torch.Tensor":
+        return getattr(target, "__objclass__", None) is torch._C.TensorBase
+    return getattr(torch._C._VariableFunctions, attr, None) is target
+
+
+def resolve(name: str) -> tuple[str, Any]:
+    """("function" | "module", the object) for a name a file gives; PolicyError when the
+    policy refuses it, LookupError when torch has no such name."""
+    import torch
+
+    namespace, attr = _split(name)
+    holder = _namespace_object(namespace)
+    try:
+        target = getattr(holder, attr)
+    except AttributeError:
+        raise LookupError(f"unknown operator {name!r}: {namespace} has no attribute "
+                          f"{attr!r}") from None
+    if namespace == "torch.nn":
+        if inspect.isclass(target) and issubclass(target, torch.nn.Module):
+            if not _defined_in(target).startswith("torch.nn.modules."):
+                raise _refuse(name, f"the module class is defined in {_defined_in(target)}, "
+                              "outside torch.nn.modules")
+            return "module", target
+        raise _refuse(name, _what_it_is(target) if not inspect.isclass(target) else
+                      f"a class (defined in {_defined_in(target)}) but not an nn.Module")
+    if inspect.isclass(target) and issubclass(target, torch.nn.Module):
+        raise _refuse(name, f"an nn.Module class: name it torch.nn.{attr}")
+    if not callable(target) or inspect.isclass(target) or inspect.ismodule(target):
+        raise _refuse(name, _what_it_is(target))
+    if _is_native_binding(namespace, attr, target):
+        check_aten(_ATEN_PREFIX[namespace] + attr, label=name, dispatched_only=False)
+        return "function", target
+    if attr in SIDE_EFFECT_OPS:
+        raise _refuse(name, f"side effect: {SIDE_EFFECT_OPS[attr]}")
+    defined = _defined_in(target)
+    python_function = inspect.isfunction(target) or inspect.isbuiltin(target)
+    if namespace == "torch.Tensor":
+        if inspect.isfunction(target) and defined == "torch._tensor":
+            return "function", target
+    elif python_function and defined in TENSOR_FUNCTION_MODULES[namespace]:
+        if inspect.isbuiltin(target):
+            check_aten(_ATEN_PREFIX[namespace] + attr, label=name, dispatched_only=False)
+        return "function", target
+    elif namespace != "torch" and _is_native_binding("torch", attr, target):
+        check_aten(attr, label=name, dispatched_only=False)  # F.conv2d is torch.conv2d
+        return "function", target
+    raise _refuse(name, _what_it_is(target))
