@@ -175,7 +175,7 @@ def test_fuzz_user_fuzzer_and_errors(capsys):
                           (["fuzz", "torchmark.fuzzing.catalog:import_user_module"],
                            "a function defined in torchmark.user_modules"),
                           (["fuzz", "torchmark.fuzzing.catalog:_builtin"], "not a public"),
-                          (["fuzz", "torchmark.fuzzing.catalog:os"], "refused: it is a "
+                          (["fuzz", "torchmark.fuzzing.catalog:torch"], "refused: it is a "
                                                                      "module"),
                           (["fuzz", "no_such_module:x"], "cannot load fuzzer"),
                           (["fuzz", "example", "-n", "0"], "-n")):
