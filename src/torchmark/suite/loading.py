@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from torchmark.core.bounded_input import read_bytes
 from torchmark.core.errors import USER_CODE_FAILURES, error_line
 from torchmark.suite.materialize import Case, materialize
 
@@ -17,8 +18,7 @@ def load_cases(definitions: str | None = None) -> list[Case]:
 
         return standard_cases()
     path = Path(definitions)
-    if not path.is_file():
-        raise FileNotFoundError(f"--definitions {definitions}: no such file")
+    read_bytes(path, "--definitions")  # a regular file under the size cap (never a pipe)
     spec = importlib.util.spec_from_file_location(f"torchmark_definitions_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise ValueError(f"--definitions {definitions}: not a Python file")
