@@ -49,12 +49,35 @@ def test_golden_tables(style):
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("data", [batched_dot_results, ab_results,
                                   lambda: batched_dot_results(env="E")])
-def test_identical_to_torch(style, data):
+def test_identical_to_torch(style, data, monkeypatch):
+    """Torch's tables, but for the deliberate difference (docs/compat.md): a trimmed cell
+    keeps at least two significant figures. (These envs are given in name order, so the
+    other difference, envs kept in the order given, does not show.)"""
     from torch.utils.benchmark import Compare as TorchCompare
+    from torch.utils.benchmark.utils.common import Measurement as TorchMeasurement
 
+    own = TorchMeasurement.significant_figures
+    monkeypatch.setattr(TorchMeasurement, "significant_figures",
+                        property(lambda self: max(own.fget(self), 2)))
     results = data()
     assert str(styled(Compare, results, style)) == str(styled(TorchCompare, to_torch(results),
                                                               style))
+
+
+def test_trimming_keeps_two_figures_and_envs_keep_their_order():
+    import re
+
+    noisy = [make_measurement(1.8e-6, spread=0.4, env="before", description="x"),
+             make_measurement(3.0e-6, spread=0.4, env="after", description="x", seed=1)]
+    assert {m.significant_figures for m in noisy} == {1}  # what torch trims to: "2 | 3"
+    c = Compare(noisy)
+    c.trim_significant_figures()
+    lines = str(c).splitlines()
+    before = next(i for i, line in enumerate(lines) if "(before)" in line)
+    after = next(i for i, line in enumerate(lines) if "(after)" in line)
+    assert before < after, lines  # as given, not by name
+    for i in (before, after):
+        assert re.search(r"\|\s+\d\.\d\s*$", lines[i]), lines[i]
 
 
 def test_colour_codes_mark_best_and_worst():

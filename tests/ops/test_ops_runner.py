@@ -70,7 +70,7 @@ def test_jsonl_schema(tmp_path):
     header, first = (json.loads(line) for line in out.read_text().splitlines()[:2])
     assert header["schema"] == "torchmark.ops.results" and header["version"] == 1
     assert header["run_options"]["iterations"] == 3
-    assert header["threads"] == torch.get_num_threads()  # no --threads: torch's default
+    assert header["threads"] == 1  # no --threads: 1, as torch's Timer
     assert {"torch", "python", "cpu", "device", "git_commit"} <= set(header["system"])
     assert first["op"] == "torch.mm" and first["id"] == "torch.mm|0|0|0"
     assert first["config"]["input"]["args"][0] == {"type": "tensor", "shape": [4, 8],
@@ -419,9 +419,9 @@ def test_compare_puts_ops_results_side_by_side(tmp_path, capsys):
     after = ops_measurements(tmp_path / "after.jsonl")
     assert {m.env for m in after} == {"forward", "backward"} and len(after) == 4  # 2 ok
     assert all(m.description == "after" and m.label == "torch.mm" for m in after)
-    assert {m.num_threads for m in after} == {torch.get_num_threads()}  # the count used
-    run(config, RunOptions(warmup=1, iterations=1, threads=1), out=tmp_path / "one.jsonl")
-    assert {m.num_threads for m in ops_measurements(tmp_path / "one.jsonl")} == {1}
+    assert {m.num_threads for m in after} == {1}  # the count used: 1 by default
+    run(config, RunOptions(warmup=1, iterations=1, threads=2), out=tmp_path / "two.jsonl")
+    assert {m.num_threads for m in ops_measurements(tmp_path / "two.jsonl")} == {2}
     assert main(["compare", str(tmp_path / "before.jsonl"), str(tmp_path / "after.jsonl"),
                  "--format", "csv"]) == 0
     _, *rows = capsys.readouterr().out.strip().splitlines()  # long format: a row a cell

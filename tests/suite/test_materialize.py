@@ -69,3 +69,50 @@ def test_select_by_pattern_and_subset():
         select(cases, "(")
     with pytest.raises(ValueError, match="subset"):
         select(cases, None, 0)
+
+
+def test_cases_unpack_as_torchs_label_autolabels_timer_args_tuples():
+    # torch's benchmarks/instruction_counts: `for label, autolabels, timer_args in
+    # materialize(...)`; torchmark's code reads the same three by name
+    cases = materialize({"A": {("b", "c"): GroupedStmts("y = x + 1", signature="f(x) -> y",
+                                                         torchscript=True),
+                               "d": TimerArgs("y")}})
+    assert len(cases) == 3
+    for case in cases:
+        assert isinstance(case, tuple) and len(case) == 3
+        label, autolabels, timer_args = case
+        assert label is case.label and autolabels is case.auto_labels
+        assert timer_args is case.timer_args
+        assert case._fields == ("label", "auto_labels", "timer_args")
+        assert case._asdict() == {"label": label, "auto_labels": autolabels,
+                                  "timer_args": timer_args}
+    assert [c[0] for c in cases] == [("A", "b", "c"), ("A", "b", "c"), ("A", "d")]
+    assert [c.auto_labels.runtime for c in cases] == ["eager", "jit", "explicit"]
+
+
+def test_the_scripted_model_rides_outside_the_tuple_and_survives_copies():
+    import copy
+    import pickle
+
+    eager, jit = materialize({"m": GroupedStmts("y = x + 1", signature="f(x) -> y",
+                                                torchscript=True)})
+    assert eager.scripted is None and jit.scripted is not None
+    assert jit.scripted not in tuple(jit)
+    assert "scripted=" in repr(jit) and "scripted=" not in repr(eager)
+    for clone in (pickle.loads(pickle.dumps(jit)), copy.copy(jit), copy.deepcopy(jit)):
+        assert clone == jit and clone.id == jit.id and clone.scripted == jit.scripted
+    renamed = jit._replace(label=("n",))
+    assert renamed.label == ("n",) and renamed.scripted is jit.scripted
+    assert renamed.id == "n [py jit fwd t1]"
+    assert jit._replace(scripted=None).scripted is None
+    assert type(jit)._make(tuple(jit)).scripted is None
+    assert jit.to_dict()["id"] == jit.id and len({eager, jit}) == 2  # hashable
+
+
+def test_cases_are_immutable():
+    (case,) = materialize({"a": TimerArgs("y")})
+    for name in ("label", "timer_args", "scripted", "other"):
+        with pytest.raises(AttributeError, match="immutable"):
+            setattr(case, name, None)
+    with pytest.raises(AttributeError, match="immutable"):
+        del case.scripted

@@ -9,7 +9,7 @@ import math
 
 import click
 
-from torchmark.cli.params import FiniteRange
+from torchmark.cli.params import FiniteRange, Proportion
 
 
 def _time(seconds: float) -> str:
@@ -63,11 +63,12 @@ def _few_samples_hint(results) -> list[str]:
 
 @click.command("ab")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--confidence", type=FiniteRange(50, 100, min_open=True, max_open=True),
-              default=95.0, show_default=True, help="Of the interval, in percent.")
-@click.option("--min-effect", type=FiniteRange(0, 100, max_open=True), default=1.0,
-              show_default=True, help="Smaller changes of the median (percent) count as "
-                                      "no change.")
+@click.option("--confidence", type=Proportion(0.5, 1, low_open=True, high_open=True),
+              default=0.95, show_default=True,
+              help="Of the interval: a fraction as in Python (0.95) or a percent (95%).")
+@click.option("--min-effect", type=Proportion(0, 1, high_open=True), default=0.01,
+              show_default=True, help="Smaller changes of the median count as no change: a "
+                                      "fraction (0.01) or a percent (1%).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv", "jsonl"]),
               default="text", show_default=True)
 @click.option("--fail-above", type=FiniteRange(min=0), default=None,
@@ -113,8 +114,8 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
     results, errors = [], []
     for name, a, b in pairs:
         try:
-            results.append(ab_test(a, b, confidence=confidence / 100,
-                                   min_effect=min_effect / 100, seed=seed, name=name))
+            results.append(ab_test(a, b, confidence=confidence, min_effect=min_effect,
+                                   seed=seed, name=name))
         except ValueError as e:  # one case that cannot be compared does not stop the rest
             errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")
 
@@ -133,12 +134,12 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
                 "p_value")), r.verdict])
         click.echo(out.getvalue(), nl=False)
     else:
-        header = ["case", "baseline", "candidate", "ratio", f"{confidence:g}% CI", "p",
+        header = ["case", "baseline", "candidate", "ratio", f"{confidence * 100:g}% CI", "p",
                   "verdict"]
         right = [False, True, True, True, False, True, False]
         rows = [_row(r) for r in results]
         head = (f"baseline: {names[0]}; candidate: {names[1]}; ratio = candidate / baseline "
-                f"median, bootstrap interval; changes under {min_effect:g}% count as no "
+                f"median, bootstrap interval; changes under {min_effect * 100:g}% count as no "
                 "change")
         if fmt == "markdown":
             lines = [head, "", *markdown(header, rows, right)]

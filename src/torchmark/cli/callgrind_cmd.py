@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from torchmark.cli.params import FiniteRange, check_syntax
 from torchmark.timing.clocks import MAX_THREADS
-
-
-def _load(path: str):
-    from torchmark.callgrind.stats import CallgrindStats
-    from torchmark.core.bounded_input import brief, read_bytes
-    from torchmark.core.errors import LimitError, error_line
-
-    text = read_bytes(path, "callgrind stats file")
-    try:
-        return CallgrindStats.from_json(text)
-    except LimitError as e:
-        raise LimitError(f"{brief(str(path))}: {e}") from None
-    except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
-        raise ValueError(f"{brief(str(path))}: not a callgrind stats file torchmark can read "
-                         f"({error_line(e)})") from None
 
 
 @click.command("callgrind")
@@ -38,8 +21,8 @@ def _load(path: str):
               help="Functions to list.")
 @click.option("--label", default=None)
 @click.option("--save", type=click.Path(dir_okay=False), default=None,
-              help="Write the CallgrindStats as JSON (for callgrind-diff; an earlier counts "
-                   "file is replaced, another file refused).")
+              help="Append the CallgrindStats to this JSON file (as timeit --save appends "
+                   "Measurements), for callgrind-diff; a file of another kind is refused.")
 @click.option("--keep-alive", type=FiniteRange(min=0), default=600.0, show_default=True,
               help="Seconds the valgrind host waits for the next command before exiting, so "
                    "repeated commands skip its start-up (0: a private host per command; "
@@ -54,10 +37,10 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
     from torchmark.timing.timer_class import Timer
 
     if save:  # checked before counting, which can take a minute
-        from torchmark.callgrind.stats import SCHEMA_NAME
+        from torchmark.callgrind.stats_files import KINDS
         from torchmark.cli.output_files import prepare_output
 
-        prepare_output(save, SCHEMA_NAME, "instruction counts", "--save")
+        prepare_output(save, KINDS, "instruction counts", "--save")
     check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)))
     timer = Timer("\n".join(stmt), setup="\n".join(setup) or "pass", num_threads=num_threads,
                   label=label)
@@ -69,17 +52,31 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
         raise click.ClickException(str(e).splitlines()[0]) from None
     click.echo(describe(stats, top))
     if save:
-        Path(save).write_text(stats.to_json(indent=1) + "\n")
-        click.echo(f"\nsaved to {save}")
+        from torchmark.callgrind.stats_files import save_stats
+
+        held = save_stats(save, stats)
+        click.echo(f"\nsaved to {save} ({held} counts in it)")
 
 
 @click.command("callgrind-diff")
-@click.argument("before", type=click.Path(dir_okay=False))
-@click.argument("after", type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--top", type=click.IntRange(min=0), default=20, show_default=True)
 @click.option("--inclusive", is_flag=True, help="Compare inclusive counts.")
-def callgrind_diff_cmd(before, after, top, inclusive):
-    """Show how the instruction counts in AFTER differ from BEFORE (files from --save)."""
+def callgrind_diff_cmd(files, top, inclusive):
+    """Show how the instruction counts of AFTER differ from BEFORE: FILES is BEFORE AFTER
+    (the last counts each holds), or one file holding two or more (its first and last),
+    as `callgrind --save` appends them."""
     from torchmark.callgrind.report import describe_delta
+    from torchmark.callgrind.stats_files import read_counts
 
-    click.echo(describe_delta(_load(before), _load(after), top, inclusive))
+    if len(files) > 2:
+        raise click.UsageError("give BEFORE AFTER, or one file holding both")
+    held = [read_counts(path) for path in files]
+    if len(files) == 1:
+        if len(held[0]) < 2:
+            raise click.UsageError(f"{files[0]} holds {len(held[0])} counts; give two files, "
+                                   "or save twice to one")
+        before, after = held[0][0], held[0][-1]
+    else:
+        before, after = held[0][-1], held[1][-1]
+    click.echo(describe_delta(before, after, top, inclusive))

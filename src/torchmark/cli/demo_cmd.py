@@ -13,7 +13,7 @@ from torchmark.cli.params import FiniteRange
 
 @click.command("demo")
 @click.option("--quick", is_flag=True, help="Fewer sizes and shorter runs (a smoke test).")
-@click.option("--min-run-time", type=FiniteRange(min=0), default=None,
+@click.option("--min-run-time", type=FiniteRange(min=0, min_open=True), default=None,
               help="Seconds per measurement (default 0.2; 0.05 with --quick).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True, help="auto: the CPU, and CUDA too where available.")

@@ -63,6 +63,8 @@ def fuzz_cmd(name, seed, count, fmt, all_params):
             records.append(describe_case(i, *case))
             if fmt == "jsonl":  # streamed: a later case that fails keeps the earlier ones
                 click.echo(json.dumps(records[-1]))
+    except BrokenPipeError:  # the reader went away (`| head -1`): not the fuzzer's fault
+        raise
     except USER_CODE_FAILURES as e:  # the fuzzer's own definitions failed: one line
         failure = ValueError(f"fuzzer {name!r}: drawing case {len(records)} raised "
                              f"{error_line(e)}")

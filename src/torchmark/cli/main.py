@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 
 import click
@@ -91,6 +93,15 @@ def _invoke(argv: list[str] | None) -> object:
         return e.exit_code
 
 
+def _closed_pipe() -> int:
+    """Stdout's reader is gone: no message, no second error when Python flushes stdout at
+    exit; the status a process killed by SIGPIPE would have."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
+
+
 def _interrupted(code: int, what: str) -> int:
     if sys.stderr.isatty():  # after the terminal's ^C
         sys.stderr.write("\n")
@@ -112,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(e.format_message(), e.exit_code)
     except BusyError as e:  # another run holds the results file
         return _fail(str(e), EXIT_USAGE)
+    except BrokenPipeError:  # `torchmark ... | head -1`: end quietly, as Unix tools do
+        return _closed_pipe()
     except (ValueError, TypeError, SyntaxError, FileNotFoundError, NotImplementedError) as e:
         if getattr(e, "problems", None):  # a config with several problems: one line each
             for line in str(e).splitlines():

@@ -52,10 +52,11 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               show_default=True)
 @click.option("-b", "--backward", is_flag=True, help="Also time the backward pass.")
 @click.option("-d", "--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
-@click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=None,
-              help="torch CPU threads for the run [default: torch's, usually one a core; "
-                   "`timeit` uses 1]. The count used is recorded in the results.")
-@click.option("-o", "--output-prefix", "prefix", default="ops-results", show_default=True,
+@click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=1, show_default=True,
+              help="torch CPU threads for the run (as torch's Timer and every torchmark "
+                   "command). The count is printed and recorded in the results.")
+@click.option("-o", "--output-prefix", "prefix", default="results/ops-results",
+              show_default=True,
               help="Results go to PREFIX.jsonl (replaced; --resume FILE appends).")
 @click.option("--exec-mode", type=click.Choice(EXEC_MODES), default="discrete",
               show_default=True)
@@ -154,7 +155,8 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
             for note in record_notes(r):
                 click.echo(f"note: {r['id']}: {note}")
     written = resume_file or out
-    click.echo(f"{len(records) - on_record.failed} ok, {on_record.failed} failed -> {written}"
+    click.echo(f"{len(records) - on_record.failed} ok, {on_record.failed} failed, "
+               f"{threads} thread{'s' if threads > 1 else ''} -> {written}"
                + (f"; trace: {trace}" if profiled.get("trace_file") else ""))
     for case_id, reason in (profiled.get("profile_failed") or {}).items():
         click.echo(f"note: {case_id} failed in the --profile pass, left out of the trace: "

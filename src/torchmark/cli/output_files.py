@@ -28,16 +28,18 @@ def file_kind(path: Path) -> str | None:
     return str(data["schema"]) if isinstance(data, dict) and "schema" in data else None
 
 
-def prepare_output(path: str | Path, kind: str, what: str, option: str) -> Path:
+def prepare_output(path: str | Path, kind: str | tuple[str, ...], what: str,
+                   option: str) -> Path:
     """Make `path`'s folder; refuse (a usage error naming `option`) an existing, non-empty
-    file that is not of `kind` (see file_kind), so that a slip of the path loses
-    nothing."""
+    file that is not of `kind` (see file_kind; a tuple: any of them), so that a slip of
+    the path loses nothing."""
     path = Path(path)
+    kinds = (kind,) if isinstance(kind, str) else kind
     if path.is_dir():
         raise click.UsageError(f"{option} {path}: is a folder")
     if path.exists() and path.stat().st_size > 0:
         found = file_kind(path)
-        if found != kind:
+        if found not in kinds:
             described = f"a {found!r} file" if found else "not a torchmark file"
             raise click.UsageError(f"{option} {path}: the file exists and is {described}; "
                                    f"refusing to replace it with {what} (remove it or "

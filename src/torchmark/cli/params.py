@@ -18,6 +18,40 @@ class FiniteRange(click.FloatRange):
         return number
 
 
+class Proportion(click.ParamType):
+    """A share, written as in Python (a fraction: 0.95) or as a percent with its sign
+    (95%). A bare number above 1 is refused as ambiguous rather than guessed."""
+
+    name = "fraction"
+
+    def __init__(self, low: float, high: float, low_open: bool = False,
+                 high_open: bool = False) -> None:
+        self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        percent = text.endswith("%")
+        try:
+            number = float(text[:-1] if percent else text)
+        except ValueError:
+            self.fail(f"{value!r} is not a fraction (0.95) or a percent (95%)", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if percent:
+            number /= 100
+        elif number > 1:
+            self.fail(f"{value} is ambiguous: write {text}% or a fraction such as "
+                      f"{number / 100:g}", param, ctx)
+        below = number < self.low or (self.low_open and number == self.low)
+        above = number > self.high or (self.high_open and number == self.high)
+        if below or above:
+            self.fail(f"{value} is outside {'(' if self.low_open else '['}{self.low:g}, "
+                      f"{self.high:g}{')' if self.high_open else ']'}", param, ctx)
+        return number
+
+
 def check_syntax(*parts: tuple[str, str]) -> None:
     """Each piece of user code (what, code) compiles on its own, dedented as Timer
     dedents it; else an error (exit 2) naming the piece and its own line (timeit's check

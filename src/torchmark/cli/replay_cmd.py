@@ -25,9 +25,9 @@ from torchmark.timing.clocks import MAX_THREADS
                                               "iteration to PREFIX.trace.json.")
 @click.option("-o", "--output-prefix", "prefix", default=None,
               help="Write JSON lines (the operator-config format) to PREFIX.jsonl.")
-@click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=None,
-              help="torch CPU threads for the replay [default: torch's, usually one a core]. "
-                   "The count used is recorded in the results.")
+@click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=1, show_default=True,
+              help="torch CPU threads for the replay (as torch's Timer and every torchmark "
+                   "command). The count is printed and recorded in the results.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--allow-unsafe-ops", is_flag=True,
               help="Also run ops with side effects (files, process-wide state), which are "

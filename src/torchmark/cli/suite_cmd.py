@@ -89,7 +89,7 @@ def _summary_table(records: list[dict]) -> object:
               help="Run N cases spread evenly over the (filtered) suite.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="Worker slots (each: a wall-time worker and a valgrind host, pinned).")
-@click.option("--out", type=click.Path(dir_okay=False), default="suite-results.jsonl",
+@click.option("--out", type=click.Path(dir_okay=False), default="results/suite-results.jsonl",
               show_default=True,
               help="JSON-lines results, written as each case finishes (an existing suite "
                    "results file is replaced unless --resume; another file is refused).")

@@ -22,8 +22,8 @@ def _check_device(ctx, param, value: str) -> str:
 @click.option("-s", "--setup", multiple=True, help="Setup code, run once (repeatable; lines).")
 @click.option("-t", "--threads", "num_threads", type=click.IntRange(1, MAX_THREADS), default=1,
               show_default=True, help="torch thread count during the measurement.")
-@click.option("--min-run-time", type=FiniteRange(min=0), default=0.2, show_default=True,
-              help="Seconds of measurement to collect.")
+@click.option("--min-run-time", type=FiniteRange(min=0, min_open=True), default=0.2,
+              show_default=True, help="Seconds of measurement to collect (more than 0).")
 @click.option("--label", default=None, help="Label (table title in `compare`).")
 @click.option("--sub-label", default=None, help="Sub-label (row name in `compare`).")
 @click.option("--description", default=None, help="Description (column in `compare`).")

@@ -51,6 +51,14 @@ def grade(value: float, best: float) -> Grade | None:
     return None
 
 
+MIN_SHOWN_FIGURES = 2  # a noisy 1.8 us beside 3.0 us reads "1.8 | 3.0", not "2 | 3"
+
+
+def _shown_figures(significant_figures: int) -> int:
+    """Figures a trimmed cell keeps: the measurement's own (from its noise), at least 2."""
+    return max(significant_figures, MIN_SHOWN_FIGURES)
+
+
 def _leading_digits(value: float) -> int:
     return math.ceil(math.log10(value)) if value > 0 else 0
 
@@ -68,7 +76,8 @@ class ColumnFormat:
         unit_digits = max(digits)
         if self.trim:
             decimals = min(
-                max(r.significant_figures - d, 0) for d, r in zip(digits, present, strict=True)
+                max(_shown_figures(r.significant_figures) - d, 0)
+                for d, r in zip(digits, present, strict=True)
             )
         else:
             decimals = 1
@@ -79,7 +88,7 @@ class ColumnFormat:
 
     def value(self, value: float, significant_figures: int) -> float:
         """The value as displayed (trimmed to significant figures when asked)."""
-        return trim_sigfig(value, significant_figures) if self.trim else value
+        return trim_sigfig(value, _shown_figures(significant_figures)) if self.trim else value
 
     def number(self, value: float, significant_figures: int) -> str:
         return self._number_template.format(self.value(value, significant_figures))
@@ -127,8 +136,10 @@ class TableLayout:
         self.unit, self.scale = select_unit(min(r.median for r in results))
 
         row_keys = ordered_unique(self._row_key(r) for r in results)
-        # Group by thread count and env, keeping the order of first appearance inside.
-        row_keys.sort(key=lambda k: (k[0], _env_key(k[1])))  # no env first
+        # Group by thread count, then by env in the order the envs were first given
+        # (torch sorts envs by name: "(after)" above "(before)"); rows keep their order.
+        env_order = {env: i for i, env in enumerate(ordered_unique(k[1] for k in row_keys))}
+        row_keys.sort(key=lambda k: (k[0], env_order[k[1]]))
         self.column_keys: list[str | None] = ordered_unique(r.description for r in results)
 
         grid: list[list[Measurement | None]] = [[None] * len(self.column_keys) for _ in row_keys]

@@ -175,6 +175,7 @@ class SnippetBuilder:
                                            stdin=subprocess.DEVNULL, stdout=log,
                                            stderr=subprocess.STDOUT, start_new_session=True)
             marker.write_text(str(builder.pid))
+            _OWN_BUILDS.append(builder)
         except OSError:
             pass  # the header is an optimization only
 
@@ -299,6 +300,23 @@ class SnippetBuilder:
         build compiles it again."""
         with _locked(library.parent / ".lock"):
             library.unlink(missing_ok=True)
+
+
+_OWN_BUILDS: list[subprocess.Popen] = []  # background header builds this process started
+
+
+def wait_for_own_builds() -> None:
+    """Wait for the background precompiled-header builds this process started: a
+    compiler running beside a measurement would disturb it (on a 2-core machine a first
+    C++ measurement read 5-7x its later value). Said on a terminal while it lasts."""
+    from torchmark.core.announce import announced
+
+    while _OWN_BUILDS:
+        builder = _OWN_BUILDS[0]
+        with announced("building torch.h's precompiled header (once per torch install; "
+                       "timing waits, a compiler beside it would disturb it)"):
+            builder.wait()
+        _OWN_BUILDS.remove(builder)
 
 
 def _builder_alive(marker: Path) -> bool:

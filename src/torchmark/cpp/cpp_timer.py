@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from torchmark.cpp.compile_cache import default_builder
+from torchmark.core.announce import announced
+from torchmark.cpp.compile_cache import default_builder, wait_for_own_builds
 from torchmark.cpp.snippet_source import check_function_body_code
 
 
@@ -54,8 +55,9 @@ def _stop_unless_interrupted(stop, state: dict) -> None:
 
 
 class CppTimer:
-    """Compiles `stmt` / `setup` / `global_setup` on first use (or takes them from the
-    cache), runs setup once on a dedicated thread, and times runs of stmt there.
+    """Compiles `stmt` / `setup` / `global_setup` (or takes them from the cache) and runs
+    setup once on a dedicated thread, in `prepare()`, which the Timer calls before it
+    times anything; times runs of stmt there.
 
     Constructed like `timeit.Timer` (`stmt=, setup=, timer=, globals=`) plus
     `global_setup` and `num_threads`.
@@ -89,9 +91,19 @@ class CppTimer:
     def build(self) -> str:
         """Compile (or find in the cache) the snippet's library; its path."""
         if self.library_path is None:
-            self.library_path = str(default_builder().build(self.stmt, self.setup,
-                                                            self.global_setup))
+            with announced("compiling the C++ snippet (cached for later runs)"):
+                self.library_path = str(default_builder().build(self.stmt, self.setup,
+                                                                self.global_setup))
         return self.library_path
+
+    def prepare(self) -> None:
+        """Compile, load and run setup now, before any timing: the first measurement of
+        a new snippet then is the same as a cached one's (a compile, or a header build it
+        started in the background, would otherwise run beside the calibration)."""
+        if self._lib is None:
+            self.build()
+            wait_for_own_builds()
+            self._lib = self._start()
 
     def _start(self) -> ctypes.CDLL:
         try:
@@ -144,8 +156,7 @@ class CppTimer:
 
     def timeit(self, number: int) -> float:
         """Seconds for `number` runs of stmt (setup is not repeated)."""
-        if self._lib is None:
-            self._lib = self._start()
+        self.prepare()
         seconds = self._call(self._timeit_fn, int(number))
         if seconds < 0:
             error = self._last_error_fn().decode(errors="replace")

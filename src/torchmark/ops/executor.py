@@ -33,7 +33,7 @@ class RunOptions:
     iterations: int = 20
     backward: bool = False
     device: str = "cpu"
-    threads: int | None = None
+    threads: int | None = 1  # as torch's Timer; None: torch's own default
     exec_mode: str = "discrete"
     l2_flush: bool = False
     cuda_graph: bool = False

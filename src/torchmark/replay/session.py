@@ -27,6 +27,7 @@ class ReplayReport:
     notes: list[str] = dataclasses.field(default_factory=list)  # caveats of the timing
     # why `time_weighted` is None
     time_weighted_unknown: str = "no op durations beside the trace"
+    threads: int | None = None  # torch's CPU threads during the replay
 
     def __str__(self) -> str:
         return "\n".join(summary_lines(self))
@@ -135,11 +136,12 @@ def _unknown_because(timing: Any, durations: dict[int, float]) -> str:
 
 def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
            iterations: int = 10, subgraph: str | None = None, step: int | None = None,
-           threads: int | None = None, out: str | os.PathLike | None = None,
+           threads: int | None = 1, out: str | os.PathLike | None = None,
            profile: str | os.PathLike | None = None,
            allow_unsafe_ops: bool = False) -> ReplayReport:
     """Replay a trace's top-level operators and time them; see ReplayReport. `threads`
-    sets torch's CPU threads for the replay (default: torch's own count). Ops with side
+    sets torch's CPU threads for the replay (default 1, as torch's Timer; None: torch's
+    own count). Ops with side
     effects (files, process-wide state) are refused unless `allow_unsafe_ops`."""
     import torch
 
@@ -186,7 +188,8 @@ def _replay(path: str | os.PathLike, device: str, warmup: int, iterations: int,
     notes = [note for note in (replayer.spin_note(), _timing_cut_note(timing)) if note]
     weighted = _time_weighted(replayer.ops, durations)
     report = ReplayReport(str(path), device, replayer.ops, iteration, weighted, notes,
-                          "" if weighted is not None else _unknown_because(timing, durations))
+                          "" if weighted is not None else _unknown_because(timing, durations),
+                          threads=used_threads)
     if out is not None:
         writer = JsonlWriter(out, {"type": "header", "schema": SCHEMA, "version": 1,
                                    "source": "replay", "trace": str(path),
@@ -236,7 +239,9 @@ def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
     from torchmark.ops.report import format_seconds
     from torchmark.replay.replayer import median_or_none
 
-    lines = [f"trace: {report.trace} on {report.device}",
+    threads = f", {report.threads} thread{'s' if report.threads != 1 else ''}" \
+        if report.threads else ""
+    lines = [f"trace: {report.trace} on {report.device}{threads}",
              f"replayed {len(report.replayed)} of {len(report.ops)} top-level ops "
              f"({report.coverage:.1%})"
              + (f"; {report.time_weighted:.1%} of the recorded op time"

@@ -2,24 +2,60 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from torchmark.suite.grouped import GroupedBenchmark
 from torchmark.suite.scripted import ScriptedModel
 from torchmark.suite.timer_args import AutoLabels, TimerArgs
 
 
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """One concrete benchmark: its labels, derived labels, and Timer arguments."""
-
+class _CaseFields(NamedTuple):
     label: tuple[str, ...]
     auto_labels: AutoLabels
     timer_args: TimerArgs
+
+
+class Case(_CaseFields):
+    """One concrete benchmark: its labels, derived labels, and Timer arguments.
+
+    A named tuple `(label, auto_labels, timer_args)`, so code written for PyTorch's
+    `benchmarks/instruction_counts` runs unchanged
+    (`for label, autolabels, timer_args in materialize(...)`). `scripted`, the
+    TorchScript model the case's setup loads (None for most cases), is an attribute
+    outside the tuple. Immutable, like the tuple itself.
+    """
+
     scripted: ScriptedModel | None = None
+
+    def __new__(cls, label: tuple[str, ...], auto_labels: AutoLabels, timer_args: TimerArgs,
+                scripted: ScriptedModel | None = None) -> Case:
+        self = super().__new__(cls, label, auto_labels, timer_args)
+        self.__dict__["scripted"] = scripted
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Case is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Case is immutable: cannot delete {name!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (*self, self.scripted))
+
+    def __repr__(self) -> str:
+        text = super().__repr__()
+        return text if self.scripted is None else f"{text[:-1]}, scripted={self.scripted!r})"
+
+    @classmethod
+    def _make(cls, iterable: Any) -> Case:
+        return cls(*iterable)
+
+    def _replace(self, **changes: Any) -> Case:
+        """A copy with some of `label`, `auto_labels`, `timer_args`, `scripted` changed."""
+        scripted = changes.pop("scripted", self.scripted)
+        return type(self)(*super()._replace(**changes), scripted=scripted)
 
     @property
     def id(self) -> str:
@@ -48,6 +84,10 @@ def _key_parts(key: Any, path: tuple[str, ...]) -> tuple[str, ...]:
 
 def materialize(definitions: Mapping | GroupedBenchmark | TimerArgs) -> list[Case]:
     """Flatten `{label: definition or {label: ...}}` into Cases, in definition order.
+
+    Each Case unpacks as `(label, auto_labels, timer_args)`, as the tuples of torch's
+    `benchmarks/instruction_counts/core/expand.py` `materialize` (which returns a tuple
+    of them; this returns a list).
 
     A definition is a GroupedBenchmark (GroupedStmts / GroupedModules / a value of
     GroupedVariants) or a TimerArgs; keys may be strings or tuples of strings. Two cases
