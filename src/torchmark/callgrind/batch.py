@@ -37,8 +37,8 @@ def collect_many(
 
     if workers < 1:
         raise ValueError(f"collect_many: workers must be >= 1, got {workers}")
-    hosts = [default_host()] if workers == 1 else \
-        [Host() for _ in range(min(workers, len(timers)) or 1)]
+    # the process's own host (warm once used) serves first; more workers add hosts
+    hosts = [default_host()] + [Host() for _ in range(min(workers, len(timers)) - 1)]
     try:
         # valgrind brings up Python and torch while C++ snippets compile
         if any(t.language is Language.CPP for t in timers):
@@ -54,9 +54,8 @@ def collect_many(
                 requests.append(e)
         return _collect(requests, hosts, repeats, return_exceptions)
     finally:
-        if workers > 1:
-            for h in hosts:
-                h.close()
+        for h in hosts[1:]:
+            h.close()
 
 
 def _collect(requests: list, hosts: list[Host], repeats: int | None,

@@ -34,6 +34,7 @@ from torchmark.callgrind.function_counts import FunctionCounts
 from torchmark.callgrind.globals_bridge import modules_needed, pack_globals
 from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
+from torchmark.core.announce import announced
 from torchmark.core.private_folder import peer_uid, private_folder
 from torchmark.procs import kill_group, pid_alive, pin
 from torchmark.timing.task_spec import TaskSpec
@@ -272,11 +273,12 @@ class Host:
 
     # -- measuring --------------------------------------------------------------------
     def _ensure_started(self) -> None:
-        if not self.running:
-            self.close()
-            self._start()
-        elif self._launched_at is not None:  # launched early: now wait for it
-            self._await_ready()
+        with announced(STARTING):
+            if not self.running:
+                self.close()
+                self._start()
+            elif self._launched_at is not None:  # launched early: now wait for it
+                self._await_ready()
 
     def _request_dir(self) -> Path:
         assert self._dir is not None
@@ -284,7 +286,8 @@ class Host:
 
     def _exchange(self, frame: dict, timeout: float) -> dict:
         send_frame(self._requests_fd, frame)
-        return self._receive(timeout, "a measurement")
+        with announced(COUNTING):
+            return self._receive(timeout, "a measurement")
 
     def run(self, request: Request, retain_out_file: bool = False,
             timeout: float | None = None) -> tuple[CallgrindStats, ...]:
@@ -398,6 +401,8 @@ def _shared_key() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+STARTING = "starting valgrind (it brings up Python and torch once a host, ~20 s)"
+COUNTING = "counting instructions under valgrind"
 HOST_FOLDER_PREFIX = "torchmark-callgrind-"
 HOST_PID_FILE = "host.pid"
 
@@ -534,7 +539,8 @@ class SharedHost(Host):
 
     def _exchange(self, frame: dict, timeout: float) -> dict:
         try:
-            return self._call(frame, timeout=timeout)
+            with announced(COUNTING):
+                return self._call(frame, timeout=timeout)
         except OSError as e:
             raise CallgrindError(f"lost the shared callgrind host: {e}", self._log_tail(),
                                  crashed=True) from None

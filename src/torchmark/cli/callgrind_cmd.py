@@ -9,7 +9,7 @@ from torchmark.timing.clocks import MAX_THREADS
 
 
 @click.command("callgrind")
-@click.argument("stmt", nargs=-1, required=True)
+@click.argument("stmt", nargs=-1)
 @click.option("-s", "--setup", multiple=True, help="Setup code, run once (repeatable; lines).")
 @click.option("-t", "--threads", "num_threads", type=click.IntRange(1, MAX_THREADS), default=1,
               show_default=True)
@@ -27,10 +27,19 @@ from torchmark.timing.clocks import MAX_THREADS
               help="Seconds the valgrind host waits for the next command before exiting, so "
                    "repeated commands skip its start-up (0: a private host per command; "
                    "TORCHMARK_CALLGRIND_KEEPALIVE overrides).")
-def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, keep_alive):
+@click.option("--stop-host", is_flag=True,
+              help="Stop the kept-alive valgrind host now (no STMT), and exit.")
+def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, keep_alive,
+                  stop_host):
     """Count the instructions STMT executes (callgrind), and show where they go."""
     import os
 
+    if stop_host:
+        if stmt:
+            raise click.UsageError("--stop-host takes no statement")
+        return _stop_shared_host()
+    if not stmt:
+        raise click.UsageError("Missing argument 'STMT...'.")
     os.environ.setdefault("TORCHMARK_CALLGRIND_KEEPALIVE", str(keep_alive))
     from torchmark.callgrind.collector import median_repeat
     from torchmark.callgrind.report import describe
@@ -56,6 +65,28 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
 
         held = save_stats(save, stats)
         click.echo(f"\nsaved to {save} ({held} counts in it)")
+    from torchmark.callgrind.collector import keep_alive_seconds
+
+    idle = keep_alive_seconds()
+    if idle > 0:  # a detached process stays: say so, and how to stop it
+        click.echo(f"note: the valgrind host stays up {idle:g} s after its last use, for the "
+                   "next command; `torchmark callgrind --stop-host` stops it now "
+                   "(--keep-alive 0: none)", err=True)
+
+
+def _stop_shared_host() -> int:
+    from torchmark.callgrind.collector import SharedHost
+
+    host = SharedHost(idle_s=0)
+    if not host.running:
+        click.echo("no kept-alive valgrind host is running")
+        return 0
+    host.stop()
+    if host.running:
+        raise click.ClickException("asked the kept-alive valgrind host to stop; it is still "
+                                   "running after 30 s")
+    click.echo("stopped the kept-alive valgrind host")
+    return 0
 
 
 @click.command("callgrind-diff")

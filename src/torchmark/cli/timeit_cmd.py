@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -72,7 +73,7 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     if candidate is not None:
         return _versus("\n".join(stmt), candidate, "\n".join(setup) or "pass", num_threads,
                        min_run_time, label)
-    from torchmark.timing.files import load_measurements, save_measurements
+    from torchmark.timing.files import load_measurements
     from torchmark.timing.timer_class import Timer
 
     timer = Timer(
@@ -100,12 +101,57 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
                      {"the statement": timer})
         results = [m, m.host_measurement()]
     else:
-        results = [_measure(lambda: timer.blocked_autorange(min_run_time=min_run_time),
-                            {"the statement": timer})]
+        blocks: list[tuple[int, float]] = []
+        try:
+            with _block_progress(min_run_time) as advance:
+                def on_block(number: int, seconds: float) -> None:
+                    blocks.append((number, seconds))
+                    advance(seconds)
+
+                results = [_measure(lambda: timer.blocked_autorange(
+                    min_run_time=min_run_time, callback=on_block), {"the statement": timer})]
+        except KeyboardInterrupt:
+            if not blocks:
+                raise
+            # what was measured is kept: printed (and saved) before the interrupt ends it
+            from torchmark.timing.measurement import Measurement
+
+            partial = Measurement(blocks[0][0], [s for _, s in blocks], timer.task_spec)
+            click.echo(partial.summary())
+            click.echo(f"(interrupted after {len(blocks)} blocks, "
+                       f"{sum(s for _, s in blocks):.2f} s of the {min_run_time:g} s asked)")
+            if save:
+                _save(save, [partial])
+            raise
     click.echo(results[0].summary())
     if save:
-        held = save_measurements(save, results, append=True)
-        click.echo(f"saved to {save} ({len(held)} measurement{'s' if len(held) > 1 else ''})")
+        _save(save, results)
+
+
+def _save(path: str, results: list) -> None:
+    from torchmark.timing.files import save_measurements
+
+    held = save_measurements(path, results, append=True)
+    click.echo(f"saved to {path} ({len(held)} measurement{'s' if len(held) > 1 else ''})")
+
+
+@contextlib.contextmanager
+def _block_progress(min_run_time: float):
+    """A bar of the seconds measured out of `min_run_time`, on a terminal, for a
+    measurement of 2 s or more; yields the function a finished block calls."""
+    from torchmark.core.announce import AFTER_S, progress_wanted
+
+    if min_run_time < AFTER_S or not progress_wanted():
+        yield lambda seconds: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    with Progress(TextColumn("timing blocks"), BarColumn(),
+                  TextColumn("{task.completed:.1f} / {task.total:g} s"),
+                  console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("timing", total=min_run_time)
+        yield lambda seconds: progress.advance(task, seconds)
 
 
 def _versus(baseline: str, candidate: str, setup: str, num_threads: int,
