@@ -21,11 +21,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/torchmark demo
 
+# what tests compile goes here, never to the user's cache (tests/conftest.py says the same)
+TEST_CACHE := $(CURDIR)/build/test-cache
+
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(PY) -m pytest -q
-	$(PY) examples/tutorial.py --quick
-	$(PY) examples/cpp_snippets.py
+	TORCHMARK_CACHE_DIR=$(TEST_CACHE) $(PY) examples/tutorial.py --quick
+	TORCHMARK_CACHE_DIR=$(TEST_CACHE) $(PY) examples/cpp_snippets.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples

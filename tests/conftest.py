@@ -17,6 +17,11 @@ from torchmark import Measurement, TaskSpec
 
 # Tests use private callgrind hosts (closed at exit); the shared one is tested on its own.
 os.environ["TORCHMARK_CALLGRIND_KEEPALIVE"] = "0"
+# Compiled snippets, the precompiled header and the callgrind helper go to the checkout's
+# build/ folder (ignored by git, removed by `make clean`), never to the user's cache; kept
+# between runs so that a second `make test` compiles nothing.
+os.environ["TORCHMARK_CACHE_DIR"] = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "build", "test-cache")
 
 
 class FakeTimeitTimer:
