@@ -28,19 +28,16 @@ def test_a_wait_is_said_once_it_lasts(monkeypatch, capsys):
 
 
 def test_ctrl_c_in_timeit_prints_and_saves_what_was_measured(tmp_path):
-    save = tmp_path / "m.json"
+    save, started = tmp_path / "m.json", tmp_path / "started"
+    setup = f"import pathlib, torch; x = torch.ones(3); pathlib.Path({str(started)!r}).touch()"
     proc = subprocess.Popen([sys.executable, "-m", "torchmark", "timeit", "x + 1", "-s",
-                             "import torch; x = torch.ones(3)", "--min-run-time", "60",
-                             "--save", str(save)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=deliverable_sigint)
-    deadline = time.monotonic() + 60
-    started = None
-    while time.monotonic() < deadline:  # until it times blocks (the import is done)
-        time.sleep(0.5)
-        if started is None and proc.poll() is None:
-            started = time.monotonic()
-        if started is not None and time.monotonic() - started > 4:
-            break
+                             setup, "--min-run-time", "60", "--save", str(save)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=deliverable_sigint)
+    deadline = time.monotonic() + 120
+    while not started.exists() and time.monotonic() < deadline:  # the setup ran: timing
+        time.sleep(0.1)
+    time.sleep(3)  # some blocks measured
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

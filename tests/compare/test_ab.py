@@ -451,3 +451,48 @@ def test_an_ops_file_from_before_thread_counts_were_kept_still_pairs(tmp_path, c
     (tmp_path / "old.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     code, out, _ = run(capsys, "ab", str(tmp_path / "old.jsonl"), str(tmp_path / "new.jsonl"))
     assert code == 0 and "torch.neg" in out and "only in" not in out
+
+
+def _runs(median: float, spread: float, n: int = 40, seed: int = 0) -> Measurement:
+    rng = np.random.default_rng(seed)
+    times = median * (1 + spread * (rng.random(n) - 0.5))  # IQR about spread / 2
+    return Measurement(1, list(times), TaskSpec(stmt="f(x)", setup="pass"))
+
+
+def test_a_sequential_change_within_the_runs_spread_is_unsure():
+    """Two runs one after the other: drift between them is not controlled, so a change
+    is called only far beyond their spread (3 x the sum of IQR / median)."""
+    from torchmark.compare.ab import SEQUENTIAL_SPREADS
+
+    a, b = _runs(1e-6, 0.04), _runs(1.05e-6, 0.04, seed=1)  # 5% apart, ~2% IQR each
+    r = ab_test(a, b)
+    assert r.p_value < 0.01 and r.ci_low > 1  # significant within the runs ...
+    assert r.drift_margin == pytest.approx(SEQUENTIAL_SPREADS * (a.iqr / a.median
+                                                                 + b.iqr / b.median))
+    assert r.verdict == "unsure"  # ... but not beyond what drift can do
+    assert r.describe_verdict().startswith("unsure (+") and "interleave" in \
+        r.describe_verdict()
+    far = ab_test(a, _runs(1.5e-6, 0.04, seed=2))
+    assert far.verdict == "slower"
+    paired = ab_test(a, b, paired=True)  # side by side: no drift margin
+    assert paired.drift_margin == 0 and paired.verdict == "slower"
+
+
+def test_a_paired_result_prints_the_ratio_its_verdict_is_about():
+    a = _runs(1.848e-6, 0.02)
+    b = Measurement(1, [t * 1.014 for t in a.times], a.task_spec)
+    text = str(ab_test(a, b, paired=True))
+    assert "candidate / baseline = median ratio of 40 paired blocks 1.014" in text
+    assert "slower by 1.4%" in text and "->" not in text
+
+
+def test_interleaved_statements_of_one_cost_run_one_count():
+    import torchmark
+
+    setup = "x = torch.ones(128); y = torch.ones(128)"
+    from torchmark.timing.interleave import interleaved_blocks
+
+    ma, mb = interleaved_blocks(torchmark.Timer("x * y", setup), torchmark.Timer("x * y", setup),
+                                min_run_time=0.05, min_blocks=6)
+    assert ma.number_per_run == mb.number_per_run
+    assert len(ma.times) == len(mb.times) >= 6

@@ -35,6 +35,11 @@ from torchmark.timing.measurement import Measurement
 from torchmark.timing.stats import select_unit
 
 MIN_SAMPLES = 5  # fewer samples on a side (unpaired): no interval, "too few samples"
+# Two measurements taken one after the other (unpaired) share no control of drift: their
+# change is called only when it exceeds this many times the sum of the two runs' spreads
+# (IQR / median): on a 2-core machine with a busy core, two runs of one statement a
+# moment apart differed by 2 to 75% while each run's IQR was 1 to 70% of its median.
+SEQUENTIAL_SPREADS = 3.0
 _BOOTSTRAP_CELLS = 4_000_000  # resampled values held in memory at once
 
 
@@ -59,24 +64,46 @@ class ABResult:
         return self.ratio - 1.0
 
     @property
+    def drift_margin(self) -> float:
+        """The smallest change an unpaired (sequential) comparison calls: drift between
+        the two runs is not controlled, so a change must be far beyond their spread
+        (SEQUENTIAL_SPREADS times the sum of their IQR / median). 0 for paired samples,
+        whose pairs were taken side by side."""
+        if self.paired:
+            return 0.0
+        spread = sum(m.iqr / m.median if m.median > 0 else math.inf
+                     for m in (self.baseline, self.candidate))
+        return SEQUENTIAL_SPREADS * spread
+
+    @property
     def verdict(self) -> str:
-        """"faster", "slower", "no significant change", or "too few samples"."""
+        """"faster", "slower", "no significant change", "unsure" (unpaired only: a
+        significant change within what drift between the two runs could cause), or "too
+        few samples"."""
         if math.isnan(self.ci_low) or math.isnan(self.ci_high):
             return "too few samples"
         significant = self.p_value < 1 - self.confidence
+        direction = None
         if significant and self.ci_high < 1.0 and self.change <= -self.min_effect:
-            return "faster"
+            direction = "faster"
         if significant and self.ci_low > 1.0 and self.change >= self.min_effect:
-            return "slower"
-        return "no significant change"
+            direction = "slower"
+        if direction is None:
+            return "no significant change"
+        return direction if abs(self.change) >= self.drift_margin else "unsure"
 
     def describe_verdict(self) -> str:
-        """The verdict with its size: "faster by 21.3%", "no significant change (+0.4%)"."""
+        """The verdict with its size, the same quantity as the ratio shown beside it:
+        "faster by 21.3%", "no significant change (+0.4%)", "unsure (+3.1%: ...)"."""
         verdict = self.verdict
         if verdict in ("faster", "slower"):
             return f"{verdict} by {abs(self.change):.1%}"
         if verdict == "no significant change" and math.isfinite(self.change):
             return f"no significant change ({self.change:+.1%})"
+        if verdict == "unsure":
+            return (f"unsure ({self.change:+.1%}, within {self.drift_margin:.0%}: the two "
+                    "were measured one after the other, and drift between them is not "
+                    "controlled; interleave them with measure_ab or timeit --vs)")
         return verdict
 
     def to_dict(self) -> dict:
@@ -103,10 +130,12 @@ class ABResult:
 
     def __str__(self) -> str:
         unit, scale = select_unit(min(self.baseline.median, self.candidate.median))
-        kind = (f"median ratio of {len(self.baseline.times)} paired blocks" if self.paired
-                else "ratio")
+        if self.paired:  # the figures shown are the ratio the verdict is about
+            return (f"{self.name}: candidate / baseline = median ratio of "
+                    f"{len(self.baseline.times)} paired blocks {self.estimate()} "
+                    f"(baseline median {self.baseline.median / scale:.4g} {unit})")
         return (f"{self.name}: {self.baseline.median / scale:.4g} {unit} -> "
-                f"{self.candidate.median / scale:.4g} {unit}, {kind} {self.estimate()}")
+                f"{self.candidate.median / scale:.4g} {unit}, ratio {self.estimate()}")
 
 
 def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float = 0.95,

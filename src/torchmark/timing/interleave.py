@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 
 _PAIR_OVERHEAD = 1e-3  # the clock's overhead may be this share of a block
+_ESTIMATE_BLOCKS = 5  # blocks a side for the per-run estimate (their minimum)
+_SAME_COUNT_WITHIN = 2.0  # per-run times within this factor: both sides run one count
 
 
 def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,
@@ -45,18 +47,32 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
     min_blocks = _positive_int("min_blocks", min_blocks)
     timers = (baseline, candidate)
     numbers = [t._estimate_block_size(min_run_time) for t in timers]  # also a warm-up
-    per_run, overhead = [], 0.0  # medians: one hiccup must not unbalance the pairs
-    for t, n in zip(timers, numbers, strict=True):
+    # Per-run times from the fastest of several blocks, the two sides taken in turns: a
+    # pause of the machine only ever adds time, so the minimum is what the statement
+    # costs (a median of three, under load, misjudged one side by 2x, and unequal blocks
+    # then read as a 2% difference between two Timers of one statement).
+    samples: tuple[list[float], list[float]] = ([], [])
+    overhead = 0.0
+    for _ in range(_ESTIMATE_BLOCKS):
+        for side, (t, n) in enumerate(zip(timers, numbers, strict=True)):
+            with t._threads():
+                samples[side].append(t._timeit(n) / n)
+    for t in timers:
         with t._threads():
-            per_run.append(sorted(t._timeit(n) for _ in range(3))[1] / n)
             overhead = max(overhead, t._clock_overhead())
+    per_run = [min(side) for side in samples]
     # Both sides' blocks last block_s. The clock's overhead is the same on both sides, so
     # it may be 0.1% of a block (blocked_autorange allows 0.01%): it then moves the ratio
     # by under 0.1%, and blocks ten times shorter give ten times the pairs. Aim for 100
     # pairs in min_run_time, never for longer blocks than blocked_autorange's.
     block_s = min(max(n * p for n, p in zip(numbers, per_run, strict=True)),
                   max(overhead / _PAIR_OVERHEAD, min_run_time / 100))
-    numbers = [max(1, min(_MAX_BLOCK_SIZE, round(block_s / p))) for p in per_run]
+    if max(per_run) <= _SAME_COUNT_WITHIN * min(per_run):
+        # statements of about the same cost run the same count: a misjudged estimate can
+        # then not make one side's blocks longer than the other's
+        numbers = [max(1, min(_MAX_BLOCK_SIZE, round(block_s / max(per_run))))] * 2
+    else:
+        numbers = [max(1, min(_MAX_BLOCK_SIZE, round(block_s / p))) for p in per_run]
     times: tuple[list[float], list[float]] = ([], [])
     rounds = 0
     while min(sum(side) for side in times) < min_run_time or \
