@@ -7,10 +7,10 @@ import subprocess
 import sys
 import time
 
-from conftest import deliverable_sigint
-
 from torchmark.cli.main import main
 from torchmark.core.announce import announced
+
+from conftest import deliverable_sigint
 
 
 def test_a_wait_is_said_once_it_lasts(monkeypatch, capsys):
