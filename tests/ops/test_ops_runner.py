@@ -483,3 +483,14 @@ def test_non_finite_numbers_in_a_config_are_written_as_strict_json(tmp_path):
     assert run(config_from_data(config), QUICK, resume=out)[0]["status"] == "ok"
     out.write_text("\n".join(lines[:2]) + "\n")  # resume matches the case despite the NaN
     assert run(config_from_data(config), QUICK, resume=out) == []
+
+
+def test_a_first_call_far_above_the_rest_is_noted():
+    from torchmark.ops.executor import notes
+
+    steady = [1e-5] * 9
+    note = notes([5e-5, *steady], 1)["note"]
+    assert note.startswith("the first timed call took 5.0x") and "raise --warmup" in note
+    assert notes([1.2e-5, *steady], 1) == {}  # a little slower: said nothing
+    both = notes([5e-5, *steady], 1, {"note": "launch gaps"})["note"]
+    assert both.endswith("; launch gaps")

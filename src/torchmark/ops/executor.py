@@ -88,6 +88,23 @@ def summarize(times: list[float], calls: int | None = None) -> dict[str, Any]:
             "iterations": calls if calls is not None else len(times)}
 
 
+COLD_START_RATIO = 3.0  # a first timed call this many times the others' median: a note
+
+
+def notes(times: list[float], warmup: int, *others: dict[str, str]) -> dict[str, str]:
+    """{"note": ...} joining what the timed calls say: the first far slower than the
+    rest (the warm-up did not reach a steady state: a README example with warmup=1 read
+    a first row 5x its steady state, silently), and `others` (launch gaps)."""
+    said = [o["note"] for o in others if o.get("note")]
+    if len(times) >= 5:
+        rest = statistics.median(times[1:])
+        if rest > 0 and times[0] > COLD_START_RATIO * rest:
+            said.insert(0, f"the first timed call took {times[0] / rest:.1f}x the others' "
+                           f"median: {warmup} warm-up call(s) did not reach a steady state; "
+                           "raise --warmup")
+    return {"note": "; ".join(said)} if said else {}
+
+
 LAUNCH_GAPS = ("{} chunk(s) of up to {} calls outlasted the spin queued ahead of them (a call "
                "synchronizes with the host, or a chunk queues more launches than the queue "
                "holds): their times can include launch gaps")
@@ -375,7 +392,7 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
             return replay()
     times, out = clock.time_calls(timed, options.iterations, reset=reset)
     metrics = {"forward": {**summarize(times, options.iterations), "memory": memory.result(),
-                           **clock.gaps_note()}}
+                           **notes(times, options.warmup, clock.gaps_note())}}
     if inputs is not None and inputs.saved:  # continuous mode cannot put them back
         metrics["forward"]["inputs_restored"] = options.exec_mode != "continuous"
     if options.cuda_graph:
@@ -412,4 +429,4 @@ def _measure_backward(forward: Callable[[], Any], options: RunOptions,
     times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
                                 options.iterations, before=make_graph)
     return {**summarize(times, options.iterations), "memory": memory.result(),
-            **clock.gaps_note()}
+            **notes(times, options.warmup, clock.gaps_note())}
