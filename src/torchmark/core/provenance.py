@@ -1,0 +1,230 @@
+"""Where and with what a run measured: captured once per run, kept with every result so
+that a history never mixes machines, torch builds or commits without saying so.
+
+`Provenance.capture()` reads torchmark's and torch's versions and build, Python, the
+project's git commit (and whether the checkout was dirty) when run inside one, the
+machine (hostname, CPU model, cores, memory, GPUs and driver, frequency governor and
+turbo where Linux exposes them), an environment label (`TORCHMARK_ENV`), the start time
+and the command line. `machine_fingerprint` hashes the machine's identity: the same
+host with the same hardware always gives the same fingerprint."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Machine:
+    """The hardware a run measured on (what a history must not mix)."""
+
+    hostname: str
+    cpu_model: str
+    cores: int
+    memory_bytes: int
+    gpus: tuple[str, ...] = ()
+    gpu_driver: str | None = None
+    governor: str | None = None  # cpufreq scaling governor of CPU 0
+    turbo: bool | None = None  # whether turbo/boost is enabled
+
+    @property
+    def fingerprint(self) -> str:
+        """A short stable hash of the machine's identity (not of its momentary state:
+        the governor and turbo are recorded but do not change it)."""
+        identity = [self.hostname, self.cpu_model, str(self.cores),
+                    str(round(self.memory_bytes / 2**30)), *self.gpus, self.gpu_driver or ""]
+        return hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
+
+    @classmethod
+    def capture(cls) -> Machine:
+        gpus, driver = _gpus()
+        return cls(hostname=platform.node(), cpu_model=_cpu_model(), cores=os.cpu_count() or 1,
+                   memory_bytes=_memory_bytes(), gpus=gpus, gpu_driver=driver,
+                   governor=_read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+                   turbo=_turbo())
+
+
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    """One run's provenance (see the module docstring)."""
+
+    torchmark_version: str
+    torch_version: str | None
+    torch_git: str | None
+    torch_cuda: str | None
+    torch_cudnn: int | None
+    torch_debug: bool | None
+    python: str
+    git_commit: str | None
+    git_dirty: bool | None
+    machine: Machine
+    env: str | None
+    started: str  # ISO 8601 with the offset
+    command: tuple[str, ...]
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def machine_fingerprint(self) -> str:
+        return self.machine.fingerprint
+
+    @classmethod
+    def capture(cls, env: str | None = None, command: list[str] | None = None) -> Provenance:
+        """Read everything now. `env` defaults to $TORCHMARK_ENV; `command` to sys.argv.
+        torch is read only where it is already imported, or installed (its version)."""
+        torch_info = _torch_build()
+        commit, dirty = _git_state()
+        return cls(torchmark_version=_version("torchmark") or "unknown", **torch_info,
+                   python=f"{platform.python_implementation()} {platform.python_version()}",
+                   git_commit=commit, git_dirty=dirty, machine=Machine.capture(),
+                   env=env if env is not None else os.environ.get("TORCHMARK_ENV") or None,
+                   started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                   command=tuple(sys.argv if command is None else command))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["command"] = list(self.command)
+        out["machine"]["gpus"] = list(self.machine.gpus)
+        out["machine"]["fingerprint"] = self.machine.fingerprint
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Provenance:
+        if not isinstance(data, dict):
+            raise ValueError("provenance must be an object")
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"provenance schema_version {version!r} is not supported")
+        machine = dict(data.get("machine") or {})
+        machine.pop("fingerprint", None)
+        machine["gpus"] = tuple(machine.get("gpus") or ())
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in fields}
+        values["machine"] = Machine(**{k: v for k, v in machine.items()
+                                       if k in {f.name for f in dataclasses.fields(Machine)}})
+        values["command"] = tuple(values.get("command") or ())
+        return cls(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+def _turbo() -> bool | None:
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    if no_turbo is not None:
+        return no_turbo == "0"
+    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    return None if boost is None else boost == "1"
+
+
+def _gpus() -> tuple[tuple[str, ...], str | None]:
+    """GPU names and the driver version, from torch when it is imported already (nothing
+    is initialized for this) or from nvidia-smi; () when there is none."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                names = tuple(torch.cuda.get_device_name(i)
+                              for i in range(torch.cuda.device_count()))
+                return names, _nvidia_driver()
+            return (), None
+        except Exception:  # a broken CUDA install: no GPU to record
+            return (), None
+    driver = _nvidia_driver()
+    if driver is None:
+        return (), None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return (), driver
+    return tuple(line.strip() for line in out.splitlines() if line.strip()), driver
+
+
+def _nvidia_driver() -> str | None:
+    text = _read("/proc/driver/nvidia/version")
+    if text is None:
+        return None
+    for word in text.split():
+        if word.count(".") >= 1 and word.replace(".", "").isdigit():
+            return word
+    return None
+
+
+def _version(distribution: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _torch_build() -> dict[str, Any]:
+    """torch's version and build; without importing torch when it is not imported yet
+    (then only the version, from its installed metadata)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"torch_version": _version("torch"), "torch_git": None, "torch_cuda": None,
+                "torch_cudnn": None, "torch_debug": None}
+    cudnn = None
+    try:
+        cudnn = torch.backends.cudnn.version()
+    except Exception:  # no cuDNN in this build
+        cudnn = None
+    return {"torch_version": torch.__version__,
+            "torch_git": getattr(torch.version, "git_version", None),
+            "torch_cuda": torch.version.cuda, "torch_cudnn": cudnn,
+            "torch_debug": bool(getattr(torch.version, "debug", False))}
+
+
+def _git_state(folder: str | None = None) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the git checkout `folder` (default: the current one) is in;
+    (None, None) outside one or without git."""
+    def git(*args: str) -> str | None:
+        try:
+            proc = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
+                                  check=False, cwd=folder)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return proc.stdout if proc.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None, None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return commit.strip(), (bool(status.strip()) if status is not None else None)

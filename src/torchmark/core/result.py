@@ -1,0 +1,201 @@
+"""The one result record every front-end emits, and its JSON form.
+
+A `Result` says what was measured (`Case`: a stable id, the labels, the statement, op or
+trace node, parameters such as shapes, dtypes, threads and device), how (the front-end,
+the metric kind: wall time, device time, instructions or memory, its unit, the runs per
+sample), the raw samples (per run, in the unit), warnings, a failure if the case failed,
+and optionally the run's provenance. Summary statistics are computed from the samples,
+never stored apart from them. `to_dict` / `from_dict` give one versioned JSON object a
+result; a results file is JSON lines of them (`dump_results` / `load_results`, which also
+read every older torchmark file format: see torchmark.results_files)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from torchmark.core.provenance import Provenance
+
+SCHEMA = "torchmark.result"
+SCHEMA_VERSION = 1
+METRICS = {"wall": "s", "device": "s", "instructions": "instructions", "memory": "bytes"}
+FRONTENDS = ("timeit", "callgrind", "cpp", "suite", "ops", "replay", "fuzz", "pytest")
+
+
+def case_id(frontend: str, **what: Any) -> str:
+    """A stable id for a case from what defines it: `frontend:` and a hash of the sorted
+    JSON of `what` (the same statement, setup, labels and parameters always give the
+    same id, on any machine)."""
+    text = json.dumps(what, sort_keys=True, default=str, separators=(",", ":"))
+    return f"{frontend}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """What was measured."""
+
+    id: str
+    frontend: str
+    stmt: str = ""  # the statement, the op name, or the trace node
+    setup: str = ""
+    label: str | None = None
+    sub_label: str | None = None
+    description: str | None = None
+    env: str | None = None
+    threads: int = 1
+    device: str = "cpu"
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.frontend not in FRONTENDS:
+            raise ValueError(f"Case: frontend must be one of {', '.join(FRONTENDS)}, got "
+                             f"{self.frontend!r}")
+        if not isinstance(self.id, str) or not self.id:
+            raise ValueError("Case: id must be a non-empty str")
+        object.__setattr__(self, "params", dict(self.params))
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.frontend))
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """Why a case has no samples: its error's first line and the tail of its output."""
+
+    error: str
+    output_tail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """Statistics of a result's samples (per run, in the result's unit)."""
+
+    n: int
+    median: float
+    mean: float
+    iqr: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> Summary | None:
+        if not samples:
+            return None
+        values = sorted(samples)
+        if len(values) >= 2:
+            q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+        else:
+            q1 = q3 = values[0]
+        return cls(n=len(values), median=statistics.median(values),
+                   mean=statistics.fmean(values), iqr=q3 - q1, min=values[0],
+                   max=values[-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """One measured (or failed) case; see the module docstring."""
+
+    case: Case
+    metric: str
+    samples: tuple[float, ...] = ()
+    number_per_run: int = 1
+    unit: str = ""
+    warnings: tuple[str, ...] = ()
+    failure: Failure | None = None
+    provenance: Provenance | None = None
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ValueError(f"Result: metric must be one of {', '.join(METRICS)}, got "
+                             f"{self.metric!r}")
+        object.__setattr__(self, "unit", self.unit or METRICS[self.metric])
+        samples = tuple(float(s) for s in self.samples)
+        if not all(math.isfinite(s) for s in samples):
+            raise ValueError(f"Result {self.case.id}: samples must be finite numbers")
+        object.__setattr__(self, "samples", samples)
+        object.__setattr__(self, "warnings", tuple(self.warnings))
+        object.__setattr__(self, "extra", dict(self.extra))
+        if isinstance(self.number_per_run, bool) or not isinstance(self.number_per_run, int) \
+                or self.number_per_run < 1:
+            raise ValueError(f"Result {self.case.id}: number_per_run must be an int >= 1, "
+                             f"got {self.number_per_run!r}")
+        if self.failure is None and not samples:
+            raise ValueError(f"Result {self.case.id}: a result without samples must carry "
+                             "its failure")
+
+    def __hash__(self) -> int:
+        return hash((self.case.id, self.metric, self.samples))
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def summary(self) -> Summary | None:
+        return Summary.of(self.samples)
+
+    def with_provenance(self, provenance: Provenance) -> Result:
+        return dataclasses.replace(self, provenance=provenance)
+
+    def to_dict(self) -> dict[str, Any]:
+        summary = self.summary
+        return {
+            "schema": SCHEMA, "version": SCHEMA_VERSION,
+            "case": {**dataclasses.asdict(self.case), "params": _plain(self.case.params)},
+            "metric": self.metric, "unit": self.unit, "number_per_run": self.number_per_run,
+            "samples": list(self.samples),
+            "summary": dataclasses.asdict(summary) if summary else None,
+            "warnings": list(self.warnings),
+            "failure": dataclasses.asdict(self.failure) if self.failure else None,
+            "provenance": self.provenance.to_dict() if self.provenance else None,
+            "extra": _plain(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Result:
+        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} object (missing or wrong 'schema')")
+        if data.get("version") != SCHEMA_VERSION:
+            raise ValueError(f"{SCHEMA} version {data.get('version')!r} is not supported")
+        case_fields = {f.name for f in dataclasses.fields(Case)}
+        raw_case = data.get("case")
+        if not isinstance(raw_case, Mapping):
+            raise ValueError(f"{SCHEMA}: 'case' must be an object")
+        case = Case(**{k: v for k, v in raw_case.items() if k in case_fields})
+        failure = data.get("failure")
+        provenance = data.get("provenance")
+        return cls(case=case, metric=data.get("metric", ""),
+                   samples=tuple(data.get("samples") or ()),
+                   number_per_run=data.get("number_per_run", 1), unit=data.get("unit", ""),
+                   warnings=tuple(data.get("warnings") or ()),
+                   failure=Failure(**failure) if isinstance(failure, Mapping) else None,
+                   provenance=Provenance.from_dict(provenance)
+                   if isinstance(provenance, Mapping) else None,
+                   extra=dict(data.get("extra") or {}))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: tuples as lists, anything else unknown as its str."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    return str(value)
+
+
+def dump_results(results: Iterable[Result]) -> str:
+    """JSON lines: one result a line."""
+    return "".join(r.to_json() + "\n" for r in results)

@@ -1,0 +1,59 @@
+"""The core records: Result, Case, Provenance round-trip through JSON unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from torchmark.core.provenance import Machine, Provenance
+from torchmark.core.result import Case, Failure, Result, case_id, dump_results
+
+
+def test_case_ids_are_stable_and_depend_on_what_defines_the_case():
+    a = case_id("timeit", stmt="x * y", setup="x = 1", threads=1)
+    assert a == case_id("timeit", threads=1, setup="x = 1", stmt="x * y")  # order-free
+    assert a.startswith("timeit:") and len(a) == len("timeit:") + 16
+    assert a != case_id("timeit", stmt="x * y", setup="x = 1", threads=2)
+    assert a != case_id("callgrind", stmt="x * y", setup="x = 1", threads=1)
+
+
+def test_a_result_round_trips_with_its_provenance():
+    provenance = Provenance.capture(env="ci", command=["torchmark", "timeit", "1"])
+    case = Case(id="timeit:abc", frontend="timeit", stmt="x * y", setup="x = 1",
+                label="mul", threads=2, params={"shape": (4, 4), "dtype": "float32"})
+    result = Result(case=case, metric="wall", samples=(1e-6, 1.2e-6, 0.9e-6),
+                    number_per_run=1000, warnings=("noisy",), provenance=provenance,
+                    extra={"stop_rule": "rsd"})
+    data = json.loads(result.to_json())
+    assert data["case"]["params"] == {"shape": [4, 4], "dtype": "float32"}
+    assert data["summary"]["median"] == pytest.approx(1e-6) and data["unit"] == "s"
+    assert data["provenance"]["machine"]["fingerprint"] == provenance.machine_fingerprint
+    back = Result.from_dict(data)
+    assert back.to_dict() == result.to_dict()
+    assert back.provenance == provenance and back.summary == result.summary
+
+
+def test_failures_have_no_samples_and_bad_records_are_refused():
+    case = Case(id="ops:x", frontend="ops", stmt="torch.add")
+    failed = Result(case=case, metric="wall", failure=Failure("ValueError: bad", "tail"))
+    assert not failed.ok and failed.summary is None
+    assert Result.from_dict(json.loads(failed.to_json())) == failed
+    with pytest.raises(ValueError, match="must carry its failure"):
+        Result(case=case, metric="wall")
+    with pytest.raises(ValueError, match="metric must be one of"):
+        Result(case=case, metric="speed", samples=(1.0,))
+    with pytest.raises(ValueError, match="finite"):
+        Result(case=case, metric="wall", samples=(float("nan"),))
+    with pytest.raises(ValueError, match="frontend must be one of"):
+        Case(id="x", frontend="nope")
+    with pytest.raises(ValueError, match="version"):
+        Result.from_dict({**failed.to_dict(), "version": 99})
+    assert dump_results([failed, failed]).count("\n") == 2
+
+
+def test_the_machine_fingerprint_ignores_momentary_state():
+    a = Machine("h", "cpu", 8, 32 << 30, ("H100",), "580.1", "performance", True)
+    b = Machine("h", "cpu", 8, 32 << 30, ("H100",), "580.1", "powersave", False)
+    assert a.fingerprint == b.fingerprint
+    assert a.fingerprint != Machine("other", "cpu", 8, 32 << 30).fingerprint
