@@ -23,6 +23,7 @@ from torchmark.timing.task_spec import TaskSpec
 Callback = Callable[[int, float], Any]
 
 _MAX_BLOCK_SIZE = 2147483647
+_LESS_THAN_A_CYCLE = 1e-11  # seconds a run: no statement that runs takes less
 _STUCK_CLOCK_SECONDS = 1.0  # a custom timer that reads 0 for a block this long is stuck
 _ESTIMATE_OVERHEAD_SAMPLES = 5
 _TARGET_RELATIVE_OVERHEAD = 1e-4
@@ -235,6 +236,12 @@ class Timer:
                 if time_taken > min_run_time or number * 10 > _MAX_BLOCK_SIZE:
                     break
                 number *= 10
+        if time_taken / number < _LESS_THAN_A_CYCLE:  # the loop would never add up
+            raise ValueError(
+                f"Timer: the statement took {time_taken / number:.2g} s a run, less than a "
+                "clock cycle: nothing is left to time (a C++ statement whose result is "
+                "unused is removed by the compiler; use its result, e.g. assign it to a "
+                "variable declared in setup)")
         return number
 
     def _measurement_loop(
