@@ -10,7 +10,7 @@ import statistics
 import textwrap
 import time
 import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from torchmark.callgrind.globals_bridge import CopyIfCallgrind, main_imports
@@ -170,15 +170,18 @@ class Timer:
     def _measurement(self, number: int, times: list[float]) -> Measurement:
         return Measurement(number_per_run=number, raw_times=times, task_spec=self._task_spec)
 
-    def _threads(self):
-        # every timing method starts here: a C++ snippet is compiled, loaded and set up
-        # first, outside any timing (its first measurement then equals a cached one's)
-        prepare = getattr(self._timer, "prepare", None)
-        if prepare is not None:
-            prepare()
-        # a C++ snippet sets its thread's count itself, but torch's count is process-wide
-        # too: set and restored around the calls, so the caller's count survives
-        return clocks.set_torch_threads(self._task_spec.num_threads)
+    @contextlib.contextmanager
+    def _threads(self) -> Iterator[None]:
+        # A C++ snippet sets its thread's count itself, but torch's count is process-wide
+        # too: set and restored around the calls, so the caller's count survives. Every
+        # timing method starts here: a C++ snippet is compiled, loaded and set up first
+        # (inside, since its setup sets the count), outside any timing, so that its first
+        # measurement equals a cached one's.
+        with clocks.set_torch_threads(self._task_spec.num_threads):
+            prepare = getattr(self._timer, "prepare", None)
+            if prepare is not None:
+                prepare()
+            yield
 
     # -- timeit-compatible API ----------------------------------------------------------
     def timeit(self, number: int = 1000000) -> Measurement:
