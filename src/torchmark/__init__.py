@@ -30,14 +30,14 @@ _EXPORTS = {
     "Language": "torchmark.timing.timer_class",
     "Timer": "torchmark.timing.timer_class",
     "Measurement": "torchmark.timing.measurement",
-    "measure_ab": "torchmark.timing.interleave",
-    "TaskSpec": "torchmark.timing.task_spec",
+    "measure_ab": "torchmark.compare.interleave",
+    "TaskSpec": "torchmark.core.task_spec",
     "set_torch_threads": "torchmark.timing.clocks",
     "timer": "torchmark.timing.clocks",
-    "ordered_unique": "torchmark.timing.stats",
-    "select_unit": "torchmark.timing.stats",
-    "trim_sigfig": "torchmark.timing.stats",
-    "unit_to_english": "torchmark.timing.stats",
+    "ordered_unique": "torchmark.core.stats",
+    "select_unit": "torchmark.core.stats",
+    "trim_sigfig": "torchmark.core.stats",
+    "unit_to_english": "torchmark.core.stats",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

@@ -18,9 +18,9 @@ from torchmark.compare.ab import (
     pair_measurements,
     sign_test_p,
 )
+from torchmark.core.task_spec import TaskSpec
 from torchmark.timing.files import save_measurements
 from torchmark.timing.measurement import Measurement
-from torchmark.timing.task_spec import TaskSpec
 
 
 def measurement(times, label="mul", sub_label="128", env=None, description=None, threads=1,
@@ -490,7 +490,7 @@ def test_interleaved_statements_of_one_cost_run_one_count():
     import torchmark
 
     setup = "x = torch.ones(128); y = torch.ones(128)"
-    from torchmark.timing.interleave import interleaved_blocks
+    from torchmark.compare.interleave import interleaved_blocks
 
     ma, mb = interleaved_blocks(torchmark.Timer("x * y", setup), torchmark.Timer("x * y", setup),
                                 min_run_time=0.05, min_blocks=6)

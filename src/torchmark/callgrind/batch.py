@@ -33,7 +33,7 @@ def collect_many(
     3 repeats when `repeats` is None) or a tuple of `repeats` of them. With
     `return_exceptions`, a timer that fails gives its exception and the others go on.
     """
-    from torchmark.timing.timer_class import Language
+    from torchmark.core.task_spec import Language
 
     if workers < 1:
         raise ValueError(f"collect_many: workers must be >= 1, got {workers}")

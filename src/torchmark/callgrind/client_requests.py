@@ -14,7 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from torchmark.paths import cache_dir
+from torchmark.core.paths import cache_dir
+from torchmark.core.torch_install import torch_callgrind_header_dir
 
 HELPER_SOURCE = r"""
 #ifdef TORCHMARK_LOCAL_HEADERS
@@ -50,15 +51,6 @@ def _compiler() -> str:
         "for callgrind client requests: install one, e.g. `apt-get install gcc`")
 
 
-def _torch_header_dir() -> Path | None:
-    try:
-        import torch.utils.benchmark.utils.valgrind_wrapper as vw
-    except ImportError:
-        return None
-    folder = Path(vw.__file__).parent
-    return folder if (folder / "callgrind.h").exists() else None
-
-
 def helper_path() -> Path:
     """The built helper library, compiling it on first use (atomically)."""
     cc = _compiler()
@@ -76,7 +68,7 @@ def helper_path() -> Path:
     source.write_text(HELPER_SOURCE)
     tmp = folder / f".{LIBRARY_NAME}.{os.getpid()}.tmp"
     attempts = [[]]
-    torch_headers = _torch_header_dir()
+    torch_headers = torch_callgrind_header_dir()
     if torch_headers is not None:
         attempts.append(["-DTORCHMARK_LOCAL_HEADERS", f"-I{torch_headers}"])
     errors = []

@@ -36,8 +36,8 @@ from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
 from torchmark.core.announce import announced
 from torchmark.core.private_folder import peer_uid, private_folder
-from torchmark.procs import kill_group, pid_alive, pin
-from torchmark.timing.task_spec import TaskSpec
+from torchmark.core.procs import kill_group, pid_alive, pin
+from torchmark.core.task_spec import TaskSpec
 
 _LOG_TAIL = 3000
 
@@ -86,7 +86,7 @@ _KEPT_PREFIXES = ("LC_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "GOMP_", "TORCH", 
 
 def _import_roots() -> list[str]:
     """The folders the host needs on its path: where torchmark and torch are installed."""
-    from torchmark.torch_install import torch_folder
+    from torchmark.core.torch_install import torch_folder
 
     roots = [str(Path(__file__).resolve().parents[2])]
     folder = torch_folder()
@@ -390,7 +390,7 @@ def median_repeat(stats: Sequence[CallgrindStats]) -> CallgrindStats:
 def _shared_key() -> str:
     """What a shared host must match: interpreter, torch, torchmark's host code, valgrind.
     (The client's sys.path and working folder travel with each request.)"""
-    from torchmark.torch_install import torch_folder, torch_version
+    from torchmark.core.torch_install import torch_folder, torch_version
 
     here = Path(__file__).parent
     parts = [os.path.realpath(sys.executable), valgrind_path(), " ".join(_setarch_prefix())]

@@ -11,7 +11,7 @@ from typing import Any
 
 from torchmark.callgrind.function_counts import FunctionCounts
 from torchmark.core.bounded_input import brief_repr, load_json
-from torchmark.timing.task_spec import TaskSpec
+from torchmark.core.task_spec import TaskSpec
 
 SCHEMA_NAME = "torchmark.callgrind_stats"
 SCHEMA_VERSION = 1

@@ -13,7 +13,7 @@ from torchmark.cli.params import FiniteRange, Proportion
 
 
 def _time(seconds: float) -> str:
-    from torchmark.timing.stats import select_unit
+    from torchmark.core.stats import select_unit
 
     unit, scale = select_unit(seconds)
     return f"{seconds / scale:.4g} {unit}"

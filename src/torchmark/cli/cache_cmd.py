@@ -19,8 +19,8 @@ def cache_cmd():
 @cache_cmd.command("info")
 def cache_info():
     """Where the cache is and what it holds."""
+    from torchmark.core.paths import cache_dir
     from torchmark.cpp.compile_cache import cache_entries, folder_size, pch_torch
-    from torchmark.paths import cache_dir
 
     root = cache_dir()
     entries = cache_entries()
@@ -53,13 +53,13 @@ def cache_info():
 def cache_clear(keep_pch, stale):
     """Delete the cached builds (torchmark's own folders only; a build that another
     process is making right now is left alone)."""
+    from torchmark.core.paths import cache_dir
     from torchmark.cpp.compile_cache import (
         folder_size,
         in_use,
         remove_orphan_builds,
         remove_stale_pch,
     )
-    from torchmark.paths import cache_dir
 
     root = cache_dir()
     if stale:

@@ -64,7 +64,7 @@ def _summary_table(records: list[dict]) -> object:
                           ("median instr/run", "right"), ("median wall/run", "right"),
                           ("max spread", "right")):
         table.add_column(name, justify=justify)
-    from torchmark.timing.stats import select_unit
+    from torchmark.core.stats import select_unit
 
     for name, rs in groups.items():
         ok = [r for r in rs if r["status"] == "ok"]

@@ -157,7 +157,7 @@ def _block_progress(min_run_time: float):
 def _versus(baseline: str, candidate: str, setup: str, num_threads: int,
             min_run_time: float, label: str | None) -> None:
     """Both statements in interleaved blocks, both Measurements, then the verdict."""
-    from torchmark.timing.interleave import measure_ab
+    from torchmark.compare.interleave import measure_ab
     from torchmark.timing.timer_class import Timer
 
     a, b = (Timer(stmt=s, setup=setup, num_threads=num_threads, label=label,

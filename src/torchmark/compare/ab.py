@@ -31,8 +31,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from torchmark.core.bounded_input import brief_repr
+from torchmark.core.stats import select_unit
 from torchmark.timing.measurement import Measurement
-from torchmark.timing.stats import select_unit
 
 MIN_SAMPLES = 5  # fewer samples on a side (unpaired): no interval, "too few samples"
 # Two measurements taken one after the other (unpaired) share no control of drift: their

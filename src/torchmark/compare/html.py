@@ -6,7 +6,7 @@ import html
 from collections.abc import Sequence
 
 from torchmark.compare.layout import Grade, TableLayout
-from torchmark.timing.stats import unit_to_english
+from torchmark.core.stats import unit_to_english
 
 _COLORS = {
     Grade.BEST: "color:#1a7f37;font-weight:bold",

@@ -13,8 +13,8 @@ import enum
 import math
 from collections.abc import Sequence
 
+from torchmark.core.stats import ordered_unique, select_unit, trim_sigfig
 from torchmark.timing.measurement import Measurement
-from torchmark.timing.stats import ordered_unique, select_unit, trim_sigfig
 
 
 class Colorize(enum.Enum):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchmark.compare.layout import Grade, Row, TableLayout
-from torchmark.timing.stats import unit_to_english
+from torchmark.core.stats import unit_to_english
 
 BEST = "\033[92m"
 GOOD = "\033[34m"

@@ -23,10 +23,10 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from torchmark.core.paths import cache_dir
+from torchmark.core.procs import pid_alive
+from torchmark.core.torch_install import torch_folder, torch_version
 from torchmark.cpp.snippet_source import DEFAULT_HEADER, bundle_layout, snippet_source
-from torchmark.paths import cache_dir
-from torchmark.procs import pid_alive
-from torchmark.torch_install import torch_folder, torch_version
 
 LIBRARY = "libsnippet.so"
 _USER_FILES = ("<stmt", "<setup", "<global_setup")
@@ -57,9 +57,9 @@ def _callgrind_header_flags() -> list[str]:
     for folder in ("/usr/include", "/usr/local/include"):
         if Path(folder, "valgrind", "callgrind.h").exists():
             return []
-    from torchmark.callgrind.client_requests import _torch_header_dir
+    from torchmark.core.torch_install import torch_callgrind_header_dir
 
-    local = _torch_header_dir()
+    local = torch_callgrind_header_dir()
     return ["-DTORCHMARK_LOCAL_CALLGRIND_HEADER", f"-I{local}"] if local else []
 
 

@@ -87,7 +87,7 @@ def run(
 def verdicts(shapes: Sequence[tuple[int, int]], min_run_time: float = 0.2) -> list:
     """For each shape on the CPU (one thread): is bmm faster than mul/sum? Interleaved
     blocks compared as pairs (`measure_ab`), mul/sum the baseline."""
-    from torchmark.timing.interleave import measure_ab
+    from torchmark.compare.interleave import measure_ab
 
     out = []
     for b, n in shapes:

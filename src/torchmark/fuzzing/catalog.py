@@ -11,10 +11,10 @@ import torch
 
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.errors import USER_CODE_FAILURES, PolicyError, error_line
+from torchmark.core.user_modules import import_user_module
 from torchmark.fuzzing.fuzzer import Fuzzer
 from torchmark.fuzzing.parameters import FuzzedParameter
 from torchmark.fuzzing.tensors import FuzzedTensor
-from torchmark.user_modules import import_user_module
 
 
 def example_fuzzer(seed: int | None) -> Fuzzer:

@@ -13,10 +13,10 @@ from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.errors import error_line
-from torchmark.jsonl import iter_lines
+from torchmark.core.jsonl import iter_lines
+from torchmark.core.task_spec import TaskSpec
 from torchmark.ops.report import describe_config
 from torchmark.timing.measurement import MAX_TIME_S, Measurement, plausible_time
-from torchmark.timing.task_spec import TaskSpec
 
 
 def column_names(paths: list[str | os.PathLike]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from torchmark.core import operator_policy
 from torchmark.core.errors import USER_CODE_FAILURES, error_line
-from torchmark.user_modules import import_user_module
+from torchmark.core.user_modules import import_user_module
 
 _USER_OPS: dict[str, Operator] = {}
 _ENTRY_POINTS_LOADED = False

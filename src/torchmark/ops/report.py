@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchmark.timing.stats import select_unit
+from torchmark.core.stats import select_unit
 
 
 def describe_arg(arg: dict[str, Any]) -> str:

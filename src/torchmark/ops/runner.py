@@ -15,8 +15,7 @@ from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.errors import USER_CODE_FAILURES, error_line
-from torchmark.core.results_lock import ResultsLock
-from torchmark.jsonl import (
+from torchmark.core.jsonl import (
     JsonlWriter,
     dumps_line,
     iter_lines,
@@ -24,6 +23,7 @@ from torchmark.jsonl import (
     refuse_other_torch,
     system_info,
 )
+from torchmark.core.results_lock import ResultsLock
 from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for

@@ -12,6 +12,7 @@ from typing import Any
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.errors import USER_CODE_FAILURES, LimitError, error_line
 from torchmark.core.operator_policy import aten_refusal
+from torchmark.core.task_spec import TaskSpec
 from torchmark.replay.trace import ExecutionTrace, Node
 from torchmark.replay.values import (
     MEMORY_FORMATS,
@@ -26,7 +27,6 @@ from torchmark.replay.values import (
 from torchmark.timing import clocks
 from torchmark.timing.device_time import SPIN_CHUNK
 from torchmark.timing.measurement import Measurement
-from torchmark.timing.task_spec import TaskSpec
 
 _REF = object()  # marks an argument slot filled from an earlier op's output
 

@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from torchmark.core.bounded_input import brief_repr, load_json, read_bytes
+from torchmark.core.jsonl import JsonlWriter, system_info
 from torchmark.core.results_lock import ResultsLock
-from torchmark.jsonl import JsonlWriter, system_info
 from torchmark.replay.record import timing_path
 from torchmark.replay.replayer import ReplayedOp, Replayer
 from torchmark.replay.trace import load_trace

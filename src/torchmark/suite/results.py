@@ -1,5 +1,5 @@
 """The suite's results file (JSON lines): a header per run, a line per finished case, a
-footer when a run ends (see torchmark.jsonl)."""
+footer when a run ends (see torchmark.core.jsonl)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
-from torchmark.core.results_lock import ResultsLock
-from torchmark.jsonl import (
+from torchmark.core.jsonl import (
     JsonlWriter,
     iter_lines,
     refuse_other_options,
     refuse_other_torch,
     system_info,
 )
+from torchmark.core.results_lock import ResultsLock
 
 SCHEMA = "torchmark.suite.results"
 VERSION = 1

@@ -13,9 +13,9 @@ import textwrap
 import warnings
 from pathlib import Path
 
-from torchmark.paths import cache_dir, cache_root
+from torchmark.core.paths import cache_dir, cache_root
+from torchmark.core.torch_install import torch_version
 from torchmark.suite.signature import Signature
-from torchmark.torch_install import torch_version
 
 MODEL_FILE = "model.pt"
 

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from torchmark.callgrind.framing import TIMED_OUT, recv_frame_within, send_frame
-from torchmark.procs import kill_group, pin
+from torchmark.core.procs import kill_group, pin
 
 START_TIMEOUT_S = 300.0
 

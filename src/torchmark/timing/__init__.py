@@ -1,9 +1,9 @@
 """Timer, Measurement, TaskSpec and the clocks they use."""
 
+from torchmark.core.stats import ordered_unique, select_unit, trim_sigfig, unit_to_english
+from torchmark.core.task_spec import TaskSpec
 from torchmark.timing.clocks import set_torch_threads, timer
 from torchmark.timing.measurement import Measurement
-from torchmark.timing.stats import ordered_unique, select_unit, trim_sigfig, unit_to_english
-from torchmark.timing.task_spec import TaskSpec
 from torchmark.timing.timer_class import Language, Timer
 
 __all__ = [

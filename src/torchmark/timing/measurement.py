@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from torchmark.core.bounded_input import brief_repr, load_json
-from torchmark.timing.stats import population_std, quantile, select_unit
-from torchmark.timing.task_spec import TASK_SPEC_FIELDS, TaskSpec, plain_int
+from torchmark.core.stats import population_std, quantile, select_unit
+from torchmark.core.task_spec import TASK_SPEC_FIELDS, TaskSpec, plain_int
 
 SCHEMA_NAME = "torchmark.measurement"
 SCHEMA_VERSION = 1

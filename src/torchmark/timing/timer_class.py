@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import enum
 import math
 import numbers
 import statistics
@@ -15,10 +14,10 @@ from typing import Any
 
 from torchmark.callgrind.globals_bridge import CopyIfCallgrind, main_imports
 from torchmark.core.errors import ArgumentTypeError
+from torchmark.core.task_spec import Language, TaskSpec
 from torchmark.cpp.cpp_timer import CppTimer
 from torchmark.timing import clocks
 from torchmark.timing.measurement import Measurement
-from torchmark.timing.task_spec import TaskSpec
 
 Callback = Callable[[int, float], Any]
 
@@ -27,11 +26,6 @@ _LESS_THAN_A_CYCLE = 1e-11  # seconds a run: no statement that runs takes less
 _STUCK_CLOCK_SECONDS = 1.0  # a custom timer that reads 0 for a block this long is stuck
 _ESTIMATE_OVERHEAD_SAMPLES = 5
 _TARGET_RELATIVE_OVERHEAD = 1e-4
-
-
-class Language(enum.Enum):
-    PYTHON = 0
-    CPP = 1
 
 
 def _parse_language(language: Language | str) -> Language:

@@ -98,7 +98,7 @@ def refuse_other_options(path: str | os.PathLike, before: dict[str, Any],
 def refuse_other_torch(path: str | os.PathLike, header: dict[str, Any]) -> None:
     """For --resume: a ValueError when the file's header says it was made with another
     torch than the one installed now (figures of two torch builds must not mix)."""
-    from torchmark.torch_install import torch_version
+    from torchmark.core.torch_install import torch_version
 
     before, now = (header.get("system") or {}).get("torch"), torch_version()
     if before and now and before != now:
@@ -151,7 +151,7 @@ def system_info() -> dict[str, Any]:
     import platform
     import subprocess
 
-    from torchmark.torch_install import torch_version
+    from torchmark.core.torch_install import torch_version
 
     cpu = platform.processor() or platform.machine()
     try:
