@@ -22,7 +22,7 @@ import torch
 from torch.utils import benchmark as torch_benchmark
 
 import torchmark
-from torchmark.timing.stats import coefficient_of_variation
+from torchmark.core.stats import coefficient_of_variation
 
 
 def batched_dot_mul_sum(a, b):
