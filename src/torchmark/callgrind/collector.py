@@ -35,6 +35,7 @@ from torchmark.callgrind.globals_bridge import modules_needed, pack_globals
 from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
 from torchmark.core.announce import announced
+from torchmark.core.errors import MeasurementError, ToolMissingError
 from torchmark.core.private_folder import peer_uid, private_folder
 from torchmark.core.procs import kill_group, pid_alive, pin
 from torchmark.core.task_spec import TaskSpec
@@ -42,7 +43,7 @@ from torchmark.core.task_spec import TaskSpec
 _LOG_TAIL = 3000
 
 
-class CallgrindError(RuntimeError):
+class CallgrindError(MeasurementError):
     """A measurement failed in the counted process; `output` holds what it printed.
     `crashed` is true when a process died or stopped answering (the host, or the counted
     process killed by a signal) rather than the statement raising: worth a retry."""
@@ -56,7 +57,7 @@ class CallgrindError(RuntimeError):
 def valgrind_path() -> str:
     path = shutil.which("valgrind")
     if path is None:
-        raise OSError("valgrind is not installed (collect_callgrind runs the statement under "
+        raise ToolMissingError("valgrind is not installed (collect_callgrind runs the statement under "
                       "it): install it, e.g. `apt-get install valgrind`")
     return path
 

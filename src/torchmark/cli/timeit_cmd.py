@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from torchmark.cli.params import FiniteRange, check_syntax
+from torchmark.core.errors import UsageError
 from torchmark.timing.clocks import MAX_THREADS
 
 
@@ -200,8 +201,7 @@ def _measure(measure, timers: dict):
         if isinstance(e, KeyboardInterrupt):
             raise
         # options click cannot check alone (e.g. --max-run-time below --min-run-time)
-        if isinstance(e, (ValueError, TypeError)) and \
-                str(e).startswith(("Timer", "device time", "StopRule")):
+        if isinstance(e, UsageError):
             raise click.UsageError(str(e)) from None
         raise click.ClickException(f"{_raised_in(e, timers)} raised "
                                    f"{type(e).__name__}: {e}") from None

@@ -1,9 +1,9 @@
 """torchmark's error hierarchy, and one-line descriptions of exceptions for records,
 reports and CLI messages.
 
-The CLI maps classes to exit codes, never message text: an InputError (bad input: a
-file, a config, an argument, something refused by policy or beyond a bound) and a
-BusyError exit 2; other TorchmarkErrors exit 1."""
+The CLI maps classes to exit codes, never message text: a UsageError (bad input: an
+argument, a file, a config, something refused by policy or beyond a bound) and a
+BusyError exit 2; other TorchmarkErrors (MeasurementError, ToolMissingError) exit 1."""
 
 from __future__ import annotations
 
@@ -12,16 +12,25 @@ class TorchmarkError(Exception):
     """The root of torchmark's own errors."""
 
 
-class InputError(TorchmarkError, ValueError):
-    """Bad input: a file, config, trace or argument that cannot be used as given. A
-    ValueError too, as torchmark's argument errors always were."""
+class UsageError(TorchmarkError, ValueError):
+    """Bad input: an argument, option, file, config or trace that cannot be used as given
+    (exit 2). A ValueError too, as torchmark's argument errors always were."""
 
 
-class PolicyError(InputError):
+class MeasurementError(TorchmarkError, RuntimeError):
+    """A measurement that could not be made: the statement or snippet failed, a worker
+    or host died (exit 1)."""
+
+
+class ToolMissingError(TorchmarkError, OSError):
+    """A tool a measurement needs is not installed (valgrind, a C or C++ compiler)."""
+
+
+class PolicyError(UsageError):
     """A name from a file (an operator, an aten op) that the operator policy refuses."""
 
 
-class LimitError(InputError):
+class LimitError(UsageError):
     """Input beyond a bound: a file too large or not a regular file, nesting too deep,
     YAML aliases over budget, a tensor with too many dimensions or bytes."""
 

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from torchmark.core.errors import MeasurementError
 from torchmark.core.paths import cache_dir
 from torchmark.core.procs import pid_alive
 from torchmark.core.torch_install import torch_folder, torch_version
@@ -32,7 +33,7 @@ LIBRARY = "libsnippet.so"
 _USER_FILES = ("<stmt", "<setup", "<global_setup")
 
 
-class CompileError(RuntimeError):
+class CompileError(MeasurementError):
     """The compiler rejected a snippet; the message is the compiler's, at the user's lines."""
 
     def __init__(self, message: str, compiler_output: str) -> None:

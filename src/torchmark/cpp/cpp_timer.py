@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.core.announce import announced
+from torchmark.core.errors import MeasurementError, UsageError
 from torchmark.cpp.compile_cache import default_builder, wait_for_own_builds
 from torchmark.cpp.snippet_source import check_function_body_code
 
 
-class SnippetError(RuntimeError):
+class SnippetError(MeasurementError):
     """The snippet raised a C++ exception (for example a c10::Error) while running."""
 
 
@@ -67,7 +68,7 @@ class CppTimer:
                  timer: Callable[[], float] | None = None,
                  globals: dict[str, Any] | None = None, num_threads: int = 1) -> None:
         if globals:
-            raise ValueError("Timer: C++ snippets cannot use globals; declare what the "
+            raise UsageError("Timer: C++ snippets cannot use globals; declare what the "
                              "statement needs in `setup` (or `global_setup`)")
         self.stmt = textwrap.dedent(stmt)
         self.setup = textwrap.dedent(setup)

@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from torchmark.core.bounded_input import brief_repr
-from torchmark.core.errors import InputError, LimitError
+from torchmark.core.errors import LimitError, UsageError
 from torchmark.core.tensor_bounds import MAX_DIMS, check_tensor
 
 DTYPES = ("uint8", "int8", "int16", "int", "long", "float", "double", "float16", "bfloat16",
@@ -39,7 +39,7 @@ RANGEABLE = {"tensor": ("shape", "dtype"), "int": ("value",), "long": ("value",)
 ARG_TYPES = tuple(RANGEABLE)
 
 
-class ConfigError(InputError):
+class ConfigError(UsageError):
     """A config failed validation; `problems` holds (path, reason) pairs."""
 
     def __init__(self, source: str, problems: list[tuple[str, str]]) -> None:

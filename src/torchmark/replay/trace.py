@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.core.bounded_input import brief, brief_repr, gunzip, load_json, read_bytes
-from torchmark.core.errors import InputError
+from torchmark.core.errors import UsageError
 
 SUPPORTED_SCHEMAS = ("1.0.", "1.1.")
 
 
-class TraceError(InputError):
+class TraceError(UsageError):
     """The file is not an execution trace torchmark can read."""
 
 

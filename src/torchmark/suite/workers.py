@@ -10,16 +10,17 @@ import tempfile
 from pathlib import Path
 
 from torchmark.callgrind.framing import TIMED_OUT, recv_frame_within, send_frame
+from torchmark.core.errors import MeasurementError
 from torchmark.core.procs import kill_group, pin
 
 START_TIMEOUT_S = 300.0
 
 
-class WorkerLost(RuntimeError):
+class WorkerLost(MeasurementError):
     """The worker process died or stopped answering while it ran a case."""
 
 
-class CaseFailed(RuntimeError):
+class CaseFailed(MeasurementError):
     """The case itself raised (deterministic: not retried)."""
 
 

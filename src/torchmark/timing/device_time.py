@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from torchmark.core.errors import UsageError
 from torchmark.timing.stopping import NoiseHistory, RunningStats, StopRule
 
 MODES = ("events", "blocking", "graph")
@@ -44,21 +45,21 @@ class DeviceTimeOptions:
 
     def __post_init__(self) -> None:
         if self.l2 not in L2_MODES:
-            raise ValueError(f"device time: l2 must be 'cold' or 'hot', got {self.l2!r}")
+            raise UsageError(f"device time: l2 must be 'cold' or 'hot', got {self.l2!r}")
         if self.mode not in MODES:
-            raise ValueError(f"device time: mode must be one of {', '.join(MODES)}, "
+            raise UsageError(f"device time: mode must be one of {', '.join(MODES)}, "
                              f"got {self.mode!r}")
         if not 0 <= self.min_clock_ratio <= 1:
-            raise ValueError(f"device time: min_clock_ratio must be in [0, 1], got "
+            raise UsageError(f"device time: min_clock_ratio must be in [0, 1], got "
                              f"{self.min_clock_ratio!r}")
         if self.graph_calls is None:
             object.__setattr__(self, "graph_calls", 1 if self.l2 == "cold" else 10)
         if isinstance(self.graph_calls, bool) or not isinstance(self.graph_calls, int) \
                 or self.graph_calls < 1:
-            raise ValueError(f"device time: graph_calls must be a positive int, got "
+            raise UsageError(f"device time: graph_calls must be a positive int, got "
                              f"{self.graph_calls!r}")
         if self.mode == "graph" and self.l2 == "cold" and self.graph_calls > 1:
-            raise ValueError(
+            raise UsageError(
                 f"device time: l2='cold' flushes before each graph replay, so only the "
                 f"first of graph_calls={self.graph_calls} calls would start cold; use "
                 f"graph_calls=1, or l2='hot'")
@@ -87,10 +88,10 @@ def cuda_device(device: Any) -> Any:
     except (RuntimeError, TypeError, ValueError):
         parsed = None
     if parsed is None or parsed.type != "cuda":
-        raise ValueError(f"device time: device must be a CUDA device ('cuda', 'cuda:N' or an "
+        raise UsageError(f"device time: device must be a CUDA device ('cuda', 'cuda:N' or an "
                          f"index), got {device!r}")
     if parsed.index is not None and not 0 <= parsed.index < torch.cuda.device_count():
-        raise ValueError(f"device time: {parsed} does not exist here "
+        raise UsageError(f"device time: {parsed} does not exist here "
                          f"({torch.cuda.device_count()} CUDA device(s))")
     return parsed
 

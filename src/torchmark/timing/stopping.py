@@ -7,6 +7,8 @@ import dataclasses
 import math
 from collections.abc import Iterable
 
+from torchmark.core.errors import UsageError
+
 
 @dataclasses.dataclass(frozen=True)
 class StopRule:
@@ -29,13 +31,13 @@ class StopRule:
         for name in ("rsd", "min_time", "max_time", "settle", "steady"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise ValueError(f"StopRule: {name} must be a number >= 0, got {value!r}")
+                raise UsageError(f"StopRule: {name} must be a number >= 0, got {value!r}")
         if self.max_time < self.min_time:
-            raise ValueError(f"StopRule: max_time ({self.max_time}) is below min_time "
+            raise UsageError(f"StopRule: max_time ({self.max_time}) is below min_time "
                              f"({self.min_time})")
         if isinstance(self.min_samples, bool) or not isinstance(self.min_samples, int) \
                 or self.min_samples < 2:
-            raise ValueError(f"StopRule: min_samples must be an int >= 2, got "
+            raise UsageError(f"StopRule: min_samples must be an int >= 2, got "
                              f"{self.min_samples!r}")
 
     def decide(self, samples: list[float] | RunningStats, elapsed: float,

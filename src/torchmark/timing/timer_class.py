@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from torchmark.callgrind.globals_bridge import CopyIfCallgrind, main_imports
-from torchmark.core.errors import ArgumentTypeError
+from torchmark.core.errors import ArgumentTypeError, UsageError
 from torchmark.core.task_spec import Language, TaskSpec
 from torchmark.cpp.cpp_timer import CppTimer
 from torchmark.timing import clocks
@@ -37,7 +37,7 @@ def _parse_language(language: Language | str) -> Language:
             return Language.PYTHON
         if key in ("cpp", "c++"):
             return Language.CPP
-    raise ValueError(
+    raise UsageError(
         f"Timer: invalid language {language!r}; expected Language.PYTHON, Language.CPP, "
         "'python', 'py', 'cpp' or 'c++'"
     )
@@ -88,7 +88,7 @@ class Timer:
             raise ArgumentTypeError(f"Timer: setup must be a str, got {type(setup).__name__}")
         num_threads = _positive_int("num_threads", num_threads)
         if num_threads > clocks.MAX_THREADS:  # torch would crash the process
-            raise ValueError(f"Timer: num_threads must be at most {clocks.MAX_THREADS}, got "
+            raise UsageError(f"Timer: num_threads must be at most {clocks.MAX_THREADS}, got "
                              f"{num_threads}")
         if globals is not None and not isinstance(globals, dict):
             try:  # a mapping proxy, a ChainMap, (name, value) pairs: as torch's dict(...)
@@ -99,14 +99,14 @@ class Timer:
         for name, value in (("label", label), ("sub_label", sub_label),
                             ("description", description), ("env", env)):
             if value is not None and not isinstance(value, str):  # tables print them
-                raise ValueError(f"Timer: {name} must be a str or None, got {value!r}")
+                raise UsageError(f"Timer: {name} must be a str or None, got {value!r}")
 
         self._language = _parse_language(language)
         self._custom_timer = timer is not clocks.timer
         stmt = clean_code(stmt)
         if self._language is Language.CPP:
             if globals:
-                raise ValueError("Timer: C++ snippets cannot use globals; declare what the "
+                raise UsageError("Timer: C++ snippets cannot use globals; declare what the "
                                  "statement needs in `setup` (or `global_setup`)")
             setup = "" if setup == "pass" else clean_code(setup)
             global_setup = clean_code(global_setup)
@@ -115,7 +115,7 @@ class Timer:
                                               timer=timer, globals=None, num_threads=num_threads)
         else:
             if global_setup:
-                raise ValueError(
+                raise UsageError(
                     f"Timer: global_setup is for C++ snippets only, got {global_setup!r}; "
                     "Python code can go in `setup`"
                 )
@@ -156,7 +156,7 @@ class Timer:
         taken = self._timer.timeit(number)
         wall = time.perf_counter() - started
         if taken <= 0 and wall > _STUCK_CLOCK_SECONDS:  # it would never reach min_run_time
-            raise ValueError(f"Timer: the `timer` given reported {taken:g} s for {number} "
+            raise UsageError(f"Timer: the `timer` given reported {taken:g} s for {number} "
                              f"runs that took {wall:.2f} s by time.perf_counter; it must be a "
                              "clock that advances (such as time.perf_counter)")
         return max(taken, 1e-9)
@@ -234,7 +234,7 @@ class Timer:
                     break
                 number *= 10
         if time_taken / number < _LESS_THAN_A_CYCLE:  # the loop would never add up
-            raise ValueError(
+            raise UsageError(
                 f"Timer: the statement took {time_taken / number:.2g} s a run, less than a "
                 "clock cycle: nothing is left to time (a C++ statement whose result is "
                 "unused is removed by the compiler; use its result, e.g. assign it to a "
@@ -292,7 +292,7 @@ class Timer:
         threshold = _non_negative("threshold", threshold)
         min_run_time = _non_negative("min_run_time", min_run_time)
         if max_run_time is None or max_run_time == 0:  # torch reads both as "no limit"
-            raise ValueError(f"Timer: max_run_time must be > 0 (it bounds the measurement), "
+            raise UsageError(f"Timer: max_run_time must be > 0 (it bounds the measurement), "
                              f"got {max_run_time!r}")
         max_run_time = _non_negative("max_run_time", max_run_time)
         number = self._estimate_block_size(min_run_time=0.05)
@@ -350,7 +350,7 @@ class Timer:
         from torchmark.timing.stopping import StopRule
 
         if self._language is not Language.PYTHON:
-            raise ValueError("Timer.device_time: only Python statements (C++ snippets time "
+            raise UsageError("Timer.device_time: only Python statements (C++ snippets time "
                              "the host)")
         options = DeviceTimeOptions(
             l2=l2, mode=mode, min_clock_ratio=_non_negative("min_clock_ratio", min_clock_ratio),
@@ -426,7 +426,7 @@ class Timer:
 def _positive_int(name: str, value: Any) -> int:
     """An int >= 1 (numpy integers too, as torch takes them)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"Timer: {name} must be a positive int, got {value!r}")
+        raise UsageError(f"Timer: {name} must be a positive int, got {value!r}")
     return int(value)
 
 
@@ -435,5 +435,5 @@ def _non_negative(name: str, value: Any) -> float:
     not end)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
             not 0 <= value < math.inf:
-        raise ValueError(f"Timer: {name} must be a finite number >= 0, got {value!r}")
+        raise UsageError(f"Timer: {name} must be a finite number >= 0, got {value!r}")
     return float(value)
