@@ -9,8 +9,8 @@ from torchmark.core.errors import (
     LimitError,
     MeasurementError,
     PolicyError,
-    TorchmarkError,
     ToolMissingError,
+    TorchmarkError,
     UsageError,
 )
 from torchmark.cpp.compile_cache import CompileError
