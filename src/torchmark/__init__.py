@@ -32,7 +32,7 @@ _EXPORTS = {
     "Measurement": "torchmark.timing.measurement",
     "measure_ab": "torchmark.compare.interleave",
     "TaskSpec": "torchmark.core.task_spec",
-    "set_torch_threads": "torchmark.timing.clocks",
+    "set_torch_threads": "torchmark.core.threads",
     "timer": "torchmark.timing.clocks",
     "ordered_unique": "torchmark.core.stats",
     "select_unit": "torchmark.core.stats",

@@ -203,15 +203,15 @@ def _run_child(request: dict, requests) -> None:
 
 WARM_UP = """
 import torch
-_threads = torch.get_num_threads()
-torch.set_num_threads(1)
-for _ in range(3):
-    _x = torch.ones(64)
-    _y = torch.ones(64)
-    _z = _x * _y + _x - _y / 2
-    _z.sum(); _z.mean(); _z.relu(); _z.view(8, 8); _z[0]; _z.clone(); _z.reshape(-1)
-    torch.mm(_z.view(8, 8), _z.view(8, 8)); torch.empty(()); torch.zeros(4, dtype=torch.long)
-torch.set_num_threads(_threads)
+from torchmark.core.threads import set_torch_threads
+with set_torch_threads(1):
+    for _ in range(3):
+        _x = torch.ones(64)
+        _y = torch.ones(64)
+        _z = _x * _y + _x - _y / 2
+        _z.sum(); _z.mean(); _z.relu(); _z.view(8, 8); _z[0]; _z.clone(); _z.reshape(-1)
+        torch.mm(_z.view(8, 8), _z.view(8, 8)); torch.empty(())
+        torch.zeros(4, dtype=torch.long)
 """
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from torchmark.cli.params import FiniteRange, check_syntax
-from torchmark.timing.clocks import MAX_THREADS
+from torchmark.core.threads import MAX_THREADS
 
 
 @click.command("callgrind")

@@ -12,8 +12,8 @@ from typing import Any
 import click
 
 from torchmark.cli.signals import Terminated
+from torchmark.core.threads import MAX_THREADS
 from torchmark.ops.executor import EXEC_MODES, PROFILER_RANGE_ENV
-from torchmark.timing.clocks import MAX_THREADS
 
 
 def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from torchmark.timing.clocks import MAX_THREADS
+from torchmark.core.threads import MAX_THREADS
 
 
 @click.command("replay")

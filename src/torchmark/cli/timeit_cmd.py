@@ -9,7 +9,7 @@ import click
 
 from torchmark.cli.params import FiniteRange, check_syntax
 from torchmark.core.errors import UsageError
-from torchmark.timing.clocks import MAX_THREADS
+from torchmark.core.threads import MAX_THREADS
 
 
 def _check_device(ctx, param, value: str) -> str:

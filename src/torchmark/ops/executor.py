@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from torchmark.core.errors import USER_CODE_FAILURES, error_line
-from torchmark.timing.clocks import MAX_THREADS
+from torchmark.core.threads import MAX_THREADS
 
 EXEC_MODES = ("discrete", "continuous", "continuous_events")
 PROFILER_RANGE_ENV = "TORCHMARK_PROFILER_RANGE"  # "1": timed calls in a cudaProfiler range

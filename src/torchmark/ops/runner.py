@@ -9,7 +9,7 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from torchmark.core.jsonl import (
     system_info,
 )
 from torchmark.core.results_lock import ResultsLock
+from torchmark.core.threads import set_torch_threads
 from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for
@@ -118,21 +119,6 @@ def _default_threads() -> int:
     import torch
 
     return torch.get_num_threads()
-
-
-@contextlib.contextmanager
-def _threads(n: int | None) -> Iterator[None]:
-    import torch
-
-    if n is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _derived(metrics: dict[str, Any], amount: dict[str, int]) -> dict[str, Any]:
@@ -233,7 +219,7 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
     builds = _Builds(options.device)
     profiled: dict[str, Any] | None = None  # the profile pass's outcome, once it ended
     try:
-        with _threads(options.threads):
+        with set_torch_threads(options.threads):
             for case in cases:
                 record = run_case(case, options, builds)
                 records.append(record)

@@ -10,6 +10,7 @@ from typing import Any
 from torchmark.core.bounded_input import brief_repr, load_json, read_bytes
 from torchmark.core.jsonl import JsonlWriter, system_info
 from torchmark.core.results_lock import ResultsLock
+from torchmark.core.threads import set_torch_threads
 from torchmark.replay.record import timing_path
 from torchmark.replay.replayer import ReplayedOp, Replayer
 from torchmark.replay.trace import load_trace
@@ -176,13 +177,9 @@ def _replay(path: str | os.PathLike, device: str, warmup: int, iterations: int,
             f" under ProfilerStep#{step}" if step is not None else ""
         raise ValueError(f"{path}: no aten operators to replay{scope}")
     devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
-    threads_before = torch.get_num_threads()
-    used_threads = threads or threads_before
-    torch.set_num_threads(used_threads)
-    try:
+    used_threads = threads or torch.get_num_threads()
+    with set_torch_threads(threads):
         iteration = _time(replayer, torch, devices, warmup, iterations, profile)
-    finally:
-        torch.set_num_threads(threads_before)
     timing = _load_timing(path)  # read once: it may be large
     durations = _durations(timing)
     notes = [note for note in (replayer.spin_note(), _timing_cut_note(timing)) if note]

@@ -1,11 +1,10 @@
-"""Clocks and thread control used while measuring."""
+"""The clock used while measuring (device synchronize, then perf_counter)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import timeit
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 
 @functools.cache
@@ -33,19 +32,3 @@ def timer() -> float:
     if sync is not None:
         sync()
     return timeit.default_timer()
-
-
-MAX_THREADS = 1024  # torch.set_num_threads(100000) crashes the process (a segfault)
-
-
-@contextlib.contextmanager
-def set_torch_threads(n: int) -> Iterator[None]:
-    """Run the body with `torch.set_num_threads(n)`, restoring the old count after."""
-    import torch
-
-    prior = torch.get_num_threads()
-    try:
-        torch.set_num_threads(n)
-        yield
-    finally:
-        torch.set_num_threads(prior)

@@ -15,6 +15,7 @@ from typing import Any
 from torchmark.callgrind.globals_bridge import CopyIfCallgrind, main_imports
 from torchmark.core.errors import ArgumentTypeError, UsageError
 from torchmark.core.task_spec import Language, TaskSpec
+from torchmark.core.threads import MAX_THREADS, set_torch_threads
 from torchmark.cpp.cpp_timer import CppTimer
 from torchmark.timing import clocks
 from torchmark.timing.measurement import Measurement
@@ -87,8 +88,8 @@ class Timer:
         if not isinstance(setup, str):
             raise ArgumentTypeError(f"Timer: setup must be a str, got {type(setup).__name__}")
         num_threads = _positive_int("num_threads", num_threads)
-        if num_threads > clocks.MAX_THREADS:  # torch would crash the process
-            raise UsageError(f"Timer: num_threads must be at most {clocks.MAX_THREADS}, got "
+        if num_threads > MAX_THREADS:  # torch would crash the process
+            raise UsageError(f"Timer: num_threads must be at most {MAX_THREADS}, got "
                              f"{num_threads}")
         if globals is not None and not isinstance(globals, dict):
             try:  # a mapping proxy, a ChainMap, (name, value) pairs: as torch's dict(...)
@@ -171,7 +172,7 @@ class Timer:
         # timing method starts here: a C++ snippet is compiled, loaded and set up first
         # (inside, since its setup sets the count), outside any timing, so that its first
         # measurement equals a cached one's.
-        with clocks.set_torch_threads(self._task_spec.num_threads):
+        with set_torch_threads(self._task_spec.num_threads):
             prepare = getattr(self._timer, "prepare", None)
             if prepare is not None:
                 prepare()

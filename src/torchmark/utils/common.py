@@ -15,5 +15,5 @@ if typing.TYPE_CHECKING:
     from torchmark.core.stats import trim_sigfig as trim_sigfig
     from torchmark.core.stats import unit_to_english as unit_to_english
     from torchmark.core.task_spec import TaskSpec as TaskSpec
-    from torchmark.timing.clocks import set_torch_threads as set_torch_threads
+    from torchmark.core.threads import set_torch_threads as set_torch_threads
     from torchmark.timing.measurement import Measurement as Measurement
