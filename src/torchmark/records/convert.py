@@ -1,0 +1,152 @@
+"""Front-end outputs -> core Results (see the package docstring)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from torchmark.callgrind.stats import CallgrindStats
+from torchmark.core.provenance import Provenance
+from torchmark.core.result import Case, Failure, Result, case_id
+from torchmark.core.task_spec import TaskSpec
+from torchmark.timing.measurement import Measurement
+
+
+def _timer_case(spec: TaskSpec, frontend: str, device: str = "cpu",
+                params: Mapping[str, Any] | None = None) -> Case:
+    """The case a Timer measured: its id from everything that defines it."""
+    what = {"stmt": spec.stmt, "setup": spec.setup, "global_setup": spec.global_setup,
+            "label": spec.label, "sub_label": spec.sub_label,
+            "description": spec.description, "threads": spec.num_threads,
+            "device": device, "params": dict(params or {})}
+    extra = {"global_setup": spec.global_setup} if spec.global_setup else {}
+    return Case(id=case_id(frontend, **what), frontend=frontend, stmt=spec.stmt,
+                setup=spec.setup, label=spec.label, sub_label=spec.sub_label,
+                description=spec.description, env=spec.env, threads=spec.num_threads,
+                device=device, params={**extra, **dict(params or {})})
+
+
+def from_measurement(m: Measurement, frontend: str = "timeit", *,
+                     params: Mapping[str, Any] | None = None,
+                     provenance: Provenance | None = None) -> Result:
+    """A Measurement as a Result: wall time, or device time when its clock was CUDA
+    events (its metadata's device report kept in `extra`). `frontend="cpp"` for a C++
+    snippet, "fuzz" for a fuzzed case (its parameters in `params`)."""
+    m = Measurement.coerce(m)
+    device = "cpu"
+    metric = "wall"
+    extra: dict[str, Any] = {}
+    if isinstance(m.metadata, dict):
+        extra["metadata"] = m.metadata
+        if m.clock == "device":
+            metric = "device"
+            device = str(m.metadata.get("device", "cuda"))
+    warnings = tuple(m.warnings)
+    return Result(case=_timer_case(m.task_spec, frontend, device, params), metric=metric,
+                  samples=tuple(m.times), number_per_run=int(m.number_per_run),
+                  warnings=warnings, provenance=provenance, extra=extra)
+
+
+def from_callgrind(stats: CallgrindStats, *, params: Mapping[str, Any] | None = None,
+                   provenance: Provenance | None = None) -> Result:
+    """Instruction counts a run (exact: one sample, the counts over the runs / number),
+    with the baseline and the per-repeat totals in `extra`."""
+    spec = stats.task_spec
+    number = int(stats.number_per_run)
+    extra: dict[str, Any] = {"total": int(stats.counts()),
+                             "denoised_total": int(stats.counts(denoise=True))}
+    repeats = getattr(stats, "repeat_totals", ()) or ()
+    if repeats:
+        extra["repeat_totals"] = [int(t) for t in repeats]
+    baseline = stats.baseline_exclusive_stats
+    if baseline is not None and len(baseline):
+        extra["baseline_total"] = int(baseline.sum())
+    samples = tuple(int(t) / number for t in repeats) if repeats else \
+        (stats.counts() / number,)
+    return Result(case=_timer_case(spec, "callgrind", "cpu", params), metric="instructions",
+                  samples=samples, number_per_run=number, provenance=provenance,
+                  extra=extra)
+
+
+def from_ops_record(record: Mapping[str, Any], header: Mapping[str, Any] | None = None, *,
+                    provenance: Provenance | None = None) -> list[Result]:
+    """An ops (or replay) record: one Result a timed pass (forward, backward), or one
+    carrying the failure. The case id is the record's own (op|config|build|input, or a
+    replayed node's name|id)."""
+    header = header or {}
+    options = header.get("run_options") or {}
+    frontend = "replay" if header.get("source") == "replay" else "ops"
+    device = str(options.get("device") or "cpu")
+    threads = int(options.get("threads") or header.get("threads") or 1)
+    config = record.get("config") or {}
+    case = Case(id=str(record["id"]), frontend=frontend, stmt=str(record.get("op", "")),
+                threads=threads, device=device,
+                params={"config": config} if config else {})
+    metric = "device" if device.startswith("cuda") else "wall"  # CUDA runs time events
+    metrics = record.get("metrics") or {}
+    results = []
+    for phase in ("forward", "backward"):
+        data = metrics.get(phase) if isinstance(metrics, Mapping) else None
+        if not isinstance(data, Mapping) or not data.get("times"):
+            continue
+        note = data.get("note")
+        extra = {"phase": phase, **{k: data[k] for k in ("memory", "iterations")
+                                    if k in data}}
+        if "work" in metrics:
+            extra["work"] = metrics["work"]
+        results.append(Result(case=Case(**{**case.__dict__, "id": f"{case.id}#{phase}"}),
+                              metric=metric, samples=tuple(data["times"]),
+                              warnings=(note,) if note else (), provenance=provenance,
+                              extra=extra))
+    if not results:
+        status = record.get("status")
+        error = record.get("error") or f"no timed pass ({status})"
+        results.append(Result(case=case, metric=metric, failure=Failure(str(error)),
+                              provenance=provenance, extra={"status": status}))
+    return results
+
+
+def from_suite_record(record: Mapping[str, Any], *,
+                      provenance: Provenance | None = None) -> list[Result]:
+    """A suite case record: its wall time and its instruction counts, or its failure."""
+    args = record.get("timer_args") or {}
+    labels = record.get("label") or []
+    case = Case(id=str(record["id"]), frontend="suite", stmt=str(args.get("stmt", "")),
+                setup=str(args.get("setup", "")), label=" / ".join(map(str, labels)) or None,
+                threads=int(args.get("num_threads") or 1),
+                params={"auto_labels": record.get("auto_labels") or {},
+                        "language": args.get("language", "python")})
+    results = []
+    wall = record.get("wall")
+    if isinstance(wall, Mapping) and wall.get("times"):
+        results.append(Result(case=case, metric="wall", samples=tuple(wall["times"]),
+                              number_per_run=int(wall.get("number_per_run") or 1),
+                              provenance=provenance))
+    counts = record.get("instructions")
+    if isinstance(counts, Mapping) and counts.get("repeats"):
+        number = int(counts.get("number") or 1)
+        results.append(Result(case=case, metric="instructions",
+                              samples=tuple(int(t) / number for t in counts["repeats"]),
+                              number_per_run=number, provenance=provenance,
+                              extra={"median_total": counts.get("median"),
+                                     "spread": counts.get("spread")}))
+    if not results:
+        results.append(Result(case=case, metric="wall",
+                              failure=Failure(str(record.get("error") or record.get("status"))),
+                              provenance=provenance, extra={"status": record.get("status")}))
+    return results
+
+
+def results_of(obj: Any, **kwargs: Any) -> list[Result]:
+    """Results of whatever a front-end returned (see the package docstring)."""
+    if isinstance(obj, Result):
+        return [obj]
+    if isinstance(obj, CallgrindStats):
+        return [from_callgrind(obj, **kwargs)]
+    if isinstance(obj, (list, tuple)):
+        return [r for item in obj for r in results_of(item, **kwargs)]
+    try:
+        return [from_measurement(obj, **kwargs)]
+    except TypeError:
+        raise TypeError(f"results_of: cannot turn a {type(obj).__name__} into Results") \
+            from None

@@ -1,0 +1,89 @@
+"""Reading any torchmark file as Results, and writing Results as JSON lines."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from torchmark.core.bounded_input import brief, load_json, read_text
+from torchmark.core.errors import UsageError
+from torchmark.core.result import SCHEMA as RESULT_SCHEMA
+from torchmark.core.result import Result, dump_results
+from torchmark.core.results_lock import ResultsLock
+from torchmark.records.convert import from_callgrind, from_ops_record, from_suite_record
+
+RESULTS_FILE_SCHEMA = "torchmark.results"  # the header line of a results JSON-lines file
+
+
+def save_results(path: str | os.PathLike, results: Iterable[Result],
+                 append: bool = True) -> None:
+    """Write `results` as JSON lines (a header line first when the file is new), under
+    the file's lock; appended by default."""
+    path = Path(path)
+    with ResultsLock(path, "results file").acquire(wait=30.0):
+        fresh = not append or not path.exists() or path.stat().st_size == 0
+        with open(path, "w" if fresh else "a", encoding="utf-8") as f:
+            if fresh:
+                f.write(json.dumps({"schema": RESULTS_FILE_SCHEMA, "version": 1}) + "\n")
+            f.write(dump_results(results))
+
+
+def load_results(path: str | os.PathLike) -> list[Result]:
+    """Every Result a torchmark file holds, whatever its format (see the package
+    docstring); a UsageError naming the file when it is none of them."""
+    path = Path(path)
+    text = read_text(path, "results file")
+    first = text.split("\n", 1)[0].strip()
+    try:
+        head = load_json(first, brief(str(path))) if first else None
+    except json.JSONDecodeError:
+        head = None
+    if isinstance(head, dict) and (head.get("type") in ("header", "record", "case") or
+                                   head.get("schema") in (RESULTS_FILE_SCHEMA, RESULT_SCHEMA)):
+        return _from_lines(path)  # JSON lines: ops, replay, suite, or Results
+    try:
+        data = load_json(text, brief(str(path)))
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{brief(str(path))}: not a torchmark results file ({e})") from None
+    return _from_document(data, path)
+
+
+def _from_lines(path: Path) -> list[Result]:
+    from torchmark.core.jsonl import iter_lines
+
+    header: dict[str, Any] = {}
+    latest: dict[str, dict[str, Any]] = {}  # a resumed file may hold a case twice: the last
+    out: list[Result] = []
+    for line in iter_lines(path):
+        kind, schema = line.get("type"), line.get("schema")
+        if kind == "header":
+            header = header or line
+        elif schema == RESULT_SCHEMA:
+            out.append(Result.from_dict(line))
+        elif kind in ("record", "case") and "id" in line:
+            latest[str(line["id"])] = line
+    schema = header.get("schema", "")
+    for record in latest.values():
+        if record.get("type") == "case" or schema == "torchmark.suite.results":
+            out += from_suite_record(record)
+        else:
+            out += from_ops_record(record, header)
+    return out
+
+
+def _from_document(data: Any, path: Path) -> list[Result]:
+    from torchmark.callgrind.stats import SCHEMA_NAME as COUNTS
+    from torchmark.callgrind.stats_files import FILE_SCHEMA as COUNTS_FILE
+    from torchmark.callgrind.stats_files import load_stats
+    from torchmark.records.convert import from_measurement
+    from torchmark.timing.files import parse_measurements
+
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema in (COUNTS_FILE, COUNTS):
+        return [from_callgrind(s) for s in load_stats(path)]
+    if schema == RESULT_SCHEMA:
+        return [Result.from_dict(data)]
+    return [from_measurement(m) for m in parse_measurements(data, brief(str(path)))]
