@@ -10,6 +10,7 @@ import os
 import reprlib
 import stat
 import zlib
+from collections.abc import Iterable
 from typing import Any
 
 from torchmark.core.errors import LimitError
@@ -165,6 +166,7 @@ def check_nesting(value: Any, what: str, limit: int = MAX_NESTING) -> Any:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):
@@ -196,14 +198,16 @@ def yaml_loader(base: type | None = None) -> type:
     constructed)."""
     import yaml
 
-    class BoundedLoader(base or yaml.SafeLoader):
-        def compose_document(self):
+    parent: Any = base or yaml.SafeLoader
+
+    class BoundedLoader(parent):  # type: ignore[misc,valid-type]
+        def compose_document(self) -> Any:
             self._aliases, self._depth = 0, 0
             node = super().compose_document()
             _check_alias_expansion(node)
             return node
 
-        def compose_node(self, parent, index):
+        def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
                 self._aliases += 1
                 if self._aliases > MAX_YAML_ALIASES:

@@ -18,6 +18,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,8 @@ class Provenance:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Provenance:
-        if not isinstance(data, dict):
+    def from_dict(cls, data: Mapping[str, Any]) -> Provenance:
+        if not isinstance(data, Mapping):
             raise ValueError("provenance must be an object")
         version = data.get("schema_version", SCHEMA_VERSION)
         if version != SCHEMA_VERSION:
