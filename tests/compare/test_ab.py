@@ -496,3 +496,20 @@ def test_interleaved_statements_of_one_cost_run_one_count():
                                 min_run_time=0.05, min_blocks=6)
     assert ma.number_per_run == mb.number_per_run
     assert len(ma.times) == len(mb.times) >= 6
+
+
+def test_the_drift_margin_is_symmetric_and_unsure_fails_a_gate(tmp_path, capsys):
+    """In log space: a 2.4x speedup is as far from 1 as a 2.4x slowdown; and a gate that
+    cannot tell a slowdown from drift does not pass."""
+    a = _runs(1e-6, 0.8, n=60)
+    faster, slower = ab_test(a, _runs(1e-6 / 2.4, 0.8, n=60, seed=1)), \
+        ab_test(a, _runs(2.4e-6, 0.8, n=60, seed=1))
+    assert faster.drift_margin > 1  # a margin no speedup could pass by |ratio - 1|
+    assert {faster.verdict, slower.verdict} in ({"faster", "slower"}, {"unsure"})
+    base, cand = tmp_path / "a.json", tmp_path / "b.json"
+    save_measurements(base, [_runs(1e-6, 0.2, n=40)])
+    save_measurements(cand, [_runs(1.25e-6, 0.2, n=40, seed=3)])
+    r = ab_test(_runs(1e-6, 0.2, n=40), _runs(1.25e-6, 0.2, n=40, seed=3))
+    assert r.verdict == "unsure"
+    assert main(["ab", str(base), str(cand), "--fail-above", "5"]) == 1
+    assert "within what drift between the two runs explains" in capsys.readouterr().err

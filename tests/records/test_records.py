@@ -126,3 +126,23 @@ def test_callgrind_counts(tmp_path):
     r = from_callgrind(stats)
     assert r.metric == "instructions" and r.samples[0] == pytest.approx(stats.counts() / 10)
     round_trips([r], tmp_path)
+
+
+def test_appending_results_cuts_a_torn_line_and_refuses_other_files(tmp_path):
+    from torchmark.core.errors import UsageError
+
+    results = load_results(FORMATS / "ops_results.jsonl")
+    path = tmp_path / "r.jsonl"
+    save_results(path, results[:1])
+    with open(path, "a") as f:
+        f.write(results[1].to_json()[:40])  # a writer killed mid-line
+    save_results(path, results[2:])
+    assert load_results(path) == [results[0], *results[2:]]
+    with pytest.raises(UsageError, match="not a torchmark results file"):
+        save_results(_copy(FORMATS / "measurements.json", tmp_path), results)
+
+
+def _copy(source: Path, folder: Path) -> Path:
+    target = folder / source.name
+    target.write_bytes(source.read_bytes())
+    return target

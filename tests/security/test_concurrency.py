@@ -122,3 +122,12 @@ def test_concurrent_saves_keep_every_measurement(tmp_path):
         assert w.exitcode == 0
     stmts = sorted(m.task_spec.stmt for m in load_measurements(path))
     assert stmts == sorted(f"case {i}" for i in range(40))
+
+
+def test_two_paths_to_one_file_meet_at_one_lock(tmp_path):
+    real = tmp_path / "r.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    with ResultsLock(real):
+        with pytest.raises(BusyError):
+            ResultsLock(link).acquire()

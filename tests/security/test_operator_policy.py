@@ -129,6 +129,12 @@ REFUSED = [
     ("aten::set", "Storage"),
     ("aten::_cufft_set_plan_cache_max_size", "process-wide"),
     ("aten::_assert_async", "CUDA context"),
+    # private aten ops skip their public forms' checks (a config crashed the process)
+    ("aten::_reshape_alias_copy", "private aten op"),
+    ("aten::_reshape_alias", "private aten op"),
+    ("aten::_sparse_coo_tensor_with_dims_and_tensors", "private aten op"),
+    ("aten::_index_put_impl_", "private aten op"),
+    ("aten::_softmax", "private aten op"),
 ]
 
 
@@ -144,13 +150,37 @@ ALLOWED = ["torch.add", "torch.mm", "torch.relu", "torch.einsum", "torch.stft",
            "torch.nn.functional.gelu", "torch.nn.functional.scaled_dot_product_attention",
            "torch.linalg.inv", "torch.fft.rfft", "torch.special.erf", "torch.Tensor.add_",
            "torch.Tensor.sum", "torch.Tensor.split", "torch.Tensor.cpu", "torch.nn.Linear",
-           "torch.nn.Conv2d", "aten::add.Tensor", "aten::mm", "aten::_softmax",
+           "torch.nn.Conv2d", "aten::add.Tensor", "aten::mm", "aten::softmax.int",
            "aten::div.Tensor_mode"]
 
 
 @pytest.mark.parametrize("name", ALLOWED)
 def test_tensor_operators_resolve(name):
     assert callable(resolve(name).target)
+
+
+def test_the_reported_segfault_config_is_refused(tmp_path):
+    """A private aten op with made-up strides read far past a 1-element tensor and
+    crashed the process (exit 139, the results file left with its header only)."""
+    config = tmp_path / "seg.json"
+    config.write_text(json.dumps({"aten::_reshape_alias_copy": {"config": [{"input": [{
+        "args": [{"dtype": "float", "shape": [1], "type": "tensor"},
+                 {"type": "genericlist", "value": [{"type": "int", "value": 67108864}]},
+                 {"type": "genericlist", "value": [{"type": "int", "value": 1024}]}]}]}]}}))
+    proc = cli("ops", "-c", str(config), "-w", "0", "-i", "1", "-o", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "private aten op" in proc.stderr, proc.stderr
+
+
+def test_replay_runs_only_the_private_ops_that_check_their_arguments():
+    from torchmark.core.operator_policy import REPLAY_PRIVATE_OPS, aten_refusal
+
+    for name in ("_reshape_alias", "_reshape_alias_copy", "_index_put_impl_",
+                 "_sparse_coo_tensor_with_dims_and_tensors"):
+        assert "private aten op" in aten_refusal(name, "default",
+                                                 private_ok=REPLAY_PRIVATE_OPS)
+    for name in ("_log_softmax_backward_data", "_to_copy", "_softmax",
+                 "_foreach_add"):
+        assert aten_refusal(name, None, private_ok=REPLAY_PRIVATE_OPS) is None, name
 
 
 def test_refusals_are_config_errors_naming_the_operator(tmp_path):

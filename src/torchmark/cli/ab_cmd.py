@@ -182,10 +182,11 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
                        f"--fail-above (missing from the candidate, or not comparable): "
                        f"{', '.join(unchecked)}", err=True)
         unsure = [r for r in results if r.verdict == "unsure" and r.change > fail_above / 100]
-        if unsure:  # not failed: a gate must not fail on drift; said, so it is looked at
-            click.echo(f"note: {len(unsure)} case(s) slower by more than {fail_above:g}% "
-                       f"but within what drift between the two runs explains (unsure): "
-                       f"{', '.join(r.name for r in unsure)}", err=True)
-        if worse or unknown or unchecked:
+        if unsure:  # a gate that cannot tell does not pass: drift or a regression
+            click.echo(f"{len(unsure)} case(s) slower by more than {fail_above:g}% but "
+                       f"within what drift between the two runs explains (unsure; measure "
+                       f"them interleaved to tell): {', '.join(r.name for r in unsure)}",
+                       err=True)
+        if worse or unknown or unchecked or unsure:
             return 1
     return 0

@@ -90,7 +90,9 @@ class ABResult:
             direction = "slower"
         if direction is None:
             return "no significant change"
-        return direction if abs(self.change) >= self.drift_margin else "unsure"
+        # in log space: a 2x slowdown and a 2x speedup are the same distance from 1
+        beyond = abs(math.log(self.ratio)) >= math.log1p(self.drift_margin)
+        return direction if beyond else "unsure"
 
     def describe_verdict(self) -> str:
         """The verdict with its size, the same quantity as the ratio shown beside it:

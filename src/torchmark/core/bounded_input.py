@@ -230,6 +230,7 @@ def _check_alias_expansion(root: Any) -> None:
     import yaml
 
     sizes: dict[int, int] = {}
+    walking: set[int] = set()  # nodes whose children are being counted
     distinct = 0
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
@@ -244,10 +245,18 @@ def _check_alias_expansion(root: Any) -> None:
             children = []
         if children_done or not children:
             sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            walking.discard(id(node))
             distinct += 1
             continue
+        if id(node) in walking:  # `a: &x [*x]`: an anchor inside itself never ends
+            raise LimitError("a YAML alias refers to a node that contains it")
+        walking.add(id(node))
         stack.append((node, True))
-        stack.extend((c, False) for c in children if id(c) not in sizes)
+        for child in children:
+            if id(child) in walking:
+                raise LimitError("a YAML alias refers to a node that contains it")
+            if id(child) not in sizes:
+                stack.append((child, False))
     if root is not None and sizes[id(root)] - distinct > MAX_YAML_ALIAS_NODES:
         raise LimitError(f"YAML aliases would expand to more than {MAX_YAML_ALIAS_NODES} "
                          "extra nodes")

@@ -52,7 +52,7 @@ def iter_lines(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
             yield value
 
 
-def _cut_torn_line(path: Path, chunk: int = 1 << 16) -> None:
+def cut_torn_line(path: Path, chunk: int = 1 << 16) -> None:
     """Truncate what follows the last newline when it is not a whole JSON object (a line
     an interrupted run left half written: its record was never finished, and appending
     after it would bury an invalid line in the middle of the file). A whole object that
@@ -123,7 +123,7 @@ class JsonlWriter:
         try:
             fresh = not resume or not self.path.exists() or self.path.stat().st_size == 0
             if not fresh:
-                _cut_torn_line(self.path)
+                cut_torn_line(self.path)
             self._file = open(self.path, "w" if fresh else "a", encoding="utf-8")
             self.resumed = not fresh
             self.write({**header, "resumed": self.resumed})

@@ -58,6 +58,42 @@ SIDE_EFFECT_OPS = {
 }
 FILE_ARGUMENT_NAMES = frozenset({"filename", "file", "path", "fname", "f"})
 
+# Private aten ops (`aten::_name`) may skip the checks their public forms make:
+# `_reshape_alias` takes any sizes and strides (a 4-line config read far past a 1-element
+# tensor and crashed the process), `_index_put_impl_(unsafe=True)` skips index bounds.
+# A config never names one; a replay runs only these, which check what they are given
+# and are what traces record (softmax backward, dtype conversion, attention...).
+REPLAY_PRIVATE_OPS = frozenset({
+    "_log_softmax", "_log_softmax_backward_data", "_softmax", "_softmax_backward_data",
+    "_to_copy", "_unsafe_view", "_local_scalar_dense", "_conj", "_conj_physical",
+    "_neg_view", "_embedding_bag", "_embedding_bag_forward_only", "_embedding_bag_backward",
+    "_embedding_bag_dense_backward", "_embedding_bag_per_sample_weights_backward",
+    "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d",
+    "_convolution", "_batch_norm_impl_index", "_batch_norm_impl_index_backward",
+    "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit_functional", "_fused_dropout", "_masked_scale",
+    "_scaled_dot_product_attention_math", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_flash_attention_for_cpu_backward", "_fused_adam_",
+    "_fused_adamw_", "_fused_sgd_", "_pdist_forward", "_pdist_backward", "_cdist_forward",
+    "_cdist_backward", "_euclidean_dist", "_weight_norm_interface",
+    "_weight_norm_interface_backward", "_addmm_activation", "_amp_update_scale_",
+    "_amp_foreach_non_finite_check_and_unscale_", "_fused_moving_avg_obs_fq_helper",
+    "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "_pack_padded_sequence",
+})
+PRIVATE_PREFIXES_OK = ("_foreach_",)  # lists of tensors, each checked as its public op
+
+
+def private_refusal(op_name: str, allowed: frozenset[str] = frozenset()) -> str | None:
+    """Why a private aten op (`_name`) may not run, unless `allowed` lists it."""
+    if not op_name.startswith("_") or op_name in allowed or \
+            (allowed and op_name.startswith(PRIVATE_PREFIXES_OK)):
+        return None
+    return ("a private aten op, which may skip the argument checks of its public form "
+            "(e.g. _reshape_alias takes any strides)")
+
 
 def schema_side_effect(schema: Any) -> str | None:
     """Why an op with this FunctionSchema has a side effect, from the schema alone; None
@@ -84,15 +120,20 @@ def _dispatcher_ops() -> frozenset[str] | None:
 
 
 def aten_refusal(op_name: str, overload: str | None = None, *,
-                 dispatched_only: bool = True) -> str | None:
+                 dispatched_only: bool = True,
+                 private_ok: frozenset[str] = frozenset()) -> str | None:
     """Why `aten::op_name[.overload]` must not run from a file ("side effect: ..." or "a
     TorchScript builtin"), or None. Without an overload, every overload the dispatcher
     has counts (the packet picks one by the arguments). `dispatched_only=False` for a C
-    binding of torch (torch.Tensor.cpu), judged on its side effects alone."""
+    binding of torch (torch.Tensor.cpu), judged on its side effects alone. A private op
+    is refused unless `private_ok` lists it (replay's REPLAY_PRIVATE_OPS)."""
     import torch
 
     if op_name in SIDE_EFFECT_OPS:
         return f"side effect: {SIDE_EFFECT_OPS[op_name]}"
+    private = private_refusal(op_name, private_ok)
+    if private:
+        return private
     try:
         packet = getattr(torch.ops.aten, op_name)
     except (AttributeError, RuntimeError):

@@ -218,7 +218,9 @@ def _git_state(folder: str | None = None) -> tuple[str | None, bool | None]:
     (None, None) outside one or without git."""
     def git(*args: str) -> str | None:
         try:
-            proc = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
+            # no fsmonitor hook (the checkout's own program) and no index lock taken
+            proc = subprocess.run(["git", "-c", "core.fsmonitor=", "--no-optional-locks",
+                                   *args], capture_output=True, text=True, timeout=10,
                                   check=False, cwd=folder)
         except (OSError, subprocess.SubprocessError):
             return None

@@ -170,8 +170,13 @@ class Result:
         case = Case(**{k: v for k, v in raw_case.items() if k in case_fields})
         failure = data.get("failure")
         provenance = data.get("provenance")
+        samples = data.get("samples") or []
+        if not isinstance(samples, list) or not all(
+                isinstance(s, (int, float)) and not isinstance(s, bool) and
+                abs(s) < 1e300 for s in samples):
+            raise ValueError(f"{SCHEMA}: 'samples' must be a list of finite numbers")
         return cls(case=case, metric=data.get("metric", ""),
-                   samples=tuple(data.get("samples") or ()),
+                   samples=tuple(samples),
                    number_per_run=data.get("number_per_run", 1), unit=data.get("unit", ""),
                    warnings=tuple(data.get("warnings") or ()),
                    failure=Failure(**failure) if isinstance(failure, Mapping) else None,

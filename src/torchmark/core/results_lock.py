@@ -16,7 +16,9 @@ from torchmark.core.errors import BusyError
 
 
 def lock_path(path: str | os.PathLike) -> Path:
-    path = Path(path)
+    """The lock beside the file a path leads to (a symbolic link resolved, so that two
+    runs writing one file through two paths still meet)."""
+    path = Path(path).resolve()
     return path.with_name(f".{path.name}.lock")
 
 
@@ -27,7 +29,8 @@ class ResultsLock:
         from filelock import FileLock
 
         self.path, self.what = Path(path), what
-        self._lock = FileLock(str(lock_path(path)), timeout=0)
+        # not thread-bound: a run may take the lock on one thread and end on another
+        self._lock = FileLock(str(lock_path(path)), timeout=0, thread_local=False)
 
     def acquire(self, wait: float = 0.0) -> ResultsLock:
         """Take the lock, waiting up to `wait` seconds; BusyError naming the holder."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from torchmark.core.bounded_input import (
     brief,
+    brief_repr,
     check_nesting,
     load_json,
     read_bytes,
@@ -32,7 +33,7 @@ def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict:
         if isinstance(key, (list, dict, set)):  # YAML allows `? [a, b]`: no config does
             raise _BadKey(f"a mapping key must be a plain value, got a {type(key).__name__}")
         if key in out:
-            raise _BadKey(f"the key {key!r} appears twice in one object (the second "
+            raise _BadKey(f"the key {brief_repr(key)} appears twice in one object (the second "
                                 "would silently replace the first)")
         out[key] = value
     return out

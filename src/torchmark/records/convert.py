@@ -94,8 +94,13 @@ def from_ops_record(record: Mapping[str, Any], header: Mapping[str, Any] | None 
                                     if k in data}}
         if "work" in metrics:
             extra["work"] = metrics["work"]
+        times = tuple(data["times"])
+        iterations = data.get("iterations")
+        # continuous mode keeps one mean over all its calls: that sample covers them all
+        number = int(iterations) if len(times) == 1 and isinstance(iterations, int) \
+            and iterations > 1 else 1
         results.append(Result(case=Case(**{**case.__dict__, "id": f"{case.id}#{phase}"}),
-                              metric=metric, samples=tuple(data["times"]),
+                              metric=metric, samples=times, number_per_run=number,
                               warnings=(note,) if note else (), provenance=provenance,
                               extra=extra))
     if not results:

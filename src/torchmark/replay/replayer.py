@@ -11,7 +11,7 @@ from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.errors import USER_CODE_FAILURES, LimitError, error_line
-from torchmark.core.operator_policy import aten_refusal
+from torchmark.core.operator_policy import REPLAY_PRIVATE_OPS, aten_refusal
 from torchmark.core.task_spec import TaskSpec
 from torchmark.replay.trace import ExecutionTrace, Node
 from torchmark.replay.values import (
@@ -99,7 +99,7 @@ class Replayer:
                 rop.fn = resolve_overload(rop.node)
                 name, overload = schema_name(rop.node)
                 refusal = None if self.allow_unsafe_ops else \
-                    aten_refusal(name, overload or "default")
+                    aten_refusal(name, overload or "default", private_ok=REPLAY_PRIVATE_OPS)
                 if refusal:
                     rop.status, rop.reason = "refused", f"refused: {refusal}"
                     continue
