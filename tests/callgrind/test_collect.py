@@ -162,8 +162,8 @@ def test_failures_while_counting_after_the_warm_up_keep_their_reason():
 def test_a_dead_host_is_relaunched_at_once_and_the_first_request_waits():
     host = collector.default_host()
     torchmark.Timer("pass").collect_callgrind(number=1)  # running (the last test's host)
-    os.kill(host._proc.pid, signal.SIGKILL)
-    host._proc.wait()
+    os.kill(host._child.proc.pid, signal.SIGKILL)
+    host._child.proc.wait()
     starts = host.starts
     began = time.perf_counter()
     host.launch()  # what collect_callgrind does before compiling a C++ snippet

@@ -243,7 +243,7 @@ def test_a_wall_worker_whose_parent_was_killed_removes_its_log(tmp_path):
         "from torchmark.suite.workers import WallWorker\n"
         "w = WallWorker()\n"
         "w._start()\n"
-        "print(w._log, w._proc.pid, flush=True)\n"
+        "print(w._log, w._child.proc.pid, flush=True)\n"
         "time.sleep(600)\n")
     parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     log, pid = parent.stdout.readline().split()

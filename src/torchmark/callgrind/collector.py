@@ -29,16 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.callgrind.client_requests import helper_path
-from torchmark.callgrind.framing import TIMED_OUT, recv_frame, recv_frame_within, send_frame
 from torchmark.callgrind.function_counts import FunctionCounts
 from torchmark.callgrind.globals_bridge import modules_needed, pack_globals
 from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
 from torchmark.core.announce import announced
 from torchmark.core.errors import MeasurementError, ToolMissingError
+from torchmark.core.framing import recv_frame, send_frame
 from torchmark.core.private_folder import peer_uid, private_folder
-from torchmark.core.procs import kill_group, pid_alive, pin
+from torchmark.core.procs import pid_alive
 from torchmark.core.task_spec import TaskSpec
+from torchmark.core.worker import ChildLost, PipedChild
 
 _LOG_TAIL = 3000
 
@@ -158,8 +159,7 @@ class Host:
 
     def __init__(self, cpus: list[int] | None = None) -> None:
         self.cpus = cpus  # pin the host (and so every measurement) to these CPUs
-        self._proc: subprocess.Popen | None = None
-        self._requests_fd = self._responses_fd = -1
+        self._child: PipedChild | None = None
         self._dir: Path | None = None
         self._log: Path | None = None
         self._lock = threading.Lock()
@@ -173,7 +173,7 @@ class Host:
     # -- lifecycle --------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._child is not None and self._child.running
 
     def launch(self) -> None:
         """Start the host without waiting for it (valgrind takes ~20 s to bring up Python
@@ -195,23 +195,15 @@ class Host:
         self._log = self._dir / "host.log"
         out_dir = self._dir / "out"
         out_dir.mkdir()
-        req_r, req_w = os.pipe()
-        resp_r, resp_w = os.pipe()
         # Fixed-width descriptor numbers: "5" is a cached one-character string in the host,
         # "15" an allocation, and that one allocation made counts depend on which host
         # (of several) served a statement.
-        cmd = host_command(out_dir, ["--requests", f"{req_r:05d}",
-                                     "--responses", f"{resp_w:05d}"])
-        with open(self._log, "wb") as log:
-            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, pass_fds=(req_r, resp_w),
-                                          env=host_env(_client_argv(cmd)),
-                                          start_new_session=True)
-        os.close(req_r)
-        os.close(resp_w)
-        (self._dir / HOST_PID_FILE).write_text(str(self._proc.pid))
-        pin(self._proc.pid, self.cpus)
-        self._requests_fd, self._responses_fd = req_w, resp_r
+        self._child = PipedChild(
+            lambda requests, responses: host_command(out_dir, [
+                "--requests", f"{requests:05d}", "--responses", f"{responses:05d}"]),
+            log=self._log, env=lambda argv: host_env(_client_argv(argv)), cpus=self.cpus,
+            name="callgrind host", log_tail_chars=_LOG_TAIL)
+        (self._dir / HOST_PID_FILE).write_text(str(self._child.proc.pid))
         self.starts += 1
         self._launched_at = time.perf_counter()
 
@@ -228,27 +220,10 @@ class Host:
     def close(self, kill: bool = False) -> None:
         """Stop the host: ask it to exit, or (`kill`, for a host that stopped answering)
         kill it with every process it forked."""
-        proc, self._proc = self._proc, None
+        child, self._child = self._child, None
         self._launched_at = None
-        if proc is not None:
-            if not kill:
-                try:
-                    send_frame(self._requests_fd, {"op": "shutdown"})
-                except OSError:
-                    pass
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    kill = True
-            if kill:
-                kill_group(proc)
-        for fd in (self._requests_fd, self._responses_fd):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        self._requests_fd = self._responses_fd = -1
+        if child is not None:
+            child.close(kill=kill, grace=30)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -260,17 +235,14 @@ class Host:
             return ""
 
     def _receive(self, timeout: float, what: str) -> dict:
-        frame = recv_frame_within(self._responses_fd, timeout, lambda: self.running)
-        if frame is TIMED_OUT:
-            log = self._log_tail()
+        assert self._child is not None
+        try:
+            return self._child.receive(timeout, what)
+        except ChildLost as e:
             self.close(kill=True)
-            raise CallgrindError(f"callgrind host: no answer to {what} in {timeout:.0f} s", log,
-                                 crashed=True)
-        if frame is not None:
-            return frame
-        log = self._log_tail()
-        self.close(kill=True)
-        raise CallgrindError(f"callgrind host exited during {what}", log, crashed=True)
+            message = f"callgrind host: no answer to {what} in {timeout:.0f} s" \
+                if e.timed_out else f"callgrind host exited during {what}"
+            raise CallgrindError(message, e.log_tail, crashed=True) from None
 
     # -- measuring --------------------------------------------------------------------
     def _ensure_started(self) -> None:
@@ -286,7 +258,8 @@ class Host:
         return Path(tempfile.mkdtemp(prefix="request-", dir=self._dir))
 
     def _exchange(self, frame: dict, timeout: float) -> dict:
-        send_frame(self._requests_fd, frame)
+        assert self._child is not None
+        self._child.send(frame)
         with announced(COUNTING):
             return self._receive(timeout, "a measurement")
 
@@ -396,9 +369,10 @@ def _shared_key() -> str:
     here = Path(__file__).parent
     parts = [os.path.realpath(sys.executable), valgrind_path(), " ".join(_setarch_prefix())]
     parts.append(f"{torch_version()} {torch_folder()}")
-    for name in ("host.py", "globals_bridge.py", "client_requests.py", "framing.py",
-                 "collector.py"):  # collector.py: the host's command line and environment
-        parts.append(hashlib.sha256((here / name).read_bytes()).hexdigest())
+    for path in (here / "host.py", here / "globals_bridge.py", here / "client_requests.py",
+                 here.parent / "core" / "framing.py",
+                 here / "collector.py"):  # collector.py: the host's command line and env
+        parts.append(hashlib.sha256(path.read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 

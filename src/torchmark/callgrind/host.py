@@ -361,7 +361,7 @@ def _prepare(helper: str, phases: dict):
 
 def serve_pipes(args: argparse.Namespace) -> None:
     """Serve the one client that started us, over the pipes it passed."""
-    from torchmark.callgrind.framing import recv_frame, send_frame
+    from torchmark.core.framing import recv_frame, send_frame
 
     phases: dict[str, float] = {}
     requests = _prepare(args.helper, phases)
@@ -380,7 +380,7 @@ def serve_socket(args: argparse.Namespace) -> None:
     `args.idle` seconds pass without one (a host shared between processes)."""
     import socket
 
-    from torchmark.callgrind.framing import recv_frame, send_frame
+    from torchmark.core.framing import recv_frame, send_frame
     from torchmark.core.private_folder import check_private, peer_uid
 
     check_private(os.path.dirname(args.socket))  # only this user can reach the socket

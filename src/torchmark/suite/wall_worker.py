@@ -15,7 +15,7 @@ import contextlib
 import os
 import traceback
 
-from torchmark.callgrind.framing import recv_frame, send_frame
+from torchmark.core.framing import recv_frame, send_frame
 
 
 def measure(request: dict) -> dict:

@@ -1,0 +1,109 @@
+"""A child process spoken to over two pipes with length-prefixed frames (core.framing):
+started with its descriptors passed (the command may spell their numbers its own way),
+its output going to a log file, pinned to CPUs, in a session of its own (so a kill takes
+every process it forked); answers awaited with a timeout while it is alive; crashes and
+timeouts told apart and reported with the log's tail; closed by a shutdown frame or a
+kill. The suite's wall-time worker and the callgrind host are both one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from torchmark.core.errors import MeasurementError
+from torchmark.core.framing import TIMED_OUT, recv_frame_within, send_frame
+from torchmark.core.procs import kill_group, pin
+
+
+class ChildLost(MeasurementError):
+    """The child died or did not answer in time while doing `what`."""
+
+    def __init__(self, message: str, log_tail: str = "", timed_out: bool = False,
+                 exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.log_tail, self.timed_out, self.exit_code = log_tail, timed_out, exit_code
+
+
+class PipedChild:
+    """One started child; see the module docstring."""
+
+    def __init__(self, command: Callable[[int, int], Sequence[str]], *, log: Path,
+                 env: dict[str, str] | Callable[[list[str]], dict[str, str]] | None = None,
+                 cpus: Sequence[int] | None = None, name: str = "worker",
+                 log_tail_chars: int = 2000) -> None:
+        """Start `command(requests_fd, responses_fd)`: the child reads frames from the
+        first descriptor and writes its answers to the second. `env` may be a function
+        of the command line (the callgrind host's environment is sized with it)."""
+        self.name, self.log, self._tail = name, Path(log), log_tail_chars
+        requests_r, self.requests_fd = os.pipe()
+        self.responses_fd, responses_w = os.pipe()
+        try:
+            argv = list(command(requests_r, responses_w))
+            with open(self.log, "wb") as out:
+                self.proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                    pass_fds=(requests_r, responses_w),
+                    env=env(argv) if callable(env) else env, start_new_session=True)
+        except BaseException:
+            for fd in (self.requests_fd, self.responses_fd):
+                os.close(fd)
+            raise
+        finally:
+            os.close(requests_r)
+            os.close(responses_w)
+        pin(self.proc.pid, list(cpus) if cpus else None)
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-self._tail:]
+        except OSError:
+            return ""
+
+    def send(self, frame: Any) -> None:
+        send_frame(self.requests_fd, frame)
+
+    def receive(self, timeout: float, what: str) -> Any:
+        """The child's next frame; ChildLost when it exits or takes over `timeout` s (it
+        is then killed, with whatever it forked)."""
+        frame = recv_frame_within(self.responses_fd, timeout, lambda: self.running)
+        if frame is TIMED_OUT:
+            tail = self.log_tail()
+            self.close(kill=True)
+            raise ChildLost(f"the {self.name} timed out after {timeout:.0f} s ({what})",
+                            tail, timed_out=True)
+        if frame is not None:
+            return frame
+        code = self.proc.wait()
+        tail = self.log_tail()
+        self.close(kill=True)
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        raise ChildLost(f"the {self.name} {how} during {what}", tail, exit_code=code)
+
+    def close(self, kill: bool = False, grace: float = 10.0,
+              shutdown: Any = None) -> None:
+        """Ask the child to exit (the `shutdown` frame, default {"op": "shutdown"}) and
+        wait up to `grace` seconds, or kill it and every process it forked; then close
+        the pipes. Calling it again does nothing."""
+        if self.proc.poll() is None:
+            if not kill:
+                try:
+                    send_frame(self.requests_fd, shutdown or {"op": "shutdown"})
+                    self.proc.wait(timeout=grace)
+                except (OSError, subprocess.TimeoutExpired):
+                    kill = True
+            if kill:
+                kill_group(self.proc)
+        for fd in (self.requests_fd, self.responses_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.requests_fd = self.responses_fd = -1
