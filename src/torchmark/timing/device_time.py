@@ -426,8 +426,8 @@ def sample_until(rule: StopRule, take_batch: Callable[[], tuple[list[float], lis
         if decision is not None:
             if not samples:  # describe what is returned: the throttled samples
                 decision = rule.decide(throttled, elapsed) or decision
-                return low, low_hosts, 0, {**decision, "all_below_clock": True}
-            return samples, hosts, len(low), decision
+                return low, low_hosts, 0, {**decision.to_dict(), "all_below_clock": True}
+            return samples, hosts, len(low), decision.to_dict()
 
 
 def capture_graph(call: Callable[[], Any], calls: int = 1) -> Callable[[], Any]:

@@ -6,8 +6,23 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from torchmark.core.errors import UsageError
+
+
+@dataclasses.dataclass(frozen=True)
+class StopDecision:
+    """Why sampling stopped: the rule that fired ("noise", "steady" or "timeout"), in
+    words, after how many samples, at what relative std (None when undefined)."""
+
+    rule: str
+    reason: str
+    samples: int
+    rsd: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,29 +56,30 @@ class StopRule:
                              f"{self.min_samples!r}")
 
     def decide(self, samples: list[float] | RunningStats, elapsed: float,
-               history: NoiseHistory | None = None) -> dict | None:
-        """None to go on sampling, else {"rule", "reason", "samples", "rsd"} (rsd None
-        when undefined). `samples`: the times, or their RunningStats (O(1) a check).
-        `history`: kept by the caller across checks, for the steady rule."""
+               history: NoiseHistory | None = None) -> StopDecision | None:
+        """None to go on sampling, else the StopDecision. `samples`: the times, or their
+        RunningStats (O(1) a check). `history`: kept by the caller across checks, for the
+        steady rule."""
         stats = samples if isinstance(samples, RunningStats) else RunningStats(samples)
         rsd = stats.relative_std()
         shown = f"{rsd:.2%}" if math.isfinite(rsd) else "undefined"
-        done = {"samples": stats.count, "rsd": rsd if math.isfinite(rsd) else None}
+
+        def stop(rule: str, reason: str) -> StopDecision:
+            return StopDecision(rule, reason, stats.count, rsd if math.isfinite(rsd) else None)
+
         ready = stats.count >= self.min_samples and stats.total >= self.min_time
         if ready and rsd <= self.rsd:
-            return {"rule": "noise", **done,
-                    "reason": f"relative std {shown} <= {self.rsd:.2%} after "
-                              f"{stats.count} samples"}
+            return stop("noise", f"relative std {shown} <= {self.rsd:.2%} after "
+                                 f"{stats.count} samples")
         if ready and history is not None and self.settle > 0 and math.isfinite(rsd) \
                 and history.steady_for(elapsed, stats, self.settle, self.steady):
-            return {"rule": "steady", **done,
-                    "reason": f"relative std {shown}, above {self.rsd:.2%}, stayed within "
-                              f"{self.steady:.0%} of itself for {self.settle:.2f} s "
-                              f"({stats.count} samples): the statement's own noise"}
+            return stop("steady", f"relative std {shown}, above {self.rsd:.2%}, stayed "
+                                  f"within {self.steady:.0%} of itself for "
+                                  f"{self.settle:.2f} s ({stats.count} samples): the "
+                                  "statement's own noise")
         if elapsed >= self.max_time:
-            return {"rule": "timeout", **done,
-                    "reason": f"timeout after {elapsed:.2f} s with relative std {shown} "
-                              f"(target {self.rsd:.2%})"}
+            return stop("timeout", f"timeout after {elapsed:.2f} s with relative std "
+                                   f"{shown} (target {self.rsd:.2%})")
         return None
 
 
