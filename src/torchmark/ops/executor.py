@@ -205,15 +205,14 @@ class _Clock:
         if self.mode == "continuous_events":
             # Chunks of calls queued behind a spin kernel, so that each pair of events
             # times the call's kernels, not the gap the CPU leaves while launching them
-            from torchmark.timing.device_time import SPIN_CHUNK, SpinCover
+            from torchmark.timing.device_time import SPIN_CHUNK, EventPairs, SpinCover
 
-            events = [(self.torch.cuda.Event(enable_timing=True),
-                       self.torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+            events = EventPairs(self.torch)
             # not under ncu, which serializes the kernels it profiles: no spin could cover
             # them, and ncu's own times are the figures there
             cover = None if self.profiled_range else \
                 SpinCover(self.torch, SPIN_CHUNK * self.call_enqueue_s())
-            for i, (start, end) in enumerate(events):
+            for i in range(n):
                 if cover is not None and i % SPIN_CHUNK == 0:
                     if i:
                         cover.end()
@@ -222,14 +221,12 @@ class _Clock:
                 reset()
                 self.flush()
                 with self.profiled():
-                    start.record()
-                    out = call(arg) if before else call()
-                    end.record()
+                    out = events.around(call, arg) if before else events.around(call)
             if cover is not None:
                 cover.end()
             self.uncovered = cover.uncovered if cover is not None else 0
             self.sync()
-            return [s.elapsed_time(e) / 1000.0 for s, e in events], out
+            return events.seconds(), out
         times = []
         for _ in range(n):
             arg = before() if before else None

@@ -25,7 +25,7 @@ from torchmark.replay.values import (
     walk_tensors,
 )
 from torchmark.timing import clocks
-from torchmark.timing.device_time import SPIN_CHUNK
+from torchmark.timing.device_time import SPIN_CHUNK, EventPairs
 from torchmark.timing.measurement import Measurement
 
 _REF = object()  # marks an argument slot filled from an earlier op's output
@@ -246,7 +246,8 @@ class Replayer:
         torch = self.torch
         env: dict[tuple[int, int], Any] = {}
         cuda = self.device.type == "cuda"
-        pending: list[tuple[ReplayedOp, Any, Any]] = []
+        events = EventPairs(torch)
+        pending: list[ReplayedOp] = []  # the op of each event pair
         # events, streams and the spin kernel work on the current device: the replay's
         on_device = torch.cuda.device(self.device) if cuda else contextlib.nullcontext()
         covered = per_op is not None and cuda
@@ -261,12 +262,8 @@ class Replayer:
                     if per_op is None:
                         out = call(*args, **rop.kwargs)
                     elif cuda:
-                        start, end = torch.cuda.Event(enable_timing=True), \
-                            torch.cuda.Event(enable_timing=True)
-                        start.record()
-                        out = call(*args, **rop.kwargs)
-                        end.record()
-                        pending.append((rop, start, end))
+                        out = events.around(call, *args, **rop.kwargs)
+                        pending.append(rop)
                     else:
                         t0 = clocks.timer()
                         out = call(*args, **rop.kwargs)
@@ -292,9 +289,9 @@ class Replayer:
                 self._open_chunk = None
             if pending:
                 torch.cuda.synchronize(self.device)
-                for rop, start, end in pending:
+                for rop, seconds in zip(pending, events.seconds(), strict=True):
                     if rop.status == "replayed":
-                        per_op(rop, start.elapsed_time(end) / 1000.0)
+                        per_op(rop, seconds)
 
     def _next_chunk(self, index: int) -> None:
         """End the chunk being queued; start chunk `index` behind its own spin."""

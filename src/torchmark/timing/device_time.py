@@ -168,6 +168,31 @@ CALIBRATION_LEAD = 200_000  # a spin ahead of the timed one hides its launch
 _SPIN_RATES: dict[int, float] = {}
 
 
+class EventPairs:
+    """CUDA timing events recorded in pairs around calls on the current device, read
+    after one synchronization: the one place torchmark creates timing events (the Timer's
+    device time, the ops executor's events mode and the replay use it)."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.pairs: list[tuple[Any, Any]] = []
+
+    def around(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Record an event, run `call`, record another; the call's result."""
+        start = self.torch.cuda.Event(enable_timing=True)
+        end = self.torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = call(*args, **kwargs)
+        end.record()
+        self.pairs.append((start, end))
+        return out
+
+    def seconds(self, per: int = 1) -> list[float]:
+        """Each pair's time in seconds (over `per` calls a pair); the device must have
+        reached the last event (synchronize first)."""
+        return [start.elapsed_time(end) / 1000.0 / per for start, end in self.pairs]
+
+
 def spin_rate(torch) -> float:
     """Cycles a second of torch's spin kernel on the current device, measured once per
     process with events rather than read from the device properties, whose `clock_rate`
@@ -179,15 +204,13 @@ def spin_rate(torch) -> float:
     index = torch.cuda.current_device()
     if index in _SPIN_RATES:
         return _SPIN_RATES[index]
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     best = 0.0
     for _ in range(3):
         torch.cuda._sleep(CALIBRATION_LEAD)
-        start.record()
-        torch.cuda._sleep(CALIBRATION_CYCLES)
-        end.record()
+        timing = EventPairs(torch)
+        timing.around(torch.cuda._sleep, CALIBRATION_CYCLES)
         torch.cuda.synchronize()
-        seconds = start.elapsed_time(end) / 1000.0
+        seconds = timing.seconds()[0]
         if seconds > 0:
             best = max(best, CALIBRATION_CYCLES / seconds)
     props = torch.cuda.get_device_properties(index)
@@ -331,17 +354,14 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
     ratios: list[float] = []  # the SM clock of each batch, as a share of its maximum
 
     def take_batch() -> tuple[list[float], list[float], bool]:
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(BATCH)]
+        events = EventPairs(torch)
         hosts = []
         if cover is not None:
             cover.begin()
-        for start, end in events:
+        for _ in range(BATCH):
             flush()
             t0 = time.perf_counter()
-            start.record()
-            timed()
-            end.record()
+            events.around(timed)
             hosts.append((time.perf_counter() - t0) / per_sample)
         keep_batch = cover.end_and_judge() if cover is not None else True
         # read as the batch starts to run and as it ends (a clock that falls during the
@@ -356,7 +376,7 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
         if not keep_batch:  # launch gaps in a batch the spin should have covered
             return [], [], True
         keep = ratio is None or ratio >= options.min_clock_ratio
-        return [s.elapsed_time(e) / 1000.0 / per_sample for s, e in events], hosts, keep
+        return events.seconds(per_sample), hosts, keep
 
     device_times, host_times, dropped, decision = sample_until(options.rule, take_batch)
     if clock.note:
