@@ -26,14 +26,14 @@ TEST_CACHE := $(CURDIR)/build/test-cache
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/mypy src/torchmark/core
+	$(VENV)/bin/mypy src/torchmark
 	$(PY) -m pytest -q
 	TORCHMARK_CACHE_DIR=$(TEST_CACHE) $(PY) examples/tutorial.py --quick
 	TORCHMARK_CACHE_DIR=$(TEST_CACHE) $(PY) examples/cpp_snippets.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/mypy src/torchmark/core
+	$(VENV)/bin/mypy src/torchmark
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info results

@@ -67,7 +67,7 @@ def helper_path() -> Path:
     source = folder / f"helper.{os.getpid()}.c"
     source.write_text(HELPER_SOURCE)
     tmp = folder / f".{LIBRARY_NAME}.{os.getpid()}.tmp"
-    attempts = [[]]
+    attempts: list[list[str]] = [[]]
     torch_headers = torch_callgrind_header_dir()
     if torch_headers is not None:
         attempts.append(["-DTORCHMARK_LOCAL_HEADERS", f"-I{torch_headers}"])

@@ -210,6 +210,7 @@ class Host:
     def _await_ready(self) -> None:
         """Wait for the launched host's first frame: ready, and running under valgrind."""
         launched, self._launched_at = self._launched_at, None
+        assert launched is not None  # set by _launch
         ready = self._receive(start_timeout_seconds(), "start")
         self.start_timings = {"start_s": time.perf_counter() - launched,
                               **ready.get("phases", {})}

@@ -12,7 +12,7 @@ DEFAULT_LINEWIDTH = 80
 
 
 class FunctionCount(NamedTuple):
-    count: int
+    count: int  # type: ignore[assignment]  # torch's field name, over tuple.count
     function: str
 
 

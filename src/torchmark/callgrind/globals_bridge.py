@@ -165,7 +165,8 @@ def _main_dependencies(sources: list[str], sent: set[str]) -> list[dict[str, Any
         if name in sent or name not in main or hasattr(builtins, name):
             continue
         sent.add(name)
-        value, entry = main[name], {"name": name, "setup": None}
+        value = main[name]
+        entry: dict[str, Any] = {"name": name, "setup": None}
         if isinstance(value, types.ModuleType) and value.__name__ != "__main__":
             entry.update(kind="module", module=value.__name__)
         elif _is_plain_data(value):

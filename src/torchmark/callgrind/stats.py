@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import statistics
@@ -28,8 +29,7 @@ _STANDARDIZE = (
 def standardize(counts: FunctionCounts) -> FunctionCounts:
     """Strip build-folder prefixes and library names so profiles of different builds diff."""
     for before, after in _STANDARDIZE:
-        pattern = re.compile(before)
-        counts = counts.transform(lambda fn, p=pattern, a=after: p.sub(a, fn))
+        counts = counts.transform(functools.partial(re.compile(before).sub, after))
     return counts
 
 

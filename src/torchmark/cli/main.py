@@ -71,7 +71,8 @@ def _help_hint(error: click.UsageError, argv: list[str]) -> str:
     gives some option errors none) the command named on the command line."""
     if error.ctx is not None and " " in error.ctx.command_path:
         return f" (see 'torchmark {error.ctx.command_path.split(' ', 1)[1]} --help')"
-    path, group = [], cli
+    path: list[str] = []
+    group: click.Command = cli
     for arg in argv:
         command = group.commands.get(arg) if isinstance(group, click.Group) else None
         if command is None:

@@ -49,8 +49,11 @@ def tell_files_apart(groups: list[list[Measurement]],
             out.append(group)
             continue
         as_column = not any(m.task_spec.description for m in group)
-        out.append([Measurement(m.number_per_run, m.raw_times, dataclasses.replace(
-            m.task_spec, **({"description": name} if as_column else
-                            {"env": f"{m.task_spec.env} @ {name}" if m.task_spec.env
-                             else name})), m.metadata) for m in group])
+        renamed = []
+        for m in group:
+            spec = m.task_spec
+            tagged = dataclasses.replace(spec, description=name) if as_column else \
+                dataclasses.replace(spec, env=f"{spec.env} @ {name}" if spec.env else name)
+            renamed.append(Measurement(m.number_per_run, m.raw_times, tagged, m.metadata))
+        out.append(renamed)
     return out

@@ -65,5 +65,5 @@ def check_syntax(*parts: tuple[str, str]) -> None:
             line = f", line {e.lineno}" if e.lineno else ""
             text = f": {e.text.strip()}" if e.text and e.text.strip() else ""
             error = click.ClickException(f"{what}{line}: SyntaxError: {e.msg}{text}")
-            error.exit_code = 2  # bad input, as other usage errors
+            error.exit_code = 2  # type: ignore[misc]  # bad input, as other usage errors
             raise error from None

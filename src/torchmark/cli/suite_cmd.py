@@ -63,7 +63,7 @@ def _summary_table(records: list[dict]) -> object:
     for name, justify in (("group", "left"), ("cases", "right"), ("failed", "right"),
                           ("median instr/run", "right"), ("median wall/run", "right"),
                           ("max spread", "right")):
-        table.add_column(name, justify=justify)
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
     from torchmark.core.stats import select_unit
 
     for name, rs in groups.items():

@@ -195,7 +195,7 @@ def _measure(measure, timers: dict):
     except SystemExit as e:  # the statement's own sys.exit(): say so, keep its status
         failure = click.ClickException(f"{_raised_in(e, timers)} called sys.exit("
                                        f"{e.code!r})")
-        failure.exit_code = e.code if isinstance(e.code, int) and e.code else 1
+        failure.exit_code = e.code if isinstance(e.code, int) and e.code else 1  # type: ignore[misc]
         raise failure from None
     except BaseException as e:  # GeneratorExit, a BaseException of the user's own, ...
         if isinstance(e, KeyboardInterrupt):

@@ -222,7 +222,8 @@ def _binomial_half_cdf(n: int) -> Iterator[float]:
         yield min(total, 1.0)
 
 
-def median_interval(sorted_values: Sequence[float], confidence: float) -> tuple[float, float]:
+def median_interval(sorted_values: Sequence[float] | np.ndarray,
+                    confidence: float) -> tuple[float, float]:
     """The distribution-free interval for a median: the k-th smallest and k-th largest
     values, k the largest with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2. Its
     coverage is at least `confidence` whatever the distribution; (nan, nan) when n is
@@ -260,11 +261,10 @@ def _bootstrap_medians(times: np.ndarray, resamples: int,
     return out
 
 
-def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+def mann_whitney_p(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
     """Two-sided p-value of the Mann-Whitney U test (normal approximation with tie and
     continuity corrections); 1.0 when there is nothing to tell apart."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     n1, n2 = len(a), len(b)
     if n1 == 0 or n2 == 0:
         return 1.0
@@ -388,7 +388,8 @@ def _names(keys: list[tuple], key_fields: list[str], varied_threads: bool) -> di
             continue
         # tell them apart by what differs: the statement, else the setup, else a number
         for field in ("stmt", "setup", None):
-            values = [dict(zip(key_fields, k, strict=True)).get(field) for k in same]
+            values = [dict(zip(key_fields, k, strict=True)).get(field) if field else None
+                      for k in same]
             if field is None or len(set(values)) == len(values):
                 break
         for i, key in enumerate(same):

@@ -82,8 +82,8 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
             with timers[side]._threads():
                 times[side].append(timers[side]._timeit(numbers[side]))
         rounds += 1
-    return tuple(t._measurement(n, side) for t, n, side in zip(timers, numbers, times,
-                                                               strict=True))
+    a, b = (t._measurement(n, side) for t, n, side in zip(timers, numbers, times, strict=True))
+    return a, b
 
 
 def measure_ab(baseline: Timer, candidate: Timer, *, min_run_time: float = 1.0,

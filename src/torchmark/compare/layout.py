@@ -201,7 +201,7 @@ class TableLayout:
                     for other in self.rows
                     if other.group == row.group and other.results[j] is not None
                 ]
-                bests.append(min((m.median for m in column), default=None))
+                bests.append(min((m.median for m in column if m is not None), default=None))
         return [
             grade(m.median, best) if m is not None and best is not None else None
             for m, best in zip(row.results, bests, strict=True)

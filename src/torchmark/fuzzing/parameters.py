@@ -114,12 +114,18 @@ class FuzzedParameter:
                 raise self._error(f"the {dist!r} distribution needs {bound}")
             if not _is_number(value) or not math.isfinite(value):
                 raise self._error(f"{bound} must be a finite number, got {value!r}")
-        if self._minval > self._maxval:
-            raise self._error(f"minval {self._minval} is greater than maxval {self._maxval}")
+        low, high = self._bounds()
+        if low > high:
+            raise self._error(f"minval {low} is greater than maxval {high}")
         if dist == "loguniform":
-            if self._minval <= 0:
-                raise self._error(f"loguniform needs minval > 0, got {self._minval}")
-            self._log_bounds = (np.log2(self._minval), np.log2(self._maxval))
+            if low <= 0:
+                raise self._error(f"loguniform needs minval > 0, got {low}")
+            self._log_bounds = (np.log2(low), np.log2(high))
+
+    def _bounds(self) -> tuple[float, float]:
+        """(minval, maxval) of a uniform or loguniform parameter (both checked set)."""
+        assert self._minval is not None and self._maxval is not None
+        return self._minval, self._maxval
 
     def sample(self, state: np.random.RandomState) -> Any:
         """One value (a ParameterAlias is returned as is; the Fuzzer resolves it)."""
@@ -127,11 +133,13 @@ class FuzzedParameter:
         if dist == "loguniform":
             low, high = self._log_bounds
             output = int(2 ** state.uniform(low=low, high=high))
-            return min(max(output, self._minval), self._maxval)
+            minval, maxval = self._bounds()
+            return min(max(output, minval), maxval)
         if dist == "uniform":
-            if isinstance(self._minval, int) and isinstance(self._maxval, int):
-                return int(state.randint(low=self._minval, high=self._maxval + 1))
-            return state.uniform(low=self._minval, high=self._maxval)
+            minval, maxval = self._bounds()
+            if isinstance(minval, int) and isinstance(maxval, int):
+                return int(state.randint(low=minval, high=maxval + 1))
+            return state.uniform(low=minval, high=maxval)
         index = bisect.bisect_right(self._cdf, state.random_sample())
         return self._choices[min(index, len(self._choices) - 1)]
 

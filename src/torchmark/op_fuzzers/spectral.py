@@ -50,7 +50,7 @@ class SpectralOpFuzzer(Fuzzer):
                 c.dim_parameter("ndim"),
                 *c.size_parameters(
                     [("k_regular", probability_regular), ("k_any", 1 - probability_regular)],
-                    any_bounds=(MIN_DIM_SIZE, MAX_DIM_SIZE), regular_sizes=REGULAR_SIZES,
+                    any_bounds=(MIN_DIM_SIZE, MAX_DIM_SIZE), regular_sizes=tuple(REGULAR_SIZES),
                     regular_family="k_regular"),
                 c.step_parameters(""),
             ],

@@ -8,6 +8,7 @@ name (a column per file; its path where two files share a name), env = the pass.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from torchmark.ops.report import describe_config
 from torchmark.timing.measurement import MAX_TIME_S, Measurement, plausible_time
 
 
-def column_names(paths: list[str | os.PathLike]) -> list[str]:
+def column_names(paths: Sequence[str | os.PathLike]) -> list[str]:
     """A column name per file: its name without the suffix, or its path without the
     suffix where two files share a name (a/ops-results.jsonl, b/ops-results.jsonl)."""
     stems = [Path(p).stem for p in paths]

@@ -184,7 +184,7 @@ class _Clock:
         if self.cuda:
             self.torch.cuda.synchronize(self.device)
 
-    def time_calls(self, call: Callable[[], Any], n: int,
+    def time_calls(self, call: Callable[..., Any], n: int,
                    before: Callable[[], Any] | None = None,
                    reset: Callable[[], None] | None = None) -> tuple[list[float], Any]:
         """Times of n calls (per call), by the mode; `before` runs untimed before each
@@ -342,7 +342,7 @@ def _layout(t: Any) -> tuple[tuple[int, ...], tuple[int, ...], int]:
 class BackwardFailed(Exception):
     """The forward was measured but the backward failed: `metrics` holds the forward."""
 
-    def __init__(self, metrics: dict[str, Any], out: Any, error: Exception) -> None:
+    def __init__(self, metrics: dict[str, Any], out: Any, error: BaseException) -> None:
         super().__init__(f"backward: {error_line(error)}")
         self.metrics, self.out = metrics, out
 

@@ -39,7 +39,7 @@ def _range_length(lo, hi, step) -> int:
     return max(0, math.floor((hi - lo) / step + 1e-9) + 1)
 
 
-def _inclusive(lo, hi, step, where: str = "spec") -> list:
+def _inclusive(lo: Any, hi: Any, step: Any, where: str = "spec") -> list:
     length = _range_length(lo, hi, step)
     _check_count(length, where)
     if all(isinstance(x, int) for x in (lo, hi, step)):
@@ -111,7 +111,7 @@ def _expand_value(arg: dict[str, Any], where: str = "spec") -> list[dict[str, An
         shapes = [arg["shape"]]
         if "shape" in ranged:
             _check_count(_arg_count(arg), where)
-            dims = [_inclusive(*d, where) if isinstance(d, list) else [d]
+            dims = [_inclusive(d[0], d[1], d[2], where) if isinstance(d, list) else [d]
                     for d in arg["shape"]]
             shapes = [list(s) for s in itertools.product(*dims)]
         dtypes = arg.get("dtype", "float")
@@ -129,7 +129,7 @@ def _expand_value(arg: dict[str, Any], where: str = "spec") -> list[dict[str, An
         return [{**base, "value": list(items)} for items in itertools.product(*choices)]
     if "value" in ranged:
         value = arg["value"]
-        values = _inclusive(*value, where) if kind in ("int", "long", "float", "double") \
+        values = _inclusive(value[0], value[1], value[2], where) if kind in ("int", "long", "float", "double") \
             else value
         return [{**base, "value": v} for v in values]
     return [base]

@@ -89,7 +89,7 @@ def records_table(records: list[dict[str, Any]], title: str = "operator benchmar
     table = Table(title=title)
     for name, justify in (("op", "left"), ("config", "left"), ("forward", "right"),
                           ("backward", "right"), ("throughput", "right"), ("status", "left")):
-        table.add_column(name, justify=justify,
+        table.add_column(name, justify=justify,  # type: ignore[arg-type]
                          overflow="fold" if name in ("op", "config") else "ellipsis")
     for r in records:
         metrics = r.get("metrics") or {}

@@ -135,7 +135,9 @@ class _Builds:
     """The built operator of the current build spec, reused across its inputs."""
 
     def __init__(self, device: str) -> None:
-        self.device, self.key, self.fn = device, None, None
+        self.device = device
+        self.key: tuple[str, int, str] | None = None
+        self.fn: Callable[..., Any] | None = None
 
     def get(self, case: Case) -> Callable:
         key = (case.op, case.config_index, case.build_id)
@@ -148,6 +150,7 @@ class _Builds:
 
             torch.manual_seed(seed_for("weights|" + "|".join(map(str, key))))
             self.fn, self.key = op.build(args, kwargs, self.device), key
+        assert self.fn is not None
         return self.fn
 
 

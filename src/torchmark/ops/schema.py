@@ -104,9 +104,9 @@ class _Arg(BaseModel):
         key: those would silently drop a range or a setting."""
         if not isinstance(data, dict):
             return data
-        known = set()
+        known: set[str] = set()
         for name, field in cls.model_fields.items():
-            known.update({name, field.alias} - {None})
+            known.update(n for n in (name, field.alias) if n)
         for key in data:
             if not isinstance(key, str) or key in known:
                 continue
@@ -287,7 +287,7 @@ def _numeric(kind: str, check, what: str):
 class IntArg(_ScalarArg):
     type: Literal["int", "long"]
     value: Any = None
-    _value = field_validator("value")(classmethod(_numeric("int", _is_int, "an integer")))
+    _value = field_validator("value")(classmethod(_numeric("int", _is_int, "an integer")))  # type: ignore[var-annotated]
 
     @model_validator(mode="after")
     def _integral_range(self):
@@ -301,7 +301,7 @@ class IntArg(_ScalarArg):
 class FloatArg(_ScalarArg):
     type: Literal["float", "double"]
     value: Any = None
-    _value = field_validator("value")(classmethod(_numeric("float", _is_number, "a number")))
+    _value = field_validator("value")(classmethod(_numeric("float", _is_number, "a number")))  # type: ignore[var-annotated]
 
 
 def _listable(kind: str, check, what: str):
@@ -321,14 +321,14 @@ def _listable(kind: str, check, what: str):
 class BoolArg(_Arg):
     type: Literal["bool"]
     value: Any = False
-    _value = field_validator("value")(classmethod(_listable("bool", lambda x: isinstance(
+    _value = field_validator("value")(classmethod(_listable("bool", lambda x: isinstance(  # type: ignore[var-annotated]
         x, bool), "true or false")))
 
 
 class StrArg(_Arg):
     type: Literal["str"]
     value: Any = ""
-    _value = field_validator("value")(classmethod(_listable("str", lambda x: isinstance(
+    _value = field_validator("value")(classmethod(_listable("str", lambda x: isinstance(  # type: ignore[var-annotated]
         x, str), "a string")))
 
 
@@ -342,7 +342,7 @@ def _device_ok(x: Any) -> bool:
 class DeviceArg(_Arg):
     type: Literal["device"]
     value: Any = "cpu"
-    _value = field_validator("value")(classmethod(_listable("device", _device_ok,
+    _value = field_validator("value")(classmethod(_listable("device", _device_ok,  # type: ignore[var-annotated]
                                                             "a device such as 'cpu' or 'cuda:0'")))
 
 
@@ -452,7 +452,7 @@ def format_path(loc: tuple) -> str:
     return out
 
 
-def _reason(error: dict) -> str:
+def _reason(error: Any) -> str:
     kind, message = error["type"], error["msg"]
     if kind == "missing":
         return "required, but missing"

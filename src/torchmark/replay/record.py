@@ -105,7 +105,7 @@ class _TimingProfiler:
             timing.give_way()
             return original(profiler_self, *args, **kwargs)
 
-        cls._prepare_trace = prepare_trace
+        cls._prepare_trace = prepare_trace  # type: ignore[method-assign,assignment]
         self._patched = (cls, original)
 
     def give_way(self) -> None:
@@ -127,7 +127,7 @@ class _TimingProfiler:
     def stop(self) -> None:
         if self._patched is not None:
             cls, original = self._patched
-            cls._prepare_trace = original
+            cls._prepare_trace = original  # type: ignore[attr-defined]
             self._patched = None
         if self.active:
             self._finish()

@@ -45,7 +45,7 @@ class ReplayedOp:
     fn: Any = None
     args: list[Any] = dataclasses.field(default_factory=list)
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
-    refs: list[tuple[str, Any, int]] = dataclasses.field(default_factory=list)
+    refs: list[tuple[tuple, tuple[int, int]]] = dataclasses.field(default_factory=list)
     zero_output: bool = False  # an `empty*` op: its output is zeroed (untimed) before use
     call: Any = None  # the operator's C++ callable, resolved once after the dry run
     slots: list[tuple[int, tuple[int, int]]] | None = None  # see _output_slots
@@ -116,7 +116,7 @@ class Replayer:
                 rop.status, rop.reason = "skipped", f"malformed in the trace: {error_line(e)}"
                 continue
             produced.update(_output_tensor_ids(rop.node))
-        env: dict[int, Any] = {}
+        env: dict[tuple[int, int], Any] = {}
         self.torch.manual_seed(self.seed)  # random ops of the trace draw the same each run
         with self.torch.no_grad():
             for rop in self.ops:
@@ -148,7 +148,7 @@ class Replayer:
         return visit
 
     def _convert(self, value: Any, type_name: str, shape: Any, stride: Any, arg_type: str,
-                 env: dict[int, Any], rop: ReplayedOp, slot: tuple) -> Any:
+                 env: dict[tuple[int, int], Any], rop: ReplayedOp, slot: tuple) -> Any:
         torch = self.torch
         if type_name.startswith("Tensor(nullptr") or type_name == "Tensor(undefined)":
             return None  # an undefined (optional) tensor
@@ -188,7 +188,7 @@ class Replayer:
             return self.device
         raise Unsupported(f"cannot rebuild an argument of type {brief_repr(type_name)}")
 
-    def _build_arguments(self, rop: ReplayedOp, env: dict[int, Any]) -> None:
+    def _build_arguments(self, rop: ReplayedOp, env: dict[tuple[int, int], Any]) -> None:
         schema = rop.fn._schema
         io = rop.node.inputs
         values, types = io["values"], io["types"]
@@ -209,7 +209,8 @@ class Replayer:
                 rop.args.append(converted)
 
     @staticmethod
-    def _fill(args: list[Any], rop: ReplayedOp, env: dict[int, Any]) -> list[Any]:
+    def _fill(args: list[Any], rop: ReplayedOp,
+              env: dict[tuple[int, int], Any]) -> list[Any]:
         """Arguments with the outputs of earlier ops put in place (positional and kw)."""
         if not rop.refs:
             return args
@@ -290,7 +291,7 @@ class Replayer:
             if pending:
                 torch.cuda.synchronize(self.device)
                 for rop, seconds in zip(pending, events.seconds(), strict=True):
-                    if rop.status == "replayed":
+                    if rop.status == "replayed" and per_op is not None:
                         per_op(rop, seconds)
 
     def _next_chunk(self, index: int) -> None:

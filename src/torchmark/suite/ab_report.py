@@ -62,6 +62,7 @@ def _counts(record: dict[str, Any], side: str) -> tuple[float, float]:
                 not math.isfinite(float(value)) or value < 0:
             raise ValueError(f"{side}: case {brief_repr(record['id'])}: instructions {name} is "
                              f"{str(value)[:40]}, not a finite number >= 0")
+    assert per_run is not None  # checked above: a finite number
     return float(per_run), float(spread)
 
 

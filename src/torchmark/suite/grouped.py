@@ -265,6 +265,7 @@ class GroupedBenchmark:
             setup = _join(self.setup.py_setup, self.py_model_setup)
             stmt = self.py_fwd_stmt
             if model is not None:
+                assert self.signature is not None  # a model comes with its signature
                 stmt = f"jit_model({self.signature.arg_list})"
                 stmt = f"{out} = {stmt}" if out else stmt
                 warm = _join(stmt, f"{out}.backward()" if backward else "")
@@ -279,6 +280,7 @@ class GroupedBenchmark:
         setup = _join(self.setup.cpp_setup, self.cpp_model_setup)
         stmt = self.cpp_fwd_stmt
         if model is not None:
+            assert self.signature is not None
             inputs = ", ".join(self.signature.args)
             call = "jit_model.forward(jit_inputs)"  # a tensor only where backward needs one
             stmt = _join(f"std::vector<torch::jit::IValue> jit_inputs{{{inputs}}};",

@@ -49,7 +49,7 @@ class Case(_CaseFields):
         return text if self.scripted is None else f"{text[:-1]}, scripted={self.scripted!r})"
 
     @classmethod
-    def _make(cls, iterable: Any) -> Case:
+    def _make(cls, iterable: Any) -> Case:  # type: ignore[override]  # scripted comes too
         return cls(*iterable)
 
     def _replace(self, **changes: Any) -> Case:

@@ -165,7 +165,8 @@ class SuiteRunner:
     def _prepare(self, writer: ResultsWriter) -> tuple[list[Case], dict[str, tuple[str, str]]]:
         """Script TorchScript models and compile C++ bundles; cases that fail here are
         recorded as failed. Returns the runnable cases and each C++ case's library."""
-        runnable, cpp = [], []
+        runnable: list[Case] = []
+        cpp: list[Case] = []
         for case in self.cases:
             try:
                 case.prepare()
@@ -241,7 +242,12 @@ class SuiteRunner:
             raise
         records: list[dict[str, Any]] = []
         inner = self.on_record
-        self.on_record = lambda record: (records.append(record), inner(record))
+
+        def on_record(record: dict[str, Any]) -> None:
+            records.append(record)
+            inner(record)
+
+        self.on_record = on_record
         slots: list[Slot] = []
         try:
             compile_started = time.perf_counter()

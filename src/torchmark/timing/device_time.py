@@ -345,7 +345,8 @@ def _measure_on_device(torch, call: Callable[[], Any], options: DeviceTimeOption
     per_sample = 1
     timed = call
     if options.mode == "graph":
-        timed, per_sample = capture_graph(call, options.graph_calls), options.graph_calls
+        per_sample = options.graph_calls or 1
+        timed = capture_graph(call, per_sample)
     # The first spin is sized from the warm-up: a batch of flushes and calls to enqueue.
     enqueue = BATCH * _warm_up(torch, device, timed, flush)
     clock = SmClock.for_device(torch, device)

@@ -53,9 +53,10 @@ def parse_measurements(data: object, source: str = "input") -> list[Measurement]
             raise ValueError(
                 f"{source}: {FILE_SCHEMA} version {brief_repr(data.get('version'))} is not supported"
             )
-        items = data.get("measurements")
-        if not isinstance(items, list):
+        listed = data.get("measurements")
+        if not isinstance(listed, list):
             raise ValueError(f"{source}: 'measurements' must be a list")
+        items = listed
     elif isinstance(data, dict) and data.get("schema") == MEASUREMENT_SCHEMA:
         items = [data]
     elif isinstance(data, dict) and "schema" in data:

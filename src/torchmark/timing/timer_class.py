@@ -435,6 +435,6 @@ def _non_negative(name: str, value: Any) -> float:
     """A finite number >= 0 (an infinite time would never be reached: the loop would
     not end)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
-            not 0 <= value < math.inf:
+            not 0 <= float(value) < math.inf:
         raise UsageError(f"Timer: {name} must be a finite number >= 0, got {value!r}")
     return float(value)
