@@ -11,6 +11,7 @@ from typing import Any
 from torchmark.core.bounded_input import brief, first_line, load_json, read_text
 from torchmark.core.errors import UsageError
 from torchmark.core.jsonl import cut_torn_line
+from torchmark.core.provenance import Provenance
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
 from torchmark.core.result import Result, dump_results
 from torchmark.core.results_lock import ResultsLock
@@ -100,3 +101,29 @@ def _from_document(data: Any, path: Path) -> list[Result]:
     if schema == RESULT_SCHEMA:
         return [Result.from_dict(data)]
     return [from_measurement(m) for m in parse_measurements(data, brief(str(path)))]
+
+
+def file_provenance(path: str | os.PathLike) -> Provenance | None:
+    """What a results file's header says about where it was made (ops, replay and suite
+    files record their machine, torch and commit), as a Provenance; None when the file
+    has no header (measurements and counts files)."""
+    from torchmark.core.provenance import Machine
+
+    try:
+        head = load_json(first_line(path, "results file") or b"{}", brief(str(path)))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(head, dict) or head.get("type") != "header":
+        return None
+    raw = head.get("system")
+    system: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    machine = Machine(hostname=str(system.get("host") or "unknown"),
+                      cpu_model=str(system.get("cpu") or "unknown"),
+                      cores=int(system.get("cpus") or 0), memory_bytes=0,
+                      gpus=(str(system["gpu"]),) if system.get("gpu") else ())
+    return Provenance(torchmark_version="unknown", torch_version=system.get("torch"),
+                      torch_git=None, torch_cuda=system.get("cuda"), torch_cudnn=None,
+                      torch_debug=None, python=str(system.get("python") or "unknown"),
+                      git_commit=system.get("git_commit"), git_dirty=None, machine=machine,
+                      env=None, started=str(head.get("started") or ""),
+                      command=("torchmark", "import", str(path)))

@@ -1,0 +1,90 @@
+"""The store's tables (SQLAlchemy Core: one definition for SQLite and PostgreSQL).
+
+machines: one row a machine fingerprint (its details once). runs: one row a run, with
+its provenance and status (running, ok, failed, interrupted). cases: one row a stable
+case id and what defines it. results: one row a (run, case, metric), with the summary
+statistics, warnings, a failure if the case failed, and the raw samples packed as
+little-endian float64 bytes (a column, not a row a sample)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+machines = sa.Table(
+    "machines", metadata,
+    sa.Column("fingerprint", sa.String(32), primary_key=True),
+    sa.Column("hostname", sa.Text, nullable=False),
+    sa.Column("cpu_model", sa.Text, nullable=False),
+    sa.Column("cores", sa.Integer, nullable=False),
+    sa.Column("memory_bytes", sa.BigInteger, nullable=False),
+    sa.Column("gpus", sa.JSON, nullable=False),
+    sa.Column("gpu_driver", sa.Text),
+    sa.Column("first_seen", sa.Text, nullable=False),
+)
+
+runs = sa.Table(
+    "runs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("started", sa.Text, nullable=False),  # ISO 8601 with the offset
+    sa.Column("ended", sa.Text),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("command", sa.JSON, nullable=False),
+    sa.Column("torchmark_version", sa.Text),
+    sa.Column("torch_version", sa.Text),
+    sa.Column("torch_git", sa.Text),
+    sa.Column("torch_cuda", sa.Text),
+    sa.Column("python", sa.Text),
+    sa.Column("git_commit", sa.Text),
+    sa.Column("git_dirty", sa.Boolean),
+    sa.Column("machine", sa.String(32), sa.ForeignKey("machines.fingerprint")),
+    sa.Column("governor", sa.Text),
+    sa.Column("turbo", sa.Boolean),
+    sa.Column("env", sa.Text),
+    sa.Column("tags", sa.JSON, nullable=False),
+    sa.Column("provenance", sa.JSON),  # the whole record, as captured
+    sa.Column("import_key", sa.String(64), unique=True),  # a file imported: its digest
+    sa.Index("runs_started", "started"),
+    sa.Index("runs_machine_env", "machine", "env"),
+)
+
+cases = sa.Table(
+    "cases", metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("frontend", sa.String(16), nullable=False),
+    sa.Column("stmt", sa.Text, nullable=False),
+    sa.Column("setup", sa.Text, nullable=False),
+    sa.Column("label", sa.Text),
+    sa.Column("sub_label", sa.Text),
+    sa.Column("description", sa.Text),
+    sa.Column("threads", sa.Integer, nullable=False),
+    sa.Column("device", sa.Text, nullable=False),
+    sa.Column("params", sa.JSON, nullable=False),
+)
+
+results = sa.Table(
+    "results", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("case_id", sa.Text, sa.ForeignKey("cases.id"), nullable=False),
+    sa.Column("metric", sa.String(16), nullable=False),
+    sa.Column("unit", sa.String(16), nullable=False),
+    sa.Column("env", sa.Text),
+    sa.Column("number_per_run", sa.BigInteger, nullable=False),
+    sa.Column("n", sa.Integer, nullable=False),
+    sa.Column("median", sa.Float),
+    sa.Column("mean", sa.Float),
+    sa.Column("iqr", sa.Float),
+    sa.Column("min", sa.Float),
+    sa.Column("max", sa.Float),
+    sa.Column("samples", sa.LargeBinary, nullable=False),  # float64, little-endian
+    sa.Column("warnings", sa.JSON, nullable=False),
+    sa.Column("failure", sa.Text),
+    sa.Column("failure_tail", sa.Text),
+    sa.Column("extra", sa.JSON, nullable=False),
+    sa.Column("recorded", sa.Text, nullable=False),
+    sa.Index("results_case_metric", "case_id", "metric"),
+    sa.Index("results_run", "run_id"),
+)

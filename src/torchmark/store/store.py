@@ -1,0 +1,376 @@
+"""The result store: runs with their provenance, cases, results and raw samples, in SQLite
+(default, a file under the user data folder, WAL mode) or PostgreSQL
+(`postgresql+psycopg://...`), through one SQLAlchemy Core code path. The schema is kept
+by alembic migrations (store/migrations): a new store is created at the head revision; an
+older SQLite store is upgraded when opened, after a backup copy; an older PostgreSQL
+store asks for `torchmark db upgrade`; a store written by a newer torchmark is refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from torchmark.core.errors import TorchmarkError
+from torchmark.core.provenance import Provenance
+from torchmark.core.result import Result
+from torchmark.store import schema
+
+HEAD = "0001"  # the newest migration
+REVISIONS = ("0001",)  # every migration this torchmark knows, oldest first
+RUN_STATUSES = ("running", "ok", "failed", "interrupted")
+
+
+class StoreError(TorchmarkError):
+    """The store cannot be used as asked (a newer schema, one to upgrade first)."""
+
+
+def default_path() -> Path:
+    """The default SQLite file: `<user data folder>/torchmark/results.db`."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_path("torchmark")) / "results.db"
+
+
+def resolve_url(url: str | None = None) -> str:
+    """The store's URL: `url` (--db), else $TORCHMARK_DB, else the default SQLite file. A
+    plain path is taken as a SQLite file."""
+    chosen = url or os.environ.get("TORCHMARK_DB") or str(default_path())
+    if "://" not in chosen:
+        path = Path(chosen).expanduser()
+        return f"sqlite:///{path.resolve()}"
+    return chosen
+
+
+def recording_off() -> bool:
+    """TORCHMARK_NO_STORE=1 (or --no-store) turns recording off."""
+    return os.environ.get("TORCHMARK_NO_STORE", "").lower() in ("1", "true", "yes")
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _utc(text: str | None) -> str:
+    """An ISO time (any offset) as the store's UTC text, which sorts as time does."""
+    if not text:
+        return utc_now()
+    try:
+        moment = dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return text
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def pack(samples: Sequence[float]) -> bytes:
+    import numpy as np
+
+    return np.asarray(samples, dtype="<f8").tobytes()
+
+
+def unpack(data: bytes) -> list[float]:
+    import numpy as np
+
+    return np.frombuffer(data, dtype="<f8").tolist()
+
+
+class Store:
+    """One store; see the module docstring. `open()` is the usual way to get one."""
+
+    def __init__(self, url: str | None = None, *, upgrade: bool = True) -> None:
+        self.url = resolve_url(url)
+        self.engine = _engine(self.url)
+        self.dialect = self.engine.dialect.name
+        if upgrade:
+            self._ensure_schema()
+
+    # -- schema ---------------------------------------------------------------------------
+    def schema_version(self) -> str | None:
+        with self.engine.connect() as conn:
+            if not sa.inspect(conn).has_table("alembic_version"):
+                return None
+            return conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+
+    def _ensure_schema(self) -> None:
+        version = self.schema_version()
+        if version == HEAD:
+            return
+        if version is not None and version not in REVISIONS:
+            raise StoreError(f"the store at {self.where} was written by a newer torchmark "
+                             f"(schema {version}, this one knows up to {HEAD}); upgrade "
+                             "torchmark to use it")
+        if version is not None and self.dialect != "sqlite":
+            raise StoreError(f"the store at {self.where} has schema {version}, older than "
+                             f"this torchmark's {HEAD}: run `torchmark db upgrade --db URL` "
+                             "(every machine sharing it then needs this torchmark)")
+        if version is not None:  # an older SQLite store: a copy first, then upgraded
+            path = self.engine.url.database
+            if path and Path(path).exists():
+                shutil.copy2(path, f"{path}.schema-{version}.bak")
+        self.upgrade()
+
+    def upgrade(self) -> str:
+        """Migrate the schema to the newest revision; the revision now."""
+        from alembic import command
+        from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location",
+                               str(Path(__file__).with_name("migrations")))
+        with self.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+        return HEAD
+
+    @property
+    def where(self) -> str:
+        """The URL without a password."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    # -- writing --------------------------------------------------------------------------
+    def start_run(self, provenance: Provenance | None = None, *,
+                  tags: dict[str, Any] | None = None, import_key: str | None = None,
+                  status: str = "running") -> int:
+        """A new run (its provenance captured now when not given); its id."""
+        provenance = provenance or Provenance.capture()
+        with self.engine.begin() as conn:
+            self._machine(conn, provenance)
+            row = {"started": _utc(provenance.started), "status": status,
+                   "command": list(provenance.command),
+                   "torchmark_version": provenance.torchmark_version,
+                   "torch_version": provenance.torch_version,
+                   "torch_git": provenance.torch_git, "torch_cuda": provenance.torch_cuda,
+                   "python": provenance.python, "git_commit": provenance.git_commit,
+                   "git_dirty": provenance.git_dirty,
+                   "machine": provenance.machine_fingerprint,
+                   "governor": provenance.machine.governor,
+                   "turbo": provenance.machine.turbo, "env": provenance.env,
+                   "tags": dict(tags or {}), "provenance": provenance.to_dict(),
+                   "import_key": import_key}
+            key = conn.execute(schema.runs.insert().values(**row)).inserted_primary_key
+            assert key is not None
+            return int(key[0])
+
+    def finish_run(self, run_id: int, status: str = "ok") -> None:
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {', '.join(RUN_STATUSES)}")
+        with self.engine.begin() as conn:
+            conn.execute(schema.runs.update().where(schema.runs.c.id == run_id)
+                         .values(status=status, ended=utc_now()))
+
+    def record(self, results: Iterable[Result], run_id: int | None = None) -> int:
+        """Store `results` in one transaction, under `run_id` (a new finished run when
+        None, with the results' own provenance or the present one); how many."""
+        results = list(results)
+        if run_id is None:
+            provenance = next((r.provenance for r in results if r.provenance), None)
+            run_id = self.start_run(provenance, status="ok")
+        now = utc_now()
+        with self.engine.begin() as conn:
+            self._cases(conn, results)
+            rows = [_result_row(r, run_id, now) for r in results]
+            if rows:
+                conn.execute(schema.results.insert(), rows)
+        return len(results)
+
+    def _insert_ignoring_duplicates(self, conn: sa.Connection, table: sa.Table,
+                                    rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        dialect: Any = postgresql if self.dialect == "postgresql" else sqlite
+        conn.execute(dialect.insert(table).on_conflict_do_nothing(), rows)
+
+    def _machine(self, conn: sa.Connection, provenance: Provenance) -> None:
+        m = provenance.machine
+        self._insert_ignoring_duplicates(conn, schema.machines, [{
+            "fingerprint": m.fingerprint, "hostname": m.hostname, "cpu_model": m.cpu_model,
+            "cores": m.cores, "memory_bytes": m.memory_bytes, "gpus": list(m.gpus),
+            "gpu_driver": m.gpu_driver, "first_seen": utc_now()}])
+
+    def _cases(self, conn: sa.Connection, results: list[Result]) -> None:
+        seen: dict[str, dict[str, Any]] = {}
+        for r in results:
+            c = r.case
+            seen.setdefault(c.id, {"id": c.id, "frontend": c.frontend, "stmt": c.stmt,
+                                   "setup": c.setup, "label": c.label,
+                                   "sub_label": c.sub_label, "description": c.description,
+                                   "threads": c.threads, "device": c.device,
+                                   "params": r.to_dict()["case"]["params"]})
+        self._insert_ignoring_duplicates(conn, schema.cases, list(seen.values()))
+
+    def import_file(self, path: str | os.PathLike) -> int:
+        """Every result of a torchmark file (any format it has written) as one run keyed
+        by the file's content: importing the same file again adds nothing. How many
+        results were added."""
+        from torchmark.records import load_results
+        from torchmark.records.files import file_provenance
+
+        data = Path(path).read_bytes()
+        key = hashlib.sha256(data).hexdigest()
+        with self.engine.connect() as conn:
+            if conn.execute(sa.select(schema.runs.c.id)
+                            .where(schema.runs.c.import_key == key)).first():
+                return 0
+        results = load_results(path)
+        # where the file was made, as far as it says (a header's machine, torch and
+        # commit); a file that says nothing is recorded as made on an unknown machine
+        provenance = next((r.provenance for r in results if r.provenance), None) or \
+            file_provenance(path) or _unknown_origin(path)
+        try:
+            run_id = self.start_run(provenance, import_key=key, status="running",
+                                    tags={"imported_from": str(path)})
+        except sa.exc.IntegrityError:  # another process imported it meanwhile
+            return 0
+        self.record(results, run_id)
+        self.finish_run(run_id, "ok")
+        return len(results)
+
+    # -- reading --------------------------------------------------------------------------
+    def runs(self, *, since: str | None = None, machine: str | None = None,
+             env: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Runs, newest first, each with how many results it holds."""
+        r, res = schema.runs, schema.results
+        counts = sa.select(res.c.run_id, sa.func.count().label("n")).group_by(
+            res.c.run_id).subquery()
+        query = sa.select(r.c.id, r.c.started, r.c.ended, r.c.status, r.c.command,
+                          r.c.git_commit, r.c.git_dirty, r.c.torch_version, r.c.machine,
+                          r.c.env, r.c.tags, sa.func.coalesce(counts.c.n, 0).label("results")
+                          ).outerjoin(counts, counts.c.run_id == r.c.id)
+        query = _filtered(query, r, since, machine, env).order_by(r.c.started.desc(),
+                                                                 r.c.id.desc())
+        if limit:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def results(self, *, case: str | None = None, run: int | None = None,
+                metric: str | None = None, since: str | None = None,
+                machine: str | None = None, env: str | None = None,
+                samples: bool = False) -> list[dict[str, Any]]:
+        """Result rows with their run's time, commit, machine and env (and the raw
+        samples, unpacked, with `samples=True`), oldest first."""
+        r, res, c = schema.runs, schema.results, schema.cases
+        columns = [res.c.id, res.c.run_id, res.c.case_id, res.c.metric, res.c.unit,
+                   res.c.number_per_run, res.c.n, res.c.median, res.c.mean, res.c.iqr,
+                   res.c.min, res.c.max, res.c.warnings, res.c.failure, r.c.started,
+                   r.c.git_commit, r.c.machine, r.c.env.label("run_env"), r.c.torch_version,
+                   c.c.frontend, c.c.stmt, c.c.label, c.c.sub_label, c.c.description,
+                   c.c.threads, c.c.device]
+        if samples:
+            columns.append(res.c.samples)
+        query = sa.select(*columns).join(r, r.c.id == res.c.run_id).join(
+            c, c.c.id == res.c.case_id)
+        if case is not None:
+            query = query.where(res.c.case_id == case)
+        if run is not None:
+            query = query.where(res.c.run_id == run)
+        if metric is not None:
+            query = query.where(res.c.metric == metric)
+        query = _filtered(query, r, since, machine, env).order_by(r.c.started, res.c.id)
+        with self.engine.connect() as conn:
+            rows = [dict(row._mapping) for row in conn.execute(query)]
+        if samples:
+            for row in rows:
+                row["samples"] = unpack(row["samples"])
+        return rows
+
+    def history(self, case_id: str, metric: str | None = None) -> list[dict[str, Any]]:
+        """One value a run for a case (the median of its samples), in time order, with
+        the run's commit, machine, env and torch: what regressions are read from."""
+        return [{k: row[k] for k in ("run_id", "started", "metric", "unit", "median",
+                                     "iqr", "n", "git_commit", "machine", "run_env",
+                                     "torch_version", "failure")}
+                for row in self.results(case=case_id, metric=metric)]
+
+    def info(self) -> dict[str, Any]:
+        """Where the store is, its schema, size and counts."""
+        out: dict[str, Any] = {"url": self.where, "dialect": self.dialect,
+                               "schema": self.schema_version()}
+        with self.engine.connect() as conn:
+            for table in (schema.runs, schema.cases, schema.results, schema.machines):
+                out[table.name] = conn.execute(
+                    sa.select(sa.func.count()).select_from(table)).scalar()
+        path = self.engine.url.database if self.dialect == "sqlite" else None
+        out["bytes"] = Path(path).stat().st_size if path and Path(path).exists() else None
+        return out
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _unknown_origin(path: str | os.PathLike) -> Provenance:
+    """The provenance of a file that records none: an unknown machine and build."""
+    from torchmark.core.provenance import Machine
+
+    return Provenance(torchmark_version="unknown", torch_version=None, torch_git=None,
+                      torch_cuda=None, torch_cudnn=None, torch_debug=None,
+                      python="unknown", git_commit=None, git_dirty=None,
+                      machine=Machine("unknown", "unknown", 0, 0), env=None,
+                      started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                      command=("torchmark", "import", str(path)))
+
+
+def _filtered(query: Any, runs: sa.Table, since: str | None, machine: str | None,
+              env: str | None) -> Any:
+    if since is not None:  # a date, or a time with its offset
+        query = query.where(runs.c.started >= (_utc(since) if "T" in since else since))
+    if machine is not None:
+        query = query.where(sa.or_(runs.c.machine == machine,
+                                   runs.c.machine.in_(sa.select(schema.machines.c.fingerprint)
+                                                      .where(schema.machines.c.hostname ==
+                                                             machine))))
+    if env is not None:
+        query = query.where(runs.c.env == env)
+    return query
+
+
+def _result_row(r: Result, run_id: int, now: str) -> dict[str, Any]:
+    summary = r.summary
+    stats = {k: getattr(summary, k) if summary else None
+             for k in ("median", "mean", "iqr", "min", "max")}
+    return {"run_id": run_id, "case_id": r.case.id, "metric": r.metric, "unit": r.unit,
+            "env": r.case.env, "number_per_run": r.number_per_run, "n": len(r.samples),
+            **stats, "samples": pack(r.samples), "warnings": list(r.warnings),
+            "failure": r.failure.error if r.failure else None,
+            "failure_tail": r.failure.output_tail if r.failure else None,
+            "extra": r.to_dict()["extra"], "recorded": now}
+
+
+def _engine(url: str) -> sa.Engine:
+    if url.startswith("sqlite"):
+        path = sa.engine.make_url(url).database
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"timeout": 60})
+
+        @sa.event.listens_for(engine, "connect")
+        def _pragmas(connection: Any, record: Any) -> None:
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
+            cursor.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at each checkpoint
+            cursor.execute("PRAGMA busy_timeout=60000")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+def open(url: str | None = None) -> Store:  # noqa: A001 (torchmark.store.open)
+    """The store at `url` (see resolve_url), created or upgraded as needed."""
+    return Store(url)

@@ -1,0 +1,151 @@
+"""The result store on SQLite and on a real PostgreSQL: recording, queries, imports,
+concurrent writers, a writer killed mid-run, schema versions."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from torchmark.core.result import Case, Failure, Result
+from torchmark.store import HEAD, Store, StoreError
+
+FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
+
+
+def result(i: int, n: int = 10, metric: str = "wall") -> Result:
+    case = Case(id=f"timeit:case{i % 7}", frontend="timeit", stmt=f"x * {i % 7}",
+                params={"shape": [4, i % 7]})
+    return Result(case=case, metric=metric, samples=tuple(1e-6 * (1 + k / 100)
+                                                          for k in range(n)),
+                  number_per_run=100)
+
+
+def test_record_and_read_back(store_url):
+    store = Store(store_url)
+    assert store.schema_version() == HEAD
+    run = store.start_run(tags={"branch": "main"})
+    failed = Result(case=Case(id="ops:bad", frontend="ops", stmt="torch.mm"),
+                    metric="wall", failure=Failure("RuntimeError: shapes", "tail"))
+    assert store.record([result(1), result(2, n=1000), failed], run) == 3
+    store.finish_run(run, "ok")
+    [listed] = store.runs()
+    assert listed["id"] == run and listed["results"] == 3 and listed["status"] == "ok"
+    assert listed["tags"] == {"branch": "main"}
+    rows = store.results(run=run, samples=True)
+    assert [len(r["samples"]) for r in rows] == [10, 1000, 0]
+    assert rows[1]["samples"][-1] == pytest.approx(1e-6 * 10.99)
+    assert rows[2]["failure"] == "RuntimeError: shapes" and rows[2]["median"] is None
+    history = store.history("timeit:case1")
+    assert len(history) == 1 and history[0]["median"] == pytest.approx(rows[0]["median"])
+    info = store.info()
+    assert (info["runs"], info["results"], info["cases"], info["machines"]) == (1, 3, 3, 1)
+    store.close()
+
+
+def test_every_legacy_format_imports_once(store_url):
+    store = Store(store_url)
+    added = {p.name: store.import_file(p) for p in sorted(FORMATS.iterdir())}
+    assert all(n > 0 for n in added.values()), added
+    again = {p.name: store.import_file(p) for p in sorted(FORMATS.iterdir())}
+    assert set(again.values()) == {0}  # idempotent: nothing added twice
+    assert store.info()["results"] == sum(added.values())
+    ops_run = next(r for r in store.runs() if "ops_results" in r["tags"]["imported_from"])
+    assert ops_run["torch_version"] == "2.13.0+cpu"  # from the file's header, not this run
+    store.close()
+
+
+def _record_many(url: str, worker: int, runs: int, per_run: int) -> None:
+    store = Store(url)
+    for _ in range(runs):
+        run = store.start_run()
+        store.record([result(worker * 1000 + i) for i in range(per_run)], run)
+        store.finish_run(run)
+    store.close()
+
+
+def test_four_processes_record_at_once(store_url):
+    Store(store_url).close()  # the schema exists before they race
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_record_many, args=(store_url, w, 5, 20))
+               for w in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=300)
+        assert w.exitcode == 0
+    store = Store(store_url)
+    info = store.info()
+    assert (info["runs"], info["results"]) == (20, 400)
+    assert all(r["results"] == 20 for r in store.runs())
+    store.close()
+
+
+WRITER = """
+import sys, time
+from torchmark.core.result import Case, Result
+from torchmark.store import Store
+store = Store(sys.argv[1])
+case = Case(id="timeit:k", frontend="timeit", stmt="pass")
+for i in range(100000):
+    run = store.start_run()
+    store.record([Result(case=case, metric="wall", samples=(1e-6,) * 1000)] * 10, run)
+    store.finish_run(run)
+    if i == 3:
+        print("writing", flush=True)
+"""
+
+
+def test_a_writer_killed_mid_run_leaves_a_store_that_opens(store_url):
+    Store(store_url).close()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, store_url],
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "writing"
+    time.sleep(0.5)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    store = Store(store_url)
+    info = store.info()
+    assert info["results"] == 10 * info["runs"] or info["results"] % 10 == 0
+    assert info["results"] >= 40  # every committed transaction is there, whole
+    running = [r for r in store.runs() if r["status"] == "running"]
+    assert len(running) <= 1  # the one the kill interrupted, if any
+    store.close()
+
+
+def test_a_newer_schema_is_refused(store_url):
+    store = Store(store_url)
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999'"))
+    store.close()
+    with pytest.raises(StoreError, match="newer torchmark"):
+        Store(store_url)
+
+
+def test_the_first_schema_upgrades_to_the_head(tmp_path):
+    """A store made at the first revision (0001) opens at the head; an older SQLite one
+    is copied aside before it is upgraded."""
+    from alembic import command
+    from alembic.config import Config
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = sa.create_engine(url)
+    import torchmark.store.store as store_module
+
+    config = Config()
+    config.set_main_option("script_location",
+                           str(Path(store_module.__file__).with_name("migrations")))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+    engine.dispose()
+    store = Store(url)
+    assert store.schema_version() == HEAD
+    store.close()
