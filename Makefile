@@ -28,8 +28,8 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(VENV)/bin/mypy src/torchmark
 	$(PY) -m pytest -q
-	TORCHMARK_CACHE_DIR=$(TEST_CACHE) $(PY) examples/tutorial.py --quick
-	TORCHMARK_CACHE_DIR=$(TEST_CACHE) $(PY) examples/cpp_snippets.py
+	TORCHMARK_CACHE_DIR=$(TEST_CACHE) TORCHMARK_NO_STORE=1 $(PY) examples/tutorial.py --quick
+	TORCHMARK_CACHE_DIR=$(TEST_CACHE) TORCHMARK_NO_STORE=1 $(PY) examples/cpp_snippets.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples

@@ -9,11 +9,14 @@ import os
 import random
 import shutil
 import signal
+import tempfile
 import time
 
 import pytest
 
 from torchmark import Measurement, TaskSpec
+
+import pg_cluster
 
 # Tests use private callgrind hosts (closed at exit); the shared one is tested on its own.
 os.environ["TORCHMARK_CALLGRIND_KEEPALIVE"] = "0"
@@ -22,6 +25,9 @@ os.environ["TORCHMARK_CALLGRIND_KEEPALIVE"] = "0"
 # between runs so that a second `make test` compiles nothing.
 os.environ["TORCHMARK_CACHE_DIR"] = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "build", "test-cache")
+# What the commands under test record goes to a throw-away store, never the user's.
+os.environ["TORCHMARK_DB"] = os.path.join(tempfile.mkdtemp(prefix="torchmark-tests-"),
+                                          "store.db")
 
 
 class FakeTimeitTimer:
@@ -212,3 +218,29 @@ def fake_gpu(monkeypatch):
     fake = FakeGpu()
     install_fake_cuda(monkeypatch, fake)
     return fake
+
+
+# -- the result store's backends --------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def postgres():
+    missing = [n for n in ("initdb", "pg_ctl", "postgres") if pg_cluster.pg_bin(n) is None]
+    if missing:
+        pytest.skip(f"PostgreSQL server binaries not found: {', '.join(missing)}")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install 'torchmark[postgres]')")
+    if os.getuid() == 0 and shutil.which("runuser") is None:
+        pytest.skip("running as root without runuser: cannot start PostgreSQL")
+    cluster = pg_cluster.PostgresCluster()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A fresh, empty store of each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return request.getfixturevalue("postgres").new_database()

@@ -149,3 +149,19 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path):
     store = Store(url)
     assert store.schema_version() == HEAD
     store.close()
+
+
+def _open(url: str) -> None:
+    Store(url).close()
+
+
+def test_four_processes_open_a_new_store_at_once(store_url):
+    """One creates the schema; the others wait for it and find it done."""
+    context = multiprocessing.get_context("spawn")
+    openers = [context.Process(target=_open, args=(store_url,)) for _ in range(4)]
+    for p in openers:
+        p.start()
+    for p in openers:
+        p.join(timeout=300)
+        assert p.exitcode == 0
+    assert Store(store_url).schema_version() == HEAD

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from torchmark.cli.params import FiniteRange, check_syntax
+from torchmark.cli.store_options import recorder, recording_options
 from torchmark.core.threads import MAX_THREADS
 
 
@@ -29,8 +30,9 @@ from torchmark.core.threads import MAX_THREADS
                    "TORCHMARK_CALLGRIND_KEEPALIVE overrides).")
 @click.option("--stop-host", is_flag=True,
               help="Stop the kept-alive valgrind host now (no STMT), and exit.")
+@recording_options
 def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, keep_alive,
-                  stop_host):
+                  stop_host, db, no_store):
     """Count the instructions STMT executes (callgrind), and show where they go."""
     import os
 
@@ -55,10 +57,14 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
                   label=label)
     from torchmark.callgrind.collector import CallgrindError
 
-    try:
-        stats = median_repeat(timer.collect_callgrind(number=number, repeats=repeats))
-    except CallgrindError as e:  # the statement's own error: its first line, exit 1
-        raise click.ClickException(str(e).splitlines()[0]) from None
+    with recorder(db, no_store) as rec:
+        try:
+            stats = median_repeat(timer.collect_callgrind(number=number, repeats=repeats))
+        except CallgrindError as e:  # the statement's own error: its first line, exit 1
+            raise click.ClickException(str(e).splitlines()[0]) from None
+        from torchmark.records import from_callgrind
+
+        rec.add([from_callgrind(stats)])
     click.echo(describe(stats, top))
     if save:
         from torchmark.callgrind.stats_files import save_stats

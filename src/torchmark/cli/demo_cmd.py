@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from torchmark.cli.params import FiniteRange
+from torchmark.cli.store_options import recorder, recording_options
 
 
 @click.command("demo")
@@ -19,7 +20,8 @@ from torchmark.cli.params import FiniteRange
               show_default=True, help="auto: the CPU, and CUDA too where available.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="results",
               show_default=True, help="Folder for the JSON results.")
-def demo_cmd(quick, min_run_time, device, out_dir):
+@recording_options
+def demo_cmd(quick, min_run_time, device, out_dir, db, no_store):
     """Batched dot product, mul/sum against bmm, over sizes and thread counts."""
     import torch
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -55,6 +57,10 @@ def demo_cmd(quick, min_run_time, device, out_dir):
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = Path(out_dir) / f"batched_dot-{stamp}.json"
     save_measurements(path, results)  # first: the verdicts below cannot lose them
+    from torchmark.records import results_of
+
+    with recorder(db, no_store, demo="batched_dot") as rec:
+        rec.add(results_of(results))
     click.echo(f"\n{len(results)} measurements saved to {path}")
     click.echo(f"Compare them later with: torchmark compare {path}")
 

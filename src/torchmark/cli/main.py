@@ -10,14 +10,20 @@ import sys
 import click
 
 from torchmark import __version__
+from torchmark.cli import store_options
 from torchmark.cli.ab_cmd import ab_cmd
 from torchmark.cli.cache_cmd import cache_cmd
 from torchmark.cli.callgrind_cmd import callgrind_cmd, callgrind_diff_cmd
 from torchmark.cli.compare_cmd import compare_cmd
+from torchmark.cli.db_cmd import db_cmd
 from torchmark.cli.demo_cmd import demo_cmd
 from torchmark.cli.fuzz_cmd import fuzz_cmd
+from torchmark.cli.history_cmd import history_cmd
+from torchmark.cli.import_cmd import import_cmd
 from torchmark.cli.ops_cmd import ops_cmd
 from torchmark.cli.replay_cmd import replay_cmd, trace_cmd
+from torchmark.cli.runs_cmd import runs_cmd
+from torchmark.cli.show_cmd import show_cmd
 from torchmark.cli.signals import Terminated, sigterm_as_interrupt
 from torchmark.cli.suite_cmd import suite_cmd
 from torchmark.cli.timeit_cmd import timeit_cmd
@@ -58,6 +64,11 @@ cli.add_command(suite_cmd)
 cli.add_command(ops_cmd)
 cli.add_command(replay_cmd)
 cli.add_command(trace_cmd)
+cli.add_command(db_cmd)
+cli.add_command(import_cmd)
+cli.add_command(runs_cmd)
+cli.add_command(history_cmd)
+cli.add_command(show_cmd)
 
 
 def _fail(message: str, code: int) -> int:
@@ -87,6 +98,7 @@ def _invoke(argv: list[str] | None) -> object:
     (click's main echoes a blank line and raises Abort)."""
     args = sys.argv[1:] if argv is None else list(argv)
     set_max_bytes(None)  # --max-input-size holds for this command line only
+    store_options.COMMAND_LINE[:] = ["torchmark", *args]  # as the store records the run
     try:
         with cli.make_context("torchmark", args) as ctx:
             return cli.invoke(ctx)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from torchmark.cli.signals import Terminated
+from torchmark.cli.store_options import recorder, recording_options
 from torchmark.core.threads import MAX_THREADS
 from torchmark.ops.executor import EXEC_MODES, PROFILER_RANGE_ENV
 
@@ -77,9 +78,10 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               help="Import MODULE (a module name or a .py file) first; it registers "
                    "operators with register_op.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+@recording_options
 def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, exec_mode,
             l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
-            profile, ncu, nsys, plugins, quiet):
+            profile, ncu, nsys, plugins, quiet, db, no_store):
     """Benchmark operators from a config: every expanded case, one JSON line each."""
     prefix = prefix.removesuffix(".jsonl")  # `-o run.jsonl` means run.jsonl, not .jsonl.jsonl
     from torchmark.cli.output_files import prepare_output
@@ -113,6 +115,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
             [f"--resume={resume_file}"] * bool(resume_file) + ["--profile"] * profile
         argv += [f"--resume-id={resume_id}"] * bool(resume_id) + \
             [f"--stop-id={stop_id}"] * bool(stop_id)
+        argv += [f"--db={db}"] * bool(db) + ["--no-store"] * no_store
         codes = [_nsight(tool, device, argv, prefix)
                  for tool, on in (("ncu", ncu), ("nsys", nsys)) if on]
         return max(codes)
@@ -143,9 +146,20 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         started.append(True)
 
     try:
-        records = run(config, options, out=None if resume_file else out, resume=resume_file,
-                      on_record=on_record, on_start=on_start, profile=trace,
-                      on_profiled=profiled.update)
+        with recorder(db, no_store, config=str(config_path)) as rec:
+            import dataclasses
+
+            from torchmark.records import from_ops_record
+
+            header = {"run_options": dataclasses.asdict(options), "threads": threads}
+
+            def on_record_stored(record: dict) -> None:
+                on_record(record)
+                rec.add(from_ops_record(record, header))  # each case as it finishes
+
+            records = run(config, options, out=None if resume_file else out,
+                          resume=resume_file, on_record=on_record_stored, on_start=on_start,
+                          profile=trace, on_profiled=profiled.update)
     finally:
         if started:  # stopping a bar never shown would print an empty line
             progress.stop()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from torchmark.cli.store_options import recorder, recording_options
 from torchmark.core.threads import MAX_THREADS
 
 
@@ -32,10 +33,12 @@ from torchmark.core.threads import MAX_THREADS
 @click.option("--allow-unsafe-ops", is_flag=True,
               help="Also run ops with side effects (files, process-wide state), which are "
                    "refused by default: only for a trace you trust (docs/security.md).")
+@recording_options
 def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefix, threads,
-               top, allow_unsafe_ops):
+               top, allow_unsafe_ops, db, no_store):
     """Replay the top-level aten ops of an execution TRACE and time them."""
     from torchmark.cli.output_files import prepare_output
+    from torchmark.records import from_replay_report
     from torchmark.replay.session import SCHEMA, replay, summary_lines
 
     if prefix is not None:
@@ -44,10 +47,12 @@ def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefi
             raise click.UsageError("-o/--output-prefix: give a path prefix (PREFIX.jsonl)")
         prepare_output(f"{prefix}.jsonl", f"{SCHEMA}/replay", "replay results", "-o")
     trace_out = f"{prefix or Path(trace).stem}.trace.json" if profile else None
-    report = replay(trace, device=device, warmup=warmup, iterations=iterations,
-                    subgraph=subgraph, step=step, threads=threads,
-                    out=f"{prefix}.jsonl" if prefix else None, profile=trace_out,
-                    allow_unsafe_ops=allow_unsafe_ops)
+    with recorder(db, no_store, trace=str(trace)) as rec:
+        report = replay(trace, device=device, warmup=warmup, iterations=iterations,
+                        subgraph=subgraph, step=step, threads=threads,
+                        out=f"{prefix}.jsonl" if prefix else None, profile=trace_out,
+                        allow_unsafe_ops=allow_unsafe_ops)
+        rec.add(from_replay_report(report))
     for line in summary_lines(report, top):
         click.echo(line)
     if prefix:

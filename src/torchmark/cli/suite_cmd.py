@@ -8,6 +8,7 @@ from collections import defaultdict
 import click
 
 from torchmark.cli.params import FiniteRange
+from torchmark.cli.store_options import recorder, recording_options
 
 _FILTER = click.option("--filter", "pattern", default=None,
                        help="Only cases whose id matches this regular expression "
@@ -109,8 +110,9 @@ def _summary_table(records: list[dict]) -> object:
               help="Extra attempts for a case whose worker died or hung.")
 @click.option("--no-wall", is_flag=True, help="Skip wall times.")
 @click.option("--no-instructions", is_flag=True, help="Skip instruction counts.")
+@recording_options
 def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number, min_run_time,
-            timeout, retries, no_wall, no_instructions):
+            timeout, retries, no_wall, no_instructions, db, no_store):
     """Run the suite: wall times and instruction counts per case, into OUT."""
     from rich.console import Console
 
@@ -136,11 +138,18 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     def on_phase(phase: str) -> None:
         progress.update(task, description=phase)
 
-    runner = SuiteRunner(cases, out, options, resume=resume, on_record=on_record,
-                         on_phase=on_phase)
-    progress.update(task, total=len(runner.cases), completed=0)
-    with progress:
-        summary = runner.run()
+    with recorder(db, no_store, suite=str(out)) as rec:
+        from torchmark.records import from_suite_record
+
+        def on_record_stored(record: dict) -> None:
+            on_record(record)
+            rec.add(from_suite_record(record))  # each case as it finishes
+
+        runner = SuiteRunner(cases, out, options, resume=resume, on_record=on_record_stored,
+                             on_phase=on_phase)
+        progress.update(task, total=len(runner.cases), completed=0)
+        with progress:
+            summary = runner.run()
     Console().print(_summary_table(summary.records))
     click.echo(f"{summary.ok} ok, {summary.failed} failed, {summary.skipped} already in {out}; "
                f"{summary.elapsed_s:.1f} s ({summary.compile_s:.1f} s preparing) -> {out}")

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from torchmark.cli.params import FiniteRange, check_syntax
+from torchmark.cli.store_options import recorder, recording_options
 from torchmark.core.errors import UsageError
 from torchmark.core.threads import MAX_THREADS
 
@@ -47,8 +48,9 @@ def _check_device(ctx, param, value: str) -> str:
 @click.option("--vs", "candidate", default=None, metavar="STMT",
               help="Also time this statement, in blocks interleaved with STMT's, and say "
                    "whether it is faster or slower (measure_ab; host time only).")
+@recording_options
 def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, description, env, save,
-               device, l2, mode, rsd, max_run_time, candidate):
+               device, l2, mode, rsd, max_run_time, candidate, db, no_store):
     """Time STMT with blocked_autorange and print the Measurement.
 
     Several STMT arguments are joined as lines, as in `python -m timeit`.
@@ -72,8 +74,9 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)),
                  *([("the --vs statement", candidate)] if candidate is not None else []))
     if candidate is not None:
-        return _versus("\n".join(stmt), candidate, "\n".join(setup) or "pass", num_threads,
-                       min_run_time, label)
+        with recorder(db, no_store) as rec:
+            return _versus("\n".join(stmt), candidate, "\n".join(setup) or "pass",
+                           num_threads, min_run_time, label, rec)
     from torchmark.timing.files import load_measurements
     from torchmark.timing.timer_class import Timer
 
@@ -88,6 +91,12 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     )
     if save and Path(save).exists() and Path(save).stat().st_size:  # empty: a new file
         load_measurements(save)  # a file it cannot append to fails now, not after measuring
+    with recorder(db, no_store) as rec:
+        _time(timer, rec, save, device, l2, mode, rsd, min_run_time, max_run_time)
+
+
+def _time(timer, rec, save, device, l2, mode, rsd, min_run_time, max_run_time) -> None:
+    """Measure, print, record in the store and save (--save)."""
     if device != "cpu":
         import torch
 
@@ -121,10 +130,17 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
             click.echo(partial.summary())
             click.echo(f"(interrupted after {len(blocks)} blocks, "
                        f"{sum(s for _, s in blocks):.2f} s of the {min_run_time:g} s asked)")
-            if save:
-                _save(save, [partial])
+            _keep(rec, save, [partial])
             raise
     click.echo(results[0].summary())
+    _keep(rec, save, results)
+
+
+def _keep(rec, save: str | None, results: list) -> None:
+    """Into the store (unless recording is off), then into --save's file."""
+    from torchmark.records import results_of
+
+    rec.add(results_of(results))
     if save:
         _save(save, results)
 
@@ -156,15 +172,17 @@ def _block_progress(min_run_time: float):
 
 
 def _versus(baseline: str, candidate: str, setup: str, num_threads: int,
-            min_run_time: float, label: str | None) -> None:
+            min_run_time: float, label: str | None, rec) -> None:
     """Both statements in interleaved blocks, both Measurements, then the verdict."""
     from torchmark.compare.interleave import measure_ab
+    from torchmark.records import results_of
     from torchmark.timing.timer_class import Timer
 
     a, b = (Timer(stmt=s, setup=setup, num_threads=num_threads, label=label,
                   sub_label=None if label is None else s) for s in (baseline, candidate))
     result = _measure(lambda: measure_ab(a, b, min_run_time=max(min_run_time, 1e-3)),
                       {"the statement": a, "the --vs statement": b})
+    rec.add(results_of([result.baseline, result.candidate]))
     click.echo(f"{result.baseline.summary()}\n\n{result.candidate.summary()}\n")
     click.echo(f"candidate / baseline (median of {len(result.baseline.times)} paired "
                f"blocks): {result.estimate()}")

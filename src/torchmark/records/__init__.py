@@ -13,10 +13,12 @@ from torchmark.records.convert import (
     from_callgrind,
     from_measurement,
     from_ops_record,
+    from_replay_report,
     from_suite_record,
     results_of,
 )
 from torchmark.records.files import load_results, save_results
 
-__all__ = ["from_callgrind", "from_measurement", "from_ops_record", "from_suite_record",
+__all__ = ["from_callgrind", "from_measurement", "from_ops_record", "from_replay_report",
+           "from_suite_record",
            "load_results", "results_of", "save_results"]

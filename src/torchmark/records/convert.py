@@ -142,6 +142,18 @@ def from_suite_record(record: Mapping[str, Any], *,
     return results
 
 
+def from_replay_report(report: Any, *,
+                       provenance: Provenance | None = None) -> list[Result]:
+    """A replay's ops as Results: one a replayed op (its per-op times), or one carrying
+    why it was skipped or refused."""
+    from torchmark.replay.session import op_record
+
+    header = {"source": "replay", "run_options": {"device": report.device,
+                                                   "threads": report.threads}}
+    return [r for op in report.ops
+            for r in from_ops_record(op_record(op), header, provenance=provenance)]
+
+
 def results_of(obj: Any, **kwargs: Any) -> list[Result]:
     """Results of whatever a front-end returned (see the package docstring)."""
     if isinstance(obj, Result):

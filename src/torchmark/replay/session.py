@@ -109,7 +109,7 @@ def _time_weighted(ops: list[ReplayedOp], durations: dict[int, float]) -> float 
     return replayed / total if total else None
 
 
-def _record(op: ReplayedOp) -> dict[str, Any]:
+def op_record(op: ReplayedOp) -> dict[str, Any]:
     from torchmark.ops.executor import summarize
 
     node = op.node
@@ -199,7 +199,7 @@ def _replay(path: str | os.PathLike, device: str, warmup: int, iterations: int,
                                    "threads": used_threads,  # as ops records it
                                    "system": system_info()}, resume=False, lock=lock)
         for op in replayer.ops:
-            writer.write(_record(op))
+            writer.write(op_record(op))
         writer.close({"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                       "ok": len(report.replayed),
                       "skipped": sum(op.status == "skipped" for op in report.skipped),

@@ -99,6 +99,20 @@ class Store:
             return conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
 
     def _ensure_schema(self) -> None:
+        if self.schema_version() == HEAD:
+            return
+        # several processes may open a new store at once: one creates (or upgrades) the
+        # schema, under a lock (a file lock beside a SQLite file, an advisory lock on
+        # PostgreSQL), and the others find it done
+        if self.dialect == "sqlite" and self.engine.url.database:
+            from torchmark.core.results_lock import ResultsLock
+
+            with ResultsLock(self.engine.url.database, "store").acquire(wait=120.0):
+                self._migrate_if_needed()
+        else:
+            self._migrate_if_needed()
+
+    def _migrate_if_needed(self) -> None:
         version = self.schema_version()
         if version == HEAD:
             return
@@ -125,6 +139,8 @@ class Store:
         config.set_main_option("script_location",
                                str(Path(__file__).with_name("migrations")))
         with self.engine.begin() as conn:
+            if self.dialect == "postgresql":  # one migrating process at a time
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(74246)"))
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
         return HEAD

@@ -1,7 +1,7 @@
-"""Store backends for the tests: a SQLite file, and a real throw-away PostgreSQL cluster
-(started once a session in a temporary folder on a free loopback port, as the postgres
-system user when the tests run as root; skipped, with the reason, where the server
-binaries or psycopg are missing)."""
+"""A real throw-away PostgreSQL cluster for the store's tests: started once a session in a
+temporary folder on a free loopback port, as the postgres system user when the tests run
+as root (PostgreSQL refuses root); the fixtures (tests/conftest.py) skip, with the reason,
+where the server binaries or psycopg are missing."""
 
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
 
-
-def _pg_bin(name: str) -> str | None:
+def pg_bin(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
@@ -40,9 +38,9 @@ class PostgresCluster:
             shutil.chown(self.folder, "postgres", "postgres")
             self.as_user = ["runuser", "-u", "postgres", "--"]
         data = self.folder / "data"
-        self._run(_pg_bin("initdb"), "-D", str(data), "-U", "torchmark", "--auth=trust",
+        self._run(pg_bin("initdb"), "-D", str(data), "-U", "torchmark", "--auth=trust",
                   "-E", "UTF8", "--no-instructions")
-        self._run(_pg_bin("pg_ctl"), "-D", str(data), "-l", str(self.folder / "log"), "-w",
+        self._run(pg_bin("pg_ctl"), "-D", str(data), "-l", str(self.folder / "log"), "-w",
                   "-o", f"-p {self.port} -k {self.folder} -h 127.0.0.1 -c fsync=off",
                   "start")
         self.data = data
@@ -65,30 +63,6 @@ class PostgresCluster:
 
     def stop(self) -> None:
         try:
-            self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
+            self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def postgres():
-    missing = [n for n in ("initdb", "pg_ctl", "postgres") if _pg_bin(n) is None]
-    if missing:
-        pytest.skip(f"PostgreSQL server binaries not found: {', '.join(missing)}")
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg is not installed (pip install 'torchmark[postgres]')")
-    if os.getuid() == 0 and shutil.which("runuser") is None:
-        pytest.skip("running as root without runuser: cannot start PostgreSQL")
-    cluster = PostgresCluster()
-    yield cluster
-    cluster.stop()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    """A fresh, empty store of each backend."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    return request.getfixturevalue("postgres").new_database()

@@ -1,0 +1,61 @@
+"""`torchmark show`: a stored run's results, as a Compare table (times) and a table of
+instruction counts."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from torchmark.cli.store_options import db_option
+
+
+def run_measurements(rows: list[dict]) -> list:
+    """Stored time results (wall or device) as Measurements (per-run samples back to
+    block times), for Compare and `ab`."""
+    from torchmark.core.task_spec import TaskSpec
+    from torchmark.timing.measurement import Measurement
+
+    out = []
+    for row in rows:
+        if row["metric"] not in ("wall", "device") or not row["samples"]:
+            continue
+        spec = TaskSpec(stmt=row["stmt"], setup="pass", label=row["label"],
+                        sub_label=row["sub_label"], description=row["description"],
+                        env=row["run_env"], num_threads=row["threads"])
+        number = int(row["number_per_run"])
+        out.append(Measurement(number, [s * number for s in row["samples"]], spec))
+    return out
+
+
+@click.command("show")
+@click.argument("run", type=click.IntRange(min=1))
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv", "json"]),
+              default="text", show_default=True)
+@db_option
+def show_cmd(run, fmt, db):
+    """RUN's results: times as a Compare table, instruction counts and failures listed."""
+    from torchmark.cli.store_options import open_store
+    from torchmark.compare import Compare
+
+    rows = open_store(db).results(run=run, samples=True)
+    if not rows:
+        raise click.UsageError(f"the store holds no results of run {run} (`torchmark runs` "
+                               "lists the runs)")
+    if fmt == "json":
+        for row in rows:
+            click.echo(json.dumps({k: v for k, v in row.items() if k != "samples"},
+                                  default=str))
+        return
+    measurements = run_measurements(rows)
+    if measurements:
+        compare = Compare(measurements)
+        compare.trim_significant_figures()
+        text = {"text": compare.render, "markdown": compare.to_markdown,
+                "csv": compare.to_csv}[fmt]()
+        click.echo(text if isinstance(text, str) else str(text))
+    for row in rows:
+        if row["metric"] == "instructions" and row["median"] is not None:
+            click.echo(f"{row['case_id']}: {row['median']:,.0f} instructions a run")
+        if row["failure"]:
+            click.echo(f"{row['case_id']}: failed: {row['failure']}")

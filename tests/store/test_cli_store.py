@@ -1,0 +1,82 @@
+"""The commands record into the store as they go, and the store commands read it back."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from torchmark.cli.main import main
+from torchmark.store import Store
+
+from conftest import deliverable_sigint
+
+FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
+
+
+def test_timeit_records_and_the_store_commands_read_it(tmp_path, capsys):
+    db = str(tmp_path / "s.db")
+    args = ["timeit", "x * y", "-s", "x = torch.ones(8); y = torch.ones(8)",
+            "--min-run-time", "0.02", "--label", "mul", "--db", db]
+    assert main(args) == 0 and main(args) == 0
+    assert main([*args, "--no-store"]) == 0  # not recorded
+    capsys.readouterr()
+    assert main(["runs", "--db", db, "--json"]) == 0
+    runs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"ok"}
+    assert all(r["results"] == 1 and r["command"][1] == "timeit" for r in runs)
+    assert main(["show", str(runs[0]["id"]), "--db", db]) == 0
+    assert "x * y" in capsys.readouterr().out
+    case = Store(db).results()[0]["case_id"]
+    assert main(["history", case, "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{case} [wall]") and out.count(" us ") == 2
+    assert main(["db", "info", "--db", db, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["runs"], info["results"], info["schema"]) == (2, 2, "0001")
+
+
+def test_import_is_idempotent_from_the_command_line(tmp_path, capsys):
+    db = str(tmp_path / "s.db")
+    files = [str(p) for p in sorted(FORMATS.iterdir())]
+    assert main(["import", *files, "--db", db]) == 0
+    first = capsys.readouterr().out
+    assert main(["import", *files, "--db", db]) == 0
+    assert "0 results added" in capsys.readouterr().out and "15 results added" in first
+
+
+def test_an_interrupted_ops_run_keeps_its_finished_cases(tmp_path):
+    db = tmp_path / "s.db"
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"torch.add": {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": [[8, 8 * 200, 8]], "__range__": ["shape"]},
+        {"type": "tensor", "shape": [1]}]}]}]}}))
+    proc = subprocess.Popen([sys.executable, "-m", "torchmark", "ops", "-c", str(config),
+                             "-o", str(tmp_path / "r"), "-i", "2000", "-w", "1", "--quiet",
+                             "--db", str(db)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=deliverable_sigint)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                if Store(str(db)).info()["results"] >= 3:
+                    break
+            except Exception:  # the schema being made
+                continue
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    assert proc.returncode == 130
+    store = Store(str(db))
+    [run] = store.runs()
+    assert run["status"] == "interrupted"
+    recorded = {r["case_id"] for r in store.results()}
+    lines = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    in_file = {f"{x['id']}#forward" for x in lines if x.get("type") == "record"}
+    # the file and the store agree, but for the case a Ctrl-C may catch between writing
+    # its line and recording it (--resume from the file runs it again)
+    assert 3 <= len(recorded) < 200 and recorded <= in_file
+    assert len(in_file - recorded) <= 1
