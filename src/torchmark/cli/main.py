@@ -11,22 +11,7 @@ import click
 
 from torchmark import __version__
 from torchmark.cli import store_options
-from torchmark.cli.ab_cmd import ab_cmd
-from torchmark.cli.cache_cmd import cache_cmd
-from torchmark.cli.callgrind_cmd import callgrind_cmd, callgrind_diff_cmd
-from torchmark.cli.compare_cmd import compare_cmd
-from torchmark.cli.db_cmd import db_cmd
-from torchmark.cli.demo_cmd import demo_cmd
-from torchmark.cli.fuzz_cmd import fuzz_cmd
-from torchmark.cli.history_cmd import history_cmd
-from torchmark.cli.import_cmd import import_cmd
-from torchmark.cli.ops_cmd import ops_cmd
-from torchmark.cli.replay_cmd import replay_cmd, trace_cmd
-from torchmark.cli.runs_cmd import runs_cmd
-from torchmark.cli.show_cmd import show_cmd
 from torchmark.cli.signals import Terminated, sigterm_as_interrupt
-from torchmark.cli.suite_cmd import suite_cmd
-from torchmark.cli.timeit_cmd import timeit_cmd
 from torchmark.core.bounded_input import brief, parse_size, set_max_bytes
 from torchmark.core.errors import BusyError, TorchmarkError, error_line
 
@@ -42,7 +27,37 @@ def _max_input_size(ctx: click.Context, param: click.Parameter, value: str | Non
             raise click.BadParameter(str(e)) from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# command name -> "module:attribute", imported when the command is run (or listed in
+# --help): `torchmark runs` then imports neither torch nor the measuring commands
+COMMANDS = {
+    "timeit": "timeit_cmd:timeit_cmd", "compare": "compare_cmd:compare_cmd",
+    "ab": "ab_cmd:ab_cmd", "demo": "demo_cmd:demo_cmd", "fuzz": "fuzz_cmd:fuzz_cmd",
+    "callgrind": "callgrind_cmd:callgrind_cmd",
+    "callgrind-diff": "callgrind_cmd:callgrind_diff_cmd", "cache": "cache_cmd:cache_cmd",
+    "suite": "suite_cmd:suite_cmd", "ops": "ops_cmd:ops_cmd",
+    "replay": "replay_cmd:replay_cmd", "trace": "replay_cmd:trace_cmd",
+    "db": "db_cmd:db_cmd", "import": "import_cmd:import_cmd", "runs": "runs_cmd:runs_cmd",
+    "history": "history_cmd:history_cmd", "show": "show_cmd:show_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose sub-commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        import importlib
+
+        module, attribute = target.split(":")
+        return getattr(importlib.import_module(f"torchmark.cli.{module}"), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torchmark")
 @click.option("--max-input-size", metavar="SIZE", callback=_max_input_size,
               expose_value=False, is_eager=True,
@@ -50,25 +65,6 @@ def _max_input_size(ctx: click.Context, param: click.Parameter, value: str | Non
                    "or $TORCHMARK_MAX_INPUT_SIZE].")
 def cli() -> None:
     """torchmark: PyTorch micro-benchmarks you can trust."""
-
-
-cli.add_command(timeit_cmd)
-cli.add_command(compare_cmd)
-cli.add_command(ab_cmd)
-cli.add_command(demo_cmd)
-cli.add_command(fuzz_cmd)
-cli.add_command(callgrind_cmd)
-cli.add_command(callgrind_diff_cmd)
-cli.add_command(cache_cmd)
-cli.add_command(suite_cmd)
-cli.add_command(ops_cmd)
-cli.add_command(replay_cmd)
-cli.add_command(trace_cmd)
-cli.add_command(db_cmd)
-cli.add_command(import_cmd)
-cli.add_command(runs_cmd)
-cli.add_command(history_cmd)
-cli.add_command(show_cmd)
 
 
 def _fail(message: str, code: int) -> int:
@@ -85,7 +81,8 @@ def _help_hint(error: click.UsageError, argv: list[str]) -> str:
     path: list[str] = []
     group: click.Command = cli
     for arg in argv:
-        command = group.commands.get(arg) if isinstance(group, click.Group) else None
+        command = group.get_command(click.Context(group), arg) \
+            if isinstance(group, click.Group) else None
         if command is None:
             break
         path.append(arg)

@@ -301,11 +301,19 @@ class Store:
 
     def history(self, case_id: str, metric: str | None = None) -> list[dict[str, Any]]:
         """One value a run for a case (the median of its samples), in time order, with
-        the run's commit, machine, env and torch: what regressions are read from."""
-        return [{k: row[k] for k in ("run_id", "started", "metric", "unit", "median",
-                                     "iqr", "n", "git_commit", "machine", "run_env",
-                                     "torch_version", "failure")}
-                for row in self.results(case=case_id, metric=metric)]
+        the run's commit, machine, env and torch: what regressions are read from. One
+        indexed query on (case, metric), joined to runs only."""
+        r, res = schema.runs, schema.results
+        query = sa.select(res.c.run_id, r.c.started, res.c.metric, res.c.unit, res.c.median,
+                          res.c.iqr, r.c.git_commit, r.c.machine, r.c.env.label("run_env"),
+                          r.c.torch_version, res.c.failure
+                          ).join(r, r.c.id == res.c.run_id).where(res.c.case_id == case_id)
+        if metric is not None:
+            query = query.where(res.c.metric == metric)
+        with self.engine.connect() as conn:
+            found = conn.execute(query.order_by(r.c.started, res.c.id))
+            keys = list(found.keys())
+            return [dict(zip(keys, row, strict=True)) for row in found]
 
     def info(self) -> dict[str, Any]:
         """Where the store is, its schema, size and counts."""
