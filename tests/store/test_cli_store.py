@@ -80,3 +80,26 @@ def test_an_interrupted_ops_run_keeps_its_finished_cases(tmp_path):
     # its line and recording it (--resume from the file runs it again)
     assert 3 <= len(recorded) < 200 and recorded <= in_file
     assert len(in_file - recorded) <= 1
+
+
+def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):
+    db = str(tmp_path / "s.db")
+    for size in (8, 8):
+        assert main(["timeit", "x * y", "-s", f"x = torch.ones({size}); y = x.clone()",
+                     "--min-run-time", "0.05", "--label", "mul", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["compare", "run:1", "2", "--db", db, "--no-color"]) == 0
+    table = capsys.readouterr().out
+    assert "run 1" in table and "run 2" in table  # a column a run
+    assert main(["ab", "run:1", "run:2", "--db", db]) == 0
+    assert "candidate: run:2" in capsys.readouterr().out
+    for fmt in ("jsonl", "csv"):
+        out = tmp_path / f"all.{fmt}"
+        assert main(["export", "--format", fmt, "-o", str(out), "--db", db]) == 0
+        assert "2 results ->" in capsys.readouterr().out
+    rows = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and len(rows[0]["samples"]) == rows[0]["n"] > 0
+    header = (tmp_path / "all.csv").read_text().splitlines()[0]
+    assert header.startswith("run_id,started,case_id")
+    assert main(["compare", "run:9", "--db", db]) == 2
+    assert "run 9: the store holds no time results" in capsys.readouterr().err

@@ -10,6 +10,7 @@ import math
 import click
 
 from torchmark.cli.params import FiniteRange, Proportion
+from torchmark.cli.store_options import db_option
 
 
 def _time(seconds: float) -> str:
@@ -77,7 +78,8 @@ def _few_samples_hint(results) -> list[str]:
                    "comparable).")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Of the bootstrap's resampling.")
-def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
+@db_option
+def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed, db):
     """Compare a baseline with a candidate, case by case: the ratio of the median times,
     its bootstrap confidence interval, a Mann-Whitney p-value and a verdict (a case needs
     at least 5 times a side).
@@ -102,7 +104,7 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed):
             raise click.UsageError(f"{files[0]}: an ops results file holds one run (its "
                                    "envs are the forward and backward passes); give two "
                                    "files, baseline first")
-    sides = read_measurement_files(list(files))
+    sides = read_measurement_files(list(files), db)
     if len(sides) == 1:
         sides, names = _split_by_env(sides[0], files[0])
     else:

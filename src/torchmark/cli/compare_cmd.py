@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from torchmark.cli.store_options import db_option
+
 
 @click.command("compare")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -17,16 +19,17 @@ import click
               help="Colour the text table (default: when stdout is a terminal).")
 @click.option("--rowwise", is_flag=True, help="Colour against the best in each row.")
 @click.option("--warnings", "highlight", is_flag=True, help="Mark high-variance cells.")
-def compare_cmd(files, fmt, trim, color, rowwise, highlight):
+@db_option
+def compare_cmd(files, fmt, trim, color, rowwise, highlight, db):
     """Print a Compare table of the measurements in FILES (JSON from `timeit --save`,
     `demo`, or `torchmark.timing.files.save_measurements`; or `torchmark ops` results,
-    a column per file). When files hold the same task (one statement saved before and
+    a column per file; or runs of the store: `run:N`, or N). When files hold the same task (one statement saved before and
     after a change), each file gets its own column (or, where the measurements have
     descriptions, its name in their env) instead of pooling into one cell."""
     from torchmark.cli.measurement_files import read_measurement_files, tell_files_apart
     from torchmark.compare import Compare
 
-    groups = read_measurement_files(list(files))
+    groups = read_measurement_files(list(files), db)
     measurements = [m for group in tell_files_apart(groups, list(files)) for m in group]
     if not measurements:
         raise click.UsageError("the files hold no measurements")

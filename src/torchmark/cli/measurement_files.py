@@ -5,20 +5,49 @@ from __future__ import annotations
 from torchmark.timing.measurement import Measurement
 
 
-def read_measurement_files(files: list[str]) -> list[list[Measurement]]:
+def read_measurement_files(files: list[str],
+                           db: str | None = None) -> list[list[Measurement]]:
     """The measurements of each file, in order: JSON from `timeit --save`, `demo` or
-    `save_measurements`; or `torchmark ops` results (the file's name as description)."""
+    `save_measurements`; or `torchmark ops` results (the file's name as description); or
+    a run of the store (`run:N`, or N that is no file), from the store at `db`."""
     from torchmark.ops.as_measurements import column_names, ops_measurements
     from torchmark.ops.runner import SCHEMA as OPS_SCHEMA
     from torchmark.timing.files import first_line_schema, load_measurements
 
     out = []
     for path, column in zip(files, column_names(list(files)), strict=True):
-        if first_line_schema(path) == OPS_SCHEMA:
+        if is_run_id(path):
+            out.append(run_measurements(path, db))
+        elif first_line_schema(path) == OPS_SCHEMA:
             out.append(ops_measurements(path, column))
         else:
             out.append(load_measurements(path))
     return out
+
+
+def is_run_id(token: str) -> bool:
+    """`run:12`, or a bare number that is not a file: a run of the store."""
+    from pathlib import Path
+
+    return token.startswith("run:") or (token.isdigit() and not Path(token).exists())
+
+
+def run_measurements(token: str, db: str | None) -> list[Measurement]:
+    """A stored run's time results as Measurements, each tagged with the run (its env
+    when it has none, so two runs of one case pair up in `ab` and sit side by side in
+    `compare`)."""
+    import dataclasses
+
+    from torchmark.store import open as open_store
+
+    run = int(token.removeprefix("run:"))
+    found = open_store(db).measurements(run)
+    if not found:
+        raise ValueError(f"run {run}: the store holds no time results of it (`torchmark "
+                         "runs` lists the runs)")
+    return [Measurement(m.number_per_run, m.raw_times,
+                        dataclasses.replace(m.task_spec, description=f"run {run}"),
+                        m.metadata) for m in found]
 
 
 def _cell(m: Measurement) -> tuple:

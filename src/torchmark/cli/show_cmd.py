@@ -10,24 +10,6 @@ import click
 from torchmark.cli.store_options import db_option
 
 
-def run_measurements(rows: list[dict]) -> list:
-    """Stored time results (wall or device) as Measurements (per-run samples back to
-    block times), for Compare and `ab`."""
-    from torchmark.core.task_spec import TaskSpec
-    from torchmark.timing.measurement import Measurement
-
-    out = []
-    for row in rows:
-        if row["metric"] not in ("wall", "device") or not row["samples"]:
-            continue
-        spec = TaskSpec(stmt=row["stmt"], setup="pass", label=row["label"],
-                        sub_label=row["sub_label"], description=row["description"],
-                        env=row["run_env"], num_threads=row["threads"])
-        number = int(row["number_per_run"])
-        out.append(Measurement(number, [s * number for s in row["samples"]], spec))
-    return out
-
-
 @click.command("show")
 @click.argument("run", type=click.IntRange(min=1))
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv", "json"]),
@@ -38,7 +20,8 @@ def show_cmd(run, fmt, db):
     from torchmark.cli.store_options import open_store
     from torchmark.compare import Compare
 
-    rows = open_store(db).results(run=run, samples=True)
+    store = open_store(db)
+    rows = store.results(run=run, samples=True)
     if not rows:
         raise click.UsageError(f"the store holds no results of run {run} (`torchmark runs` "
                                "lists the runs)")
@@ -47,7 +30,7 @@ def show_cmd(run, fmt, db):
             click.echo(json.dumps({k: v for k, v in row.items() if k != "samples"},
                                   default=str))
         return
-    measurements = run_measurements(rows)
+    measurements = store.measurements(run)
     if measurements:
         compare = Compare(measurements)
         compare.trim_significant_figures()

@@ -315,6 +315,23 @@ class Store:
             keys = list(found.keys())
             return [dict(zip(keys, row, strict=True)) for row in found]
 
+    def measurements(self, run: int) -> list[Any]:
+        """A run's time results (wall or device) as Measurements (per-run samples back to
+        block times), for Compare and `ab` as saved files are."""
+        from torchmark.core.task_spec import TaskSpec
+        from torchmark.timing.measurement import Measurement
+
+        out = []
+        for row in self.results(run=run, samples=True):
+            if row["metric"] not in ("wall", "device") or not row["samples"]:
+                continue
+            spec = TaskSpec(stmt=row["stmt"], setup="pass", label=row["label"],
+                            sub_label=row["sub_label"], description=row["description"],
+                            env=row["run_env"], num_threads=row["threads"])
+            number = int(row["number_per_run"])
+            out.append(Measurement(number, [s * number for s in row["samples"]], spec))
+        return out
+
     def info(self) -> dict[str, Any]:
         """Where the store is, its schema, size and counts."""
         out: dict[str, Any] = {"url": self.where, "dialect": self.dialect,
