@@ -80,6 +80,14 @@ def test_an_interrupted_ops_run_keeps_its_finished_cases(tmp_path):
     # its line and recording it (--resume from the file runs it again)
     assert 3 <= len(recorded) < 200 and recorded <= in_file
     assert len(in_file - recorded) <= 1
+    # resumed from the store: the rest is recorded into the same run, no case twice
+    store.close()
+    assert main(["ops", "-c", str(config), "-o", str(tmp_path / "rest"), "-i", "2000",
+                 "-w", "1", "--quiet", "--db", str(db), "--resume-run", "1"]) == 0
+    store = Store(str(db))
+    [run] = store.runs()
+    cases = [r["case_id"] for r in store.results()]
+    assert run["status"] == "ok" and len(cases) == len(set(cases)) == 200
 
 
 def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):

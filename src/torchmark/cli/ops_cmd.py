@@ -78,10 +78,13 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               help="Import MODULE (a module name or a .py file) first; it registers "
                    "operators with register_op.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+@click.option("--resume-run", type=click.IntRange(min=1), default=None, metavar="RUN",
+              help="Continue run RUN of the store: its cases recorded without failure "
+                   "are skipped, the others recorded into it.")
 @recording_options
 def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, exec_mode,
             l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
-            profile, ncu, nsys, plugins, quiet, db, no_store):
+            profile, ncu, nsys, plugins, quiet, resume_run, db, no_store):
     """Benchmark operators from a config: every expanded case, one JSON line each."""
     prefix = prefix.removesuffix(".jsonl")  # `-o run.jsonl` means run.jsonl, not .jsonl.jsonl
     from torchmark.cli.output_files import prepare_output
@@ -146,7 +149,14 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         started.append(True)
 
     try:
-        with recorder(db, no_store, config=str(config_path)) as rec:
+        done: set[str] = set()
+        if resume_run is not None:
+            if no_store:
+                raise click.UsageError("--resume-run reads the store: drop --no-store")
+            from torchmark.cli.store_options import open_store
+
+            done = {case.split("#")[0] for case in open_store(db).finished_cases(resume_run)}
+        with recorder(db, no_store, resume_run=resume_run, config=str(config_path)) as rec:
             import dataclasses
 
             from torchmark.records import from_ops_record
@@ -159,7 +169,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
 
             records = run(config, options, out=None if resume_file else out,
                           resume=resume_file, on_record=on_record_stored, on_start=on_start,
-                          profile=trace, on_profiled=profiled.update)
+                          profile=trace, on_profiled=profiled.update, done=done)
     finally:
         if started:  # stopping a bar never shown would print an empty line
             progress.stop()

@@ -33,8 +33,9 @@ def recording_options(command: Callable[..., Any]) -> Callable[..., Any]:
 COMMAND_LINE: list[str] = []  # set by cli.main for each command line it runs
 
 
-def recorder(db: str | None, no_store: bool, **tags: Any) -> Any:
+def recorder(db: str | None, no_store: bool, resume_run: int | None = None,
+             **tags: Any) -> Any:
     from torchmark.store.recorder import RunRecorder
 
     return RunRecorder(db, enabled=not no_store, tags=tags,
-                       command=list(COMMAND_LINE) or None)
+                       command=list(COMMAND_LINE) or None, resume_run=resume_run)

@@ -188,10 +188,12 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
         on_record: Callable[[dict[str, Any]], None] | None = None,
         on_start: Callable[[int], None] | None = None,
         profile: str | os.PathLike | None = None,
-        on_profiled: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+        on_profiled: Callable[[dict[str, Any]], None] | None = None,
+        done: set[str] | None = None) -> list[dict[str, Any]]:
     """Run every case of `config`; returns the records. With `out` (or `resume`, an
     existing file to continue) each record is appended to that JSON-lines file as it
-    finishes, between a header and a footer line. With `profile`, a trace path, a
+    finishes, between a header and a footer line. `done`: ids already measured (a run
+    of the store being resumed), skipped too. With `profile`, a trace path, a
     torch.profiler pass follows; `on_profiled` then gets {"trace_file": ...,
     "profile_failed": {id: reason}} (the latter when some case failed in it)."""
     options = options or RunOptions()
@@ -200,7 +202,8 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
     # held from before the file is read for --resume: two runs never share one file
     lock = ResultsLock(path, "ops results file").acquire() if path is not None else None
     try:
-        done = resumable_ids(resume, config, options) if resume is not None else set()
+        skipped = resumable_ids(resume, config, options) if resume is not None else set()
+        done = skipped | set(done or ())
         cases = select_cases(config, options, done)
         if on_start:
             on_start(len(cases))

@@ -19,10 +19,11 @@ from torchmark.core.result import Result
 class RunRecorder:
     def __init__(self, db: str | None = None, *, enabled: bool = True,
                  tags: dict[str, Any] | None = None,
-                 command: list[str] | None = None) -> None:
+                 command: list[str] | None = None, resume_run: int | None = None) -> None:
         from torchmark.store.store import recording_off
 
         self.db, self.tags, self.command = db, dict(tags or {}), command
+        self.resume_run = resume_run  # record into this stored run (resumed)
         self.enabled = enabled and not recording_off()
         self.store: Any = None
         self.run_id: int | None = None
@@ -35,8 +36,12 @@ class RunRecorder:
                 from torchmark.store.store import Store
 
                 self.store = Store(self.db)
-                self.run_id = self.store.start_run(Provenance.capture(command=self.command),
-                                                   tags=self.tags)
+                if self.resume_run is not None:
+                    self.store.reopen_run(self.resume_run)
+                    self.run_id = self.resume_run
+                else:
+                    self.run_id = self.store.start_run(
+                        Provenance.capture(command=self.command), tags=self.tags)
             except Exception as e:  # the store is optional to the measurement itself
                 self._give_up(e)
         return self

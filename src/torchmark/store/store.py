@@ -315,6 +315,23 @@ class Store:
             keys = list(found.keys())
             return [dict(zip(keys, row, strict=True)) for row in found]
 
+    def finished_cases(self, run_id: int) -> set[str]:
+        """The ids of the cases a run recorded without failure (to resume it)."""
+        res = schema.results
+        query = sa.select(res.c.case_id).where(res.c.run_id == run_id,
+                                                res.c.failure.is_(None)).distinct()
+        with self.engine.connect() as conn:
+            return set(conn.execute(query).scalars())
+
+    def reopen_run(self, run_id: int) -> None:
+        """Mark a stored run running again (resumed); a StoreError when there is none."""
+        with self.engine.begin() as conn:
+            updated = conn.execute(schema.runs.update().where(schema.runs.c.id == run_id)
+                                   .values(status="running", ended=None)).rowcount
+        if not updated:
+            raise StoreError(f"the store at {self.where} holds no run {run_id} "
+                             "(`torchmark runs` lists them)")
+
     def measurements(self, run: int) -> list[Any]:
         """A run's time results (wall or device) as Measurements (per-run samples back to
         block times), for Compare and `ab` as saved files are."""
