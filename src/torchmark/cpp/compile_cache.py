@@ -313,11 +313,15 @@ def wait_for_own_builds() -> None:
     from torchmark.core.announce import announced
 
     while _OWN_BUILDS:
-        builder = _OWN_BUILDS[0]
+        try:
+            builder = _OWN_BUILDS[0]
+        except IndexError:  # another thread waited for the last one meanwhile
+            return
         with announced("building torch.h's precompiled header (once per torch install; "
                        "timing waits, a compiler beside it would disturb it)"):
             builder.wait()
-        _OWN_BUILDS.remove(builder)
+        with contextlib.suppress(ValueError):  # several threads may wait for one build
+            _OWN_BUILDS.remove(builder)
 
 
 def _builder_alive(marker: Path) -> bool:
