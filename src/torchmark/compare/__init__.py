@@ -1,6 +1,25 @@
-"""Compare tables and their renderers."""
+"""Compare tables and their renderers.
 
-from torchmark.compare.compare import Compare
-from torchmark.compare.layout import Colorize
+`Compare` and `Colorize` are imported on first use, so that a command needing only the
+plain-table helpers (`torchmark runs`) does not import the Timer with them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchmark.compare.compare import Compare
+    from torchmark.compare.layout import Colorize
 
 __all__ = ["Colorize", "Compare"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Compare":
+        from torchmark.compare.compare import Compare
+        return Compare
+    if name == "Colorize":
+        from torchmark.compare.layout import Colorize
+        return Colorize
+    raise AttributeError(f"module 'torchmark.compare' has no attribute {name!r}")
