@@ -11,6 +11,7 @@ from pathlib import Path
 
 from torchmark.cli.main import main
 from torchmark.store import Store
+from torchmark.store.store import HEAD
 
 from conftest import deliverable_sigint
 
@@ -36,7 +37,7 @@ def test_timeit_records_and_the_store_commands_read_it(tmp_path, capsys):
     assert out.startswith(f"{case} [wall]") and out.count(" us ") == 2
     assert main(["db", "info", "--db", db, "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert (info["runs"], info["results"], info["schema"]) == (2, 2, "0001")
+    assert (info["runs"], info["results"], info["schema"]) == (2, 2, HEAD)
 
 
 def test_import_is_idempotent_from_the_command_line(tmp_path, capsys):

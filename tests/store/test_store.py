@@ -146,8 +146,17 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path):
         config.attributes["connection"] = conn
         command.upgrade(config, "0001")
     engine.dispose()
+    old = Store(url, upgrade=False)  # results written at the first schema
+    run = old.start_run(status="ok")
+    old.record([result(1), result(2)], run)
+    old.close()
     store = Store(url)
     assert store.schema_version() == HEAD
+    assert (tmp_path / "old.db.schema-0001.bak").exists()
+    assert len(store.result_records(run=run)) == 2  # kept through the upgrade
+    store.mark_change(case_id="timeit:case1", metric="wall", first_bad_run=run,
+                      mark="dismissed", note="a noisy neighbour")  # 0002's table
+    assert store.change_marks()[("timeit:case1", "wall", run)]["mark"] == "dismissed"
     store.close()
 
 

@@ -38,7 +38,7 @@ COMMANDS = {
     "replay": "replay_cmd:replay_cmd", "trace": "replay_cmd:trace_cmd",
     "db": "db_cmd:db_cmd", "import": "import_cmd:import_cmd", "runs": "runs_cmd:runs_cmd",
     "history": "history_cmd:history_cmd", "show": "show_cmd:show_cmd",
-    "export": "export_cmd:export_cmd",
+    "export": "export_cmd:export_cmd", "gate": "gate_cmd:gate_cmd",
 }
 
 

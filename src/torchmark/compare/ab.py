@@ -181,19 +181,30 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
     if paired:
         return _paired(a, b, baseline, candidate, confidence, float(min_effect), name)
     ratio = candidate.median / baseline.median
-    if min(len(a), len(b)) < MIN_SAMPLES:
-        low = high = math.nan
-    else:
-        rng = np.random.default_rng(seed)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = _bootstrap_medians(b, resamples, rng) / _bootstrap_medians(a, resamples, rng)
-        ratios = ratios[~np.isnan(ratios)]
-        tail = (1 - confidence) / 2
-        low, high = (float(q) for q in np.quantile(ratios, [tail, 1 - tail]))
+    low, high = median_ratio_interval(a, b, confidence, resamples=resamples, seed=seed)
     return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
                     candidate=candidate, ratio=ratio, ci_low=low, ci_high=high,
                     confidence=confidence, p_value=mann_whitney_p(a, b),
                     min_effect=float(min_effect))
+
+
+def median_ratio_interval(baseline: Sequence[float] | np.ndarray,
+                          candidate: Sequence[float] | np.ndarray, confidence: float = 0.95,
+                          *, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The percentile-bootstrap interval of median(candidate) / median(baseline), each
+    side resampled independently with a fixed seed; (nan, nan) with under MIN_SAMPLES
+    samples on a side."""
+    a = np.asarray(baseline, dtype=np.float64)
+    b = np.asarray(candidate, dtype=np.float64)
+    if min(len(a), len(b)) < MIN_SAMPLES:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = _bootstrap_medians(b, resamples, rng) / _bootstrap_medians(a, resamples, rng)
+    ratios = ratios[~np.isnan(ratios)]
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    return float(low), float(high)
 
 
 def _paired(a: np.ndarray, b: np.ndarray, baseline: Measurement, candidate: Measurement,

@@ -62,6 +62,19 @@ class Case:
     def __hash__(self) -> int:
         return hash((self.id, self.frontend))
 
+    @property
+    def title(self) -> str:
+        """A one-line name for people: the label (and sub-label), else the statement's
+        first line; the description and a thread count above one after it."""
+        name = self.label or (self.stmt.strip().splitlines() or [self.id])[0]
+        if self.sub_label:
+            name += f": {self.sub_label}"
+        if self.description:
+            name += f" [{self.description}]"
+        if self.threads > 1:
+            name += f" ({self.threads} threads)"
+        return name
+
 
 @dataclasses.dataclass(frozen=True)
 class Failure:

@@ -4,7 +4,8 @@ machines: one row a machine fingerprint (its details once). runs: one row a run,
 its provenance and status (running, ok, failed, interrupted). cases: one row a stable
 case id and what defines it. results: one row a (run, case, metric), with the summary
 statistics, warnings, a failure if the case failed, and the raw samples packed as
-little-endian float64 bytes (a column, not a row a sample)."""
+little-endian float64 bytes (a column, not a row a sample). change_marks: what was said
+of a detected change (dismissed, acknowledged, confirmed or not by re-measuring)."""
 
 from __future__ import annotations
 
@@ -87,4 +88,22 @@ results = sa.Table(
     sa.Column("recorded", sa.Text, nullable=False),
     sa.Index("results_case_metric", "case_id", "metric"),
     sa.Index("results_run", "run_id"),
+)
+
+# what users (or `regressions --confirm`) said of a detected change, keyed by the change's
+# series and its first bad run: dismissed, acknowledged, confirmed, not-confirmed
+change_marks = sa.Table(
+    "change_marks", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("case_id", sa.Text, sa.ForeignKey("cases.id"), nullable=False),
+    sa.Column("metric", sa.String(16), nullable=False),
+    sa.Column("machine", sa.String(32)),
+    sa.Column("env", sa.Text),
+    sa.Column("first_bad_run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("mark", sa.String(16), nullable=False),
+    sa.Column("note", sa.Text, nullable=False),
+    sa.Column("by", sa.Text),
+    sa.Column("at", sa.Text, nullable=False),
+    sa.Index("change_marks_change", "case_id", "metric", "first_bad_run"),
 )

@@ -23,8 +23,10 @@ from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 from torchmark.store import schema
 
-HEAD = "0001"  # the newest migration
-REVISIONS = ("0001",)  # every migration this torchmark knows, oldest first
+HEAD = "0002"  # the newest migration
+REVISIONS = ("0001", "0002")  # every migration this torchmark knows, oldest first
+# what can be said of a detected change (schema.change_marks)
+CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed")
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
 
 
@@ -331,6 +333,76 @@ class Store:
         if not updated:
             raise StoreError(f"the store at {self.where} holds no run {run_id} "
                              "(`torchmark runs` lists them)")
+
+    def result_records(self, *, run: int | None = None, case: str | None = None,
+                       metric: str | None = None) -> list[Result]:
+        """Stored results as the core's Result records (raw samples, case, provenance of
+        their run), oldest first: what the gate and `compare` work on."""
+        from torchmark.core.result import Case, Failure
+
+        r, res, c = schema.runs, schema.results, schema.cases
+        query = sa.select(res.c.case_id, res.c.metric, res.c.unit, res.c.number_per_run,
+                          res.c.samples, res.c.warnings, res.c.failure, res.c.failure_tail,
+                          res.c.extra, res.c.env, c.c.frontend, c.c.stmt, c.c.setup,
+                          c.c.label, c.c.sub_label, c.c.description, c.c.threads,
+                          c.c.device, c.c.params, r.c.provenance).join(
+            r, r.c.id == res.c.run_id).join(c, c.c.id == res.c.case_id)
+        for column, value in ((res.c.run_id, run), (res.c.case_id, case),
+                              (res.c.metric, metric)):
+            if value is not None:
+                query = query.where(column == value)
+        out = []
+        with self.engine.connect() as conn:
+            for row in conn.execute(query.order_by(r.c.started, res.c.id)):
+                case_record = Case(id=row.case_id, frontend=row.frontend, stmt=row.stmt,
+                                   setup=row.setup, label=row.label, sub_label=row.sub_label,
+                                   description=row.description, env=row.env,
+                                   threads=row.threads, device=row.device,
+                                   params=row.params or {})
+                out.append(Result(
+                    case=case_record, metric=row.metric, samples=tuple(unpack(row.samples)),
+                    number_per_run=int(row.number_per_run), unit=row.unit,
+                    warnings=tuple(row.warnings or ()),
+                    failure=Failure(row.failure, row.failure_tail or "")
+                    if row.failure is not None else None,
+                    provenance=Provenance.from_dict(row.provenance)
+                    if row.provenance else None, extra=row.extra or {}))
+        return out
+
+    def run_ids(self, *, commit: str | None = None, env: str | None = None,
+                machine: str | None = None, status: Sequence[str] = ("ok", "interrupted")
+                ) -> list[int]:
+        """The ids of runs that ended with one of `status`, newest first: made at a commit
+        (a prefix of its SHA), with an env label, on a machine."""
+        r = schema.runs
+        query = sa.select(r.c.id).where(r.c.status.in_(list(status)))
+        if commit is not None:
+            query = query.where(r.c.git_commit.startswith(commit, autoescape=True))
+        query = _filtered(query, r, None, machine, env)
+        with self.engine.connect() as conn:
+            return list(conn.execute(query.order_by(r.c.started.desc(), r.c.id.desc()))
+                        .scalars())
+
+    def mark_change(self, *, case_id: str, metric: str, first_bad_run: int, mark: str,
+                    note: str = "", machine: str | None = None, env: str | None = None,
+                    by: str | None = None) -> None:
+        """Record what was said of a detected change (one of CHANGE_MARKS); the newest
+        mark of a change is the one that counts."""
+        if mark not in CHANGE_MARKS:
+            raise ValueError(f"a change's mark must be one of {', '.join(CHANGE_MARKS)}")
+        with self.engine.begin() as conn:
+            conn.execute(schema.change_marks.insert().values(
+                case_id=case_id, metric=metric, first_bad_run=first_bad_run, mark=mark,
+                note=note, machine=machine, env=env, by=by, at=utc_now()))
+
+    def change_marks(self) -> dict[tuple[str, str, int], dict[str, Any]]:
+        """The newest mark of each change: (case id, metric, first bad run) -> the mark,
+        its note, who and when."""
+        m = schema.change_marks
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(m).order_by(m.c.id))
+            return {(row.case_id, row.metric, row.first_bad_run): dict(row._mapping)
+                    for row in rows}
 
     def measurements(self, run: int) -> list[Any]:
         """A run's time results (wall or device) as Measurements (per-run samples back to

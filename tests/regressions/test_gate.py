@@ -1,0 +1,121 @@
+"""`torchmark gate` on constructed stores: a clear slowdown, a clear speed-up, noise
+only, an instruction-count step; and how its references resolve."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from torchmark.cli.main import main
+from torchmark.core.provenance import Provenance
+from torchmark.core.result import Case, Result
+from torchmark.records import save_results
+from torchmark.store import Store
+
+CASES = [Case(id=f"timeit:c{i}", frontend="timeit", stmt=f"torch.add(x, {i})",
+              label="add", sub_label=f"n={i}") for i in range(4)]
+COUNTED = Case(id="callgrind:c", frontend="callgrind", stmt="torch.add(x, 1)", label="add")
+
+
+def wall(case: Case, median: float, seed: int, noise: float = 0.01, n: int = 30) -> Result:
+    rng = np.random.default_rng(seed)
+    samples = median * (1 + noise * rng.standard_normal(n))
+    return Result(case=case, metric="wall", samples=tuple(samples), number_per_run=100,
+                  unit="s")
+
+
+def counts(value: float) -> Result:
+    return Result(case=COUNTED, metric="instructions", samples=(value,) * 3, unit="instructions")
+
+
+def record(store: Store, results: list[Result], commit: str, env: str = "ci") -> int:
+    provenance = dataclasses.replace(Provenance.capture(env=env), git_commit=commit)
+    run = store.start_run(provenance)
+    store.record(results, run)
+    store.finish_run(run, "ok")
+    return run
+
+
+@pytest.fixture
+def db(tmp_path):
+    return f"sqlite:///{tmp_path / 'gate.db'}"
+
+
+def gate(db: str, *args: str) -> int:
+    return main(["gate", "--db", db, *args])
+
+
+def test_a_clear_slowdown_fails_and_writes_a_markdown_table(db, tmp_path, capsys):
+    store = Store(db)
+    base = record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "aaaa1111")
+    slower = [wall(c, 1e-5 * (1.25 if i == 2 else 1.0), 10 + i) for i, c in enumerate(CASES)]
+    cand = record(store, slower, "bbbb2222")
+    md = tmp_path / "gate.md"
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand),
+                "--markdown", str(md)) == 1
+    out = capsys.readouterr()
+    assert "1 regressed" in out.out and "regressed" in out.err
+    text = md.read_text()
+    assert "| add: n=2 | wall |" in text and "+24.9%" in text and "n=1" not in text
+    # the same comparison named by commit, and by `latest`
+    assert gate(db, "--baseline", "commit:aaaa", "--candidate", "latest") == 1
+    # a threshold above the step passes
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand),
+                "--max-slowdown", "40%") == 0
+
+
+def test_a_clear_speedup_passes(db, capsys):
+    store = Store(db)
+    base = record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "a1")
+    cand = record(store, [wall(c, 0.7e-5, 20 + i) for i, c in enumerate(CASES)], "b2")
+    assert gate(db, "--baseline", f"run:{base}", "--candidate", f"run:{cand}") == 0
+    assert "4 improved" in capsys.readouterr().out
+
+
+def test_noise_only_passes(db, capsys):
+    """Ten candidate runs of the same build against one baseline, 3% noise: no alarm."""
+    store = Store(db)
+    base = record(store, [wall(c, 1e-5, i, noise=0.03) for i, c in enumerate(CASES)], "a1")
+    for k in range(10):
+        cand = record(store, [wall(c, 1e-5, 100 * k + i, noise=0.03)
+                              for i, c in enumerate(CASES)], "a1")
+        assert gate(db, "--baseline", str(base), "--candidate", str(cand)) == 0
+
+
+def test_instruction_counts_are_gated_exactly(db, capsys):
+    store = Store(db)
+    base = record(store, [counts(1_000_000)], "a1")
+    up = record(store, [counts(1_008_000)], "b2")  # +0.8%: exact, so a real step
+    assert gate(db, "--baseline", str(base), "--candidate", str(up), "--metric",
+                "instructions", "--max-slowdown", "0.5%") == 1
+    assert "+0.8%" in capsys.readouterr().out
+    assert gate(db, "--baseline", str(base), "--candidate", str(up),
+                "--max-slowdown", "1%") == 0
+
+
+def test_refs_by_env_and_file_and_case_patterns(db, tmp_path):
+    store = Store(db)
+    record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "a1", env="before")
+    slower = [wall(c, 1.5e-5 if i == 0 else 1e-5, 30 + i) for i, c in enumerate(CASES)]
+    record(store, slower, "a1", env="after")
+    assert gate(db, "--baseline", "env:before", "--candidate", "env:after") == 1
+    assert gate(db, "--baseline", "env:before", "--candidate", "env:after",
+                "--cases", "add: n=[123]") == 0
+    path = tmp_path / "cand.jsonl"
+    save_results(path, slower)
+    assert gate(db, "--baseline", "env:before", "--candidate", str(path)) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--baseline", "nosuch", "--candidate", "latest"], "is not a run id"),
+    (["--baseline", "run:99", "--candidate", "latest"], "holds no results"),
+    (["--baseline", "latest", "--candidate", "latest", "--metric", "device"], "no case in common"),
+    (["--baseline", "latest", "--candidate", "latest", "--max-slowdown", "-3"], "max-slowdown"),
+])
+def test_usage_errors_exit_2(db, capsys, args, message):
+    store = Store(db)
+    record(store, [wall(CASES[0], 1e-5, 0)], "a1")
+    assert gate(db, *args) == 2
+    assert message in capsys.readouterr().err
