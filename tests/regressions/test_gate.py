@@ -119,3 +119,16 @@ def test_usage_errors_exit_2(db, capsys, args, message):
     record(store, [wall(CASES[0], 1e-5, 0)], "a1")
     assert gate(db, *args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_compare_of_two_stored_runs_gives_each_case_a_verdict(db, capsys):
+    store = Store(db)
+    base = record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "a1")
+    cand = record(store, [wall(c, 1e-5 * (1.3 if i == 0 else 1.0), 40 + i)
+                          for i, c in enumerate(CASES)], "b2")
+    assert main(["compare", f"run:{base}", f"run:{cand}", "--db", db]) == 0
+    out = capsys.readouterr().out
+    verdicts = [line for line in out.splitlines() if line.startswith("add / n=")]
+    assert len(verdicts) == 4
+    assert verdicts[0].startswith("add / n=0") and "slower by 29.8%" in verdicts[0]
+    assert sum("no significant change" in v for v in verdicts) == 3

@@ -62,6 +62,54 @@ def _few_samples_hint(results) -> list[str]:
             "mean per case)"]
 
 
+def compare_sides(sides, confidence: float, min_effect: float, seed: int):
+    """ab_test of every case the two sides share: the results, the cases found on one
+    side only, and the cases that could not be compared (one line each)."""
+    from torchmark.compare.ab import ab_test, pair_measurements
+
+    pairs, only_a, only_b = pair_measurements(sides[0], sides[1])
+    results, errors = [], []
+    for name, a, b in pairs:
+        try:
+            results.append(ab_test(a, b, confidence=confidence, min_effect=min_effect,
+                                   seed=seed, name=name))
+        except ValueError as e:  # one case that cannot be compared does not stop the rest
+            errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")
+    return results, only_a, only_b, errors
+
+
+def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
+                  min_effect: float, markdown_table: bool = False) -> list[str]:
+    """The verdicts as a table (text or Markdown) with what was left out and the counts."""
+    from torchmark.compare.ab import SEQUENTIAL_SPREADS
+    from torchmark.compare.plain_table import align, markdown
+
+    header = ["case", "baseline", "candidate", "ratio", f"{confidence * 100:g}% CI", "p",
+              "verdict"]
+    right = [False, True, True, True, False, True, False]
+    rows = [_row(r) for r in results]
+    head = (f"baseline: {names[0]}; candidate: {names[1]}; ratio = candidate / baseline "
+            f"median, bootstrap interval; changes under {min_effect * 100:g}% count as no "
+            "change")
+    if markdown_table:
+        lines = [head, "", *markdown(header, rows, right)]
+    else:
+        lines = [head, *align(header, rows, right, rule=True)]
+    lines += _unmatched(only_a, only_b, errors) + _few_samples_hint(results)
+    counts = {v: sum(r.verdict == v for r in results)
+              for v in ("faster", "slower", "unsure", "no significant change",
+                        "too few samples")}
+    lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
+                 "in common")
+    if any(not r.paired for r in results):
+        lines.append(f"note: the two sides were measured at different times, so drift "
+                     f"between them (another job, a warmer CPU) is not controlled: a "
+                     f"change is called only beyond {SEQUENTIAL_SPREADS:g} times the two "
+                     f"runs' spreads, else \"unsure\" (docs/ab.md); `torchmark timeit A "
+                     f"--vs B` or measure_ab() interleave the two and cancel drift")
+    return lines
+
+
 @click.command("ab")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--confidence", type=Proportion(0.5, 1, low_open=True, high_open=True),
@@ -91,8 +139,6 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed, db):
     FILES: BASELINE CANDIDATE (saved measurements or `ops` results), or one file whose
     measurements hold two envs (`timeit --env before --save f.json`, then `--env after`)."""
     from torchmark.cli.measurement_files import read_measurement_files
-    from torchmark.compare.ab import SEQUENTIAL_SPREADS, ab_test, pair_measurements
-    from torchmark.compare.plain_table import align, markdown
 
     if len(files) > 2:
         raise click.UsageError(f"give one or two files, got {len(files)}")
@@ -112,15 +158,7 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed, db):
     for side, name in zip(sides, names, strict=True):
         if not side:
             raise click.UsageError(f"{name}: holds no measurements")
-    pairs, only_a, only_b = pair_measurements(sides[0], sides[1])
-    results, errors = [], []
-    for name, a, b in pairs:
-        try:
-            results.append(ab_test(a, b, confidence=confidence, min_effect=min_effect,
-                                   seed=seed, name=name))
-        except ValueError as e:  # one case that cannot be compared does not stop the rest
-            errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")
-
+    results, only_a, only_b, errors = compare_sides(sides, confidence, min_effect, seed)
     if fmt == "jsonl":
         for r in results:
             click.echo(json.dumps(r.to_dict()))
@@ -136,30 +174,8 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed, db):
                 "p_value")), r.verdict])
         click.echo(out.getvalue(), nl=False)
     else:
-        header = ["case", "baseline", "candidate", "ratio", f"{confidence * 100:g}% CI", "p",
-                  "verdict"]
-        right = [False, True, True, True, False, True, False]
-        rows = [_row(r) for r in results]
-        head = (f"baseline: {names[0]}; candidate: {names[1]}; ratio = candidate / baseline "
-                f"median, bootstrap interval; changes under {min_effect * 100:g}% count as no "
-                "change")
-        if fmt == "markdown":
-            lines = [head, "", *markdown(header, rows, right)]
-        else:
-            lines = [head, *align(header, rows, right, rule=True)]
-        lines += _unmatched(only_a, only_b, errors) + _few_samples_hint(results)
-        counts = {v: sum(r.verdict == v for r in results)
-                  for v in ("faster", "slower", "unsure", "no significant change",
-                            "too few samples")}
-        lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
-                     "in common")
-        if any(not r.paired for r in results):
-            lines.append(f"note: the two sides were measured at different times, so drift "
-                         f"between them (another job, a warmer CPU) is not controlled: a "
-                         f"change is called only beyond {SEQUENTIAL_SPREADS:g} times the two "
-                         f"runs' spreads, else \"unsure\" (docs/ab.md); `torchmark timeit A "
-                         f"--vs B` or measure_ab() interleave the two and cancel drift")
-        click.echo("\n".join(lines))
+        click.echo("\n".join(verdict_lines(results, only_a, only_b, errors, names, confidence,
+                                           min_effect, markdown_table=fmt == "markdown")))
     if fmt in ("csv", "jsonl"):  # the machine-readable output holds compared cases only
         for line in _unmatched(only_a, only_b, errors) + _few_samples_hint(results):
             click.echo(line, err=True)
