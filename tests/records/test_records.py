@@ -146,3 +146,14 @@ def _copy(source: Path, folder: Path) -> Path:
     target = folder / source.name
     target.write_bytes(source.read_bytes())
     return target
+
+
+def test_a_suite_case_that_failed_after_its_wall_time_carries_its_failure():
+    from torchmark.records import from_suite_record
+
+    record = {"type": "case", "id": "a [py explicit t1]", "status": "failed",
+              "timer_args": {"stmt": "f()"}, "wall": {"times": [1e-6], "number_per_run": 10},
+              "error": "callgrind: boom"}
+    wall, failed = from_suite_record(record)
+    assert wall.ok and wall.metric == "wall"
+    assert failed.metric == "instructions" and failed.failure.error == "callgrind: boom"

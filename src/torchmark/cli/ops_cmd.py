@@ -12,7 +12,12 @@ from typing import Any
 import click
 
 from torchmark.cli.signals import Terminated
-from torchmark.cli.store_options import recorder, recording_options
+from torchmark.cli.store_options import (
+    recorder,
+    recording_options,
+    resume_run_option,
+    resumed_cases,
+)
 from torchmark.core.threads import MAX_THREADS
 from torchmark.ops.executor import EXEC_MODES, PROFILER_RANGE_ENV
 
@@ -78,9 +83,7 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               help="Import MODULE (a module name or a .py file) first; it registers "
                    "operators with register_op.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
-@click.option("--resume-run", type=click.IntRange(min=1), default=None, metavar="RUN",
-              help="Continue run RUN of the store: its cases recorded without failure "
-                   "are skipped, the others recorded into it.")
+@resume_run_option
 @recording_options
 def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, exec_mode,
             l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
@@ -119,6 +122,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         argv += [f"--resume-id={resume_id}"] * bool(resume_id) + \
             [f"--stop-id={stop_id}"] * bool(stop_id)
         argv += [f"--db={db}"] * bool(db) + ["--no-store"] * no_store
+        argv += [f"--resume-run={resume_run}"] * bool(resume_run)
         codes = [_nsight(tool, device, argv, prefix)
                  for tool, on in (("ncu", ncu), ("nsys", nsys)) if on]
         return max(codes)
@@ -126,6 +130,8 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     if not prefix:
         raise click.UsageError("-o/--output-prefix: give a path prefix (PREFIX.jsonl)")
     out = f"{prefix}.jsonl"
+    # the stored run's finished cases (its results are per phase: case#forward, ...)
+    done = {case.split("#")[0] for case in resumed_cases(db, no_store, resume_run)}
     if not resume_file:
         prepare_output(out, SCHEMA, "ops results", "-o")
     # beside the results: with --resume, beside the file resumed (not -o's prefix)
@@ -149,13 +155,6 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         started.append(True)
 
     try:
-        done: set[str] = set()
-        if resume_run is not None:
-            if no_store:
-                raise click.UsageError("--resume-run reads the store: drop --no-store")
-            from torchmark.cli.store_options import open_store
-
-            done = {case.split("#")[0] for case in open_store(db).finished_cases(resume_run)}
         with recorder(db, no_store, resume_run=resume_run, config=str(config_path)) as rec:
             import dataclasses
 

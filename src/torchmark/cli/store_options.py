@@ -1,4 +1,6 @@
-"""The option every command that reads or writes the store takes: --db URL."""
+"""The store's options: --db URL (every command that reads or writes the store),
+--no-store (every command that measures), --resume-run RUN (those that can continue a
+stored run)."""
 
 from __future__ import annotations
 
@@ -39,3 +41,35 @@ def recorder(db: str | None, no_store: bool, resume_run: int | None = None,
 
     return RunRecorder(db, enabled=not no_store, tags=tags,
                        command=list(COMMAND_LINE) or None, resume_run=resume_run)
+
+
+def resume_run_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--resume-run RUN, for a command that can continue a run of the store."""
+    return click.option("--resume-run", type=click.IntRange(min=1), default=None,
+                        metavar="RUN",
+                        help="Continue run RUN of the store: its cases recorded without "
+                             "failure are skipped, the others recorded into it.")(command)
+
+
+def resumed_cases(db: str | None, no_store: bool, resume_run: int | None) -> set[str]:
+    """The ids of the cases stored run `resume_run` recorded without failure, which
+    `--resume-run` skips (none without it). A usage error when recording is off or the
+    store holds no such run: checked before the command replaces any file."""
+    if resume_run is None:
+        return set()
+    from torchmark.store.store import recording_off
+
+    if no_store:
+        raise click.UsageError("--resume-run reads the store: drop --no-store")
+    if recording_off():
+        raise click.UsageError("--resume-run reads the store: unset TORCHMARK_NO_STORE")
+    store = open_store(db)
+    try:
+        done: set[str] = store.finished_cases(resume_run)
+        # a run with finished cases exists; only one without needs the list of runs
+        if not done and all(run["id"] != resume_run for run in store.runs()):
+            raise click.UsageError(f"--resume-run {resume_run}: the store at {store.where} "
+                                   f"holds no run {resume_run} (`torchmark runs` lists them)")
+        return done
+    finally:
+        store.close()

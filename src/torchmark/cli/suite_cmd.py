@@ -8,7 +8,12 @@ from collections import defaultdict
 import click
 
 from torchmark.cli.params import FiniteRange
-from torchmark.cli.store_options import recorder, recording_options
+from torchmark.cli.store_options import (
+    recorder,
+    recording_options,
+    resume_run_option,
+    resumed_cases,
+)
 
 _FILTER = click.option("--filter", "pattern", default=None,
                        help="Only cases whose id matches this regular expression "
@@ -110,9 +115,10 @@ def _summary_table(records: list[dict]) -> object:
               help="Extra attempts for a case whose worker died or hung.")
 @click.option("--no-wall", is_flag=True, help="Skip wall times.")
 @click.option("--no-instructions", is_flag=True, help="Skip instruction counts.")
+@resume_run_option
 @recording_options
 def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number, min_run_time,
-            timeout, retries, no_wall, no_instructions, db, no_store):
+            timeout, retries, no_wall, no_instructions, resume_run, db, no_store):
     """Run the suite: wall times and instruction counts per case, into OUT."""
     from rich.console import Console
 
@@ -129,6 +135,7 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     cases = select(load_cases(definitions), pattern, subset)
     if not cases:
         raise click.UsageError("no case matches --filter")
+    done = resumed_cases(db, no_store, resume_run)  # suite results keep the case's own id
     if not resume:
         prepare_output(out, SCHEMA, "suite results", "--out")
     progress = progress_bar()  # shown once the runner has checked its inputs
@@ -138,7 +145,7 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     def on_phase(phase: str) -> None:
         progress.update(task, description=phase)
 
-    with recorder(db, no_store, suite=str(out)) as rec:
+    with recorder(db, no_store, resume_run=resume_run, suite=str(out)) as rec:
         from torchmark.records import from_suite_record
 
         def on_record_stored(record: dict) -> None:
@@ -146,12 +153,14 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
             rec.add(from_suite_record(record))  # each case as it finishes
 
         runner = SuiteRunner(cases, out, options, resume=resume, on_record=on_record_stored,
-                             on_phase=on_phase)
+                             on_phase=on_phase, done=done)
         progress.update(task, total=len(runner.cases), completed=0)
         with progress:
             summary = runner.run()
     Console().print(_summary_table(summary.records))
-    click.echo(f"{summary.ok} ok, {summary.failed} failed, {summary.skipped} already in {out}; "
+    where = str(out) if resume_run is None else \
+        f"{out} or run {resume_run}" if resume else f"run {resume_run}"
+    click.echo(f"{summary.ok} ok, {summary.failed} failed, {summary.skipped} already in {where}; "
                f"{summary.elapsed_s:.1f} s ({summary.compile_s:.1f} s preparing) -> {out}")
     return 1 if summary.failed else 0
 

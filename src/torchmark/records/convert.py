@@ -113,7 +113,8 @@ def from_ops_record(record: Mapping[str, Any], header: Mapping[str, Any] | None 
 
 def from_suite_record(record: Mapping[str, Any], *,
                       provenance: Provenance | None = None) -> list[Result]:
-    """A suite case record: its wall time and its instruction counts, or its failure."""
+    """A suite case record: its wall time and its instruction counts, and its failure
+    when it failed (a case that failed counting its instructions keeps its wall time)."""
     args = record.get("timer_args") or {}
     labels = record.get("label") or []
     case = Case(id=str(record["id"]), frontend="suite", stmt=str(args.get("stmt", "")),
@@ -135,8 +136,9 @@ def from_suite_record(record: Mapping[str, Any], *,
                               number_per_run=number, provenance=provenance,
                               extra={"median_total": counts.get("median"),
                                      "spread": counts.get("spread")}))
-    if not results:
-        results.append(Result(case=case, metric="wall",
+    if not results or record.get("status", "ok") != "ok":
+        # a case with a wall time failed counting its instructions (the stage after it)
+        results.append(Result(case=case, metric="instructions" if results else "wall",
                               failure=Failure(str(record.get("error") or record.get("status"))),
                               provenance=provenance, extra={"status": record.get("status")}))
     return results

@@ -18,7 +18,7 @@ import queue
 import statistics
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -139,8 +139,10 @@ class SuiteRunner:
     def __init__(self, cases: Sequence[Case], out: str | os.PathLike,
                  options: RunOptions | None = None, resume: bool = False,
                  on_record: Callable[[dict[str, Any]], None] | None = None,
-                 on_phase: Callable[[str], None] | None = None) -> None:
+                 on_phase: Callable[[str], None] | None = None,
+                 done: Collection[str] = ()) -> None:
         self.options = options or RunOptions()
+        self.done = frozenset(done)  # ids finished elsewhere (a stored run resumed): skipped
         ids = [c.id for c in cases]
         if len(set(ids)) != len(ids):
             raise ValueError("suite run: the cases contain duplicate ids")
@@ -153,12 +155,13 @@ class SuiteRunner:
         self._writer_closed = False
 
     def _select_cases(self) -> None:
-        """The cases to run: with resume, those the results file does not hold as done."""
+        """The cases to run: those not in `done` and, with resume, not held as done by the
+        results file."""
         cases = self._all_cases
         done = finished_ids(self.out, dataclasses.asdict(self.options),
                             {c.id: c.timer_args.to_dict() for c in cases}) \
             if self.resume else set()
-        self.cases = [c for c in cases if c.id not in done]
+        self.cases = [c for c in cases if c.id not in done and c.id not in self.done]
         self.skipped = len(cases) - len(self.cases)
 
     # -- preparation ------------------------------------------------------------------

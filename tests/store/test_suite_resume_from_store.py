@@ -1,0 +1,94 @@
+"""`suite run --resume-run RUN`: a suite run killed with SIGKILL leaves a store that opens
+with every finished case whole, and resuming it from the store runs the rest into the
+same run, no case twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from torchmark.cli.main import main
+from torchmark.store import Store
+
+DEFS = str(Path(__file__).resolve().parents[1] / "suite" / "defs_small.py")
+CASES = {f"case {i} [py explicit t1]" for i in range(8)}  # defs_small's "many" cases
+
+
+def suite_argv(out: Path, db: str) -> list[str]:
+    return ["suite", "run", "--definitions", DEFS, "--no-instructions", "--workers", "1",
+            "--min-run-time", "0.2", "--out", str(out), "--db", db]
+
+
+def case_lines(path: Path) -> dict[str, dict]:
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {x["id"]: x for x in lines if x.get("type") == "case"}
+
+
+def kill_when_stored(argv: list[str], store: Store, at_least: int) -> None:
+    """Run `torchmark ARGV` and SIGKILL it, with everything it started, once the store holds
+    `at_least` finished cases (before it finishes them all)."""
+    proc = subprocess.Popen([sys.executable, "-m", "torchmark", *argv],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            runs = store.runs()
+            if runs and len(store.finished_cases(runs[0]["id"])) >= at_least:
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # no clean-up: not the footer, not the run's end
+        proc.wait()
+
+
+@pytest.mark.slow
+def test_a_killed_suite_run_resumes_from_the_store(store_url, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TORCHMARK_TEST_DEFS", "many")
+    store = Store(store_url)  # the schema made before the run starts
+    kill_when_stored(suite_argv(tmp_path / "first.jsonl", store_url), store, at_least=3)
+    store.close()
+
+    store = Store(store_url)  # it opens
+    [run] = store.runs()
+    assert run["status"] == "running"  # killed: never marked finished
+    rows = store.results(run=run["id"], samples=True)
+    stored = [row["case_id"] for row in rows]
+    assert 3 <= len(stored) < len(CASES) and len(stored) == len(set(stored))
+    in_file = case_lines(tmp_path / "first.jsonl")  # a case is written, then stored
+    for row in rows:  # each finished case whole: its samples as measured, no failure
+        assert row["metric"] == "wall" and row["failure"] is None
+        assert row["samples"] == in_file[row["case_id"]]["wall"]["times"]
+    store.close()
+
+    rest = tmp_path / "rest.jsonl"
+    assert main([*suite_argv(rest, store_url), "--resume-run", str(run["id"])]) == 0
+    store = Store(store_url)
+    [resumed] = store.runs()
+    cases = [row["case_id"] for row in store.results(run=run["id"])]
+    assert resumed["id"] == run["id"] and resumed["status"] == "ok"
+    assert sorted(cases) == sorted(CASES)  # each case once: none twice, none missing
+    store.close()
+    assert set(case_lines(rest)) == CASES - set(stored)  # only the rest ran
+    assert f"{len(stored)} already in run {run['id']};" in capsys.readouterr().out
+
+
+def test_resume_run_needs_the_store_and_a_run_it_holds(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TORCHMARK_TEST_DEFS", "many")
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    out = tmp_path / "r.jsonl"
+    assert main([*suite_argv(out, db), "--resume-run", "1", "--no-store"]) == 2
+    assert "--resume-run reads the store: drop --no-store" in capsys.readouterr().err
+    assert main([*suite_argv(out, db), "--resume-run", "7"]) == 2
+    err = capsys.readouterr().err
+    assert "--resume-run 7: the store at " in err and "holds no run 7" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()  # refused before any file was made
+    assert Store(db).runs() == []
