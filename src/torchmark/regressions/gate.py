@@ -134,7 +134,8 @@ def gate(baseline: Sequence[Result], candidate: Sequence[Result], *,
                       tuple(f"{name[k]} [{k[1]}]" for k in b if k not in a), max_slowdown)
 
 
-def _value(x: float, unit: str) -> str:
+def format_value(x: float, unit: str) -> str:
+    """A value in its unit: times scaled (12.5 us), counts with separators."""
     if not math.isfinite(x):
         return "-"
     if unit == "s":
@@ -153,8 +154,8 @@ def table_rows(rows: Sequence[GateRow]) -> list[list[str]]:
         interval = ("exact" if r.metric == "instructions" and math.isfinite(r.ratio) else
                     f"[{r.low:.3f}, {r.high:.3f}]" if math.isfinite(r.low) else "-")
         change = f"{r.ratio - 1:+.1%}" if math.isfinite(r.ratio) else "-"
-        out.append([r.title, r.metric, _value(r.baseline, r.unit),
-                    _value(r.candidate, r.unit), change, interval,
+        out.append([r.title, r.metric, format_value(r.baseline, r.unit),
+                    format_value(r.candidate, r.unit), change, interval,
                     r.verdict + (f" ({r.note})" if r.note else "")])
     return out
 
