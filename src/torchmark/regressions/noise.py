@@ -1,0 +1,107 @@
+"""The noise model: a series on a log scale (steps become relative), isolated outliers
+replaced by their neighbours' median, the run-to-run noise measured robustly, and each
+run's own uncertainty from the spread of its raw samples."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from torchmark.core.errors import UsageError
+
+MAD_TO_SD = 1.4826  # a normal distribution's standard deviation over its median absolute deviation
+IQR_TO_SD = 0.7413  # ... over its interquartile range
+MEDIAN_SE = math.sqrt(math.pi / 2)  # a median's standard error over a mean's (normal samples)
+HALF_WINDOW = 3  # outliers: up to this many in a row are replaced
+OUTLIER_SDS = 3.5  # ... when this many noise standard deviations from their neighbours
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A series ready for segmentation and tests: `values` as given, `y` their logs with
+    isolated outliers replaced, `errors` each run's standard error on that scale (0
+    without raw samples), `scale` the run-to-run noise (at least `floor`)."""
+
+    values: np.ndarray
+    y: np.ndarray
+    errors: np.ndarray
+    scale: float
+    floor: float
+
+
+def prepare(values: Sequence[float], samples: Sequence[Sequence[float]] | None,
+            floor: float) -> Prepared:
+    """Check and prepare a series (positive finite values in time order, raw samples
+    per run or None); `floor` is the least relative noise assumed."""
+    array = _positive(values, "values")
+    if array.ndim != 1:
+        raise UsageError(f"values: expected a sequence of numbers, got shape {array.shape}")
+    y = np.log(array)
+    floor = math.log1p(floor)
+    scale = max(difference_sd(y), floor)
+    return Prepared(array, replace_outliers(y, scale), run_errors(samples, len(array)),
+                    scale, floor)
+
+
+def _positive(values: object, name: str) -> np.ndarray:
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{name}: expected numbers, got {values!r:.80}") from e
+    if array.size and not (np.isfinite(array).all() and (array > 0).all()):
+        raise UsageError(f"{name}: expected positive finite numbers (times or counts), "
+                         f"got {array[~(np.isfinite(array) & (array > 0))][:3].tolist()}")
+    return array
+
+
+def robust_sd(x: np.ndarray) -> float:
+    """The standard deviation that the median absolute deviation implies."""
+    return float(MAD_TO_SD * np.median(np.abs(x - np.median(x)))) if x.size else 0.0
+
+
+def difference_sd(y: np.ndarray) -> float:
+    """The noise of a series from its consecutive differences: a step moves one
+    difference only, so levels do not count as noise."""
+    return robust_sd(np.diff(y)) / math.sqrt(2) if y.size > 2 else 0.0
+
+
+def replace_outliers(y: np.ndarray, scale: float) -> np.ndarray:
+    """A Hampel filter: a point further than OUTLIER_SDS * scale from the median of the
+    HALF_WINDOW points either side of it (fewer at the ends: a first point too) takes
+    that median. Levels of HALF_WINDOW + 1 points or more are kept."""
+    if y.size < 3:
+        return y
+    padded = np.pad(y, HALF_WINDOW, constant_values=np.nan)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * HALF_WINDOW + 1)
+    local = np.nanmedian(windows, axis=1)
+    return np.where(np.abs(y - local) > OUTLIER_SDS * scale, local, y)
+
+
+def run_errors(samples: Sequence[Sequence[float]] | None, n: int) -> np.ndarray:
+    """Each run's standard error on the log scale, from the interquartile range of its
+    raw samples; a run with fewer than 3 samples takes the median of the others; zeros
+    without samples."""
+    if samples is None:
+        return np.zeros(n)
+    if len(samples) != n:
+        raise UsageError(f"samples: expected one sequence of raw samples per value ({n}), "
+                         f"got {len(samples)}")
+    counts = np.array([len(s) if s is not None else 0 for s in samples])
+    width = int(counts.max(initial=0))
+    if width < 3:
+        return np.zeros(n)
+    padded = np.full((n, width), np.nan)
+    for i, run in enumerate(samples):
+        if counts[i]:
+            padded[i, :counts[i]] = _positive(run, f"samples[{i}]")
+        else:
+            padded[i, 0] = 1.0  # no sample: a placeholder, replaced below
+    logs = np.log(padded)
+    q1, q3 = np.nanpercentile(logs, [25, 75], axis=1)
+    with np.errstate(invalid="ignore"):
+        errors = MEDIAN_SE * IQR_TO_SD * (q3 - q1) / np.sqrt(counts)
+    known = counts >= 3
+    return np.where(known, errors, np.median(errors[known]) if known.any() else 0.0)
