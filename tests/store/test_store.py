@@ -174,3 +174,24 @@ def test_four_processes_open_a_new_store_at_once(store_url):
         p.join(timeout=300)
         assert p.exitcode == 0
     assert Store(store_url).schema_version() == HEAD
+
+
+def test_user_code_records_a_timers_measurements_and_reads_a_table(store_url):
+    """record() takes what the Timer returns (torch's Measurements too); table() gives
+    columns a DataFrame takes as they are."""
+    import torch.utils.benchmark as torch_benchmark
+
+    from torchmark.store.store import TABLE_COLUMNS
+    from torchmark.timing.timer_class import Timer
+
+    ours = Timer("x + 1", "x = torch.ones(4)", label="add").blocked_autorange(
+        min_run_time=0.05)
+    theirs = torch_benchmark.Timer("x + 1", "x = torch.ones(4)", label="add",
+                                   description="torch").blocked_autorange(min_run_time=0.05)
+    store = Store(store_url)
+    assert store.record([ours, theirs]) == 2
+    table = store.table()
+    assert len(table["median"]) == 2 and table["label"] == ["add", "add"]
+    assert tuple(table) == TABLE_COLUMNS
+    assert all(m > 0 for m in table["median"])
+    store.close()

@@ -9,11 +9,6 @@ import click
 
 from torchmark.cli.store_options import db_option
 
-SUMMARY = ("run_id", "started", "case_id", "frontend", "label", "sub_label", "description",
-           "stmt", "metric", "unit", "number_per_run", "n", "median", "mean", "iqr", "min",
-           "max", "failure", "git_commit", "machine", "run_env", "torch_version", "threads",
-           "device")
-
 
 @click.command("export")
 @click.option("--since", default=None, help="Runs started on or after this date (ISO).")
@@ -28,6 +23,7 @@ SUMMARY = ("run_id", "started", "case_id", "frontend", "label", "sub_label", "de
 def export_cmd(since, machine, env, fmt, output, db):
     """Write the store's results (one row a run, case and metric) to OUTPUT."""
     from torchmark.cli.store_options import open_store
+    from torchmark.store.store import TABLE_COLUMNS
 
     rows = open_store(db).results(since=since, machine=machine, env=env,
                                   samples=fmt == "jsonl")
@@ -37,7 +33,7 @@ def export_cmd(since, machine, env, fmt, output, db):
                 f.write(json.dumps(row, default=str) + "\n")
     elif fmt == "csv":
         with open(output, "w", encoding="utf-8", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=SUMMARY, extrasaction="ignore")
+            writer = csv.DictWriter(f, fieldnames=TABLE_COLUMNS, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
     else:
@@ -46,5 +42,5 @@ def export_cmd(since, machine, env, fmt, output, db):
         except ImportError:
             raise click.UsageError("--format parquet needs pandas and pyarrow: pip install "
                                    "pandas pyarrow (or use jsonl or csv)") from None
-        pd.DataFrame([{k: row.get(k) for k in SUMMARY} for row in rows]).to_parquet(output)
+        pd.DataFrame([{k: row.get(k) for k in TABLE_COLUMNS} for row in rows]).to_parquet(output)
     click.echo(f"{len(rows)} result{'s' if len(rows) != 1 else ''} -> {output}")

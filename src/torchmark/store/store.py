@@ -27,6 +27,11 @@ HEAD = "0002"  # the newest migration
 REVISIONS = ("0001", "0002")  # every migration this torchmark knows, oldest first
 # what can be said of a detected change (schema.change_marks)
 CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed")
+# the columns of a results table (Store.table, `torchmark export --format csv|parquet`)
+TABLE_COLUMNS = ("run_id", "started", "case_id", "frontend", "label", "sub_label",
+                 "description", "stmt", "metric", "unit", "number_per_run", "n", "median",
+                 "mean", "iqr", "min", "max", "failure", "git_commit", "machine", "run_env",
+                 "torch_version", "threads", "device")
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
 
 
@@ -183,10 +188,17 @@ class Store:
             conn.execute(schema.runs.update().where(schema.runs.c.id == run_id)
                          .values(status=status, ended=utc_now()))
 
-    def record(self, results: Iterable[Result], run_id: int | None = None) -> int:
+    def record(self, results: Iterable[Any], run_id: int | None = None) -> int:
         """Store `results` in one transaction, under `run_id` (a new finished run when
-        None, with the results' own provenance or the present one); how many."""
-        results = list(results)
+        None, with the results' own provenance or the present one); how many. Besides
+        Results, what the front-ends return is taken as it is: Measurements (torch's
+        too) and CallgrindStats."""
+        items = list(results)
+        if not all(isinstance(r, Result) for r in items):
+            from torchmark.records import results_of
+
+            items = results_of(items)
+        results = items
         if run_id is None:
             provenance = next((r.provenance for r in results if r.provenance), None)
             run_id = self.start_run(provenance, status="ok")
@@ -316,6 +328,14 @@ class Store:
             found = conn.execute(query.order_by(r.c.started, res.c.id))
             keys = list(found.keys())
             return [dict(zip(keys, row, strict=True)) for row in found]
+
+    def table(self, *, since: str | None = None, machine: str | None = None,
+              env: str | None = None, case: str | None = None,
+              metric: str | None = None) -> dict[str, list[Any]]:
+        """The results as columns (TABLE_COLUMNS, a list each, oldest first), for
+        `pandas.DataFrame(store.table())` or `polars.DataFrame(store.table())`."""
+        rows = self.results(since=since, machine=machine, env=env, case=case, metric=metric)
+        return {column: [row.get(column) for row in rows] for column in TABLE_COLUMNS}
 
     def finished_cases(self, run_id: int) -> set[str]:
         """The ids of the cases a run recorded without failure (to resume it)."""
