@@ -194,3 +194,13 @@ def test_p_values_allow_for_the_choice_of_the_split():
         best = min(split_test(prep, 0, cut, 100, 4).p_value for cut in range(4, 97))
         small += best <= 0.05
     assert small <= 8  # the best of 93 splits of pure noise: p <= 0.05 in 5% of series
+
+
+def test_samples_that_are_not_positive_are_left_out():
+    from torchmark.regressions.noise import run_errors
+
+    good = [(1.0, 1.1, 0.9, 1.05)] * 3
+    errors = run_errors([*good, (0.0, -1.0, float("nan"), 1.0, 1.1, 0.9, 1.05)], 4)
+    assert np.isfinite(errors).all()
+    assert errors[3] == pytest.approx(errors[0])  # the same four usable samples
+    assert run_errors([(1.0,), (), (2.0, 2.0)], 3).tolist() == [0.0, 0.0, 0.0]

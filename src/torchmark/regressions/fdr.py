@@ -25,8 +25,8 @@ def select_fdr(changes_per_series: Mapping[K, Sequence[ChangePoint]] |
     """The changes that Benjamini-Hochberg keeps at false discovery rate `q` over the
     p-values of every series' changes, in the shape given (a list or a mapping of
     lists). Pass every series checked, those without change too: each counts as one
-    hypothesis at least, so the candidates `detect` dropped (p-value above its alpha,
-    which should be at least q) are still counted."""
+    hypothesis at least, so the candidates `detect` dropped (p-value above its alpha)
+    still count. An alpha below q only makes the selection more conservative."""
     if not 0 < q <= 1:
         raise UsageError(f"q: expected a rate in (0, 1], got {q!r}")
     groups = (list(changes_per_series.values()) if isinstance(changes_per_series, Mapping)

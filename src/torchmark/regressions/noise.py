@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -76,32 +77,47 @@ def replace_outliers(y: np.ndarray, scale: float) -> np.ndarray:
         return y
     padded = np.pad(y, HALF_WINDOW, constant_values=np.nan)
     windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * HALF_WINDOW + 1)
-    local = np.nanmedian(windows, axis=1)
+    local = row_quantile(windows, 0.5)
     return np.where(np.abs(y - local) > OUTLIER_SDS * scale, local, y)
+
+
+def row_quantile(rows: np.ndarray, q: float) -> np.ndarray:
+    """The q-quantile of each row, NaNs left out (linear interpolation, numpy's
+    default); NaN for a row of NaNs only. np.nanquantile, without its loop over rows."""
+    ordered = np.sort(rows, axis=1)  # NaNs last
+    counts = np.count_nonzero(~np.isnan(rows), axis=1)
+    position = q * np.maximum(counts - 1, 0)
+    low = np.floor(position).astype(np.intp)
+    high = np.minimum(low + 1, np.maximum(counts - 1, 0))
+    pick = np.take_along_axis
+    below = pick(ordered, low[:, None], axis=1)[:, 0]
+    above = pick(ordered, high[:, None], axis=1)[:, 0]
+    return below + (above - below) * (position - low)
 
 
 def run_errors(samples: Sequence[Sequence[float]] | None, n: int) -> np.ndarray:
     """Each run's standard error on the log scale, from the interquartile range of its
-    raw samples; a run with fewer than 3 samples takes the median of the others; zeros
-    without samples."""
+    raw samples (those not positive and finite left out); a run with fewer than 3 takes
+    the median of the others; zeros without samples."""
     if samples is None:
         return np.zeros(n)
     if len(samples) != n:
         raise UsageError(f"samples: expected one sequence of raw samples per value ({n}), "
                          f"got {len(samples)}")
-    counts = np.array([len(s) if s is not None else 0 for s in samples])
+    counts = np.array([len(run) if run is not None else 0 for run in samples])
     width = int(counts.max(initial=0))
     if width < 3:
         return np.zeros(n)
+    flat = np.fromiter(chain.from_iterable(run for run in samples if run is not None),
+                       np.float64, int(counts.sum()))
     padded = np.full((n, width), np.nan)
-    for i, run in enumerate(samples):
-        if counts[i]:
-            padded[i, :counts[i]] = _positive(run, f"samples[{i}]")
-        else:
-            padded[i, 0] = 1.0  # no sample: a placeholder, replaced below
-    logs = np.log(padded)
-    q1, q3 = np.nanpercentile(logs, [25, 75], axis=1)
-    with np.errstate(invalid="ignore"):
-        errors = MEDIAN_SE * IQR_TO_SD * (q3 - q1) / np.sqrt(counts)
-    known = counts >= 3
+    rows = np.repeat(np.arange(n), counts)
+    padded[rows, np.arange(flat.size) - np.repeat(np.cumsum(counts) - counts, counts)] = flat
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(padded)
+    logs[~np.isfinite(logs)] = np.nan  # a sample of 0, below 0, inf or NaN: left out
+    usable = np.count_nonzero(~np.isnan(logs), axis=1)
+    spread = row_quantile(logs, 0.75) - row_quantile(logs, 0.25)
+    known = usable >= 3
+    errors = MEDIAN_SE * IQR_TO_SD * spread / np.sqrt(np.maximum(usable, 1))
     return np.where(known, errors, np.median(errors[known]) if known.any() else 0.0)
