@@ -39,6 +39,7 @@ COMMANDS = {
     "db": "db_cmd:db_cmd", "import": "import_cmd:import_cmd", "runs": "runs_cmd:runs_cmd",
     "history": "history_cmd:history_cmd", "show": "show_cmd:show_cmd",
     "export": "export_cmd:export_cmd", "gate": "gate_cmd:gate_cmd",
+    "regressions": "regressions_cmd:regressions_cmd", "report": "report_cmd:report_cmd",
 }
 
 

@@ -1,0 +1,111 @@
+"""`torchmark regressions`: every change detected across the store's history."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import click
+
+from torchmark.cli.params import Proportion
+from torchmark.cli.store_options import db_option
+
+
+def _value(x: float, unit: str) -> str:
+    from torchmark.regressions.gate import format_value
+
+    return format_value(x, unit)
+
+
+def _rows(changes) -> list[list[str]]:
+    rows = []
+    for c in changes:
+        p = c.point
+        interval = f"[{p.low:.3f}, {p.high:.3f}]" if math.isfinite(p.low) else "-"
+        good, bad = c.last_good, c.first_bad
+        rows.append([
+            c.series.title, c.series.metric,
+            f"{_value(p.before, c.series.unit)} -> {_value(p.after, c.series.unit)}",
+            f"{p.ratio - 1:+.1%}", interval,
+            f"run {good.run_id} {(good.commit or '')[:8]}",
+            f"run {bad.run_id} {(bad.commit or '')[:8]} {bad.torch or ''}".rstrip(),
+            f"yes (run {c.recovered_at.run_id})" if c.recovered_at else "no",
+            c.mark or "", c.key])
+    return rows
+
+
+HEADER = ["case", "metric", "level", "change", "95% CI of ratio", "last good", "first bad",
+          "recovered", "mark", "key"]
+
+
+@click.command("regressions")
+@click.option("--since", default=None, help="Only runs started on or after this date (ISO).")
+@click.option("--case", "cases", multiple=True, metavar="PATTERN",
+              help="Only cases whose id or name matches this shell pattern (repeatable).")
+@click.option("--machine", default=None, help="A machine fingerprint or hostname.")
+@click.option("--env", default=None, help="An environment label.")
+@click.option("--metric", type=click.Choice(["wall", "device", "instructions", "memory"]),
+              default=None, help="One metric (default: all).")
+@click.option("--fdr", "q", type=Proportion(0, 1, low_open=True, high_open=True),
+              default=0.05, show_default=True,
+              help="The false discovery rate allowed across every series checked.")
+@click.option("--improvements", is_flag=True, help="List improvements too.")
+@click.option("--confirm", is_flag=True,
+              help="Re-measure each suspect case here and mark it confirmed or "
+                   "not-confirmed (timeit, C++ and callgrind cases).")
+@click.option("--min-run-time", type=click.FloatRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="Of each re-measurement (--confirm).")
+@click.option("--dismiss", "dismiss", metavar="KEY", multiple=True,
+              help="Mark the change KEY (last column) dismissed; it stays listed, marked.")
+@click.option("--acknowledge", "acknowledge", metavar="KEY", multiple=True,
+              help="Mark the change KEY acknowledged (a known, accepted change).")
+@click.option("--note", default="", help="Why (stored with --dismiss / --acknowledge).")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines, one a change.")
+@db_option
+def regressions_cmd(since, cases, machine, env, metric, q, improvements, confirm,
+                    min_run_time, dismiss, acknowledge, note, as_json, db):
+    """Every change detected across the store's history, newest first: the case, its
+    metric, the level before and after with the ratio's interval, the last good and first
+    bad run (commit, torch build), and whether later runs recovered. Each (case, metric,
+    machine, env) is its own series, so a change of machine is no regression."""
+    from torchmark.cli.store_options import open_store
+    from torchmark.compare.plain_table import align
+    from torchmark.regressions.history import scan
+
+    store = open_store(db)
+    changes = scan(store, cases=cases, metric=metric, since=since, machine=machine,
+                   env=env, q=q, improvements=improvements or bool(dismiss or acknowledge))
+    by_key = {c.key: c for c in changes}
+    for keys, mark in ((dismiss, "dismissed"), (acknowledge, "acknowledged")):
+        for key in keys:
+            change = by_key.get(key)
+            if change is None:
+                raise click.UsageError(f"no detected change {key!r} (the last column of "
+                                       "`torchmark regressions` names each)")
+            store.mark_change(case_id=change.series.case_id, metric=change.series.metric,
+                              first_bad_run=change.first_bad.run_id, mark=mark, note=note,
+                              machine=change.series.machine, env=change.series.env)
+            click.echo(f"{key}: {mark}")
+    if dismiss or acknowledge:
+        return 0
+    if confirm:
+        from torchmark.regressions.confirm import confirm as confirm_change
+
+        for change in changes:
+            if change.kind != "regression" or change.mark == "dismissed":
+                continue
+            outcome = confirm_change(change, store, min_run_time=min_run_time)
+            click.echo(f"{change.key}: {outcome.verdict}: {outcome.note}", err=True)
+        changes = scan(store, cases=cases, metric=metric, since=since, machine=machine,
+                       env=env, q=q, improvements=improvements)
+    if as_json:
+        for change in changes:
+            click.echo(json.dumps(change.to_dict(), default=str))
+        return 0
+    if not changes:
+        click.echo("no change detected")
+        return 0
+    for line in align(HEADER, _rows(changes), [False, False, False, True, False, False,
+                                              False, False, False, False], rule=True):
+        click.echo(line)
+    return 0

@@ -1,0 +1,106 @@
+"""Confirmation before alarm: re-measure a suspect case on this machine and tell whether
+it still measures at the new level or back at the old one.
+
+The build before the change is usually gone, so the case is re-run as it is now and its
+fresh samples are set against the stored raw samples of the last good and the first bad
+run (the bootstrap interval of each ratio, as `ab` computes it): confirmed when the
+fresh samples sit with the first bad run and away from the last good one, not confirmed
+when they sit with the last good one, unsure otherwise. Cases are re-measured from what
+the store keeps of them: `timeit` statements and C++ snippets (wall time) and callgrind
+cases (instruction counts); other front-ends cannot be re-run from the store alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from torchmark.regressions.history import Change
+
+RERUNNABLE = ("timeit", "cpp", "callgrind")
+
+
+@dataclasses.dataclass(frozen=True)
+class Confirmation:
+    change: Change
+    verdict: str  # confirmed, not-confirmed, unsure, cannot re-run
+    now: float  # the fresh median (nan when not re-run)
+    note: str
+
+
+def _timer(case: Any) -> Any:
+    from torchmark.core.task_spec import Language
+    from torchmark.timing.timer_class import Timer
+
+    return Timer(case.stmt, case.setup or "pass",
+                 global_setup=str(case.params.get("global_setup", "")),
+                 num_threads=case.threads,
+                 language=Language.CPP if case.frontend == "cpp" else Language.PYTHON)
+
+
+def remeasure(case: Any, metric: str, min_run_time: float = 1.0) -> list[float]:
+    """Fresh samples of a stored case: per-run times (s), or instructions a run."""
+    timer = _timer(case)
+    if metric == "instructions":
+        stats = timer.collect_callgrind(number=100, repeats=3)
+        return [s.counts(denoise=True) / s.number_per_run for s in stats]
+    return list(timer.blocked_autorange(min_run_time=min_run_time).times)
+
+
+def judge(now: Sequence[float], good: Sequence[float], bad: Sequence[float],
+          metric: str) -> tuple[str, str]:
+    """Whether fresh samples side with the first bad run (confirmed) or the last good one
+    (not-confirmed); with why."""
+    from torchmark.compare.ab import median_ratio_interval
+
+    level = statistics.median(now)
+    before, after = statistics.median(good), statistics.median(bad)
+    if metric == "instructions" or min(len(now), len(good), len(bad)) < 5:
+        # exact counts (or too few samples for intervals): the nearer level decides
+        nearer_bad = abs(math.log(level / after)) < abs(math.log(level / before))
+        verdict = "confirmed" if nearer_bad else "not-confirmed"
+        return verdict, (f"now {level:.6g}, last good {before:.6g}, first bad {after:.6g}: "
+                         f"nearer the {'first bad' if nearer_bad else 'last good'} run")
+    vs_good = median_ratio_interval(good, now)
+    vs_bad = median_ratio_interval(bad, now)
+    differs_good = not vs_good[0] <= 1 <= vs_good[1]
+    differs_bad = not vs_bad[0] <= 1 <= vs_bad[1]
+    up = after > before
+    moved = (level > before) == up  # on the side of the change
+    text = (f"now / last good {level / before:.3f} [{vs_good[0]:.3f}, {vs_good[1]:.3f}], "
+            f"now / first bad {level / after:.3f} [{vs_bad[0]:.3f}, {vs_bad[1]:.3f}]")
+    if differs_good and moved and (not differs_bad or
+                                   abs(math.log(level / after)) < abs(math.log(level / before))):
+        return "confirmed", text
+    if not differs_good or (differs_bad and not moved):
+        return "not-confirmed", text
+    return "unsure", text
+
+
+def confirm(change: Change, store: Any, *, min_run_time: float = 1.0) -> Confirmation:
+    """Re-measure `change`'s case and judge it (see the module docstring); the verdict is
+    stored as the change's mark (confirmed / not-confirmed)."""
+    records = {r.case.id: r for r in store.result_records(run=change.first_bad.run_id,
+                                                          case=change.series.case_id,
+                                                          metric=change.series.metric)}
+    record = records.get(change.series.case_id)
+    if record is None or record.case.frontend not in RERUNNABLE:
+        frontend = record.case.frontend if record else "unknown"
+        return Confirmation(change, "cannot re-run", math.nan,
+                            f"a {frontend} case is not re-run from the store (only "
+                            f"{', '.join(RERUNNABLE)})")
+    good = [r.samples for r in store.result_records(run=change.last_good.run_id,
+                                                     case=change.series.case_id,
+                                                     metric=change.series.metric)]
+    now = remeasure(record.case, change.series.metric, min_run_time)
+    verdict, note = judge(now, good[0] if good and good[0] else (change.point.before,),
+                          record.samples or (change.point.after,), change.series.metric)
+    if verdict in ("confirmed", "not-confirmed"):
+        store.mark_change(case_id=change.series.case_id, metric=change.series.metric,
+                          first_bad_run=change.first_bad.run_id, mark=verdict,
+                          note=f"re-measured: {note}", machine=change.series.machine,
+                          env=change.series.env, by="torchmark regressions --confirm")
+    return Confirmation(change, verdict, statistics.median(now), note)

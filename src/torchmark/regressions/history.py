@@ -1,0 +1,177 @@
+"""The store's history as series, and the changes detected across them.
+
+A series is one case's values for one metric on one (machine, env), in time order: a
+result moved to another machine or env starts another series, so a machine change is
+never read as a regression. `scan` runs `detect` over every series, keeps the changes
+that survive the false-discovery-rate control across all of them, and describes each
+with its last good and first bad run and whether later runs recovered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from torchmark.regressions.detect import ChangePoint, detect, select_fdr
+
+HIGHER_IS_WORSE = {"wall": True, "device": True, "instructions": True, "memory": True}
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One run's value of a series: its median, the spread of its raw samples, and where
+    it was measured."""
+
+    run_id: int
+    started: str
+    value: float
+    low: float  # the 25th and 75th percentiles of the run's raw samples (the band)
+    high: float
+    n: int
+    commit: str | None
+    torch: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    case_id: str
+    title: str
+    metric: str
+    unit: str
+    machine: str | None
+    env: str | None
+    points: tuple[Point, ...]
+    samples: tuple[tuple[float, ...], ...] | None = dataclasses.field(default=None, repr=False)
+    # each run's raw samples, when loaded
+
+    @property
+    def values(self) -> list[float]:
+        return [p.value for p in self.points]
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """A detected change of a series, with the runs either side of it."""
+
+    series: Series
+    point: ChangePoint
+    kind: str  # "regression" or "improvement"
+    last_good: Point
+    first_bad: Point
+    recovered_at: Point | None  # the first run back at the old level, if any
+    mark: str | None = None  # dismissed, acknowledged, confirmed, not-confirmed
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        """The change's name for `torchmark regressions --dismiss/--acknowledge`."""
+        return f"{self.series.case_id}@{self.first_bad.run_id}/{self.series.metric}"
+
+    def to_dict(self) -> dict[str, Any]:
+        s, p = self.series, self.point
+        return {"key": self.key, "case_id": s.case_id, "case": s.title, "metric": s.metric,
+                "unit": s.unit, "machine": s.machine, "env": s.env, "kind": self.kind,
+                "before": p.before, "after": p.after, "ratio": p.ratio,
+                "ratio_low": p.low, "ratio_high": p.high, "p_value": p.p_value,
+                "last_good": dataclasses.asdict(self.last_good),
+                "first_bad": dataclasses.asdict(self.first_bad),
+                "recovered_at": dataclasses.asdict(self.recovered_at)
+                if self.recovered_at else None, "mark": self.mark, "note": self.note}
+
+
+def _quartiles(samples: Sequence[float]) -> tuple[float, float]:
+    import numpy as np
+
+    if not samples:
+        return math.nan, math.nan
+    q1, q3 = np.quantile(np.asarray(samples, dtype=np.float64), [0.25, 0.75])
+    return float(q1), float(q3)
+
+
+def load_series(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
+                since: str | None = None, machine: str | None = None,
+                env: str | None = None, samples: bool = True) -> list[Series]:
+    """Every (case, metric, machine, env) series of the store, oldest point first;
+    `cases`: shell patterns matched against case ids and titles. Failed results are left
+    out (a failure is no point of a level). `samples`: keep each run's raw samples."""
+    from torchmark.core.result import Case
+
+    rows = store.results(metric=metric, since=since, machine=machine, env=env,
+                         samples=True)
+    grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    titles: dict[str, str] = {}
+    for row in rows:
+        if row["failure"] is not None or row["median"] is None:
+            continue
+        case_id = row["case_id"]
+        if case_id not in titles:
+            titles[case_id] = Case(id=case_id, frontend=row["frontend"], stmt=row["stmt"],
+                                   label=row["label"], sub_label=row["sub_label"],
+                                   description=row["description"],
+                                   threads=row["threads"]).title
+        if cases and not any(fnmatch.fnmatchcase(name, p) for p in cases
+                             for name in (case_id, titles[case_id])):
+            continue
+        key = (case_id, row["metric"], row["unit"], row["machine"], row["run_env"])
+        grouped.setdefault(key, []).append(row)
+    out = []
+    for (case_id, name, unit, on, label), group in grouped.items():
+        points = []
+        for row in group:
+            low, high = _quartiles(row["samples"])
+            points.append(Point(row["run_id"], row["started"], float(row["median"]), low,
+                                high, int(row["n"]), row["git_commit"],
+                                row["torch_version"]))
+        out.append(Series(case_id, titles[case_id], name, unit, on, label, tuple(points),
+                          tuple(tuple(r["samples"]) for r in group) if samples else None))
+    return out
+
+
+def _recovered(series: Series, change: ChangePoint,
+               later: Iterable[ChangePoint]) -> Point | None:
+    """The first run of a later level back within half the step of the old one."""
+    step = abs(change.after - change.before)
+    for other in later:
+        if other.index > change.index and abs(other.after - change.before) <= step / 2:
+            return series.points[other.index]
+    return None
+
+
+def series_changes(series: Series, found: Sequence[ChangePoint]) -> list[Change]:
+    """The change points of one series as Changes (improvements included)."""
+    worse_up = HIGHER_IS_WORSE.get(series.metric, True)
+    out = []
+    for cp in found:
+        kind = "regression" if (cp.ratio > 1) == worse_up else "improvement"
+        out.append(Change(series, cp, kind, series.points[cp.index - 1],
+                          series.points[cp.index], _recovered(series, cp, found)))
+    return out
+
+
+def scan(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
+         since: str | None = None, machine: str | None = None, env: str | None = None,
+         q: float = 0.05, improvements: bool = False,
+         series: Sequence[Series] | None = None) -> list[Change]:
+    """Every change across the store's series, newest first: detected per series, then
+    kept under false-discovery-rate control at level `q` across all of them, with the
+    marks users (or `--confirm`) stored. Improvements only with `improvements=True`."""
+    if series is None:
+        series = load_series(store, cases=cases, metric=metric, since=since,
+                             machine=machine, env=env)
+    found = [detect(s.values, samples=s.samples, metric=s.metric) for s in series]
+    kept = select_fdr(found, q=q)
+    marks = store.change_marks() if store is not None else {}
+    out = []
+    for s, changes in zip(series, kept, strict=True):
+        for change in series_changes(s, changes):
+            if change.kind == "improvement" and not improvements:
+                continue
+            mark = marks.get((s.case_id, s.metric, change.first_bad.run_id))
+            if mark:
+                change = dataclasses.replace(change, mark=mark["mark"], note=mark["note"])
+            out.append(change)
+    out.sort(key=lambda c: (c.first_bad.started, c.first_bad.run_id), reverse=True)
+    return out

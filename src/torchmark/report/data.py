@@ -1,0 +1,123 @@
+"""What the report shows, gathered from the store as plain JSON-ready data: the runs,
+the detected changes, every series with its change points, an A/B comparison of two
+runs and one run's raw samples."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from torchmark.regressions.history import Change, Series, load_series, scan
+
+MAX_DISTRIBUTION_CASES = 60  # a run's raw samples shown for at most this many cases
+MAX_SAMPLES_SHOWN = 400  # per case, evenly thinned beyond this
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _series_id(index: int) -> str:
+    return f"s{index}"
+
+
+def _series(s: Series, index: int, changes: Sequence[Change],
+            hosts: dict[str, str]) -> dict[str, Any]:
+    return {
+        "id": _series_id(index), "case_id": s.case_id, "title": s.title, "metric": s.metric,
+        "unit": s.unit, "machine": hosts.get(s.machine or "", s.machine), "env": s.env,
+        "runs": [p.run_id for p in s.points], "started": [p.started for p in s.points],
+        "value": [p.value for p in s.points], "low": [_finite(p.low) for p in s.points],
+        "high": [_finite(p.high) for p in s.points],
+        "commit": [(p.commit or "")[:10] for p in s.points],
+        "torch": [p.torch or "" for p in s.points],
+        "changes": [{"index": c.point.index, "before": c.point.before,
+                     "after": c.point.after, "ratio": c.point.ratio, "kind": c.kind,
+                     "mark": c.mark} for c in changes],
+    }
+
+
+def _ab(store: Any, run_a: int, run_b: int) -> dict[str, Any]:
+    from torchmark.regressions.gate import gate
+
+    report = gate(store.result_records(run=run_a), store.result_records(run=run_b),
+                  max_slowdown=0.0)
+    rows = sorted(report.rows, key=lambda r: r.ratio if math.isfinite(r.ratio) else 0)
+    return {"baseline": run_a, "candidate": run_b,
+            "rows": [{"case": r.title, "metric": r.metric, "ratio": _finite(r.ratio),
+                      "low": _finite(r.low), "high": _finite(r.high), "verdict": r.verdict}
+                     for r in rows]}
+
+
+def _distributions(store: Any, run: int) -> dict[str, Any]:
+    cases = []
+    for r in store.result_records(run=run)[:MAX_DISTRIBUTION_CASES]:
+        if not r.samples:
+            continue
+        step = max(1, len(r.samples) // MAX_SAMPLES_SHOWN)
+        cases.append({"case": r.case.title, "metric": r.metric, "unit": r.unit,
+                      "samples": list(r.samples[::step])})
+    return {"run": run, "cases": cases}
+
+
+def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
+           run: int | None = None, ab: tuple[int, int] | None = None,
+           q: float = 0.05) -> dict[str, Any]:
+    """Everything the page shows. `run`: the run whose raw samples are shown (default: the
+    newest); `ab`: the two runs of the A/B view (default: the two newest runs holding a
+    case in common)."""
+    runs = store.runs(since=since)
+    hosts = _hostnames(store)
+    series = load_series(store, cases=cases, since=since)
+    changes = scan(store, series=series, q=q, improvements=True)
+    by_series: dict[int, list[Change]] = {}
+    index_of = {id(s): i for i, s in enumerate(series)}
+    for c in changes:
+        by_series.setdefault(index_of[id(c.series)], []).append(c)
+    run_ids = [r["id"] for r in runs]
+    if ab is None:
+        ab = _newest_pair(store, run_ids)
+    shown = run if run is not None else (run_ids[0] if run_ids else None)
+    return {
+        "store": store.where,
+        "runs": [{"id": r["id"], "started": r["started"], "status": r["status"],
+                  "command": " ".join(r["command"] or []), "commit": r["git_commit"],
+                  "dirty": r["git_dirty"], "torch": r["torch_version"],
+                  "machine": hosts.get(r["machine"] or "", r["machine"]), "env": r["env"],
+                  "results": r["results"]} for r in runs],
+        "changes": [{"series": _series_id(index_of[id(c.series)]), "case": c.series.title,
+                     "metric": c.series.metric, "kind": c.kind, "ratio": c.point.ratio,
+                     "low": _finite(c.point.low), "high": _finite(c.point.high),
+                     "p_value": c.point.p_value, "last_good": c.last_good.run_id,
+                     "first_bad": c.first_bad.run_id,
+                     "commit": (c.first_bad.commit or "")[:10],
+                     "torch": c.first_bad.torch or "",
+                     "machine": hosts.get(c.series.machine or "", c.series.machine),
+                     "recovered": c.recovered_at.run_id if c.recovered_at else None,
+                     "mark": c.mark, "note": c.note} for c in changes],
+        "series": [_series(s, i, by_series.get(i, []), hosts) for i, s in enumerate(series)],
+        "ab": _ab(store, *ab) if ab else None,
+        "distributions": _distributions(store, shown) if shown is not None else None,
+    }
+
+
+def _hostnames(store: Any) -> dict[str, str]:
+    import sqlalchemy as sa
+
+    from torchmark.store import schema
+
+    with store.engine.connect() as conn:
+        return dict(conn.execute(sa.select(schema.machines.c.fingerprint,
+                                           schema.machines.c.hostname)).all())
+
+
+def _newest_pair(store: Any, run_ids: Sequence[int]) -> tuple[int, int] | None:
+    """The newest run and the newest earlier one sharing a case with it."""
+    if len(run_ids) < 2:
+        return None
+    newest = {(r["case_id"], r["metric"]) for r in store.results(run=run_ids[0])}
+    for other in run_ids[1:21]:  # a pair among the 20 newest, or none
+        if newest & {(r["case_id"], r["metric"]) for r in store.results(run=other)}:
+            return other, run_ids[0]
+    return None

@@ -1,0 +1,196 @@
+// torchmark report: draws the page from the JSON in #report-data; plots are drawn when
+// they scroll into view, so a store of hundreds of cases opens at once.
+(function () {
+  "use strict";
+  const data = JSON.parse(document.getElementById("report-data").textContent);
+  const app = document.getElementById("app");
+  const seriesById = new Map(data.series.map((s) => [s.id, s]));
+  const UNITS = [[1e-9, "ns"], [1e-6, "us"], [1e-3, "ms"], [1, "s"]];
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v !== null && v !== undefined) node.setAttribute(k, v);
+    }
+    for (const c of children) node.append(c instanceof Node ? c : String(c));
+    return node;
+  }
+  function scaleFor(unit, values) {
+    if (unit !== "s") return [1, unit];
+    const finite = values.filter((v) => v !== null && isFinite(v));
+    const m = finite.length ? Math.min(...finite) : 1;
+    let best = UNITS[0];
+    for (const u of UNITS) if (m >= u[0]) best = u;
+    return best;
+  }
+  function fmt(x, unit) {
+    if (x === null || x === undefined || !isFinite(x)) return "-";
+    const [scale, name] = scaleFor(unit, [x]);
+    const v = x / scale;
+    return (Math.abs(v) >= 1000 ? Math.round(v).toLocaleString("en") : v.toPrecision(4)) +
+      " " + name;
+  }
+  function pct(ratio) {
+    return ratio === null ? "-" : (ratio >= 1 ? "+" : "") + ((ratio - 1) * 100).toFixed(1) + "%";
+  }
+  function when(iso) { return iso ? String(iso).slice(0, 19).replace("T", " ") : ""; }
+  function table(header, rows, numeric) {
+    const head = el("tr", {}, ...header.map((h) => el("th", {}, h)));
+    const body = rows.map((r) => {
+      const tr = el("tr", r.attrs || {});
+      r.cells.forEach((c, i) => tr.append(
+        el("td", { class: (numeric.includes(i) ? "num " : "") + (r.classes?.[i] || "") }, c)));
+      return tr;
+    });
+    return el("div", { class: "scroll" }, el("table", {}, el("thead", {}, head),
+      el("tbody", {}, ...body)));
+  }
+  const CONFIG = { displaylogo: false, responsive: true };
+  function section(id, title) {
+    const node = el("section", { id }, el("h2", {}, title));
+    app.append(node);
+    return node;
+  }
+
+  // -- runs ------------------------------------------------------------------------
+  section("runs", `Runs (${data.runs.length})`).append(data.runs.length ? table(
+    ["run", "started (UTC)", "status", "command", "commit", "torch", "machine", "env",
+      "results"],
+    data.runs.map((r) => ({ cells: [r.id, when(r.started), r.status, r.command,
+      (r.commit || "").slice(0, 10) + (r.dirty ? "+" : ""), r.torch || "", r.machine || "",
+      r.env || "", r.results] })), [0, 8]) : el("p", { class: "empty" }, "no runs"));
+
+  // -- regressions -----------------------------------------------------------------
+  section("regressions", `Regressions and improvements (${data.changes.length})`).append(
+    data.changes.length ? table(
+    ["case", "metric", "change", "95% CI of ratio", "last good", "first bad", "commit",
+      "torch", "machine", "recovered", "mark"],
+    data.changes.map((c) => ({
+      attrs: { class: c.kind + (c.mark === "dismissed" ? " marked" : "") },
+      classes: { 2: "change" },
+      cells: [el("a", { href: "#" + c.series, class: "to-case" }, c.case), c.metric,
+        pct(c.ratio), c.low === null ? "-" : `[${c.low.toFixed(3)}, ${c.high.toFixed(3)}]`,
+        "run " + c.last_good, "run " + c.first_bad, c.commit, c.torch, c.machine || "",
+        c.recovered ? "run " + c.recovered : "no", c.mark ? c.mark + (c.note ? ": " + c.note : "") : ""],
+    })), [2]) : el("p", { class: "empty" }, "no change detected"));
+
+  // -- A/B of two runs -------------------------------------------------------------
+  const abSection = section("ab", "A/B: two runs");
+  if (data.ab && data.ab.rows.some((r) => r.ratio !== null)) {
+    abSection.append(el("p", {}, `candidate run ${data.ab.candidate} / baseline run ` +
+      `${data.ab.baseline}: the ratio of the medians with its 95% interval, sorted`));
+    abSection.append(el("div", { class: "plot tall", id: "ab-plot", "data-kind": "ab" }));
+  } else {
+    abSection.append(el("p", { class: "empty" }, "fewer than two runs with a case in common"));
+  }
+
+  // -- one run's raw samples -------------------------------------------------------
+  const distSection = section("distributions", "Raw samples of one run");
+  if (data.distributions && data.distributions.cases.length) {
+    distSection.append(el("p", {}, `run ${data.distributions.run}: each case's raw samples ` +
+      "relative to its median (hover for the values)"));
+    distSection.append(el("div", { class: "plot tall", id: "dist-plot", "data-kind": "dist" }));
+  } else {
+    distSection.append(el("p", { class: "empty" }, "no raw samples"));
+  }
+
+  // -- cases -------------------------------------------------------------------------
+  const casesSection = section("cases", `Cases (${data.series.length} series)`);
+  for (const s of data.series) {
+    casesSection.append(el("div", { class: "case", id: s.id },
+      el("h3", {}, s.title),
+      el("div", { class: "meta" }, `${s.metric} - machine ${s.machine || "?"} - env ` +
+        `${s.env || "-"} - ${s.value.length} runs - ${s.changes.length} change(s) - id ${s.case_id}`),
+      el("div", { class: "plot", "data-kind": "series", "data-series": s.id })));
+  }
+
+  // -- plots -------------------------------------------------------------------------
+  function seriesPlot(div, s) {
+    const [scale, unit] = scaleFor(s.unit, s.value);
+    const x = s.started.map(when);
+    const y = s.value.map((v) => v / scale);
+    const low = s.low.map((v) => (v === null ? null : v / scale));
+    const high = s.high.map((v) => (v === null ? null : v / scale));
+    const hover = s.value.map((v, i) => `run ${s.runs[i]}<br>${fmt(v, s.unit)}` +
+      `<br>commit ${s.commit[i] || "?"}<br>torch ${s.torch[i] || "?"}<br>machine ${s.machine || "?"}`);
+    const traces = [
+      { x, y: low, mode: "lines", line: { width: 0 }, hoverinfo: "skip", showlegend: false },
+      { x, y: high, mode: "lines", line: { width: 0 }, fill: "tonexty",
+        fillcolor: "rgba(9,105,218,0.15)", hoverinfo: "skip", name: "25-75% of raw samples" },
+      { x, y, mode: "lines+markers", name: "median", marker: { size: 5 },
+        line: { color: "#0969da" }, text: hover, hoverinfo: "text" },
+    ];
+    const shapes = [];
+    const annotations = [];
+    for (const c of s.changes) {
+      const color = c.kind === "regression" ? "#cf222e" : "#1a7f37";
+      shapes.push({ type: "line", xref: "x", yref: "paper", x0: x[c.index], x1: x[c.index],
+        y0: 0, y1: 1, line: { color, dash: "dash", width: 2 } });
+      annotations.push({ x: x[c.index], y: 1, xref: "x", yref: "paper", showarrow: false,
+        yanchor: "bottom", font: { color, size: 11 }, text: pct(c.ratio) + (c.mark ? " (" + c.mark + ")" : "") });
+    }
+    Plotly.newPlot(div, traces, {
+      margin: { l: 60, r: 10, t: 22, b: 40 }, shapes, annotations, showlegend: false,
+      yaxis: { title: { text: s.metric + " (" + unit + ")" }, rangemode: "tozero" },
+      xaxis: { type: "date" }, hovermode: "closest",
+    }, CONFIG);
+  }
+  function abPlot(div) {
+    const rows = data.ab.rows.filter((r) => r.ratio !== null);
+    const colors = { regressed: "#cf222e", improved: "#1a7f37", unsure: "#bf8700" };
+    Plotly.newPlot(div, [{
+      type: "scatter", mode: "markers", orientation: "h",
+      x: rows.map((r) => r.ratio), y: rows.map((r, i) => `${i + 1}. ${r.case} [${r.metric}]`),
+      marker: { color: rows.map((r) => colors[r.verdict] || "#57606a"), size: 8 },
+      error_x: { type: "data", symmetric: false,
+        array: rows.map((r) => (r.high === null ? 0 : r.high - r.ratio)),
+        arrayminus: rows.map((r) => (r.low === null ? 0 : r.ratio - r.low)) },
+      text: rows.map((r) => `${r.case}<br>ratio ${r.ratio.toFixed(3)} ${pct(r.ratio)}<br>${r.verdict}`),
+      hoverinfo: "text",
+    }], {
+      margin: { l: 260, r: 10, t: 10, b: 40 }, xaxis: { title: { text: "candidate / baseline" } },
+      yaxis: { automargin: true, autorange: "reversed" },
+      shapes: [{ type: "line", x0: 1, x1: 1, yref: "paper", y0: 0, y1: 1, line: { dash: "dot" } }],
+    }, CONFIG);
+  }
+  function distPlot(div) {
+    const traces = data.distributions.cases.map((c) => {
+      const sorted = [...c.samples].sort((a, b) => a - b);
+      const median = sorted[Math.floor(sorted.length / 2)] || 1;
+      return { type: "box", name: `${c.case} [${c.metric}]`, y: c.samples.map((v) => v / median),
+        boxpoints: "all", jitter: 0.4, pointpos: 0, marker: { size: 3 },
+        text: c.samples.map((v) => fmt(v, c.unit)), hoverinfo: "text+name" };
+    });
+    Plotly.newPlot(div, traces, {
+      margin: { l: 60, r: 10, t: 10, b: 120 }, showlegend: false,
+      yaxis: { title: { text: "sample / case median" } },
+    }, CONFIG);
+  }
+  function draw(div) {
+    if (div.dataset.drawn) return;
+    div.dataset.drawn = "1";
+    const kind = div.dataset.kind;
+    if (kind === "series") seriesPlot(div, seriesById.get(div.dataset.series));
+    else if (kind === "ab") abPlot(div);
+    else if (kind === "dist") distPlot(div);
+  }
+  const observer = new IntersectionObserver((entries) => {
+    for (const e of entries) if (e.isIntersecting) { observer.unobserve(e.target); draw(e.target); }
+  }, { rootMargin: "300px" });
+  document.querySelectorAll(".plot").forEach((div) => observer.observe(div));
+
+  // a link to a case (from the regressions list) draws its plot and marks the section
+  function showTarget() {
+    document.querySelectorAll(".case.target").forEach((n) => n.classList.remove("target"));
+    const id = decodeURIComponent(location.hash.slice(1));
+    const section = id && document.getElementById(id);
+    if (section && section.classList.contains("case")) {
+      section.classList.add("target");
+      draw(section.querySelector(".plot"));
+      section.scrollIntoView();
+    }
+  }
+  window.addEventListener("hashchange", showTarget);
+  showTarget();
+  document.body.dataset.ready = "1";
+})();

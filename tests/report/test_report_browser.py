@@ -1,0 +1,79 @@
+"""The HTML report opened in a real browser (Debian's Chromium driven by playwright): no
+console errors, no network requests, every plot drawn, a regression's link leads to its
+case. Screenshots go to tests/artifacts/ (not committed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from store_builder import build_store
+
+from torchmark.cli.main import main
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+
+@pytest.fixture
+def history_store(tmp_path):
+    return build_store(f"sqlite:///{tmp_path / 'history.db'}")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright_api = pytest.importorskip("playwright.sync_api",
+                                         reason="playwright is not installed")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no browser at {CHROMIUM} (apt-get install -y chromium)")
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser
+        browser.close()
+
+
+def test_the_report_renders_offline_and_links_work(browser, history_store, tmp_path):
+    out = tmp_path / "report.html"
+    assert main(["report", "-o", str(out), "--db", history_store.url]) == 0
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors, requests = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(out.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-top.png"))
+
+    plots = page.locator(".plot")
+    count = plots.count()
+    assert count == 3 + 2  # three cases, the A/B view, one run's raw samples
+    for i in range(count):  # each plot is drawn when it scrolls into view
+        plot = plots.nth(i)
+        plot.scroll_into_view_if_needed()
+        plot.locator("svg.main-svg").first.wait_for(timeout=10_000)
+        assert plot.locator("svg.main-svg").count() >= 1
+    page.screenshot(path=str(ARTIFACTS / "report-cases.png"), full_page=True)
+
+    link = page.locator("#regressions a.to-case").first
+    target = link.get_attribute("href")
+    assert link.inner_text() == "mul: n=1"
+    link.click()
+    page.wait_for_function(f"location.hash === '{target}'")
+    section = page.locator(target)
+    assert "target" in (section.get_attribute("class") or "")
+    # the change point is marked on the plot: a dashed line and its label
+    assert section.locator("g.annotation text", has_text="+24.9%").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "report-case.png"))
+    page.close()
+
+    assert errors == []
+    assert [u for u in requests if u != out.as_uri()] == []
+
+
+def test_a_report_needs_a_store_with_the_named_runs(history_store, tmp_path, capsys):
+    assert main(["report", "-o", str(tmp_path / "r.html"), "--run", "999",
+                 "--db", history_store.url]) == 2
+    assert "holds no run 999" in capsys.readouterr().err
+
