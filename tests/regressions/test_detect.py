@@ -204,3 +204,19 @@ def test_samples_that_are_not_positive_are_left_out():
     assert np.isfinite(errors).all()
     assert errors[3] == pytest.approx(errors[0])  # the same four usable samples
     assert run_errors([(1.0,), (), (2.0, 2.0)], 3).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_the_ratio_interval_covers_the_true_ratio_95_percent_of_the_time():
+    rng = np.random.default_rng(9)
+    covered = found = 0
+    for _ in range(300):
+        n = int(rng.integers(30, 200))
+        cut = int(rng.integers(10, n - 10))
+        values = 1e-3 * (1 + 0.01 * rng.standard_normal(n))
+        values[cut:] *= 1.08
+        changes = detect(values)
+        if [c.index for c in changes] == [cut]:
+            found += 1
+            covered += changes[0].low < 1.08 < changes[0].high
+    assert found >= 290
+    assert 0.91 <= covered / found <= 0.99

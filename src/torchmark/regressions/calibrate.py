@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from torchmark.core.errors import UsageError
 from torchmark.regressions.detect import detect
-from torchmark.regressions.thresholds import Thresholds
+from torchmark.regressions.thresholds import MIN_SEGMENT, Thresholds
 
 
 def calibrate(aa_series: Sequence[Sequence[float]], *, metric: str = "wall",
@@ -30,9 +30,10 @@ def calibrate(aa_series: Sequence[Sequence[float]], *, metric: str = "wall",
     if samples is not None and len(samples) != len(aa_series):
         raise UsageError(f"samples: expected one entry per series ({len(aa_series)}), "
                          f"got {len(samples)}")
-    usable = [i for i, s in enumerate(aa_series) if len(s) >= 6]
+    usable = [i for i, s in enumerate(aa_series) if len(s) >= 2 * MIN_SEGMENT]
     if not usable:
-        raise UsageError("aa_series: expected at least one series of 6 points or more")
+        raise UsageError(f"aa_series: expected at least one series of {2 * MIN_SEGMENT} "
+                         "points or more")
     default = Thresholds.for_metric(metric)
     noise = [difference_sd(np.log(np.asarray(aa_series[i], dtype=np.float64)))
              for i in usable]

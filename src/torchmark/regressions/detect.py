@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from torchmark.core.errors import UsageError
 from torchmark.regressions.changepoint import ChangePoint
 from torchmark.regressions.fdr import select_fdr
-from torchmark.regressions.thresholds import Thresholds
+from torchmark.regressions.thresholds import MIN_SEGMENT, Thresholds
 
 __all__ = ["ChangePoint", "Thresholds", "detect", "select_fdr"]
 
@@ -24,9 +24,9 @@ def detect(values: Sequence[float], *, samples: Sequence[Sequence[float]] | None
     "instructions" picks the default thresholds (others are treated as "wall");
     `thresholds` (from `calibrate`) replaces them, `min_effect` (relative, 0.01 = 1%)
     overrides theirs. A change is kept when its p-value, corrected for the choice of its
-    position, is at most `alpha`. Fewer than 6 points: no change."""
+    position, is at most `alpha`. Fewer than 8 points: no change."""
     from torchmark.regressions.noise import prepare
-    from torchmark.regressions.segment import MIN_SEGMENT, candidates
+    from torchmark.regressions.segment import candidates
     from torchmark.regressions.significance import significant_changes
 
     if not 0 < alpha <= 1:

@@ -8,8 +8,7 @@ import math
 import numpy as np
 
 from torchmark.core.errors import ToolMissingError
-
-MIN_SEGMENT = 4  # points a level needs at least
+from torchmark.regressions.thresholds import MIN_SEGMENT
 
 
 def candidates(y: np.ndarray, scale: float, penalty: float,

@@ -11,8 +11,8 @@ from itertools import pairwise
 import numpy as np
 
 from torchmark.regressions.changepoint import ChangePoint
-from torchmark.regressions.noise import Prepared
-from torchmark.regressions.segment import MIN_SEGMENT
+from torchmark.regressions.noise import MEDIAN_SE, Prepared
+from torchmark.regressions.thresholds import MIN_SEGMENT
 
 Z_95 = 1.959964  # the normal quantile of a two-sided 95% interval
 
@@ -82,6 +82,6 @@ def significant_changes(prep: Prepared, cuts: list[int], *, alpha: float,
 
 def _record(cut: int, before: float, after: float, test: SplitTest) -> ChangePoint:
     ratio = after / before
-    margin = math.exp(Z_95 * test.se)
+    margin = math.exp(Z_95 * MEDIAN_SE * test.se)  # the ratio is of medians, not means
     return ChangePoint(index=cut, before=before, after=after, ratio=ratio,
                        p_value=test.p_value, low=ratio / margin, high=ratio * margin)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MIN_SEGMENT = 4  # runs a level needs at least: a series of fewer than twice that has no change
+
 
 @dataclass(frozen=True)
 class Thresholds:
