@@ -49,6 +49,10 @@ HEADER = ["case", "metric", "level", "change", "95% CI of ratio", "last good", "
 @click.option("--fdr", "q", type=Proportion(0, 1, low_open=True, high_open=True),
               default=0.05, show_default=True,
               help="The false discovery rate allowed across every series checked.")
+@click.option("--calibrate-on", "aa", metavar="env:LABEL|commit:SHA", default=None,
+              help="Measure the thresholds on A/A history (one build measured again and "
+                   "again, under that env label or at that commit) instead of the "
+                   "defaults: at most 1 false alarm per 1,000 runs there.")
 @click.option("--improvements", is_flag=True, help="List improvements too.")
 @click.option("--confirm", is_flag=True,
               help="Re-measure each suspect case here and mark it confirmed or "
@@ -62,7 +66,7 @@ HEADER = ["case", "metric", "level", "change", "95% CI of ratio", "last good", "
 @click.option("--note", default="", help="Why (stored with --dismiss / --acknowledge).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, one a change.")
 @db_option
-def regressions_cmd(since, cases, machine, env, metric, q, improvements, confirm,
+def regressions_cmd(since, cases, machine, env, metric, q, aa, improvements, confirm,
                     min_run_time, dismiss, acknowledge, note, as_json, db):
     """Every change detected across the store's history, newest first: the case, its
     metric, the level before and after with the ratio's interval, the last good and first
@@ -70,11 +74,16 @@ def regressions_cmd(since, cases, machine, env, metric, q, improvements, confirm
     machine, env) is its own series, so a change of machine is no regression."""
     from torchmark.cli.store_options import open_store
     from torchmark.compare.plain_table import align
-    from torchmark.regressions.history import scan
+    from torchmark.regressions.history import calibrated, scan
 
     store = open_store(db)
+    thresholds = calibrated(store, aa, cases=cases) if aa else None
+    for name, limits in (thresholds or {}).items():
+        click.echo(f"calibrated on {aa}: {name}: changes under {limits.min_effect:.2%} "
+                   f"ignored, run-to-run noise at least {limits.noise_floor:.2%}", err=True)
     changes = scan(store, cases=cases, metric=metric, since=since, machine=machine,
-                   env=env, q=q, improvements=improvements or bool(dismiss or acknowledge))
+                   env=env, q=q, improvements=improvements or bool(dismiss or acknowledge),
+                   thresholds=thresholds)
     by_key = {c.key: c for c in changes}
     for keys, mark in ((dismiss, "dismissed"), (acknowledge, "acknowledged")):
         for key in keys:
@@ -97,7 +106,7 @@ def regressions_cmd(since, cases, machine, env, metric, q, improvements, confirm
             outcome = confirm_change(change, store, min_run_time=min_run_time)
             click.echo(f"{change.key}: {outcome.verdict}: {outcome.note}", err=True)
         changes = scan(store, cases=cases, metric=metric, since=since, machine=machine,
-                       env=env, q=q, improvements=improvements)
+                       env=env, q=q, improvements=improvements, thresholds=thresholds)
     if as_json:
         for change in changes:
             click.echo(json.dumps(change.to_dict(), default=str))

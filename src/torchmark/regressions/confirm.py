@@ -4,8 +4,9 @@ it still measures at the new level or back at the old one.
 The build before the change is usually gone, so the case is re-run as it is now and its
 fresh samples are set against the stored raw samples of the last good and the first bad
 run (the bootstrap interval of each ratio, as `ab` computes it): confirmed when the
-fresh samples sit with the first bad run and away from the last good one, not confirmed
-when they sit with the last good one, unsure otherwise. Cases are re-measured from what
+fresh samples sit with the first bad run (no different from it, or much nearer it than
+the last good one in log space), not confirmed when they sit with the last good one,
+unsure halfway. Cases are re-measured from what
 the store keeps of them: `timeit` statements and C++ snippets (wall time) and callgrind
 cases (instruction counts); other front-ends cannot be re-run from the store alone.
 """
@@ -66,16 +67,19 @@ def judge(now: Sequence[float], good: Sequence[float], bad: Sequence[float],
                          f"nearer the {'first bad' if nearer_bad else 'last good'} run")
     vs_good = median_ratio_interval(good, now)
     vs_bad = median_ratio_interval(bad, now)
-    differs_good = not vs_good[0] <= 1 <= vs_good[1]
-    differs_bad = not vs_bad[0] <= 1 <= vs_bad[1]
-    up = after > before
-    moved = (level > before) == up  # on the side of the change
     text = (f"now / last good {level / before:.3f} [{vs_good[0]:.3f}, {vs_good[1]:.3f}], "
             f"now / first bad {level / after:.3f} [{vs_bad[0]:.3f}, {vs_bad[1]:.3f}]")
-    if differs_good and moved and (not differs_bad or
-                                   abs(math.log(level / after)) < abs(math.log(level / before))):
+    moved = (level > before) == (after > before)  # on the side the change went
+    if vs_good[0] <= 1 <= vs_good[1]:
+        return "not-confirmed", text  # no different from the last good run
+    if vs_bad[0] <= 1 <= vs_bad[1] and moved:
+        return "confirmed", text  # no different from the first bad run
+    # different from both (the machine is busier or quieter now): the level it is much
+    # nearer to, in log space, decides; halfway between, it cannot tell
+    near_good, near_bad = abs(math.log(level / before)), abs(math.log(level / after))
+    if near_bad < near_good / 2 and moved:
         return "confirmed", text
-    if not differs_good or (differs_bad and not moved):
+    if near_good < near_bad / 2:
         return "not-confirmed", text
     return "unsure", text
 

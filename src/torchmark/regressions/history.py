@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from torchmark.regressions.detect import ChangePoint, detect, select_fdr
+from torchmark.regressions.detect import ChangePoint, Thresholds, detect, select_fdr
 
 HIGHER_IS_WORSE = {"wall": True, "device": True, "instructions": True, "memory": True}
 
@@ -151,17 +151,55 @@ def series_changes(series: Series, found: Sequence[ChangePoint]) -> list[Change]
     return out
 
 
+def calibrated(store: Any, aa: str, *, cases: Sequence[str] = (),
+               alarms_per_1000: float = 1.0) -> dict[str, Thresholds]:
+    """Thresholds per metric measured on A/A history: the series of the runs labelled
+    `env:LABEL`, or made at `commit:SHA` (one build measured again and again, so every
+    change found in them is a false alarm; see calibrate)."""
+    from torchmark.core.errors import UsageError
+    from torchmark.regressions.calibrate import calibrate
+
+    kind, _, value = aa.partition(":")
+    if kind not in ("env", "commit") or not value:
+        raise UsageError(f"A/A history must be env:LABEL or commit:SHA, got {aa!r}")
+    found = load_series(store, cases=cases, env=value if kind == "env" else None)
+    if kind == "commit":
+        found = [_only_commit(s, value) for s in found]
+    by_metric: dict[str, list[Series]] = {}
+    for s in found:
+        if len(s.points) >= 6:
+            by_metric.setdefault(s.metric, []).append(s)
+    if not by_metric:
+        raise UsageError(f"{aa}: the store holds no series of 6 runs or more there to "
+                         "calibrate on")
+    return {name: calibrate([s.values for s in group], metric=name,
+                            samples=[s.samples for s in group],
+                            alarms_per_1000=alarms_per_1000)
+            for name, group in by_metric.items()}
+
+
+def _only_commit(series: Series, prefix: str) -> Series:
+    keep = [i for i, p in enumerate(series.points) if (p.commit or "").startswith(prefix)]
+    return dataclasses.replace(
+        series, points=tuple(series.points[i] for i in keep),
+        samples=tuple(series.samples[i] for i in keep) if series.samples else None)
+
+
 def scan(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
          since: str | None = None, machine: str | None = None, env: str | None = None,
          q: float = 0.05, improvements: bool = False,
-         series: Sequence[Series] | None = None) -> list[Change]:
+         series: Sequence[Series] | None = None,
+         thresholds: dict[str, Thresholds] | None = None) -> list[Change]:
     """Every change across the store's series, newest first: detected per series, then
     kept under false-discovery-rate control at level `q` across all of them, with the
-    marks users (or `--confirm`) stored. Improvements only with `improvements=True`."""
+    marks users (or `--confirm`) stored. Improvements only with `improvements=True`.
+    `thresholds`: per metric, from `calibrated` (the metric's defaults otherwise)."""
     if series is None:
         series = load_series(store, cases=cases, metric=metric, since=since,
                              machine=machine, env=env)
-    found = [detect(s.values, samples=s.samples, metric=s.metric) for s in series]
+    limits = thresholds or {}
+    found = [detect(s.values, samples=s.samples, metric=s.metric,
+                    thresholds=limits.get(s.metric)) for s in series]
     kept = select_fdr(found, q=q)
     marks = store.change_marks() if store is not None else {}
     out = []
