@@ -47,7 +47,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         if name in ("op_fuzzers", "callgrind", "compare", "cpp", "fuzzing", "timing", "suite",
-                    "ops", "replay", "utils"):
+                    "ops", "replay", "utils", "records", "store", "regressions", "report"):
             return importlib.import_module(f"torchmark.{name}")
         raise AttributeError(f"module 'torchmark' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
