@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
@@ -77,22 +76,23 @@ def replace_outliers(y: np.ndarray, scale: float) -> np.ndarray:
         return y
     padded = np.pad(y, HALF_WINDOW, constant_values=np.nan)
     windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * HALF_WINDOW + 1)
-    local = row_quantile(windows, 0.5)
+    [local] = row_quantiles(windows, (0.5,))
     return np.where(np.abs(y - local) > OUTLIER_SDS * scale, local, y)
 
 
-def row_quantile(rows: np.ndarray, q: float) -> np.ndarray:
-    """The q-quantile of each row, NaNs left out (linear interpolation, numpy's
+def row_quantiles(rows: np.ndarray, qs: Sequence[float]) -> list[np.ndarray]:
+    """Each q-quantile of each row, NaNs left out (linear interpolation, numpy's
     default); NaN for a row of NaNs only. np.nanquantile, without its loop over rows."""
     ordered = np.sort(rows, axis=1)  # NaNs last
-    counts = np.count_nonzero(~np.isnan(rows), axis=1)
-    position = q * np.maximum(counts - 1, 0)
-    low = np.floor(position).astype(np.intp)
-    high = np.minimum(low + 1, np.maximum(counts - 1, 0))
-    pick = np.take_along_axis
-    below = pick(ordered, low[:, None], axis=1)[:, 0]
-    above = pick(ordered, high[:, None], axis=1)[:, 0]
-    return below + (above - below) * (position - low)
+    last = np.maximum(np.count_nonzero(~np.isnan(rows), axis=1) - 1, 0)
+    out = []
+    for q in qs:
+        position = q * last
+        low = np.floor(position).astype(np.intp)
+        below = np.take_along_axis(ordered, low[:, None], axis=1)[:, 0]
+        above = np.take_along_axis(ordered, np.minimum(low + 1, last)[:, None], axis=1)[:, 0]
+        out.append(below + (above - below) * (position - low))
+    return out
 
 
 def run_errors(samples: Sequence[Sequence[float]] | None, n: int) -> np.ndarray:
@@ -108,8 +108,8 @@ def run_errors(samples: Sequence[Sequence[float]] | None, n: int) -> np.ndarray:
     width = int(counts.max(initial=0))
     if width < 3:
         return np.zeros(n)
-    flat = np.fromiter(chain.from_iterable(run for run in samples if run is not None),
-                       np.float64, int(counts.sum()))
+    flat = np.concatenate([np.asarray(run, dtype=np.float64).reshape(-1)
+                           for run in samples if run is not None])
     padded = np.full((n, width), np.nan)
     rows = np.repeat(np.arange(n), counts)
     padded[rows, np.arange(flat.size) - np.repeat(np.cumsum(counts) - counts, counts)] = flat
@@ -117,7 +117,8 @@ def run_errors(samples: Sequence[Sequence[float]] | None, n: int) -> np.ndarray:
         logs = np.log(padded)
     logs[~np.isfinite(logs)] = np.nan  # a sample of 0, below 0, inf or NaN: left out
     usable = np.count_nonzero(~np.isnan(logs), axis=1)
-    spread = row_quantile(logs, 0.75) - row_quantile(logs, 0.25)
+    q1, q3 = row_quantiles(logs, (0.25, 0.75))
+    spread = q3 - q1
     known = usable >= 3
     errors = MEDIAN_SE * IQR_TO_SD * spread / np.sqrt(np.maximum(usable, 1))
     return np.where(known, errors, np.median(errors[known]) if known.any() else 0.0)
