@@ -31,6 +31,7 @@ from typing import Any
 from torchmark.callgrind.client_requests import helper_path
 from torchmark.callgrind.function_counts import FunctionCounts
 from torchmark.callgrind.globals_bridge import modules_needed, pack_globals
+from torchmark.callgrind.messages import CountReply, CountRequest, HostReady, Shutdown
 from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
 from torchmark.core.announce import announced
@@ -201,7 +202,8 @@ class Host:
         self._child = PipedChild(
             lambda requests, responses: host_command(out_dir, [
                 "--requests", f"{requests:05d}", "--responses", f"{responses:05d}"]),
-            log=self._log, env=lambda argv: host_env(_client_argv(argv)), cpus=self.cpus,
+            log=self._log, shutdown=Shutdown(),
+            env=lambda argv: host_env(_client_argv(argv)), cpus=self.cpus,
             name="callgrind host", log_tail_chars=_LOG_TAIL)
         (self._dir / HOST_PID_FILE).write_text(str(self._child.proc.pid))
         self.starts += 1
@@ -212,9 +214,12 @@ class Host:
         launched, self._launched_at = self._launched_at, None
         assert launched is not None  # set by _launch
         ready = self._receive(start_timeout_seconds(), "start")
-        self.start_timings = {"start_s": time.perf_counter() - launched,
-                              **ready.get("phases", {})}
-        if not ready.get("on_valgrind"):
+        if not isinstance(ready, HostReady):
+            self.close(kill=True)
+            raise CallgrindError(f"the callgrind host answered {type(ready).__name__} "
+                                 "instead of its ready message", self._log_tail(), crashed=True)
+        self.start_timings = {"start_s": time.perf_counter() - launched, **ready.phases}
+        if not ready.on_valgrind:
             self.close()
             raise CallgrindError("the callgrind host is not running under valgrind", crashed=True)
 
@@ -235,7 +240,7 @@ class Host:
         except OSError:
             return ""
 
-    def _receive(self, timeout: float, what: str) -> dict:
+    def _receive(self, timeout: float, what: str) -> Any:
         assert self._child is not None
         try:
             return self._child.receive(timeout, what)
@@ -258,11 +263,11 @@ class Host:
         assert self._dir is not None
         return Path(tempfile.mkdtemp(prefix="request-", dir=self._dir))
 
-    def _exchange(self, frame: dict, timeout: float) -> dict:
+    def _exchange(self, frame: CountRequest, timeout: float) -> CountReply:
         assert self._child is not None
         self._child.send(frame)
         with announced(COUNTING):
-            return self._receive(timeout, "a measurement")
+            return _count_reply(self._receive(timeout, "a measurement"))
 
     def run(self, request: Request, retain_out_file: bool = False,
             timeout: float | None = None) -> tuple[CallgrindStats, ...]:
@@ -280,24 +285,22 @@ class Host:
     def _run(self, request: Request, folder: Path, retain_out_file: bool, timeout: float):
         spec = request.task_spec
         plan = pack_globals(request.globals, folder / "globals")
-        frame = {
-            "op": "collect", "folder": str(folder), "stmt": spec.stmt, "setup": spec.setup,
-            "globals": plan, "imports": modules_needed(plan, spec.setup),
-            "number": request.number, "repeats": request.repeats,
-            "warmup": min(request.number, 10), "collect_baseline": request.collect_baseline,
-            "num_threads": spec.num_threads, "cwd": os.getcwd(), "sys_path": list(sys.path),
-            "library": request.library, "entry_suffix": request.entry_suffix,
-        }
+        frame = CountRequest(
+            folder=str(folder), stmt=spec.stmt, setup=spec.setup, globals=plan,
+            imports=tuple(modules_needed(plan, spec.setup)), number=request.number,
+            repeats=request.repeats, warmup=min(request.number, 10),
+            collect_baseline=request.collect_baseline, num_threads=spec.num_threads,
+            cwd=os.getcwd(), sys_path=tuple(sys.path), library=request.library,
+            entry_suffix=request.entry_suffix)
         sent = time.perf_counter()
         reply = self._exchange(frame, timeout)
-        self.last_timings = {"child_s": reply.get("child_s", 0.0),
-                             "host_s": reply.get("host_s", 0.0),
+        self.last_timings = {"child_s": reply.child_s, "host_s": reply.host_s,
                              "round_trip_s": time.perf_counter() - sent}
-        self.last_fresh_imports = reply.get("fresh_imports", [])
-        dumps = reply["dumps"]
+        self.last_fresh_imports = list(reply.fresh_imports)
+        dumps = reply.dumps
         try:
-            if reply["exit_code"] != 0:
-                message, crashed = self._failure(reply["exit_code"], folder)
+            if reply.exit_code != 0:
+                message, crashed = self._failure(reply.exit_code, folder)
                 raise CallgrindError(message, _read(folder / "output.log")[-_LOG_TAIL:],
                                      crashed=crashed)
             expected = request.repeats + int(request.collect_baseline)
@@ -371,7 +374,7 @@ def _shared_key() -> str:
     parts = [os.path.realpath(sys.executable), valgrind_path(), " ".join(_setarch_prefix())]
     parts.append(f"{torch_version()} {torch_folder()}")
     for path in (here / "host.py", here / "globals_bridge.py", here / "client_requests.py",
-                 here.parent / "core" / "framing.py",
+                 here / "messages.py", here.parent / "core" / "framing.py",
                  here / "collector.py"):  # collector.py: the host's command line and env
         parts.append(hashlib.sha256(path.read_bytes()).hexdigest())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
@@ -433,7 +436,7 @@ class SharedHost(Host):
             raise
         return conn
 
-    def _call(self, frame: dict, timeout: float) -> dict:
+    def _call(self, frame: Any, timeout: float) -> Any:
         with self._connect(timeout=10) as conn:
             conn.setblocking(True)  # framing reads the raw descriptor
             send_frame(conn.fileno(), frame)
@@ -503,7 +506,7 @@ class SharedHost(Host):
         """Ask the shared host to exit now, and wait (up to 30 s) until it has stopped
         listening."""
         try:
-            self._call({"op": "shutdown"}, timeout=30)
+            self._call(Shutdown(), timeout=30)
         except (OSError, CallgrindError):
             pass
         deadline = time.monotonic() + 30
@@ -513,13 +516,21 @@ class SharedHost(Host):
     def _request_dir(self) -> Path:
         return Path(tempfile.mkdtemp(prefix="request-", dir=shared_hosts_dir()))
 
-    def _exchange(self, frame: dict, timeout: float) -> dict:
+    def _exchange(self, frame: CountRequest, timeout: float) -> CountReply:
         try:
             with announced(COUNTING):
-                return self._call(frame, timeout=timeout)
+                return _count_reply(self._call(frame, timeout=timeout))
         except OSError as e:
             raise CallgrindError(f"lost the shared callgrind host: {e}", self._log_tail(),
                                  crashed=True) from None
+
+
+def _count_reply(reply: Any) -> CountReply:
+    """The host's answer to a CountRequest, checked to be one."""
+    if not isinstance(reply, CountReply):
+        raise CallgrindError(f"the callgrind host answered {type(reply).__name__} to a "
+                             "count request", crashed=True)
+    return reply
 
 
 def _seconds_from_env(name: str, default: float, positive: bool = False) -> float:

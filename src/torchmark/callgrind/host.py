@@ -22,6 +22,15 @@ import time
 import traceback
 import types
 
+from torchmark.callgrind.messages import (
+    CountReply,
+    CountRequest,
+    HostReady,
+    Ping,
+    Shutdown,
+    Stopped,
+)
+
 BLOCK_SIZE = 100
 
 
@@ -52,22 +61,22 @@ def _die_of(signum: int) -> None:
     os.kill(os.getpid(), signum)
 
 
-def _run_cpp(request: dict, folder: str) -> None:
+def _run_cpp(request: CountRequest, folder: str) -> None:
     """Count a compiled C++ snippet: its own entry point does setup, warm-up and the
     fork-per-repeat loop; the repeats' process ids go to the manifest."""
     import ctypes
 
-    lib = ctypes.CDLL(request["library"])
-    fn = getattr(lib, "tm_callgrind" + request.get("entry_suffix", ""))
+    lib = ctypes.CDLL(request.library)
+    fn = getattr(lib, "tm_callgrind" + request.entry_suffix)
     fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
                    ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_int]
     fn.restype = ctypes.c_int
-    pids = (ctypes.c_int64 * request["repeats"])()
+    pids = (ctypes.c_int64 * request.repeats)()
     error = ctypes.create_string_buffer(4096)
     sys.stdout.flush()
     sys.stderr.flush()
-    status = fn(request["num_threads"], request["number"], request["warmup"],
-                request["repeats"], int(request["num_threads"] == 1), pids, error, len(error))
+    status = fn(request.num_threads, request.number, request.warmup,
+                request.repeats, int(request.num_threads == 1), pids, error, len(error))
     if status == 4:  # a repeat was killed by the signal in pids[0]
         _die_of(pids[0])
     if status != 0:
@@ -91,18 +100,18 @@ def _collection_toggles(requests) -> tuple:
                                                       b"torchmark")
 
 
-def _count_blocks(request: dict, requests, namespace: dict) -> None:
+def _count_blocks(request: CountRequest, requests, namespace: dict) -> None:
     """Warm the statement up, then count each block in a fork; the pids go to the
     manifest."""
-    folder = request["folder"]
-    stmt, number = request["stmt"], request["number"]
-    warmup = compile(f"for __torchmark_i in range({request['warmup']}):\n"
+    folder = request.folder
+    stmt, number = request.stmt, request.number
+    warmup = compile(f"for __torchmark_i in range({request.warmup}):\n"
                      f"{textwrap.indent(stmt, '    ')}\n", "<warmup>", "exec")
     # One code object for every repeat: what runs before counting must not depend on
     # how many repeats were asked for, or two requests would start from other states.
     stmt_block = compile(blocked_source(stmt, number), "<stmt>", "exec")
-    blocks = [stmt_block] * request["repeats"]
-    if request["collect_baseline"]:
+    blocks = [stmt_block] * request.repeats
+    if request.collect_baseline:
         blocks.append(compile(blocked_source("pass", number), "<baseline>",
                               "exec"))
     namespace["__torchmark_toggle"], namespace["__torchmark_toggle_and_dump"] = \
@@ -120,7 +129,7 @@ def _count_blocks(request: dict, requests, namespace: dict) -> None:
     # blocks run one after another in this process.
     manifest = []
     for block in blocks:
-        if request["num_threads"] > 1:
+        if request.num_threads > 1:
             exec(block, namespace)
             manifest.append(os.getpid())
             continue
@@ -143,20 +152,20 @@ def _count_blocks(request: dict, requests, namespace: dict) -> None:
         f.write("\n".join(str(p) for p in manifest))
 
 
-def _run_child(request: dict, requests) -> None:
+def _run_child(request: CountRequest, requests) -> None:
     """Body of the forked child: never returns."""
-    folder = request["folder"]
+    folder = request.folder
     code = 3
     try:
         log = os.open(os.path.join(folder, "output.log"), os.O_WRONLY | os.O_CREAT, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
-        if request.get("cwd") and os.path.isdir(request["cwd"]):
-            os.chdir(request["cwd"])
-        if request.get("sys_path"):
-            sys.path[:] = request["sys_path"]
+        if request.cwd and os.path.isdir(request.cwd):
+            os.chdir(request.cwd)
+        if request.sys_path:
+            sys.path[:] = request.sys_path
 
-        if request.get("library"):
+        if request.library:
             _run_cpp(request, folder)
             code = 0
             return
@@ -165,7 +174,7 @@ def _run_child(request: dict, requests) -> None:
 
         from torchmark.callgrind.globals_bridge import load_globals
 
-        torch.set_num_threads(request["num_threads"])
+        torch.set_num_threads(request.num_threads)
         # The statement's namespace is this process's __main__ module, so that
         # `from __main__ import f` in setup finds the globals sent along.
         main_module = types.ModuleType("__main__")
@@ -177,13 +186,13 @@ def _run_child(request: dict, requests) -> None:
         # 10.2 s a collection instrumented, 4.1 s not), for the cost of translating the
         # hot paths again in the warm-up (0.5 to 1.5 s), so only when there is something
         # new to import.
-        fresh = [m for m in request.get("imports", ()) if m not in sys.modules]
+        fresh = [m for m in request.imports if m not in sys.modules]
         if fresh:
             with open(os.path.join(folder, "fresh_imports.txt"), "w") as f:
                 f.write("\n".join(fresh))
             requests.stop_instrumentation()
-        load_globals(request["globals"], namespace)
-        exec(compile(request["setup"] or "pass", "<setup>", "exec"), namespace)
+        load_globals(request.globals, namespace)
+        exec(compile(request.setup or "pass", "<setup>", "exec"), namespace)
         if fresh:
             # Callgrind forgets its call stack when instrumentation starts, so this frame
             # is its bottom again, as the host's main frame is for the zygote's children:
@@ -296,11 +305,11 @@ class _Zygote:
     def __init__(self, commands: int, replies: int) -> None:
         self.commands, self.replies = commands, replies
 
-    def measure(self, request: dict, out_dir: str) -> dict:
+    def measure(self, request: CountRequest, out_dir: str) -> CountReply:
         started = time.perf_counter()
-        with open(os.path.join(request["folder"], "request.pkl"), "wb") as f:
+        with open(os.path.join(request.folder, "request.pkl"), "wb") as f:
             pickle.dump(request, f)
-        os.write(self.commands, request["folder"].encode())
+        os.write(self.commands, request.folder.encode())
         reply = os.read(self.replies, _REPLY.size)
         if len(reply) != _REPLY.size:
             raise SystemExit("the measurement zygote exited")
@@ -308,7 +317,7 @@ class _Zygote:
         child_s = time.perf_counter() - started
         dumps, pids = [], [pid]
         try:
-            with open(os.path.join(request["folder"], "manifest.txt")) as f:
+            with open(os.path.join(request.folder, "manifest.txt")) as f:
                 pids += [int(line) for line in f.read().split()]
         except OSError:
             pass
@@ -320,13 +329,13 @@ class _Zygote:
             if os.path.exists(leftover):
                 os.unlink(leftover)
         try:
-            with open(os.path.join(request["folder"], "fresh_imports.txt")) as f:
+            with open(os.path.join(request.folder, "fresh_imports.txt")) as f:
                 fresh = f.read().split()
         except OSError:
             fresh = []
-        return {"pid": pid, "exit_code": os.waitstatus_to_exitcode(status), "dumps": dumps,
-                "child_s": child_s, "host_s": time.perf_counter() - started,
-                "fresh_imports": fresh}
+        return CountReply(pid=pid, exit_code=os.waitstatus_to_exitcode(status),
+                          dumps=tuple(dumps), child_s=child_s,
+                          host_s=time.perf_counter() - started, fresh_imports=tuple(fresh))
 
 
 def _prepare(helper: str, phases: dict):
@@ -366,11 +375,11 @@ def serve_pipes(args: argparse.Namespace) -> None:
     phases: dict[str, float] = {}
     requests = _prepare(args.helper, phases)
     zygote = _start_zygote(requests, (args.requests, args.responses))
-    send_frame(args.responses, {"ready": True, "pid": os.getpid(), "phases": phases,
-                                "on_valgrind": bool(requests.running_on_valgrind())})
+    send_frame(args.responses, HostReady(pid=os.getpid(), phases=phases,
+                                         on_valgrind=bool(requests.running_on_valgrind())))
     while True:
         request = recv_frame(args.requests)
-        if request is None or request.get("op") == "shutdown":
+        if request is None or isinstance(request, Shutdown):
             return
         send_frame(args.responses, zygote.measure(request, args.out_dir))
 
@@ -409,14 +418,15 @@ def serve_socket(args: argparse.Namespace) -> None:
                     request = recv_frame(conn.fileno())
                     if request is None:
                         continue
-                    if request.get("op") == "shutdown":
-                        send_frame(conn.fileno(), {"ok": True})
+                    if isinstance(request, Shutdown):
+                        send_frame(conn.fileno(), Stopped())
                         return
-                    if request.get("op") == "ping":
-                        send_frame(conn.fileno(), {
-                            "ready": True, "pid": os.getpid(),
-                            "on_valgrind": bool(requests.running_on_valgrind())})
+                    if isinstance(request, Ping):
+                        send_frame(conn.fileno(), HostReady(
+                            pid=os.getpid(), on_valgrind=bool(requests.running_on_valgrind())))
                         continue
+                    if not isinstance(request, CountRequest):
+                        continue  # not a message of this torchmark
                     send_frame(conn.fileno(), zygote.measure(request, args.out_dir))
                 except OSError:  # the client went away; serve the next one
                     continue

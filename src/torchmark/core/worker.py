@@ -2,8 +2,10 @@
 started with its descriptors passed (the command may spell their numbers its own way),
 its output going to a log file, pinned to CPUs, in a session of its own (so a kill takes
 every process it forked); answers awaited with a timeout while it is alive; crashes and
-timeouts told apart and reported with the log's tail; closed by a shutdown frame or a
-kill. The suite's wall-time worker and the callgrind host are both one."""
+timeouts told apart and reported with the log's tail; closed by its shutdown message or a
+kill. The messages are each protocol's own typed records (suite/wall_messages.py,
+callgrind/messages.py). The suite's wall-time worker and the callgrind host are both
+one."""
 
 from __future__ import annotations
 
@@ -31,13 +33,16 @@ class PipedChild:
     """One started child; see the module docstring."""
 
     def __init__(self, command: Callable[[int, int], Sequence[str]], *, log: Path,
+                 shutdown: Any,
                  env: dict[str, str] | Callable[[list[str]], dict[str, str]] | None = None,
                  cpus: Sequence[int] | None = None, name: str = "worker",
                  log_tail_chars: int = 2000) -> None:
         """Start `command(requests_fd, responses_fd)`: the child reads frames from the
-        first descriptor and writes its answers to the second. `env` may be a function
-        of the command line (the callgrind host's environment is sized with it)."""
+        first descriptor and writes its answers to the second; `shutdown` is the message
+        that asks it to exit. `env` may be a function of the command line (the callgrind
+        host's environment is sized with it)."""
         self.name, self.log, self._tail = name, Path(log), log_tail_chars
+        self.shutdown = shutdown
         requests_r, self.requests_fd = os.pipe()
         self.responses_fd, responses_w = os.pipe()
         try:
@@ -86,15 +91,14 @@ class PipedChild:
         how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
         raise ChildLost(f"the {self.name} {how} during {what}", tail, exit_code=code)
 
-    def close(self, kill: bool = False, grace: float = 10.0,
-              shutdown: Any = None) -> None:
-        """Ask the child to exit (the `shutdown` frame, default {"op": "shutdown"}) and
-        wait up to `grace` seconds, or kill it and every process it forked; then close
-        the pipes. Calling it again does nothing."""
+    def close(self, kill: bool = False, grace: float = 10.0) -> None:
+        """Ask the child to exit (its shutdown message) and wait up to `grace` seconds,
+        or kill it and every process it forked; then close the pipes. Calling it again
+        does nothing."""
         if self.proc.poll() is None:
             if not kill:
                 try:
-                    send_frame(self.requests_fd, shutdown or {"op": "shutdown"})
+                    send_frame(self.requests_fd, self.shutdown)
                     self.proc.wait(timeout=grace)
                 except (OSError, subprocess.TimeoutExpired):
                     kill = True

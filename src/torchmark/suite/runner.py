@@ -109,12 +109,15 @@ class Slot:
 
     def measure_wall(self, case: Case, library: tuple[str, str] | None,
                      options: RunOptions) -> dict[str, Any]:
-        request = {"timer_args": case.timer_args.to_dict(), "min_run_time": options.min_run_time,
-                   "cpus": _threads_cpus(self.cpus, self.all_cpus,
-                                         case.timer_args.num_threads)}
-        if library is not None:
-            request["library"], request["entry_suffix"] = library
-        return self.wall.measure(request, options.timeout)
+        from torchmark.suite.wall_messages import WallRequest
+
+        cpus = _threads_cpus(self.cpus, self.all_cpus, case.timer_args.num_threads)
+        request = WallRequest(timer_args=case.timer_args.to_dict(),
+                              min_run_time=options.min_run_time,
+                              cpus=tuple(cpus) if cpus else None,
+                              library=library[0] if library else None,
+                              entry_suffix=library[1] if library else "")
+        return self.wall.measure(request, options.timeout).to_dict()
 
     def count(self, case: Case, library: tuple[str, str] | None,
               options: RunOptions) -> dict[str, Any]:

@@ -16,21 +16,26 @@ import os
 import traceback
 
 from torchmark.core.framing import recv_frame, send_frame
+from torchmark.suite.wall_messages import (
+    Stop,
+    WallFailed,
+    WallRequest,
+    WallTimes,
+    WorkerReady,
+)
 
 
-def measure(request: dict) -> dict:
+def measure(request: WallRequest) -> WallTimes:
     from torchmark.suite.timer_args import TimerArgs
 
-    cpus = request.get("cpus")
-    if cpus and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, cpus)
-    args = TimerArgs.from_dict(request["timer_args"])
-    timer = args.timer()
-    if request.get("library"):
-        timer._timer.use_library(request["library"], request["entry_suffix"])
-    m = timer.blocked_autorange(min_run_time=request["min_run_time"])
-    return {"median": m.median, "mean": m.mean, "iqr": m.iqr,
-            "number_per_run": m.number_per_run, "times": list(m.times)}
+    if request.cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, request.cpus)
+    timer = TimerArgs.from_dict(request.timer_args).timer()
+    if request.library:
+        timer._timer.use_library(request.library, request.entry_suffix)
+    m = timer.blocked_autorange(min_run_time=request.min_run_time)
+    return WallTimes(median=m.median, mean=m.mean, iqr=m.iqr,
+                     number_per_run=int(m.number_per_run), times=tuple(m.times))
 
 
 def main() -> None:
@@ -55,18 +60,21 @@ def main() -> None:
 def serve(requests: int, responses: int) -> None:
     """Answer requests until asked to stop; BrokenPipeError when the parent vanished
     (end of its requests without a shutdown, or a reply it cannot receive)."""
-    send_frame(responses, {"ready": True, "pid": os.getpid()})
+    send_frame(responses, WorkerReady(os.getpid()))
     while True:
         request = recv_frame(requests)
         if request is None:
             raise BrokenPipeError("the parent closed the request pipe without a shutdown")
-        if request.get("op") == "shutdown":
+        if isinstance(request, Stop):
             return
+        reply: WallTimes | WallFailed
         try:
-            reply = {"ok": True, "wall": measure(request)}
+            if not isinstance(request, WallRequest):
+                raise TypeError(f"not a WallRequest: {type(request).__name__}")
+            reply = measure(request)
         except BaseException as e:  # reported per case; the worker goes on
-            reply = {"ok": False, "error": f"{type(e).__name__}: {e}".strip(),
-                     "traceback": traceback.format_exc()}
+            reply = WallFailed(error=f"{type(e).__name__}: {e}".strip(),
+                               traceback=traceback.format_exc())
         send_frame(responses, reply)
 
 

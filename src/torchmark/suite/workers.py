@@ -7,9 +7,11 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from torchmark.core.errors import MeasurementError
 from torchmark.core.worker import ChildLost, PipedChild
+from torchmark.suite.wall_messages import Stop, WallFailed, WallRequest, WallTimes
 
 START_TIMEOUT_S = 300.0
 
@@ -39,11 +41,12 @@ class WallWorker:
             lambda requests, responses: [
                 sys.executable, "-m", "torchmark.suite.wall_worker", "--requests",
                 str(requests), "--responses", str(responses), "--log", str(self._log)],
-            log=self._log, env=env, cpus=self.cpus, name="wall-time worker")
+            log=self._log, shutdown=Stop(), env=env, cpus=self.cpus,
+            name="wall-time worker")
         self.starts += 1
         self._receive(START_TIMEOUT_S, "start")
 
-    def _receive(self, timeout: float, what: str) -> dict:
+    def _receive(self, timeout: float, what: str) -> Any:
         assert self._child is not None
         try:
             return self._child.receive(timeout, what)
@@ -52,7 +55,7 @@ class WallWorker:
             last = e.log_tail.strip().splitlines()[-1:] if not e.timed_out else []
             raise WorkerLost(str(e) + (f": {last[0]}" if last else "")) from None
 
-    def measure(self, request: dict, timeout: float) -> dict:
+    def measure(self, request: WallRequest, timeout: float) -> WallTimes:
         if self._child is None or not self._child.running:
             self.close(kill=True)
             self._start()
@@ -60,9 +63,12 @@ class WallWorker:
         assert self._child is not None
         self._child.send(request)
         reply = self._receive(timeout, "a case")
-        if not reply["ok"]:
-            raise CaseFailed(reply["error"])
-        return reply["wall"]
+        if isinstance(reply, WallFailed):
+            raise CaseFailed(reply.error)
+        if not isinstance(reply, WallTimes):
+            self.close(kill=True)
+            raise WorkerLost(f"the wall-time worker answered {type(reply).__name__}")
+        return reply
 
     def close(self, kill: bool = False) -> None:
         child, self._child = self._child, None
