@@ -4,9 +4,10 @@ asv-style JSON files (one file a run, as asv keeps its results) for scale.
 Printed per backend:
 - writing 1,000,000 raw samples (1,000 results of 1,000 samples) in one record() call;
 - recording a run of 219 suite-like results (the standard suite's size), one case each;
-- reading one case's history over 10,000 runs (history(case)), the runs made in bulk;
+- reading one case's history over 10,000 runs (history(case)), the runs made in bulk
+  (median of 11 reads);
 - `torchmark runs --limit 50` over those 10,000 runs, from process start (a fresh
-  process; the command imports no torch).
+  process; the command imports no torch; median of 11).
 Targets (issue 24) on SQLite: 1M samples written in < 2 s, history read < 50 ms, `runs`
 < 300 ms from process start.
 
@@ -74,12 +75,12 @@ def bench(url: str) -> dict[str, float]:
                                                            store.start_run()))
     bulk_history(store, 10_000, "hist:0")
     reads = []
-    for _ in range(5):
+    for _ in range(11):
         reads.append(timed(lambda: store.history("hist:0")))
     out["history over 10,000 runs"] = statistics.median(reads)
     store.close()
     starts = []
-    for _ in range(3):
+    for _ in range(11):
         starts.append(timed(lambda: subprocess.run(
             [sys.executable, "-m", "torchmark", "runs", "--limit", "50", "--db", url],
             check=True, capture_output=True)))
