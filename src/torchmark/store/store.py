@@ -269,18 +269,26 @@ class Store:
              env: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Runs, newest first, each with how many results it holds."""
         r, res = schema.runs, schema.results
-        counts = sa.select(res.c.run_id, sa.func.count().label("n")).group_by(
-            res.c.run_id).subquery()
         query = sa.select(r.c.id, r.c.started, r.c.ended, r.c.status, r.c.command,
                           r.c.git_commit, r.c.git_dirty, r.c.torch_version, r.c.machine,
-                          r.c.env, r.c.tags, sa.func.coalesce(counts.c.n, 0).label("results")
-                          ).outerjoin(counts, counts.c.run_id == r.c.id)
+                          r.c.env, r.c.tags)
         query = _filtered(query, r, since, machine, env).order_by(r.c.started.desc(),
                                                                  r.c.id.desc())
         if limit:
             query = query.limit(limit)
         with self.engine.connect() as conn:
-            return [dict(row._mapping) for row in conn.execute(query)]
+            found = [dict(row._mapping) for row in conn.execute(query)]
+            # the results of the runs listed only (not a count over the whole store)
+            counts: dict[int, int] = {}
+            ids = [run["id"] for run in found]
+            for start in range(0, len(ids), 500):
+                counts.update(conn.execute(
+                    sa.select(res.c.run_id, sa.func.count()).where(
+                        res.c.run_id.in_(ids[start:start + 500])).group_by(res.c.run_id)
+                ).tuples().all())
+        for run in found:
+            run["results"] = counts.get(run["id"], 0)
+        return found
 
     def results(self, *, case: str | None = None, run: int | None = None,
                 metric: str | None = None, since: str | None = None,
