@@ -50,6 +50,16 @@ def test_blocked_autorange_matches_torch_algorithm(monkeypatch, per_run):
     assert sum(ours.raw_times) >= 0.2
 
 
+def test_blocked_autorange_times_min_blocks_at_least(monkeypatch):
+    cls = type("Fake", (FakeTimeitTimer,), {"per_run": 0.05})  # blocks of 1 run: 0.05 s
+    monkeypatch.setattr(Timer, "_timer_cls", cls)
+    assert len(Timer("f()").blocked_autorange(min_run_time=0.2).raw_times) < 7
+    m = Timer("f()").blocked_autorange(min_run_time=0.2, min_blocks=7)
+    assert m.number_per_run == 1 and len(m.raw_times) == 7
+    with pytest.raises(ValueError, match="min_blocks must be a positive int, got 0"):
+        Timer("f()").blocked_autorange(min_blocks=0)
+
+
 @pytest.mark.parametrize("noise", [0.0, 0.02, 0.4])
 def test_adaptive_autorange_matches_torch_algorithm(monkeypatch, noise):
     cls = type("Fake", (FakeTimeitTimer,), {"per_run": 5e-6, "noise": noise})

@@ -29,27 +29,14 @@ class Proportion(click.ParamType):
         self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
 
     def convert(self, value, param, ctx):
-        if isinstance(value, float):
-            return value
-        text = str(value).strip()
-        percent = text.endswith("%")
+        from torchmark.core.errors import UsageError
+        from torchmark.core.proportion import parse_proportion
+
         try:
-            number = float(text[:-1] if percent else text)
-        except ValueError:
-            self.fail(f"{value!r} is not a fraction (0.95) or a percent (95%)", param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        if percent:
-            number /= 100
-        elif number > 1:
-            self.fail(f"{value} is ambiguous: write {text}% or a fraction such as "
-                      f"{number / 100:g}", param, ctx)
-        below = number < self.low or (self.low_open and number == self.low)
-        above = number > self.high or (self.high_open and number == self.high)
-        if below or above:
-            self.fail(f"{value} is outside {'(' if self.low_open else '['}{self.low:g}, "
-                      f"{self.high:g}{')' if self.high_open else ']'}", param, ctx)
-        return number
+            return parse_proportion(value, self.low, self.high, low_open=self.low_open,
+                                    high_open=self.high_open)
+        except UsageError as e:
+            self.fail(str(e), param, ctx)
 
 
 def check_syntax(*parts: tuple[str, str]) -> None:

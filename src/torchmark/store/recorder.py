@@ -1,11 +1,11 @@
 """Recording a command's results into the store as they come.
 
-A RunRecorder starts a run when entered (its provenance captured then), stores each
-batch of results in its own transaction as the command produces them (so an interrupted
-run keeps every finished result), and marks the run ok, failed or interrupted when
-left. With recording off (--no-store, TORCHMARK_NO_STORE=1) it does nothing. A store
-that cannot be opened or written is said once on stderr and the command goes on: its
-file outputs still hold the results."""
+A RunRecorder starts a run when entered (its provenance captured then, unless given),
+stores each batch of results in its own transaction as the command produces them (so an
+interrupted run keeps every finished result), and marks the run ok, failed or
+interrupted when left. With recording off (--no-store, TORCHMARK_NO_STORE=1) it does
+nothing. A store that cannot be opened or written is said once on stderr and the
+command goes on: its file outputs still hold the results."""
 
 from __future__ import annotations
 
@@ -13,16 +13,19 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 
 
 class RunRecorder:
     def __init__(self, db: str | None = None, *, enabled: bool = True,
                  tags: dict[str, Any] | None = None,
-                 command: list[str] | None = None, resume_run: int | None = None) -> None:
+                 command: list[str] | None = None, resume_run: int | None = None,
+                 provenance: Provenance | None = None) -> None:
         from torchmark.store.store import recording_off
 
         self.db, self.tags, self.command = db, dict(tags or {}), command
+        self.provenance = provenance  # the run's, when captured earlier than entering
         self.resume_run = resume_run  # record into this stored run (resumed)
         self.enabled = enabled and not recording_off()
         self.store: Any = None
@@ -32,7 +35,6 @@ class RunRecorder:
     def __enter__(self) -> RunRecorder:
         if self.enabled:
             try:
-                from torchmark.core.provenance import Provenance
                 from torchmark.store.store import Store
 
                 self.store = Store(self.db)
@@ -41,7 +43,8 @@ class RunRecorder:
                     self.run_id = self.resume_run
                 else:
                     self.run_id = self.store.start_run(
-                        Provenance.capture(command=self.command), tags=self.tags)
+                        self.provenance or Provenance.capture(command=self.command),
+                        tags=self.tags)
             except Exception as e:  # the store is optional to the measurement itself
                 self._give_up(e)
         return self

@@ -266,17 +266,21 @@ class Timer:
         return times
 
     def blocked_autorange(
-        self, callback: Callback | None = None, min_run_time: float = 0.2
+        self, callback: Callback | None = None, min_run_time: float = 0.2, *,
+        min_blocks: int = 1,
     ) -> Measurement:
-        """Time blocks of `stmt` until their total reaches `min_run_time` seconds.
+        """Time blocks of `stmt` until their total reaches `min_run_time` seconds (and
+        at least `min_blocks` blocks were timed: what an interval of the median needs).
 
         The block size is chosen first (see `_estimate_block_size`), so that the
         clock's overhead is a negligible share of each block; every block is one
         replicate in the returned Measurement.
         """
         min_run_time = _non_negative("min_run_time", min_run_time)
+        min_blocks = _positive_int("min_blocks", min_blocks)
         number = self._estimate_block_size(min_run_time)
-        times = self._measurement_loop(number, lambda _: True, min_run_time, callback=callback)
+        times = self._measurement_loop(number, lambda times: len(times) >= min_blocks,
+                                       min_run_time, callback=callback)
         return self._measurement(number, times)
 
     def adaptive_autorange(

@@ -1,0 +1,144 @@
+"""The session's end, on the process that reports (pytest-xdist's controller, or the only
+process): every test report's Results gathered, then written to --torchmark-json, recorded
+in the store as one run, gated against --torchmark-baseline (the session fails when
+--torchmark-fail-slower finds a case slower), and shown as tables in the terminal
+summary."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from torchmark.core.errors import UsageError, error_line
+from torchmark.core.result import Result
+from torchmark.pytest_plugin.options import Settings
+
+REPORT_ATTR = "torchmark_results"  # a test report's Results, as JSON texts
+DISPLAY_SLOWDOWN = 0.05  # the verdicts' threshold without --torchmark-fail-slower
+
+
+class BenchmarkSession:
+    """A plugin object for the reporting process (see the module docstring)."""
+
+    def __init__(self, settings: Settings, command: list[str]) -> None:
+        self.settings = settings
+        self.command = command
+        self.results: list[Result] = []
+        self.baseline: list[Result] | None = None
+        self.notes: list[str] = []  # what went wrong writing the results
+        self.provenance: Any = None
+        self.run_id: int | None = None
+        self.store_where: str | None = None
+        self.gate_report: Any = None
+
+    def load_baseline(self) -> None:
+        """Read --torchmark-baseline now, before this session records a run (`latest`
+        means the newest run before it); a UsageError when it names nothing."""
+        from pathlib import Path
+
+        from torchmark.regressions.refs import resolve_ref
+
+        ref = self.settings.baseline
+        assert ref is not None
+        store = None
+        if not Path(ref).exists():
+            from torchmark.store import open as open_store
+
+            store = open_store(self.settings.store)
+        try:
+            self.baseline = resolve_ref(ref, store)
+        finally:
+            if store is not None:
+                store.close()
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        texts = getattr(report, REPORT_ATTR, None)
+        if not texts:
+            return
+        if self.provenance is None:  # the run's: taken as its first benchmark reports
+            from torchmark.core.provenance import Provenance
+
+            self.provenance = Provenance.capture(env=self.settings.env,
+                                                 command=self.command)
+        self.results += [Result.from_dict(json.loads(text)) for text in texts]
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: Any, exitstatus: int) -> None:
+        if self.settings.disabled:
+            return
+        if self.settings.json_path:
+            from torchmark.records.files import save_results
+
+            try:
+                save_results(self.settings.json_path,
+                             [r.with_provenance(self.provenance) for r in self.results],
+                             append=False)
+            except (OSError, UsageError) as e:
+                self.notes.append(f"torchmark: --torchmark-json {self.settings.json_path}: "
+                                  f"{error_line(e)}")
+                if session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.results and not self.settings.no_store:
+            self._record()
+        if self.baseline is not None and self.results:
+            from torchmark.regressions.gate import gate
+
+            threshold = self.settings.fail_slower
+            self.gate_report = gate(self.baseline, self.results,
+                                    max_slowdown=DISPLAY_SLOWDOWN if threshold is None
+                                    else threshold)
+            if threshold is not None and not self.gate_report.passed and \
+                    session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _record(self) -> None:
+        from torchmark.store.recorder import RunRecorder
+
+        with RunRecorder(self.settings.store, tags={"frontend": "pytest"},
+                         provenance=self.provenance) as recorder:
+            recorder.add(self.results)
+            if recorder.run_id is not None:
+                self.run_id, self.store_where = recorder.run_id, recorder.store.where
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for note in self.notes:
+            terminalreporter.write_line(note, red=True, bold=True)
+        if self.settings.disabled or not self.results:
+            return
+        from torchmark.pytest_plugin.summary import summary_lines
+
+        terminalreporter.write_sep("-", "torchmark")
+        for line in summary_lines(self.results, self.baseline, self.gate_report,
+                                  self.settings.baseline):
+            terminalreporter.write_line(line)
+        if self.run_id is not None:
+            terminalreporter.write_line(f"torchmark: {len(self.results)} result(s) recorded "
+                                        f"as run {self.run_id} of {self.store_where}")
+        report = self.gate_report
+        if report is not None and self.settings.fail_slower is not None and \
+                not report.passed:
+            names = ", ".join(row.title for row in report.regressed)
+            terminalreporter.write_line(
+                f"torchmark: {len(report.regressed)} case(s) more than "
+                f"{self.settings.fail_slower:.1%} slower than the baseline "
+                f"{self.settings.baseline} (or failed): {names}", red=True, bold=True)
+
+
+def start(config: Any, settings: Settings) -> None:
+    """Register the session's plugin object (the baseline read first); a bad baseline
+    stops pytest with one line."""
+    session = BenchmarkSession(settings, ["pytest", *config.invocation_params.args])
+    if settings.baseline and not settings.disabled:
+        try:
+            session.load_baseline()
+        except UsageError as e:
+            raise pytest.UsageError(f"--torchmark-baseline {settings.baseline}: {e}") \
+                from None
+        except Exception as e:  # a store that cannot be opened or read, a file unreadable
+            raise pytest.UsageError(f"--torchmark-baseline {settings.baseline}: "
+                                    f"{error_line(e)}") from None
+    config.pluginmanager.register(session, "torchmark-session")

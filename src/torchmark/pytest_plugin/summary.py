@@ -1,0 +1,90 @@
+"""The terminal summary: a table a group (the marker's group, else the test's file) and
+metric. Times in torchmark's Compare layout (a row a test, one column, or the baseline's
+and this run's side by side), each case's change against the baseline and its verdict
+under it; instruction counts in a plain table; failed benchmarks listed with their
+error."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from torchmark.core.result import Result
+
+_COLUMN = {"wall": "wall time", "device": "device time"}
+
+
+def _measurement(result: Result, column: str) -> Any:
+    """A time Result as a Measurement in the Compare table of its group."""
+    from torchmark.core.task_spec import TaskSpec
+    from torchmark.timing.measurement import Measurement
+
+    case = result.case
+    spec = TaskSpec(stmt=case.stmt, setup="pass", label=_title(case.label, result.metric),
+                    sub_label=case.sub_label, description=column, num_threads=case.threads)
+    n = result.number_per_run
+    return Measurement(n, [s * n for s in result.samples], spec)
+
+
+def _title(group: str | None, metric: str) -> str:
+    """The group's name; the metric after it when it is not wall time."""
+    group = group or "tests"
+    return group if metric == "wall" else \
+        f"{group} ({metric}{' time' if metric == 'device' else ''})"
+
+
+def summary_lines(results: Sequence[Result], baseline: Sequence[Result] | None,
+                  gate_report: Any, baseline_ref: str | None) -> list[str]:
+    """The summary's lines (see the module docstring)."""
+    from torchmark.compare.plain_table import align
+    from torchmark.regressions.gate import format_value, table_rows
+
+    groups: dict[tuple[str | None, str], list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.case.label, r.metric), []).append(r)
+    base = {(r.case.id, r.metric): r for r in baseline or () if r.ok}
+    rows_by_case = {(row.case_id, row.metric): cells for row, cells in
+                    zip(gate_report.rows, table_rows(gate_report.rows), strict=True)} \
+        if gate_report is not None else {}
+    lines: list[str] = []
+    for (group, metric), members in groups.items():
+        measured = [r for r in members if r.ok]
+        if metric in _COLUMN and measured:
+            from torchmark.compare.compare import Compare
+
+            column = "this run" if baseline is not None else _COLUMN[metric]
+            measurements = [_measurement(r, column) for r in measured]
+            if baseline is not None:
+                measurements = [_measurement(base[(r.case.id, r.metric)], "baseline")
+                                for r in measured if (r.case.id, r.metric) in base] + \
+                    measurements
+            lines += Compare(measurements).render(color=False).rstrip("\n").splitlines()
+        elif measured:
+            lines.append(f"[ {_title(group, metric)} ]")
+            header = ["case", "per run"] + (["baseline"] if baseline is not None else [])
+            rows = []
+            for r in measured:
+                summary = r.summary
+                row = [r.case.sub_label or r.case.title,
+                       format_value(summary.median if summary else float("nan"), r.unit)]
+                if baseline is not None:
+                    other = base.get((r.case.id, r.metric))
+                    row.append(format_value(other.summary.median, other.unit)
+                               if other is not None and other.summary else "-")
+                rows.append(row)
+            lines += align(header, rows, [False] + [True] * (len(header) - 1), rule=True)
+            lines.append(f"Counts are in {members[0].unit} a run.")
+        verdicts = [[r.case.sub_label or r.case.title, *cells[4:7]] for r in members
+                    if (cells := rows_by_case.get((r.case.id, r.metric)))]
+        if verdicts:
+            lines.append(f"against the baseline {baseline_ref}:")
+            lines += ["  " + line for line in align(
+                ["case", "change", "95% CI of ratio", "verdict"], verdicts,
+                [False, True, False, False], rule=True)]
+        for r in members:
+            if r.failure is not None:
+                lines.append(f"failed: {r.case.title}: {r.failure.error}")
+        lines.append("")
+    if gate_report is not None and not gate_report.rows:
+        lines.append(f"torchmark: the baseline {baseline_ref} holds none of these cases")
+    return lines

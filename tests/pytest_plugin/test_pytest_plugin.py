@@ -1,0 +1,352 @@
+"""The pytest plugin, driven through pytester in fresh pytest processes: what the fixture
+and the marker record, the baseline gate, --torchmark-disable/-only/-skip, pytest-xdist,
+instruction counts, and bad options. Timing-dependent checks run under a fake clock
+(FAKE_CLOCK, as Timer._timer_cls), so they are exact."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy  # noqa: F401  (before pytester's sys.modules snapshots: it cannot load twice)
+import pytest
+
+import torchmark.store as tm_store
+from torchmark.records import load_results
+
+pytest_plugins = ["pytester"]
+
+BENCHMARKS = """
+import pytest
+import torch
+
+
+def add(a, b):
+    return a + b
+
+
+@pytest.mark.parametrize("n", [16, 256])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_add(torchmark, n, dtype):
+    x = torch.ones(n, dtype=dtype)
+    out = torchmark(add, x, x)
+    assert out.shape == (n,) and out[0].item() == 2  # what fn returned
+
+
+def test_stmt(torchmark):
+    result = torchmark.timeit("x * 2", setup="x = torch.ones(64)")
+    assert result is None or result.samples  # None under --torchmark-disable
+
+
+def test_rounds(torchmark):
+    out = torchmark.pedantic(torch.ones, args=(8,), rounds=6, warmup_rounds=1)
+    assert out.shape == (8,)
+
+
+@pytest.mark.torchmark(group="whole tests", num_threads=2)
+def test_whole():
+    assert torch.ones(32).sum() == 32
+
+
+def test_plain():
+    assert True
+"""
+
+# per-run costs by function name (COST_<name> seconds), +-2% seeded noise (SEED)
+FAKE_CLOCK = """
+import os
+import random
+
+from torchmark.timing.timer_class import Timer
+
+
+class FakeTimeit:
+    def __init__(self, stmt, setup, timer, globals, **kwargs):
+        name = getattr(globals.get("_fn"), "__name__", "stmt")
+        self.per_run = float(os.environ.get(f"COST_{name}", "1e-5"))
+        self.rng = random.Random(f"{os.environ.get('SEED', '0')}-{name}")
+
+    def timeit(self, number):
+        return number * self.per_run * (1 + 0.02 * (2 * self.rng.random() - 1))
+
+
+Timer._timer_cls = FakeTimeit
+"""
+
+GATED = """
+import pytest
+import torch
+
+
+def steady():
+    pass
+
+
+def changed():
+    pass
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_steady(torchmark, dtype):
+    torchmark(steady)
+
+
+def test_changed(torchmark):
+    torchmark(changed)
+"""
+
+
+SUMMARY = "- torchmark -"  # the separator above the plugin's tables
+
+
+def _store_url(path) -> str:
+    return f"sqlite:///{path / 'store.db'}"
+
+
+def _run(pytester, *args, timeout=120):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider",
+                                         "--torchmark-min-run-time", "0.05", *args,
+                                         timeout=timeout)
+
+
+def test_fixture_and_marker_results_are_recorded_in_the_store(pytester, tmp_path):
+    pytester.makepyfile(test_bench=BENCHMARKS)
+    url = _store_url(tmp_path)
+    out = _run(pytester, "--torchmark-store", url, "--torchmark-env", "ci-cpu",
+               f"--torchmark-json={tmp_path / 'out.jsonl'}")
+    out.assert_outcomes(passed=8)
+    stdout = out.stdout.str()
+    assert "test_add[dtype0-16]" in stdout and "[-" in stdout  # the Compare layout
+    assert "whole tests" in stdout and "recorded as run 1" in stdout
+    with tm_store.open(url) as store:
+        runs = store.runs()
+        assert [(r["env"], r["status"]) for r in runs] == [("ci-cpu", "ok")]
+        results = store.result_records(run=runs[0]["id"])
+    assert {r.case.sub_label for r in results} == {
+        "test_add[dtype0-16]", "test_add[dtype0-256]", "test_add[dtype1-16]",
+        "test_add[dtype1-256]", "test_stmt", "test_rounds", "test_whole"}
+    by_name = {r.case.sub_label: r for r in results}
+    assert all(r.case.frontend == "pytest" and r.metric == "wall" and r.ok for r in results)
+    assert by_name["test_add[dtype1-256]"].case.params == {"dtype": "torch.float64",
+                                                           "n": 256}
+    assert by_name["test_add[dtype0-16]"].case.label == "test_bench.py"
+    assert by_name["test_whole"].case.label == "whole tests"
+    assert by_name["test_whole"].case.threads == 2
+    assert len(by_name["test_rounds"].samples) == 6
+    assert all(len(r.samples) >= 5 for r in results)  # enough for the gate's interval
+    assert by_name["test_stmt"].case.stmt == "x * 2"
+    saved = {r.case.id: r for r in load_results(tmp_path / "out.jsonl")}
+    assert set(saved) == {r.case.id for r in results}
+    assert all(r.provenance is not None and r.provenance.env == "ci-cpu"
+               for r in saved.values())
+
+
+def test_a_raising_benchmark_fails_its_test_and_keeps_the_others(pytester, tmp_path):
+    pytester.makepyfile(test_raising="""
+        def test_fine(torchmark):
+            torchmark(sum, [1, 2, 3])
+
+
+        def test_broken(torchmark):
+            def boom():
+                raise ValueError("no such shape")
+            torchmark(boom)
+    """)
+    url = _store_url(tmp_path)
+    out = _run(pytester, "--torchmark-store", url)
+    out.assert_outcomes(passed=1, failed=1)
+    out.stdout.fnmatch_lines(["*failed: test_raising.py: test_broken: ValueError: no such "
+                              "shape*"])
+    with tm_store.open(url) as store:
+        results = {r.case.sub_label: r for r in store.result_records()}
+    assert results["test_fine"].ok and results["test_fine"].samples
+    assert results["test_broken"].failure.error == "ValueError: no such shape"
+
+
+def _gated_project(pytester):
+    pytester.makeconftest(FAKE_CLOCK)
+    pytester.makepyfile(test_gated=GATED)
+
+
+def test_a_constructed_slowdown_fails_the_session_naming_the_case(pytester, tmp_path,
+                                                                   monkeypatch):
+    _gated_project(pytester)
+    url = _store_url(tmp_path)
+    _run(pytester, "--torchmark-store", url).assert_outcomes(passed=3)
+    monkeypatch.setenv("SEED", "1")
+    monkeypatch.setenv("COST_changed", "1.5e-5")  # 50% slower than the baseline
+    out = _run(pytester, "--torchmark-store", url, "--torchmark-baseline", "latest",
+               "--torchmark-fail-slower", "5%")
+    assert out.ret == 1
+    out.assert_outcomes(passed=3)  # every test passed: the gate failed the session
+    out.stdout.fnmatch_lines(["*against the baseline latest:*",
+                              "*test_steady?dtype0? *within",
+                              "*test_steady?dtype1? *within",
+                              "*test_changed *+4?.?%*regressed",
+                              "*1 case(s) more than 5.0% slower than the baseline latest*"
+                              "test_gated.py: test_changed"])
+
+
+def test_noise_alone_passes_the_gate_and_case_ids_stay(pytester, tmp_path, monkeypatch):
+    _gated_project(pytester)
+    baseline, candidate = tmp_path / "baseline.jsonl", tmp_path / "candidate.jsonl"
+    _run(pytester, "--torchmark-no-store",
+         f"--torchmark-json={baseline}").assert_outcomes(passed=3)
+    monkeypatch.setenv("SEED", "2")  # other +-2% noise, the same costs
+    out = _run(pytester, "--torchmark-no-store", f"--torchmark-baseline={baseline}",
+               "--torchmark-fail-slower", "0.05", f"--torchmark-json={candidate}")
+    assert out.ret == 0
+    out.stdout.fnmatch_lines(["*test_steady?dtype0? *within", "*test_steady?dtype1? *within",
+                              "*test_changed *within"])
+    assert "regressed" not in out.stdout.str()
+    ids = [sorted(r.case.id for r in load_results(path)) for path in (baseline, candidate)]
+    assert ids[0] == ids[1] and len(set(ids[0])) == 3
+    params = {r.case.sub_label: r.case.params for r in load_results(candidate)}
+    assert params["test_steady[dtype0]"] == {"dtype": "torch.float16"}
+
+
+def test_disable_runs_each_body_once_untimed(pytester, tmp_path, monkeypatch):
+    calls = tmp_path / "calls.txt"
+    monkeypatch.setenv("CALLS", str(calls))
+    pytester.makepyfile(test_once="""
+        import os
+
+        import pytest
+
+
+        def note(what):
+            with open(os.environ["CALLS"], "a") as f:
+                f.write(what + "\\n")
+            return what
+
+
+        def test_fixture(torchmark):
+            assert torchmark(note, "fixture") == "fixture"
+
+
+        def test_timeit(torchmark):
+            torchmark.timeit("note('timeit')", setup="note('setup')", globals={"note": note})
+
+
+        def test_pedantic(torchmark):
+            torchmark.pedantic(note, args=("pedantic",), rounds=5, warmup_rounds=2)
+
+
+        @pytest.mark.torchmark
+        def test_whole():
+            note("whole")
+    """)
+    url = _store_url(tmp_path)
+    out = _run(pytester, "--torchmark-disable", "--torchmark-store", url,
+               f"--torchmark-json={tmp_path / 'out.jsonl'}")
+    out.assert_outcomes(passed=4)
+    assert sorted(calls.read_text().split()) == ["fixture", "pedantic", "setup", "timeit",
+                                                 "whole"]
+    assert not (tmp_path / "store.db").exists() and not (tmp_path / "out.jsonl").exists()
+    assert SUMMARY not in out.stdout.str()
+
+
+def test_only_and_skip_select_the_benchmarks(pytester):
+    pytester.makepyfile(test_selected="""
+        import pytest
+
+
+        def test_fixture(torchmark):
+            torchmark(sum, [1, 2])
+
+
+        @pytest.mark.torchmark
+        def test_marked():
+            pass
+
+
+        def test_plain():
+            pass
+    """)
+    _run(pytester, "--torchmark-skip").assert_outcomes(passed=1, skipped=2)
+    _run(pytester, "--torchmark-only", "--torchmark-disable").assert_outcomes(passed=2,
+                                                                              skipped=1)
+
+
+def test_xdist_workers_report_every_result(pytester, tmp_path):
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_bench=BENCHMARKS)
+    url = _store_url(tmp_path)
+    out = _run(pytester, "-n", "2", "--torchmark-store", url)
+    out.assert_outcomes(passed=8)
+    stdout = out.stdout.str()
+    assert "recorded as run 1" in stdout
+    with tm_store.open(url) as store:
+        assert len(store.runs()) == 1  # the controller records one run for both workers
+        results = store.result_records()
+    assert len(results) == 7 and len({r.case.id for r in results}) == 7
+    for result in results:
+        assert result.case.sub_label in stdout
+
+
+@pytest.mark.valgrind
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instructions_metric_counts_the_same_twice(pytester, tmp_path):
+    pytester.makepyfile(test_counted="""
+        import torch
+
+
+        def small(x):
+            return x + 1
+
+
+        def test_first(torchmark):
+            torchmark(small, torch.ones(4))
+
+
+        def test_second(torchmark):
+            torchmark(small, torch.ones(4))
+    """)
+    out = _run(pytester, "--torchmark-no-store", "--torchmark-metric", "instructions",
+               f"--torchmark-json={tmp_path / 'counts.jsonl'}", timeout=300)
+    out.assert_outcomes(passed=2)
+    results = load_results(tmp_path / "counts.jsonl")
+    assert [r.metric for r in results] == ["instructions", "instructions"]
+    first, second = (r.summary.median for r in results)
+    assert first == second and first > 1000
+    out.stdout.fnmatch_lines(["*test_counted.py (instructions)*"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--torchmark-fail-slower", "5"], "5 is ambiguous: write 5% or a fraction such as 0.05"),
+    (["--torchmark-fail-slower", "5%"], "--torchmark-fail-slower needs --torchmark-baseline"),
+    (["--torchmark-only", "--torchmark-skip"], "exclude each other"),
+    (["--torchmark-baseline", "nosuch"], "'nosuch' is not a run id"),
+])
+def test_bad_options_stop_with_one_line(pytester, tmp_path, args, message):
+    pytester.makepyfile(test_bench="def test_x(): pass")
+    out = _run(pytester, "--torchmark-store", _store_url(tmp_path), *args)
+    assert out.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in out.stderr.str() and "Traceback" not in out.stderr.str()
+
+
+def test_a_bad_marker_option_fails_its_test_with_one_line(pytester):
+    pytester.makepyfile(test_marked="""
+        import pytest
+
+
+        @pytest.mark.torchmark(min_run_tme=0.1)
+        def test_typo():
+            pass
+    """)
+    out = _run(pytester, "--torchmark-no-store")
+    out.assert_outcomes(failed=1)
+    out.stdout.fnmatch_lines(["*@pytest.mark.torchmark: unknown option(s) min_run_tme; it "
+                              "takes min_run_time*"])
+    assert "Traceback" not in out.stdout.str()
+
+
+def test_results_carry_json_on_reports_only_for_benchmarks(pytester):
+    # the repo's own test runs load the plugin too: a plain test gets nothing from it
+    pytester.makepyfile(test_plain="""
+        def test_plain(request):
+            assert "torchmark" not in request.fixturenames
+    """)
+    out = _run(pytester, "--junitxml", "report.xml")
+    out.assert_outcomes(passed=1)
+    assert SUMMARY not in out.stdout.str()
+    assert "torchmark" not in (pytester.path / "report.xml").read_text()
