@@ -30,6 +30,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 	TORCHMARK_CACHE_DIR=$(TEST_CACHE) TORCHMARK_NO_STORE=1 $(PY) examples/tutorial.py --quick
 	TORCHMARK_CACHE_DIR=$(TEST_CACHE) TORCHMARK_NO_STORE=1 $(PY) examples/cpp_snippets.py
+	$(PY) -m pytest -q -p no:cacheprovider examples/pytest_project --torchmark-no-store
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
