@@ -110,7 +110,8 @@ def test_refs_by_env_and_file_and_case_patterns(db, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--baseline", "nosuch", "--candidate", "latest"], "is not a run id"),
-    (["--baseline", "run:99", "--candidate", "latest"], "holds no results"),
+    (["--baseline", "run:99", "--candidate", "latest"], "holds no finished run"),
+    (["--baseline", "missing.json", "--candidate", "latest"], "missing.json: no such file"),
     (["--baseline", "latest", "--candidate", "latest", "--metric", "device"], "no case in common"),
     (["--baseline", "latest", "--candidate", "latest", "--max-slowdown", "-3"], "max-slowdown"),
 ])
@@ -132,3 +133,41 @@ def test_compare_of_two_stored_runs_gives_each_case_a_verdict(db, capsys):
     assert len(verdicts) == 4
     assert verdicts[0].startswith("add / n=0") and "slower by 29.8%" in verdicts[0]
     assert sum("no significant change" in v for v in verdicts) == 3
+
+
+def test_an_ambiguous_commit_prefix_is_refused(db, capsys):
+    store = Store(db)
+    record(store, [wall(CASES[0], 1e-5, 0)], "abc111")
+    record(store, [wall(CASES[0], 1e-5, 1)], "abc222")
+    assert gate(db, "--baseline", "commit:abc", "--candidate", "latest") == 2
+    assert "commit:abc is ambiguous: it begins 2 commits" in capsys.readouterr().err
+    assert gate(db, "--baseline", "commit:abc1", "--candidate", "commit:abc2") == 0
+
+
+def test_unchecked_cases_are_named_and_can_fail_the_gate(db, tmp_path, capsys):
+    store = Store(db)
+    base = record(store, [wall(CASES[0], 1e-5, 0, n=3)], "a1")
+    cand = record(store, [wall(CASES[0], 2e-5, 1, n=3)], "b2")  # 2x, but 3 samples a side
+    md = tmp_path / "gate.md"
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand),
+                "--markdown", str(md)) == 0
+    assert "warning: 1 case(s) not checked: add: n=0" in capsys.readouterr().err
+    assert "Not checked (1): add: n=0" in md.read_text()
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand),
+                "--fail-unchecked") == 1
+    assert "gate: 1 case(s) unchecked" in capsys.readouterr().err
+
+
+def test_sides_from_two_machines_are_named_and_warned_about(db, capsys):
+    store = Store(db)
+    here = Provenance.capture(env="ci")
+    there = dataclasses.replace(here, machine=dataclasses.replace(here.machine,
+                                                                 hostname="elsewhere"))
+    for provenance, seed in ((here, 0), (there, 1)):
+        run = store.start_run(dataclasses.replace(provenance, git_commit="a1"))
+        store.record([wall(CASES[0], 1e-5, seed)], run)
+        store.finish_run(run, "ok")
+    assert gate(db, "--baseline", "1", "--candidate", "2") == 0
+    out = capsys.readouterr()
+    assert "candidate: 2 (run 2 on elsewhere)" in out.out
+    assert "warning: the two sides ran on different machines" in out.err

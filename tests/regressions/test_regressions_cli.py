@@ -16,13 +16,15 @@ from torchmark.store import Store
 from torchmark.timing.timer_class import Timer
 
 
-def history(db: str, result, scales: list[float], env: str = "ci") -> None:
-    """One run an hour for each scale: `result`'s samples times that scale."""
+def history(db: str, result, scales: list[float], env: str = "ci",
+            commit: str | None = None) -> None:
+    """One run an hour for each scale: `result`'s samples times that scale; a commit each
+    (or all at `commit`)."""
     store = Store(db)
     base = Provenance.capture(env=env)
     first = dt.datetime(2026, 9, 1, tzinfo=dt.timezone.utc)
     for k, scale in enumerate(scales):
-        provenance = dataclasses.replace(base, git_commit=f"{k:02d}" + "c" * 38,
+        provenance = dataclasses.replace(base, git_commit=commit or f"{k:02d}" + "c" * 38,
                                          started=(first + dt.timedelta(hours=k)).isoformat())
         run = store.start_run(provenance)
         store.record([dataclasses.replace(result, samples=tuple(
@@ -116,7 +118,8 @@ def test_calibration_on_aa_history_raises_the_threshold_to_its_noise(tmp_path, c
     steady = Result(case=Case(id="timeit:steady", frontend="timeit", stmt="x + 1"),
                     metric="wall", unit="s",
                     samples=tuple(1e-5 * (1 + 0.002 * rng.standard_normal(30))))
-    history(db, steady, list(np.exp(0.04 * rng.standard_t(3, size=60))), env="aa")
+    history(db, steady, list(np.exp(0.04 * rng.standard_t(3, size=60))), env="aa",
+            commit="a" * 40)
     history(db, steady, [1.0] * 15 + [1.02] * 15, env="ci")
     assert main(["regressions", "--db", db, "--env", "ci", "--json"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1  # the 2% step, by default
@@ -127,3 +130,20 @@ def test_calibration_on_aa_history_raises_the_threshold_to_its_noise(tmp_path, c
     floor = float(out.err.split("noise at least ")[1].split("%")[0])
     assert floor > 2.0  # measured on the A/A runs (the default assumes 0.1%)
     assert main(["regressions", "--db", db, "--calibrate-on", "aa"]) == 2
+    capsys.readouterr()
+    # runs of many builds are not A/A history: a real step there would be taken for noise
+    assert main(["regressions", "--db", db, "--calibrate-on", "env:ci"]) == 2
+    assert "env:ci is not A/A history: its runs span 30 builds" in capsys.readouterr().err
+
+
+def test_nothing_to_check_is_not_all_clear(tmp_path, measured, capsys):
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    assert main(["regressions", "--db", db]) == 2  # no store there
+    assert "no store at" in capsys.readouterr().err
+    history(db, measured, [1.0] * 5)
+    assert main(["regressions", "--db", db, "--case", "nomatch*"]) == 2
+    assert "no results match (--case nomatch*)" in capsys.readouterr().err
+    assert main(["regressions", "--db", db]) == 0
+    out = capsys.readouterr()
+    assert "1 series checked (1 with under 8 runs" in out.err
+    assert main(["regressions", "--db", db, "--note", "why"]) == 2

@@ -86,6 +86,9 @@ def test_resume_run_needs_the_store_and_a_run_it_holds(tmp_path, monkeypatch, ca
     out = tmp_path / "r.jsonl"
     assert main([*suite_argv(out, db), "--resume-run", "1", "--no-store"]) == 2
     assert "--resume-run reads the store: drop --no-store" in capsys.readouterr().err
+    assert main([*suite_argv(out, db), "--resume-run", "7"]) == 2  # no store yet
+    assert "no store at " in capsys.readouterr().err
+    Store(db).close()  # a store, without that run
     assert main([*suite_argv(out, db), "--resume-run", "7"]) == 2
     err = capsys.readouterr().err
     assert "--resume-run 7: the store at " in err and "holds no run 7" in err

@@ -21,7 +21,7 @@ def info_cmd(db, as_json):
     """Where the store is, its schema version, size and counts."""
     from torchmark.cli.store_options import open_store
 
-    info = open_store(db).info()
+    info = open_store(db, create=True).info()
     if as_json:
         click.echo(json.dumps(info))
         return

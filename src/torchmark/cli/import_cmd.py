@@ -16,7 +16,7 @@ def import_cmd(files, db):
     results) in the store, one run a file, keyed by its content."""
     from torchmark.cli.store_options import open_store
 
-    store = open_store(db)
+    store = open_store(db, create=True)
     total = 0
     for path in files:
         added = store.import_file(path)

@@ -74,15 +74,33 @@ def regressions_cmd(since, cases, machine, env, metric, q, aa, improvements, con
     machine, env) is its own series, so a change of machine is no regression."""
     from torchmark.cli.store_options import open_store
     from torchmark.compare.plain_table import align
-    from torchmark.regressions.history import calibrated, scan
+    from torchmark.regressions.history import calibrated, load_series, scan
+    from torchmark.regressions.thresholds import MIN_SEGMENT
 
+    if note and not (dismiss or acknowledge):
+        raise click.UsageError("--note goes with --dismiss or --acknowledge")
+    if set(dismiss) & set(acknowledge):
+        raise click.UsageError("a change is either dismissed or acknowledged, not both: "
+                               f"{', '.join(sorted(set(dismiss) & set(acknowledge)))}")
     store = open_store(db)
     thresholds = calibrated(store, aa, cases=cases) if aa else None
     for name, limits in (thresholds or {}).items():
         click.echo(f"calibrated on {aa}: {name}: changes under {limits.min_effect:.2%} "
                    f"ignored, run-to-run noise at least {limits.noise_floor:.2%}", err=True)
-    changes = scan(store, cases=cases, metric=metric, since=since, machine=machine,
-                   env=env, q=q, improvements=improvements or bool(dismiss or acknowledge),
+    series = load_series(store, cases=cases, metric=metric, since=since, machine=machine,
+                         env=env)
+    if not series:
+        raise click.UsageError("no results match (" + ", ".join(
+            f"{name} {value}" for name, value in (
+                ("--case", " ".join(cases)), ("--metric", metric), ("--since", since),
+                ("--machine", machine), ("--env", env)) if value) + ")" if any(
+            (cases, metric, since, machine, env)) else "the store holds no results")
+    short = sum(len(s.points) < MIN_SEGMENT * 2 for s in series)
+    click.echo(f"{len(series)} series checked ({short} with under {MIN_SEGMENT * 2} runs, "
+               "too few to tell a change)" if short else f"{len(series)} series checked",
+               err=True)
+    changes = scan(store, series=series, q=q,
+                   improvements=improvements or bool(dismiss or acknowledge),
                    thresholds=thresholds)
     by_key = {c.key: c for c in changes}
     for keys, mark in ((dismiss, "dismissed"), (acknowledge, "acknowledged")):
@@ -105,8 +123,8 @@ def regressions_cmd(since, cases, machine, env, metric, q, aa, improvements, con
                 continue
             outcome = confirm_change(change, store, min_run_time=min_run_time)
             click.echo(f"{change.key}: {outcome.verdict}: {outcome.note}", err=True)
-        changes = scan(store, cases=cases, metric=metric, since=since, machine=machine,
-                       env=env, q=q, improvements=improvements, thresholds=thresholds)
+        changes = scan(store, series=series, q=q, improvements=improvements,
+                       thresholds=thresholds)
     if as_json:
         for change in changes:
             click.echo(json.dumps(change.to_dict(), default=str))

@@ -17,10 +17,19 @@ def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)(command)
 
 
-def open_store(db: str | None) -> Any:
+def open_store(db: str | None, create: bool = False) -> Any:
+    """The store at `db` (see DB_HELP). A command that only reads refuses a SQLite file
+    that does not exist (a mistyped --db would otherwise read as an empty history);
+    `create` for those that write."""
     from torchmark.store import open as open_store
+    from torchmark.store.store import resolve_url, sqlite_path
 
-    return open_store(db)
+    url = resolve_url(db)
+    path = sqlite_path(url)
+    if not create and path is not None and not path.exists():
+        raise click.UsageError(f"no store at {path}: nothing has been recorded there "
+                               "(--db or TORCHMARK_DB names another)")
+    return open_store(url)
 
 
 def recording_options(command: Callable[..., Any]) -> Callable[..., Any]:

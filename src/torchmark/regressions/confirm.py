@@ -47,7 +47,8 @@ def remeasure(case: Any, metric: str, min_run_time: float = 1.0) -> list[float]:
     timer = _timer(case)
     if metric == "instructions":
         stats = timer.collect_callgrind(number=100, repeats=3)
-        return [s.counts(denoise=True) / s.number_per_run for s in stats]
+        # as `torchmark callgrind` stores them: not denoised
+        return [s.counts() / s.number_per_run for s in stats]
     return list(timer.blocked_autorange(min_run_time=min_run_time).times)
 
 
@@ -60,11 +61,15 @@ def judge(now: Sequence[float], good: Sequence[float], bad: Sequence[float],
     level = statistics.median(now)
     before, after = statistics.median(good), statistics.median(bad)
     if metric == "instructions" or min(len(now), len(good), len(bad)) < 5:
-        # exact counts (or too few samples for intervals): the nearer level decides
-        nearer_bad = abs(math.log(level / after)) < abs(math.log(level / before))
-        verdict = "confirmed" if nearer_bad else "not-confirmed"
-        return verdict, (f"now {level:.6g}, last good {before:.6g}, first bad {after:.6g}: "
-                         f"nearer the {'first bad' if nearer_bad else 'last good'} run")
+        # exact counts (or too few samples for intervals): within a quarter of the step
+        # (in log space) of one level, that level; elsewhere, unsure
+        step = abs(math.log(after / before))
+        text = f"now {level:.6g}, last good {before:.6g}, first bad {after:.6g}"
+        if abs(math.log(level / after)) <= step / 4:
+            return "confirmed", text + ": at the first bad run's level"
+        if abs(math.log(level / before)) <= step / 4:
+            return "not-confirmed", text + ": at the last good run's level"
+        return "unsure", text + ": at neither level"
     vs_good = median_ratio_interval(good, now)
     vs_bad = median_ratio_interval(bad, now)
     text = (f"now / last good {level / before:.3f} [{vs_good[0]:.3f}, {vs_good[1]:.3f}], "
@@ -99,7 +104,12 @@ def confirm(change: Change, store: Any, *, min_run_time: float = 1.0) -> Confirm
     good = [r.samples for r in store.result_records(run=change.last_good.run_id,
                                                      case=change.series.case_id,
                                                      metric=change.series.metric)]
-    now = remeasure(record.case, change.series.metric, min_run_time)
+    try:
+        now = remeasure(record.case, change.series.metric, min_run_time)
+    except Exception as e:  # one case that cannot run now does not stop the others
+        from torchmark.core.errors import error_line
+
+        return Confirmation(change, "cannot re-run", math.nan, error_line(e))
     verdict, note = judge(now, good[0] if good and good[0] else (change.point.before,),
                           record.samples or (change.point.after,), change.series.metric)
     if verdict in ("confirmed", "not-confirmed"):

@@ -171,9 +171,12 @@ def markdown(report: GateReport, baseline: str, candidate: str) -> str:
 
     head = (f"**torchmark gate**: candidate `{candidate}` against baseline `{baseline}`, "
             f"threshold {report.max_slowdown:.1%} slower")
+    unchecked = [r for r in report.rows if r.verdict == "unchecked"]
+    tail = ([f"Not checked ({len(unchecked)}): " + ", ".join(r.title for r in unchecked)]
+            if unchecked else [])
     if report.passed:
         counts = ", ".join(f"{n} {v}" for v, n in report.counts().items()) or "no case"
-        return f"{head}: passed ({counts}).\n"
-    lines = [head + f": **{len(report.regressed)} case(s) regressed**", "",
-             *md_table(HEADER, table_rows(report.regressed), RIGHT)]
+        return "\n".join([f"{head}: passed ({counts}).", *tail]) + "\n"
+    lines = [head + f": **{len(report.regressed)} case(s) regressed or failed**", "",
+             *md_table(HEADER, table_rows(report.regressed), RIGHT), *([""] + tail if tail else [])]
     return "\n".join(lines) + "\n"

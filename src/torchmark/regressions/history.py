@@ -165,6 +165,11 @@ def calibrated(store: Any, aa: str, *, cases: Sequence[str] = (),
     found = load_series(store, cases=cases, env=value if kind == "env" else None)
     if kind == "commit":
         found = [_only_commit(s, value) for s in found]
+    builds = {(p.commit, p.torch) for s in found for p in s.points}
+    if len(builds) > 1:
+        raise UsageError(f"{aa} is not A/A history: its runs span {len(builds)} builds "
+                         "(commits or torch versions), and a real change among them would "
+                         "be taken for noise; name the runs of one build")
     by_metric: dict[str, list[Series]] = {}
     for s in found:
         if len(s.points) >= 6:

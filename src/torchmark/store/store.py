@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from torchmark.core.errors import TorchmarkError
+from torchmark.core.errors import TorchmarkError, UsageError
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 from torchmark.store import schema
@@ -54,6 +54,14 @@ def resolve_url(url: str | None = None) -> str:
         path = Path(chosen).expanduser()
         return f"sqlite:///{path.resolve()}"
     return chosen
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for another backend or an in-memory database)."""
+    if not url.startswith("sqlite"):
+        return None
+    database = sa.engine.make_url(url).database
+    return Path(database) if database and database != ":memory:" else None
 
 
 def recording_off() -> bool:
@@ -93,10 +101,18 @@ class Store:
 
     def __init__(self, url: str | None = None, *, upgrade: bool = True) -> None:
         self.url = resolve_url(url)
-        self.engine = _engine(self.url)
+        try:
+            self.engine = _engine(self.url)
+        except (sa.exc.ArgumentError, ImportError) as e:  # not a URL SQLAlchemy can use
+            raise UsageError(f"--db {sa.engine.make_url(self.url).render_as_string()}: "
+                             f"{str(e).splitlines()[0]}") from None
         self.dialect = self.engine.dialect.name
         if upgrade:
-            self._ensure_schema()
+            try:
+                self._ensure_schema()
+            except sa.exc.OperationalError as e:  # a server that cannot be reached
+                raise StoreError(f"cannot open the store at {self.where}: "
+                                 f"{str(e.orig or e).strip().splitlines()[0]}") from None
 
     # -- schema ---------------------------------------------------------------------------
     def schema_version(self) -> str | None:
@@ -397,19 +413,26 @@ class Store:
                     if row.provenance else None, extra=row.extra or {}))
         return out
 
-    def run_ids(self, *, commit: str | None = None, env: str | None = None,
-                machine: str | None = None, status: Sequence[str] = ("ok", "interrupted")
-                ) -> list[int]:
-        """The ids of runs that ended with one of `status`, newest first: made at a commit
-        (a prefix of its SHA), with an env label, on a machine."""
-        r = schema.runs
-        query = sa.select(r.c.id).where(r.c.status.in_(list(status)))
+    def finished_runs(self, *, commit: str | None = None, env: str | None = None,
+                      machine: str | None = None,
+                      status: Sequence[str] = ("ok", "interrupted")) -> list[dict[str, Any]]:
+        """Runs that ended with one of `status`, newest first (id, started, commit,
+        torch, machine and its hostname, env): made at a commit (a prefix of its SHA),
+        with an env label, on a machine."""
+        r, m = schema.runs, schema.machines
+        query = sa.select(r.c.id, r.c.started, r.c.git_commit, r.c.torch_version,
+                          r.c.machine, m.c.hostname, r.c.env).outerjoin(
+            m, m.c.fingerprint == r.c.machine).where(r.c.status.in_(list(status)))
         if commit is not None:
             query = query.where(r.c.git_commit.startswith(commit, autoescape=True))
         query = _filtered(query, r, None, machine, env)
         with self.engine.connect() as conn:
-            return list(conn.execute(query.order_by(r.c.started.desc(), r.c.id.desc()))
-                        .scalars())
+            return [dict(row._mapping) for row in
+                    conn.execute(query.order_by(r.c.started.desc(), r.c.id.desc()))]
+
+    def run_ids(self, **where: Any) -> list[int]:
+        """The ids of finished_runs(**where), newest first."""
+        return [run["id"] for run in self.finished_runs(**where)]
 
     def mark_change(self, *, case_id: str, metric: str, first_bad_run: int, mark: str,
                     note: str = "", machine: str | None = None, env: str | None = None,
@@ -483,12 +506,26 @@ def _unknown_origin(path: str | os.PathLike) -> Provenance:
                       command=("torchmark", "import", str(path)))
 
 
+def _since(text: str) -> str:
+    """--since as the store's UTC text: a date (2026-11-01) or an ISO time with its
+    offset; anything else is a usage error."""
+    try:
+        if "T" in text:
+            return _utc(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat())
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise UsageError(f"--since {text!r}: expected a date (2026-11-01) or an ISO time "
+                         "(2026-11-01T09:00:00+00:00)") from None
+
+
 def _filtered(query: Any, runs: sa.Table, since: str | None, machine: str | None,
               env: str | None) -> Any:
     if since is not None:  # a date, or a time with its offset
-        query = query.where(runs.c.started >= (_utc(since) if "T" in since else since))
-    if machine is not None:
+        query = query.where(runs.c.started >= _since(since))
+    if machine is not None:  # a fingerprint, its first characters as listed, or a hostname
         query = query.where(sa.or_(runs.c.machine == machine,
+                                   runs.c.machine.startswith(machine, autoescape=True)
+                                   if len(machine) >= 4 else sa.false(),
                                    runs.c.machine.in_(sa.select(schema.machines.c.fingerprint)
                                                       .where(schema.machines.c.hostname ==
                                                              machine))))
