@@ -28,30 +28,53 @@ def sparkline(values: list[float]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="JSON lines.")
 @db_option
 def history_cmd(case, metric, as_json, db):
-    """CASE's median a run, oldest first, with commit and machine, and a sparkline."""
+    """CASE's median a run, oldest first, with commit and machine, and a sparkline: one
+    table a metric, machine and env (values from two machines are two histories). CASE:
+    a case id (as `show RUN --format json` and `regressions` give it), or a shell pattern
+    matched against ids and names ("mul: n=*")."""
+    import fnmatch
+
     from torchmark.cli.store_options import open_store
     from torchmark.compare.plain_table import align
     from torchmark.core.stats import select_unit
 
-    points = open_store(db).history(case, metric)
+    store = open_store(db)
+    titles = store.case_titles()
+    ids = [case] if case in titles else sorted(
+        i for i, title in titles.items()
+        if fnmatch.fnmatchcase(i, case) or fnmatch.fnmatchcase(title, case))
+    points = [{"case_id": i, **p} for i in ids for p in store.history(i, metric)]
     if not points:
-        raise click.UsageError(f"the store holds no results of case {case!r} (`torchmark "
-                               "runs` and `torchmark show RUN` list what it holds)")
+        raise click.UsageError(
+            f"the store holds no {metric + ' ' if metric else ''}results of a case "
+            f"{case!r} (`torchmark regressions` and `torchmark show RUN --format json` "
+            "give case ids; a pattern such as 'mul*' matches names)")
     if as_json:
         for point in points:
             click.echo(json.dumps(point, default=str))
         return
-    for name in sorted({p["metric"] for p in points}):
-        series = [p for p in points if p["metric"] == name]
+    hosts = _hostnames(store)
+    groups: dict[tuple, list[dict]] = {}
+    for p in points:
+        groups.setdefault((p["case_id"], p["metric"], p["machine"], p["run_env"]),
+                          []).append(p)
+    for (case_id, name, machine, env), series in groups.items():
         values = [p["median"] for p in series if p["median"] is not None]
         seconds = series[0]["unit"] == "s"
         unit, scale = select_unit(min(values)) if seconds and values else (series[0]["unit"],
                                                                           1.0)
-        click.echo(f"{case} [{name}]  {sparkline(values)}")
+        where = f"{hosts.get(machine or '', machine) or '?'}" + (f", env {env}" if env else "")
+        click.echo(f"{case_id} [{name}]  {sparkline(values)}  {titles.get(case_id, '')} "
+                   f"({where})")
         rows = [[str(p["run_id"]), p["started"][:19].replace("T", " "),
                  f"{p['median'] / scale:.4g} {unit}" if p["median"] is not None else
                  f"failed: {p['failure']}", (p["git_commit"] or "")[:10],
-                 (p["machine"] or "")[:8], p["run_env"] or ""] for p in series]
-        for line in align(["run", "started (UTC)", "median", "commit", "machine", "env"], rows,
-                          [True, False, True, False, False, False], rule=True):
+                 p["torch_version"] or ""] for p in series]
+        for line in align(["run", "started (UTC)", "median", "commit", "torch"], rows,
+                          [True, False, True, False, False], rule=True):
             click.echo(line)
+
+
+def _hostnames(store) -> dict[str, str]:
+    return {run["machine"]: run["hostname"] for run in store.finished_runs(
+        status=("ok", "interrupted", "failed", "running")) if run["machine"]}

@@ -10,8 +10,20 @@ import click
 from torchmark.cli.store_options import db_option
 
 
+class RunId(click.ParamType):
+    """A run of the store: 12 or run:12."""
+
+    name = "RUN"
+
+    def convert(self, value, param, ctx):
+        text = str(value).removeprefix("run:")
+        if not text.isdigit() or int(text) < 1:
+            self.fail(f"{value!r} is not a run id (12 or run:12)", param, ctx)
+        return int(text)
+
+
 @click.command("show")
-@click.argument("run", type=click.IntRange(min=1))
+@click.argument("run", type=RunId())
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv", "json"]),
               default="text", show_default=True)
 @db_option

@@ -301,7 +301,7 @@ class Store:
                 counts.update(conn.execute(
                     sa.select(res.c.run_id, sa.func.count()).where(
                         res.c.run_id.in_(ids[start:start + 500])).group_by(res.c.run_id)
-                ).tuples().all())
+                ).all())
         for run in found:
             run["results"] = counts.get(run["id"], 0)
         return found
@@ -360,6 +360,19 @@ class Store:
         `pandas.DataFrame(store.table())` or `polars.DataFrame(store.table())`."""
         rows = self.results(since=since, machine=machine, env=env, case=case, metric=metric)
         return {column: [row.get(column) for row in rows] for column in TABLE_COLUMNS}
+
+    def case_titles(self) -> dict[str, str]:
+        """Every case's id -> its one-line name (Case.title)."""
+        from torchmark.core.result import Case
+
+        c = schema.cases
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(c.c.id, c.c.frontend, c.c.stmt, c.c.label,
+                                          c.c.sub_label, c.c.description, c.c.threads))
+            return {row.id: Case(id=row.id, frontend=row.frontend, stmt=row.stmt,
+                                 label=row.label, sub_label=row.sub_label,
+                                 description=row.description, threads=row.threads).title
+                    for row in rows}
 
     def finished_cases(self, run_id: int) -> set[str]:
         """The ids of the cases a run recorded without failure (to resume it)."""
