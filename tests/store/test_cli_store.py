@@ -38,6 +38,7 @@ def test_timeit_records_and_the_store_commands_read_it(tmp_path, capsys):
     assert main(["history", "mul*", "--db", db]) == 0  # a pattern of names
     assert capsys.readouterr().out == out
     assert main(["show", f"run:{runs[0]['id']}", "--db", db]) == 0
+    capsys.readouterr()
     assert main(["db", "info", "--db", db, "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert (info["runs"], info["results"], info["schema"]) == (2, 2, HEAD)
