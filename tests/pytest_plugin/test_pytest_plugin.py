@@ -9,6 +9,7 @@ import shutil
 
 import numpy  # noqa: F401  (before pytester's sys.modules snapshots: it cannot load twice)
 import pytest
+import torch
 
 import torchmark.store as tm_store
 from torchmark.records import load_results
@@ -142,8 +143,16 @@ def test_fixture_and_marker_results_are_recorded_in_the_store(pytester, tmp_path
 
 def test_a_raising_benchmark_fails_its_test_and_keeps_the_others(pytester, tmp_path):
     pytester.makepyfile(test_raising="""
+        import pytest
+
+
         def test_fine(torchmark):
             torchmark(sum, [1, 2, 3])
+
+
+        @pytest.mark.torchmark(device="cuda")
+        def test_gpu_here():
+            pass
 
 
         def test_broken(torchmark):
@@ -152,10 +161,14 @@ def test_a_raising_benchmark_fails_its_test_and_keeps_the_others(pytester, tmp_p
             torchmark(boom)
     """)
     url = _store_url(tmp_path)
-    out = _run(pytester, "--torchmark-store", url)
-    out.assert_outcomes(passed=1, failed=1)
+    out = _run(pytester, "--torchmark-store", url, "-rs")
     out.stdout.fnmatch_lines(["*failed: test_raising.py: test_broken: ValueError: no such "
                               "shape*"])
+    if torch.cuda.is_available():
+        out.assert_outcomes(passed=2, failed=1)
+    else:  # the CUDA benchmark is skipped, saying why
+        out.assert_outcomes(passed=1, failed=1, skipped=1)
+        out.stdout.fnmatch_lines(["*SKIPPED*needs CUDA (device time on cuda)*"])
     with tm_store.open(url) as store:
         results = {r.case.sub_label: r for r in store.result_records()}
     assert results["test_fine"].ok and results["test_fine"].samples
@@ -309,6 +322,27 @@ def test_instructions_metric_counts_the_same_twice(pytester, tmp_path):
     first, second = (r.summary.median for r in results)
     assert first == second and first > 1000
     out.stdout.fnmatch_lines(["*test_counted.py (instructions)*"])
+
+
+def test_device_time_under_a_simulated_gpu(pytester, fake_gpu, tmp_path):
+    # in this process, where fake_gpu stands behind torch.cuda: a 20 us "kernel" a call
+    pytester.makepyfile(test_gpu="""
+        import pytest
+        import torch
+
+
+        @pytest.mark.torchmark(device="cuda", l2="hot", min_run_time=0.01)
+        def test_kernel(torchmark):
+            torchmark(torch.cuda._sleep, 20_000)
+    """)
+    out = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--torchmark-no-store",
+                                       f"--torchmark-json={tmp_path / 'gpu.jsonl'}")
+    out.assert_outcomes(passed=1)
+    (result,) = load_results(tmp_path / "gpu.jsonl")
+    assert (result.metric, result.case.device) == ("device", "cuda")
+    assert result.summary.median == pytest.approx(20e-6)
+    assert fake_gpu.flushes == 0  # l2="hot"
+    out.stdout.fnmatch_lines(["*test_gpu.py (device time)*"])
 
 
 @pytest.mark.parametrize("args, message", [
