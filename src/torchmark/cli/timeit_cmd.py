@@ -91,7 +91,7 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     )
     if save and Path(save).exists() and Path(save).stat().st_size:  # empty: a new file
         load_measurements(save)  # a file it cannot append to fails now, not after measuring
-    with recorder(db, no_store) as rec:
+    with recorder(db, no_store, env=env) as rec:  # --env labels the run as TORCHMARK_ENV
         _time(timer, rec, save, device, l2, mode, rsd, min_run_time, max_run_time)
 
 

@@ -21,11 +21,12 @@ class RunRecorder:
     def __init__(self, db: str | None = None, *, enabled: bool = True,
                  tags: dict[str, Any] | None = None,
                  command: list[str] | None = None, resume_run: int | None = None,
-                 provenance: Provenance | None = None) -> None:
+                 provenance: Provenance | None = None, env: str | None = None) -> None:
         from torchmark.store.store import recording_off
 
         self.db, self.tags, self.command = db, dict(tags or {}), command
         self.provenance = provenance  # the run's, when captured earlier than entering
+        self.env = env  # the run's env label (default: $TORCHMARK_ENV)
         self.resume_run = resume_run  # record into this stored run (resumed)
         self.enabled = enabled and not recording_off()
         self.store: Any = None
@@ -43,7 +44,8 @@ class RunRecorder:
                     self.run_id = self.resume_run
                 else:
                     self.run_id = self.store.start_run(
-                        self.provenance or Provenance.capture(command=self.command),
+                        self.provenance or Provenance.capture(env=self.env,
+                                                              command=self.command),
                         tags=self.tags)
             except Exception as e:  # the store is optional to the measurement itself
                 self._give_up(e)
