@@ -114,6 +114,8 @@ def test_refs_by_env_and_file_and_case_patterns(db, tmp_path):
     (["--baseline", "missing.json", "--candidate", "latest"], "missing.json: no such file"),
     (["--baseline", "latest", "--candidate", "latest", "--metric", "device"], "no case in common"),
     (["--baseline", "latest", "--candidate", "latest", "--max-slowdown", "-3"], "max-slowdown"),
+    (["--baseline", "latest", "--candidate", "latest", "--max-slowdown", "1"],
+     "1 is ambiguous: write 1% or a fraction such as 0.01"),
 ])
 def test_usage_errors_exit_2(db, capsys, args, message):
     store = Store(db)

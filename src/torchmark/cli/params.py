@@ -20,7 +20,7 @@ class FiniteRange(click.FloatRange):
 
 class Proportion(click.ParamType):
     """A share, written as in Python (a fraction: 0.95) or as a percent with its sign
-    (95%). A bare number above 1 is refused as ambiguous rather than guessed."""
+    (95%). A bare number of 1 or more is refused as ambiguous rather than guessed."""
 
     name = "fraction"
 

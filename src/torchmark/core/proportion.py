@@ -11,7 +11,7 @@ def parse_proportion(value: object, low: float, high: float, *, low_open: bool =
                      high_open: bool = False) -> float:
     """`value` (a float, or text: "0.05", "5%") as a fraction within [low, high] (an open
     end excludes its bound). A bare number above 1 is refused as ambiguous rather than
-    guessed; any refusal is a UsageError saying what was expected."""
+    guessed (1 too: 100% or 1%?); any refusal is a UsageError saying what was expected."""
     if isinstance(value, float):
         number = value
     else:
@@ -26,7 +26,7 @@ def parse_proportion(value: object, low: float, high: float, *, low_open: bool =
             raise UsageError(f"{value!r} is not a finite number")
         if percent:
             number /= 100
-        elif number > 1:
+        elif number >= 1:
             raise UsageError(f"{value} is ambiguous: write {text}% or a fraction such as "
                              f"{number / 100:g}")
     below = number < low or (low_open and number == low)
