@@ -195,3 +195,26 @@ def test_user_code_records_a_timers_measurements_and_reads_a_table(store_url):
     assert tuple(table) == TABLE_COLUMNS
     assert all(m > 0 for m in table["median"])
     store.close()
+
+
+def test_an_imported_file_joins_the_machine_the_store_knows(tmp_path):
+    """A results file's header names its machine without its memory size; imported on
+    a store that knows that machine, its run is that machine's (one series, not two)."""
+    import dataclasses
+    import json
+
+    from torchmark.core.provenance import Machine, Provenance
+
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    here = Provenance.capture()
+    here = dataclasses.replace(here, machine=Machine(
+        hostname="benchbox", cpu_model="AMD EPYC", cores=2, memory_bytes=8 << 30))
+    store.record([result(1)], store.start_run(here))
+    lines = (FORMATS / "ops_results.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    header["system"].update(host="benchbox", cpu="AMD EPYC", cpus=2)
+    path = tmp_path / "ops.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert store.import_file(path) > 0
+    assert {run["machine"] for run in store.runs()} == {here.machine_fingerprint}
+    store.close()

@@ -271,6 +271,7 @@ class Store:
         # commit); a file that says nothing is recorded as made on an unknown machine
         provenance = next((r.provenance for r in results if r.provenance), None) or \
             file_provenance(path) or _unknown_origin(path)
+        provenance = self._known_machine(provenance)
         try:
             run_id = self.start_run(provenance, import_key=key, status="running",
                                     tags={"imported_from": str(path)})
@@ -279,6 +280,27 @@ class Store:
         self.record(results, run_id)
         self.finish_run(run_id, "ok")
         return len(results)
+
+    def _known_machine(self, provenance: Provenance) -> Provenance:
+        """A file's header names its machine without all of it (no memory size, so its
+        fingerprint differs): the store's machine of that hostname, CPU model and core
+        count, when it knows exactly one, so imported runs join that machine's series."""
+        import dataclasses
+
+        m = provenance.machine
+        if m.memory_bytes or m.hostname == "unknown":
+            return provenance
+        t = schema.machines
+        with self.engine.connect() as conn:
+            found = conn.execute(sa.select(t).where(
+                t.c.hostname == m.hostname, t.c.cpu_model == m.cpu_model,
+                t.c.cores == m.cores)).all()
+        if len(found) != 1:
+            return provenance
+        row = found[0]
+        return dataclasses.replace(provenance, machine=dataclasses.replace(
+            m, memory_bytes=row.memory_bytes, gpus=tuple(row.gpus or ()),
+            gpu_driver=row.gpu_driver))
 
     # -- reading --------------------------------------------------------------------------
     def runs(self, *, since: str | None = None, machine: str | None = None,
