@@ -87,4 +87,4 @@ def summary_lines(results: Sequence[Result], baseline: Sequence[Result] | None,
         lines.append("")
     if gate_report is not None and not gate_report.rows:
         lines.append(f"torchmark: the baseline {baseline_ref} holds none of these cases")
-    return lines
+    return [line.rstrip() for line in lines]
