@@ -38,11 +38,11 @@ def _series(s: Series, index: int, changes: Sequence[Change],
     }
 
 
-def _ab(store: Any, run_a: int, run_b: int) -> dict[str, Any]:
+def _ab(store: Any, run_a: int, run_b: int, cases: Sequence[str]) -> dict[str, Any]:
     from torchmark.regressions.gate import gate
 
     report = gate(store.result_records(run=run_a), store.result_records(run=run_b),
-                  max_slowdown=0.0)
+                  max_slowdown=0.0, cases=cases)
     rows = sorted(report.rows, key=lambda r: r.ratio if math.isfinite(r.ratio) else 0)
     return {"baseline": run_a, "candidate": run_b,
             "rows": [{"case": r.title, "metric": r.metric, "ratio": _finite(r.ratio),
@@ -50,11 +50,17 @@ def _ab(store: Any, run_a: int, run_b: int) -> dict[str, Any]:
                      for r in rows]}
 
 
-def _distributions(store: Any, run: int) -> dict[str, Any]:
-    cases = []
-    for r in store.result_records(run=run)[:MAX_DISTRIBUTION_CASES]:
-        if not r.samples:
+def _distributions(store: Any, run: int, patterns: Sequence[str]) -> dict[str, Any]:
+    import fnmatch
+
+    cases: list[dict[str, Any]] = []
+    for r in store.result_records(run=run):
+        if not r.samples or (patterns and not any(
+                fnmatch.fnmatchcase(name, p) for p in patterns
+                for name in (r.case.id, r.case.title))):
             continue
+        if len(cases) == MAX_DISTRIBUTION_CASES:
+            break
         step = max(1, len(r.samples) // MAX_SAMPLES_SHOWN)
         cases.append({"case": r.case.title, "metric": r.metric, "unit": r.unit,
                       "samples": list(r.samples[::step])})
@@ -97,8 +103,8 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
                      "recovered": c.recovered_at.run_id if c.recovered_at else None,
                      "mark": c.mark, "note": c.note} for c in changes],
         "series": [_series(s, i, by_series.get(i, []), hosts) for i, s in enumerate(series)],
-        "ab": _ab(store, *ab) if ab else None,
-        "distributions": _distributions(store, shown) if shown is not None else None,
+        "ab": _ab(store, *ab, cases) if ab else None,
+        "distributions": _distributions(store, shown, cases) if shown is not None else None,
     }
 
 
