@@ -82,6 +82,8 @@ def test_session_options_that_cannot_go_together():
         Settings(store="x.db", no_store=True)
     with pytest.raises(UsageError, match="needs --torchmark-baseline"):
         Settings(fail_slower=0.05)
+    with pytest.raises(UsageError, match="nowhere/out.jsonl: its folder does not exist"):
+        Settings(json_path="nowhere/out.jsonl")
     options = {"torchmark_fail_slower": "150%", "torchmark_baseline": "latest"}
     settings = Settings.from_options(lambda name: options.get(name))
     assert settings.fail_slower == 1.5 and settings.min_run_time == 0.2

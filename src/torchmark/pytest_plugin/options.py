@@ -1,13 +1,14 @@
 """The plugin's settings: the session's, from the command line (`Settings`), and one
 benchmark's, from its `@pytest.mark.torchmark(...)` over them (`BenchOptions`). Both are
 checked when made: bad input is a UsageError naming the option, what was expected and
-what was given. Stdlib only: pytest reads this at start-up."""
+what was given. Nothing heavier than the stdlib: pytest reads this at start-up."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from torchmark.core.errors import UsageError
@@ -46,6 +47,8 @@ class Settings:
             raise UsageError(f"--torchmark-metric must be one of {', '.join(METRICS)}, got "
                              f"{self.metric!r}")
         _seconds("--torchmark-min-run-time", self.min_run_time)
+        if self.json_path and not Path(self.json_path).absolute().parent.is_dir():
+            raise UsageError(f"--torchmark-json {self.json_path}: its folder does not exist")
 
     @classmethod
     def from_options(cls, get: Any) -> Settings:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from torchmark.core.errors import UsageError, error_line
+from torchmark.core.errors import TorchmarkError, UsageError, error_line
 from torchmark.core.result import Result
 from torchmark.pytest_plugin.options import Settings
 
@@ -76,7 +76,7 @@ class BenchmarkSession:
                 save_results(self.settings.json_path,
                              [r.with_provenance(self.provenance) for r in self.results],
                              append=False)
-            except (OSError, UsageError) as e:
+            except (OSError, TorchmarkError) as e:  # a folder missing, a file locked
                 self.notes.append(f"torchmark: --torchmark-json {self.settings.json_path}: "
                                   f"{error_line(e)}")
                 if session.exitstatus == pytest.ExitCode.OK:
