@@ -27,7 +27,7 @@ timing (timeit's default, which the Timer keeps; --benchmark-disable-gc). They d
 one way that shows on the smallest ops: the Timer times blocks of many calls, sized so
 that reading the clock costs under 0.01% of one, while pytest-benchmark's rounds hold
 one call of an op over 5 us, with its clock reads and loop around it (its medians of the
-6 to 10 us ops came out 2 to 6% longer; longer rounds, --benchmark-min-time, cut its
+6 to 10 us ops came out 2 to 7% longer; longer rounds, --benchmark-min-time, cut its
 timed runs to an eighth of the budget, its warm-up then deciding the rounds).
 
 Targets (issue 26): every median within 5% of pytest-benchmark's; session time ratio
