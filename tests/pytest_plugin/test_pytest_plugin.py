@@ -175,6 +175,23 @@ def test_a_raising_benchmark_fails_its_test_and_keeps_the_others(pytester, tmp_p
     assert results["test_broken"].failure.error == "ValueError: no such shape"
 
 
+def test_an_interrupted_session_keeps_its_results_as_an_interrupted_run(pytester, tmp_path):
+    pytester.makepyfile(test_stopped="""
+        def test_first(torchmark):
+            torchmark(sum, [1, 2, 3])
+
+
+        def test_ctrl_c():
+            raise KeyboardInterrupt
+    """)
+    url = _store_url(tmp_path)
+    out = _run(pytester, "--torchmark-store", url)
+    assert out.ret == 2  # pytest's "interrupted"
+    with tm_store.open(url) as store:
+        [run] = store.runs()
+        assert run["status"] == "interrupted" and run["results"] == 1
+
+
 def _gated_project(pytester):
     pytester.makeconftest(FAKE_CLOCK)
     pytester.makepyfile(test_gated=GATED)

@@ -82,7 +82,7 @@ class BenchmarkSession:
                 if session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.results and not self.settings.no_store:
-            self._record()
+            self._record(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
         if self.baseline is not None and self.results:
             from torchmark.regressions.gate import gate
 
@@ -94,12 +94,15 @@ class BenchmarkSession:
                     session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _record(self) -> None:
+    def _record(self, interrupted: bool = False) -> None:
+        """The session's results as one run (marked interrupted after Ctrl-C)."""
         from torchmark.store.recorder import RunRecorder
 
         with RunRecorder(self.settings.store, tags={"frontend": "pytest"},
                          provenance=self.provenance) as recorder:
             recorder.add(self.results)
+            if interrupted:
+                recorder.status = "interrupted"
             if recorder.run_id is not None:
                 self.run_id, self.store_where = recorder.run_id, recorder.store.where
 

@@ -32,6 +32,7 @@ class RunRecorder:
         self.store: Any = None
         self.run_id: int | None = None
         self.recorded = 0
+        self.status: str | None = None  # the run's end, when the command knows it better
 
     def __enter__(self) -> RunRecorder:
         if self.enabled:
@@ -64,8 +65,9 @@ class RunRecorder:
     def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
         if self.store is None or self.run_id is None:
             return
-        status = "ok" if kind is None else \
-            "interrupted" if issubclass(kind, KeyboardInterrupt) else "failed"
+        status = self.status or ("ok" if kind is None else
+                                 "interrupted" if issubclass(kind, KeyboardInterrupt)
+                                 else "failed")
         try:
             self.store.finish_run(self.run_id, status)
         except Exception as e:
