@@ -230,7 +230,8 @@ def test_ctrl_c_while_importing_exits_130_with_one_line(tmp_path):
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
-        if proc.returncode == 2:  # it got through the import and failed on the file first
+        if "no such file" in err:  # it got through the import and failed on the file
+            assert proc.returncode in (2, 130), (delay, err)  # first; Ctrl-C came after
             continue
         assert proc.returncode == 130, (delay, err)
         assert err.strip() == "torchmark: error: interrupted", (delay, err)
