@@ -53,7 +53,7 @@ def history_cmd(case, metric, as_json, db):
         for point in points:
             click.echo(json.dumps(point, default=str))
         return
-    hosts = _hostnames(store)
+    hosts = store.hostnames()
     groups: dict[tuple, list[dict]] = {}
     for p in points:
         groups.setdefault((p["case_id"], p["metric"], p["machine"], p["run_env"]),
@@ -74,7 +74,3 @@ def history_cmd(case, metric, as_json, db):
                           [True, False, True, False, False], rule=True):
             click.echo(line)
 
-
-def _hostnames(store) -> dict[str, str]:
-    return {run["machine"]: run["hostname"] for run in store.finished_runs(
-        status=("ok", "interrupted", "failed", "running")) if run["machine"]}

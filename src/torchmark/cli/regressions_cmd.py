@@ -11,13 +11,9 @@ from torchmark.cli.params import Proportion
 from torchmark.cli.store_options import db_option
 
 
-def _value(x: float, unit: str) -> str:
+def _rows(changes) -> list[list[str]]:
     from torchmark.regressions.gate import format_value
 
-    return format_value(x, unit)
-
-
-def _rows(changes) -> list[list[str]]:
     rows = []
     for c in changes:
         p = c.point
@@ -25,7 +21,8 @@ def _rows(changes) -> list[list[str]]:
         good, bad = c.last_good, c.first_bad
         rows.append([
             c.series.title, c.series.metric,
-            f"{_value(p.before, c.series.unit)} -> {_value(p.after, c.series.unit)}",
+            f"{format_value(p.before, c.series.unit)} -> "
+            f"{format_value(p.after, c.series.unit)}",
             f"{p.ratio - 1:+.1%}", interval,
             f"run {good.run_id} {(good.commit or '')[:8]}",
             f"run {bad.run_id} {(bad.commit or '')[:8]} {bad.torch or ''}".rstrip(),
@@ -74,7 +71,7 @@ def regressions_cmd(since, cases, machine, env, metric, q, aa, improvements, con
     machine, env) is its own series, so a change of machine is no regression."""
     from torchmark.cli.store_options import open_store
     from torchmark.compare.plain_table import align
-    from torchmark.regressions.history import calibrated, load_series, scan
+    from torchmark.regressions.history import calibrated, load_series, scan, with_marks
     from torchmark.regressions.thresholds import MIN_SEGMENT
 
     if note and not (dismiss or acknowledge):
@@ -123,8 +120,8 @@ def regressions_cmd(since, cases, machine, env, metric, q, aa, improvements, con
                 continue
             outcome = confirm_change(change, store, min_run_time=min_run_time)
             click.echo(f"{change.key}: {outcome.verdict}: {outcome.note}", err=True)
-        changes = scan(store, series=series, q=q, improvements=improvements,
-                       thresholds=thresholds)
+        # the marks --confirm stored; the changes themselves are as detected above
+        changes = with_marks(changes, store)
     if as_json:
         for change in changes:
             click.echo(json.dumps(change.to_dict(), default=str))

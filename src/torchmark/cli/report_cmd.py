@@ -29,9 +29,8 @@ def report_cmd(output, since, cases, run, ab, db):
     from torchmark.report import write_report
 
     store = open_store(db)
-    known = {r["id"] for r in store.runs()}
     for wanted in ([run] if run else []) + list(ab or []):
-        if wanted not in known:
+        if not store.has_run(wanted):
             raise click.UsageError(f"the store at {store.where} holds no run {wanted} "
                                    "(`torchmark runs` lists them)")
     path = write_report(store, output, since=since, cases=cases, run=run,

@@ -78,7 +78,7 @@ def resumed_cases(db: str | None, no_store: bool, resume_run: int | None) -> set
     try:
         done: set[str] = store.finished_cases(resume_run)
         # a run with finished cases exists; only one without needs the list of runs
-        if not done and all(run["id"] != resume_run for run in store.runs()):
+        if not done and not store.has_run(resume_run):
             raise click.UsageError(f"--resume-run {resume_run}: the store at {store.where} "
                                    f"holds no run {resume_run} (`torchmark runs` lists them)")
         return done

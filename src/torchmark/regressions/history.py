@@ -97,21 +97,14 @@ def load_series(store: Any, *, cases: Sequence[str] = (), metric: str | None = N
     """Every (case, metric, machine, env) series of the store, oldest point first;
     `cases`: shell patterns matched against case ids and titles. Failed results are left
     out (a failure is no point of a level). `samples`: keep each run's raw samples."""
-    from torchmark.core.result import Case
-
     rows = store.results(metric=metric, since=since, machine=machine, env=env,
                          samples=True)
+    titles = store.case_titles()
     grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    titles: dict[str, str] = {}
     for row in rows:
         if row["failure"] is not None or row["median"] is None:
             continue
         case_id = row["case_id"]
-        if case_id not in titles:
-            titles[case_id] = Case(id=case_id, frontend=row["frontend"], stmt=row["stmt"],
-                                   label=row["label"], sub_label=row["sub_label"],
-                                   description=row["description"],
-                                   threads=row["threads"]).title
         if cases and not any(fnmatch.fnmatchcase(name, p) for p in cases
                              for name in (case_id, titles[case_id])):
             continue
@@ -206,15 +199,20 @@ def scan(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
     found = [detect(s.values, samples=s.samples, metric=s.metric,
                     thresholds=limits.get(s.metric)) for s in series]
     kept = select_fdr(found, q=q)
+    out = [change for s, changes in zip(series, kept, strict=True)
+           for change in series_changes(s, changes)
+           if improvements or change.kind != "improvement"]
+    out.sort(key=lambda c: (c.first_bad.started, c.first_bad.run_id), reverse=True)
+    return with_marks(out, store)
+
+
+def with_marks(changes: Sequence[Change], store: Any) -> list[Change]:
+    """`changes` with the marks the store holds for them (the newest of each)."""
     marks = store.change_marks() if store is not None else {}
     out = []
-    for s, changes in zip(series, kept, strict=True):
-        for change in series_changes(s, changes):
-            if change.kind == "improvement" and not improvements:
-                continue
-            mark = marks.get((s.case_id, s.metric, change.first_bad.run_id))
-            if mark:
-                change = dataclasses.replace(change, mark=mark["mark"], note=mark["note"])
-            out.append(change)
-    out.sort(key=lambda c: (c.first_bad.started, c.first_bad.run_id), reverse=True)
+    for change in changes:
+        mark = marks.get((change.series.case_id, change.series.metric,
+                          change.first_bad.run_id))
+        out.append(dataclasses.replace(change, mark=mark["mark"], note=mark["note"])
+                   if mark else change)
     return out

@@ -60,10 +60,9 @@ def resolve_side(ref: str, store: Any | None) -> Side:
     elif ref.startswith("env:") and ref.removeprefix("env:"):
         runs = store.finished_runs(env=ref.removeprefix("env:"))
     elif ref.removeprefix("run:").isdigit():
-        wanted = int(ref.removeprefix("run:"))
-        runs = [run for run in store.finished_runs(status=("ok", "interrupted", "failed",
-                                                           "running"))
-                if run["id"] == wanted]
+        from torchmark.store.store import RUN_STATUSES
+
+        runs = store.finished_runs(run=int(ref.removeprefix("run:")), status=RUN_STATUSES)
     else:
         raise UsageError(f"{ref!r} is not {REF_FORMS}")
     if not runs:

@@ -74,7 +74,7 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
     newest); `ab`: the two runs of the A/B view (default: the two newest runs holding a
     case in common)."""
     runs = store.runs(since=since)
-    hosts = _hostnames(store)
+    hosts = store.hostnames()
     series = load_series(store, cases=cases, since=since)
     changes = scan(store, series=series, q=q, improvements=True)
     by_series: dict[int, list[Change]] = {}
@@ -106,16 +106,6 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
         "ab": _ab(store, *ab, cases) if ab else None,
         "distributions": _distributions(store, shown, cases) if shown is not None else None,
     }
-
-
-def _hostnames(store: Any) -> dict[str, str]:
-    import sqlalchemy as sa
-
-    from torchmark.store import schema
-
-    with store.engine.connect() as conn:
-        return dict(conn.execute(sa.select(schema.machines.c.fingerprint,
-                                           schema.machines.c.hostname)).all())
 
 
 def _newest_pair(store: Any, run_ids: Sequence[int]) -> tuple[int, int] | None:

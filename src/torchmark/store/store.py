@@ -449,15 +449,17 @@ class Store:
         return out
 
     def finished_runs(self, *, commit: str | None = None, env: str | None = None,
-                      machine: str | None = None,
+                      machine: str | None = None, run: int | None = None,
                       status: Sequence[str] = ("ok", "interrupted")) -> list[dict[str, Any]]:
         """Runs that ended with one of `status`, newest first (id, started, commit,
         torch, machine and its hostname, env): made at a commit (a prefix of its SHA),
-        with an env label, on a machine."""
+        with an env label, on a machine; or the one run `run`."""
         r, m = schema.runs, schema.machines
         query = sa.select(r.c.id, r.c.started, r.c.git_commit, r.c.torch_version,
                           r.c.machine, m.c.hostname, r.c.env).outerjoin(
             m, m.c.fingerprint == r.c.machine).where(r.c.status.in_(list(status)))
+        if run is not None:
+            query = query.where(r.c.id == run)
         if commit is not None:
             query = query.where(r.c.git_commit.startswith(commit, autoescape=True))
         query = _filtered(query, r, None, machine, env)
@@ -465,9 +467,16 @@ class Store:
             return [dict(row._mapping) for row in
                     conn.execute(query.order_by(r.c.started.desc(), r.c.id.desc()))]
 
-    def run_ids(self, **where: Any) -> list[int]:
-        """The ids of finished_runs(**where), newest first."""
-        return [run["id"] for run in self.finished_runs(**where)]
+    def has_run(self, run_id: int) -> bool:
+        """Whether the store holds run `run_id`, whatever its status."""
+        return bool(self.finished_runs(run=run_id, status=RUN_STATUSES))
+
+    def hostnames(self) -> dict[str, str]:
+        """Every machine's fingerprint -> its hostname."""
+        t = schema.machines
+        with self.engine.connect() as conn:
+            return {row.fingerprint: row.hostname
+                    for row in conn.execute(sa.select(t.c.fingerprint, t.c.hostname))}
 
     def mark_change(self, *, case_id: str, metric: str, first_bad_run: int, mark: str,
                     note: str = "", machine: str | None = None, env: str | None = None,
