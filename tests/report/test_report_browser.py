@@ -77,3 +77,34 @@ def test_a_report_needs_a_store_with_the_named_runs(history_store, tmp_path, cap
                  "--db", history_store.url]) == 2
     assert "holds no run 999" in capsys.readouterr().err
 
+
+
+def test_names_from_files_stay_text_in_the_report(browser, tmp_path):
+    """A case named with HTML (an imported file can say anything) is shown as text: no
+    element of its making, no script run."""
+    import dataclasses
+
+    store = build_store(f"sqlite:///{tmp_path / 'h.db'}", cases=2, runs=12, step_at=6)
+    [record] = store.result_records(run=12)[:1]
+    hostile = dataclasses.replace(record, case=dataclasses.replace(
+        record.case, id="timeit:hostile",
+        label='<img src=x onerror="window.pwned=1"> <b>bold</b>'))
+    store.record([hostile], 12)
+    out = tmp_path / "report.html"
+    assert main(["report", "-o", str(out), "--db", store.url, "--run", "12",
+                 "--ab", "11", "12"]) == 0
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(out.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    for plot in page.locator(".plot").all():
+        plot.scroll_into_view_if_needed()
+        plot.locator("svg.main-svg").first.wait_for(timeout=10_000)
+    assert page.locator("img").count() == 0
+    assert page.evaluate("window.pwned === undefined")
+    assert page.get_by_text('<img src=x onerror="window.pwned=1"> <b>bold</b>').count() >= 1
+    # in the plots too, the name reads as written (plotly would render the tags it knows)
+    assert page.locator("#dist-plot text", has_text="<b>bold</b>").count() >= 1
+    assert errors == []
+    page.close()

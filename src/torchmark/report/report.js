@@ -33,6 +33,11 @@
   function pct(ratio) {
     return ratio === null ? "-" : (ratio >= 1 ? "+" : "") + ((ratio - 1) * 100).toFixed(1) + "%";
   }
+  // plotly reads a few HTML tags in its texts: stored names (from anyone's files) are
+  // escaped before they reach a plot
+  function esc(text) {
+    return String(text ?? "").replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
   function when(iso) { return iso ? String(iso).slice(0, 19).replace("T", " ") : ""; }
   function table(header, rows, numeric) {
     const head = el("tr", {}, ...header.map((h) => el("th", {}, h)));
@@ -112,7 +117,8 @@
     const low = s.low.map((v) => (v === null ? null : v / scale));
     const high = s.high.map((v) => (v === null ? null : v / scale));
     const hover = s.value.map((v, i) => `run ${s.runs[i]}<br>${fmt(v, s.unit)}` +
-      `<br>commit ${s.commit[i] || "?"}<br>torch ${s.torch[i] || "?"}<br>machine ${s.machine || "?"}`);
+      `<br>commit ${esc(s.commit[i] || "?")}<br>torch ${esc(s.torch[i] || "?")}` +
+      `<br>machine ${esc(s.machine || "?")}`);
     const traces = [
       { x, y: low, mode: "lines", line: { width: 0 }, hoverinfo: "skip", showlegend: false },
       { x, y: high, mode: "lines", line: { width: 0 }, fill: "tonexty",
@@ -127,11 +133,11 @@
       shapes.push({ type: "line", xref: "x", yref: "paper", x0: x[c.index], x1: x[c.index],
         y0: 0, y1: 1, line: { color, dash: "dash", width: 2 } });
       annotations.push({ x: x[c.index], y: 1, xref: "x", yref: "paper", showarrow: false,
-        yanchor: "bottom", font: { color, size: 11 }, text: pct(c.ratio) + (c.mark ? " (" + c.mark + ")" : "") });
+        yanchor: "bottom", font: { color, size: 11 }, text: pct(c.ratio) + (c.mark ? " (" + esc(c.mark) + ")" : "") });
     }
     Plotly.newPlot(div, traces, {
       margin: { l: 60, r: 10, t: 22, b: 40 }, shapes, annotations, showlegend: false,
-      yaxis: { title: { text: s.metric + " (" + unit + ")" }, rangemode: "tozero" },
+      yaxis: { title: { text: esc(s.metric + " (" + unit + ")") }, rangemode: "tozero" },
       xaxis: { type: "date" }, hovermode: "closest",
     }, CONFIG);
   }
@@ -140,12 +146,13 @@
     const colors = { regressed: "#cf222e", improved: "#1a7f37", unsure: "#bf8700" };
     Plotly.newPlot(div, [{
       type: "scatter", mode: "markers", orientation: "h",
-      x: rows.map((r) => r.ratio), y: rows.map((r, i) => `${i + 1}. ${r.case} [${r.metric}]`),
+      x: rows.map((r) => r.ratio), y: rows.map((r, i) => `${i + 1}. ${esc(r.case)} [${esc(r.metric)}]`),
       marker: { color: rows.map((r) => colors[r.verdict] || "#57606a"), size: 8 },
       error_x: { type: "data", symmetric: false,
         array: rows.map((r) => (r.high === null ? 0 : r.high - r.ratio)),
         arrayminus: rows.map((r) => (r.low === null ? 0 : r.ratio - r.low)) },
-      text: rows.map((r) => `${r.case}<br>ratio ${r.ratio.toFixed(3)} ${pct(r.ratio)}<br>${r.verdict}`),
+      text: rows.map((r) => `${esc(r.case)}<br>ratio ${r.ratio.toFixed(3)} ${pct(r.ratio)}` +
+        `<br>${r.verdict}`),
       hoverinfo: "text",
     }], {
       margin: { l: 260, r: 10, t: 10, b: 40 }, xaxis: { title: { text: "candidate / baseline" } },
@@ -157,7 +164,7 @@
     const traces = data.distributions.cases.map((c) => {
       const sorted = [...c.samples].sort((a, b) => a - b);
       const median = sorted[Math.floor(sorted.length / 2)] || 1;
-      return { type: "box", name: `${c.case} [${c.metric}]`, y: c.samples.map((v) => v / median),
+      return { type: "box", name: `${esc(c.case)} [${esc(c.metric)}]`, y: c.samples.map((v) => v / median),
         boxpoints: "all", jitter: 0.4, pointpos: 0, marker: { size: 3 },
         text: c.samples.map((v) => fmt(v, c.unit)), hoverinfo: "text+name" };
     });
