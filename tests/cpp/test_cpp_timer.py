@@ -364,4 +364,6 @@ def test_a_new_snippets_first_measurement_agrees_with_a_cached_one():
     (first_median, first_number), (cached_median, cached_number) = (
         [float(v) for v in p.stdout.split()] for p in (first, cached))
     assert first_number >= cached_number / 10, (first.stdout, cached.stdout)
-    assert abs(first_median / cached_median - 1) <= 0.10, (first_median, cached_median)
+    # The bug read 5-7x; two runs of a 2 us statement on a loaded CI machine differ by up
+    # to ~15% (1.64 against 1.88 us under xdist), so the bound is 1.5x, not 10%.
+    assert 1 / 1.5 <= first_median / cached_median <= 1.5, (first_median, cached_median)
