@@ -129,7 +129,7 @@ def test_demo_quick_prints_table_and_saves(capsys, tmp_path):
         "  bmm against mul/sum, [1, 1024]", "  bmm against mul/sum, [1024, 1024]"]
     assert all(line.rsplit(": ", 1)[1].startswith(("faster", "slower", "no significant"))
                for line in verdicts)
-    saved = list(tmp_path.glob("batched_dot-*.json"))
+    saved = list(tmp_path.glob("batched_dot-*.jsonl"))
     assert len(saved) == 1
     ms = load_measurements(saved[0])
     assert {m.task_spec.description for m in ms} == {"mul/sum", "bmm"}
@@ -245,7 +245,7 @@ def test_outputs_of_another_kind_are_refused_before_anything_runs(capsys, tmp_pa
         code, out, err = run(capsys, *argv)
         assert code == 2 and "refusing to replace it" in err and out == "", (argv, err)
     code, out, err = run(capsys, "callgrind", "pass", "--save", str(measurements))
-    assert "is a 'torchmark.measurements' file; refusing to replace it with instruction " \
+    assert "is a 'torchmark.results' file; refusing to replace it with instruction " \
            "counts" in err and out == ""
     assert measurements.read_text() == before
     # an ops results file is replaced (documented), a missing folder is made

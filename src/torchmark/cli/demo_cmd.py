@@ -28,6 +28,7 @@ def demo_cmd(quick, min_run_time, device, out_dir, db, no_store):
 
     from torchmark.compare import Compare
     from torchmark.demos import batched_dot
+    from torchmark.core.provenance import Provenance
     from torchmark.timing.files import save_measurements
 
     if device == "cuda" and not torch.cuda.is_available():
@@ -55,8 +56,9 @@ def demo_cmd(quick, min_run_time, device, out_dir, db, no_store):
     click.echo(compare.render(color=color), nl=False, color=color)
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = Path(out_dir) / f"batched_dot-{stamp}.json"
-    save_measurements(path, results)  # first: the verdicts below cannot lose them
+    path = Path(out_dir) / f"batched_dot-{stamp}.jsonl"
+    save_measurements(path, results,  # first: the verdicts below cannot lose them
+                      provenance=Provenance.capture(command=["torchmark", "demo"]))
     from torchmark.records import results_of
 
     with recorder(db, no_store, demo="batched_dot") as rec:

@@ -142,13 +142,15 @@ def _keep(rec, save: str | None, results: list) -> None:
 
     rec.add(results_of(results))
     if save:
-        _save(save, results)
+        from torchmark.core.provenance import Provenance
+
+        _save(save, results, rec.provenance or Provenance.capture(env=rec.env))
 
 
-def _save(path: str, results: list) -> None:
+def _save(path: str, results: list, provenance) -> None:
     from torchmark.timing.files import save_measurements
 
-    held = save_measurements(path, results, append=True)
+    held = save_measurements(path, results, append=True, provenance=provenance)
     click.echo(f"saved to {path} ({len(held)} measurement{'s' if len(held) > 1 else ''})")
 
 

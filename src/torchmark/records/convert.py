@@ -7,44 +7,9 @@ from typing import Any
 
 from torchmark.callgrind.stats import CallgrindStats
 from torchmark.core.provenance import Provenance
-from torchmark.core.result import Case, Failure, Result, case_id
-from torchmark.core.task_spec import TaskSpec
-from torchmark.timing.measurement import Measurement
-
-
-def _timer_case(spec: TaskSpec, frontend: str, device: str = "cpu",
-                params: Mapping[str, Any] | None = None) -> Case:
-    """The case a Timer measured: its id from everything that defines it."""
-    what = {"stmt": spec.stmt, "setup": spec.setup, "global_setup": spec.global_setup,
-            "label": spec.label, "sub_label": spec.sub_label,
-            "description": spec.description, "threads": spec.num_threads,
-            "device": device, "params": dict(params or {})}
-    extra = {"global_setup": spec.global_setup} if spec.global_setup else {}
-    return Case(id=case_id(frontend, **what), frontend=frontend, stmt=spec.stmt,
-                setup=spec.setup, label=spec.label, sub_label=spec.sub_label,
-                description=spec.description, env=spec.env, threads=spec.num_threads,
-                device=device, params={**extra, **dict(params or {})})
-
-
-def from_measurement(m: Measurement, frontend: str = "timeit", *,
-                     params: Mapping[str, Any] | None = None,
-                     provenance: Provenance | None = None) -> Result:
-    """A Measurement as a Result: wall time, or device time when its clock was CUDA
-    events (its metadata's device report kept in `extra`). `frontend="cpp"` for a C++
-    snippet, "fuzz" for a fuzzed case (its parameters in `params`)."""
-    m = Measurement.coerce(m)
-    device = "cpu"
-    metric = "wall"
-    extra: dict[str, Any] = {}
-    if isinstance(m.metadata, dict):
-        extra["metadata"] = m.metadata
-        if m.clock == "device":
-            metric = "device"
-            device = str(m.metadata.get("device", "cuda"))
-    warnings = tuple(m.warnings)
-    return Result(case=_timer_case(m.task_spec, frontend, device, params), metric=metric,
-                  samples=tuple(m.times), number_per_run=int(m.number_per_run),
-                  warnings=warnings, provenance=provenance, extra=extra)
+from torchmark.core.result import Case, Failure, Result
+from torchmark.timing.results import measurement_to_result as from_measurement
+from torchmark.timing.results import timer_case
 
 
 def from_callgrind(stats: CallgrindStats, *, params: Mapping[str, Any] | None = None,
@@ -63,7 +28,7 @@ def from_callgrind(stats: CallgrindStats, *, params: Mapping[str, Any] | None = 
         extra["baseline_total"] = int(baseline.sum())
     samples = tuple(int(t) / number for t in repeats) if repeats else \
         (stats.counts() / number,)
-    return Result(case=_timer_case(spec, "callgrind", "cpu", params), metric="instructions",
+    return Result(case=timer_case(spec, "callgrind", "cpu", params), metric="instructions",
                   samples=samples, number_per_run=number, provenance=provenance,
                   extra=extra)
 

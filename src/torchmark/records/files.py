@@ -1,49 +1,21 @@
-"""Reading any torchmark file as Results, and writing Results as JSON lines."""
+"""Reading any torchmark file as Results (writing them: core.results_file)."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from torchmark.core.bounded_input import brief, first_line, load_json, read_text
 from torchmark.core.errors import UsageError
-from torchmark.core.jsonl import cut_torn_line
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
-from torchmark.core.result import Result, dump_results
-from torchmark.core.results_lock import ResultsLock
+from torchmark.core.result import Result
+from torchmark.core.results_file import RESULTS_FILE_SCHEMA, save_results
 from torchmark.records.convert import from_callgrind, from_ops_record, from_suite_record
 
-RESULTS_FILE_SCHEMA = "torchmark.results"  # the header line of a results JSON-lines file
-
-
-def save_results(path: str | os.PathLike, results: Iterable[Result],
-                 append: bool = True) -> None:
-    """Write `results` as JSON lines (a header line first when the file is new), under
-    the file's lock; appended by default, to a results file only (another file is a
-    UsageError), after cutting a half-written last line a killed writer left."""
-    path = Path(path)
-    with ResultsLock(path, "results file").acquire(wait=30.0):
-        fresh = not append or not path.exists() or path.stat().st_size == 0
-        if not fresh:
-            head = first_line(path, "results file").decode("utf-8", "replace").strip()
-            try:
-                kind = json.loads(head).get("schema") if head else None
-            except (json.JSONDecodeError, AttributeError):
-                kind = None
-            if kind != RESULTS_FILE_SCHEMA:
-                raise UsageError(f"{brief(str(path))}: not a torchmark results file (its "
-                                 f"first line is not a {RESULTS_FILE_SCHEMA} header); "
-                                 "refusing to append Results to it")
-            cut_torn_line(path)
-        with open(path, "w" if fresh else "a", encoding="utf-8") as f:
-            if fresh:
-                f.write(json.dumps({"schema": RESULTS_FILE_SCHEMA, "version": 1}) + "\n")
-            f.write(dump_results(results))
-
+__all__ = ["file_provenance", "load_results", "save_results"]
 
 def load_results(path: str | os.PathLike) -> list[Result]:
     """Every Result a torchmark file holds, whatever its format (see the package

@@ -44,10 +44,9 @@ class RunRecorder:
                     self.store.reopen_run(self.resume_run)
                     self.run_id = self.resume_run
                 else:
-                    self.run_id = self.store.start_run(
-                        self.provenance or Provenance.capture(env=self.env,
-                                                              command=self.command),
-                        tags=self.tags)
+                    self.provenance = self.provenance or Provenance.capture(
+                        env=self.env, command=self.command)
+                    self.run_id = self.store.start_run(self.provenance, tags=self.tags)
             except Exception as e:  # the store is optional to the measurement itself
                 self._give_up(e)
         return self

@@ -1,4 +1,5 @@
-"""Reading and writing Measurements as JSON files (no pickle needed)."""
+"""Measurements saved and read back as results files (no pickle needed); the older
+measurements JSON documents still read."""
 
 from __future__ import annotations
 
@@ -9,15 +10,21 @@ from pathlib import Path
 
 from torchmark.core.bounded_input import brief, brief_repr, first_line, load_json, read_text
 from torchmark.core.errors import LimitError
+from torchmark.core.jsonl import cut_torn_line
+from torchmark.core.provenance import Provenance
+from torchmark.core.results_file import is_results_file, read_results, results_text
 from torchmark.core.results_lock import ResultsLock
 from torchmark.timing.measurement import SCHEMA_NAME as MEASUREMENT_SCHEMA
 from torchmark.timing.measurement import Measurement
+from torchmark.timing.results import TIME_METRICS, measurement_to_result, result_to_measurement
 
-FILE_SCHEMA = "torchmark.measurements"
+FILE_SCHEMA = "torchmark.measurements"  # the JSON document written before Results files
 FILE_VERSION = 1
 
 
 def dump_measurements(measurements: Iterable[Measurement]) -> dict:
+    """The older measurements document (`torchmark.measurements`), still read and written
+    on request; files are written as Results now (see save_measurements)."""
     return {
         "schema": FILE_SCHEMA,
         "version": FILE_VERSION,
@@ -26,22 +33,32 @@ def dump_measurements(measurements: Iterable[Measurement]) -> dict:
 
 
 def save_measurements(path: str | os.PathLike, measurements: Iterable[Measurement],
-                      append: bool = False) -> list[Measurement]:
-    """Write measurements to `path` (atomically). With `append`, keep what the file held.
-    The file's lock is held from reading to replacing it (waiting up to 30 s for another
-    process saving to it), so two processes appending at once both keep their results.
+                      append: bool = False, *, frontend: str = "timeit",
+                      provenance: Provenance | None = None) -> list[Measurement]:
+    """Write measurements to `path` as a results file (core.results_file: a header line,
+    then one Result a line, each with `provenance` when given). With `append`, keep what
+    the file held: Results are appended to a results file, and a measurements file
+    written before Results is rewritten as one (atomically), its measurements first. The
+    file's lock is held throughout (waiting up to 30 s for another process saving to it),
+    so two processes appending at once both keep their results.
 
-    Returns everything the file now holds.
+    Returns every measurement the file now holds.
     """
     path = Path(path)
+    new = [measurement_to_result(m, frontend, provenance=provenance) for m in measurements]
     with ResultsLock(path, "measurements file").acquire(wait=30.0):
-        held = load_measurements(path) if append and path.exists() and path.stat().st_size \
-            else []  # an empty file (`touch`, mktemp) holds none
-        held += list(measurements)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(dump_measurements(held), indent=1) + "\n")
-        os.replace(tmp, path)
-    return held
+        held = append and path.exists() and path.stat().st_size > 0  # empty: `touch`
+        if held and is_results_file(path):
+            cut_torn_line(path)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(results_text(new, header=False))
+        else:
+            old = [measurement_to_result(m, frontend) for m in load_measurements(path)] \
+                if held else []
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(results_text(old + new), encoding="utf-8")
+            os.replace(tmp, path)
+        return load_measurements(path)
 
 
 def parse_measurements(data: object, source: str = "input") -> list[Measurement]:
@@ -74,8 +91,17 @@ def parse_measurements(data: object, source: str = "input") -> list[Measurement]
 
 
 def load_measurements(path: str | os.PathLike) -> list[Measurement]:
-    """Read a file written by `save_measurements` (or one Measurement's JSON)."""
+    """The time measurements of a file `save_measurements` wrote (a results file: its
+    results of other metrics, and failed ones, left out), of an older measurements file,
+    or of one Measurement's JSON."""
     path = Path(path)
+    if path.is_file() and path.stat().st_size and is_results_file(path):
+        results = read_results(path)
+        times = [r for r in results if r.ok and r.metric in TIME_METRICS]
+        if results and not times:
+            raise ValueError(f"{brief(str(path))}: its {len(results)} results hold no "
+                             "times (instruction counts, or failed cases)")
+        return [result_to_measurement(r) for r in times]
     text = read_text(path, "measurements file")
     try:
         data = load_json(text, str(path))
