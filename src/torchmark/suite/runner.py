@@ -8,21 +8,30 @@ beforehand into a few bundle libraries (one compile for many snippets). A case t
 raises is recorded as failed; one that kills or hangs its worker is retried
 `retries` times on a fresh worker, then recorded as failed; the others go on. Every
 finished case is appended to the results file at once.
+
+The slots are the local pool's workers (torchmark.executors.local); on Ray
+(torchmark.executors.ray_executor) each Ray worker process keeps one Slot, a case is a
+task, and the files cases load (C++ bundles, TorchScript models) travel with the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-import queue
 import statistics
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+from torchmark.core.provenance import Provenance
 from torchmark.core.results_lock import ResultsLock
+from torchmark.executors.base import Executor, Item
+from torchmark.executors.local import LocalExecutor
 from torchmark.suite.materialize import Case
 from torchmark.suite.results import ResultsWriter, finished_ids
 from torchmark.suite.workers import CaseFailed, WallWorker, WorkerLost
@@ -91,9 +100,11 @@ def instruction_summary(totals: Sequence[int], number: int) -> dict[str, Any]:
 
 
 class Slot:
-    """One worker slot: a wall-time worker and a callgrind host on the same CPUs."""
+    """One worker slot: a wall-time worker and a callgrind host on the same CPUs. `cpus`
+    None (a Ray worker): each case runs on the CPUs this process holds when it starts."""
 
-    def __init__(self, index: int, cpus: list[int], all_cpus: list[int]) -> None:
+    def __init__(self, index: int | None, cpus: list[int] | None,
+                 all_cpus: list[int] | None) -> None:
         from torchmark.callgrind.collector import Host
 
         self.index, self.cpus, self.all_cpus = index, cpus, all_cpus
@@ -111,7 +122,13 @@ class Slot:
                      options: RunOptions) -> dict[str, Any]:
         from torchmark.suite.wall_messages import WallRequest
 
-        cpus = _threads_cpus(self.cpus, self.all_cpus, case.timer_args.num_threads)
+        if self.cpus is None:
+            held = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                else []
+            cpus = held[:max(1, case.timer_args.num_threads)]
+        else:
+            assert self.all_cpus is not None
+            cpus = _threads_cpus(self.cpus, self.all_cpus, case.timer_args.num_threads)
         request = WallRequest(timer_args=case.timer_args.to_dict(),
                               min_run_time=options.min_run_time,
                               cpus=tuple(cpus) if cpus else None,
@@ -136,15 +153,101 @@ class Slot:
         return instruction_summary([s.counts() for s in stats], options.number)
 
 
+def case_record(case: Case, slot: int | None, status: str, error: str | None = None,
+                attempts: int = 1, **results: Any) -> dict[str, Any]:
+    return {"type": "case", "id": case.id, "status": status, **case.to_dict(), **results,
+            "error": error, "attempts": attempts, "slot": slot, "finished": time.time()}
+
+
+@dataclasses.dataclass
+class SuiteJob:
+    """How an executor runs suite cases (torchmark.executors.base.Job): a Slot a worker;
+    per case its wall time, then its instruction counts. A case that kills or hangs its
+    worker is tried again on a fresh one while `retries` allow; one that raises is
+    failed at once. `files`: what the cases load (C++ libraries, TorchScript models),
+    written where they belong on a machine that lacks them."""
+
+    options: RunOptions
+    libraries: dict[str, tuple[str, str]]  # case id -> (bundle library, entry suffix)
+    files: dict[str, Any] = dataclasses.field(default_factory=dict)  # path -> Shared bytes
+
+    @property
+    def key(self) -> str:
+        return "suite:" + repr(sorted(dataclasses.asdict(self.options).items()))
+
+    def make_state(self, slot: int | None) -> Slot:
+        if slot is None:
+            return Slot(None, None, None)
+        cpu_sets = _cpu_sets(self.options.workers)
+        return Slot(slot, cpu_sets[slot], sorted({c for s in cpu_sets for c in s}))
+
+    def close_state(self, state: Slot, kill: bool = False) -> None:
+        state.close(kill)
+
+    def lost(self, item: Any, error: str, attempts: int) -> dict[str, Any]:
+        return case_record(item.payload, None, "failed", error, attempts)
+
+    def _place_files(self, case: Case) -> None:
+        needed = [self.libraries[case.id][0]] if case.id in self.libraries else []
+        if case.scripted is not None:
+            needed.append(str(case.scripted.path))
+        for path in needed:
+            if path in self.files and not os.path.exists(path):
+                write_atomically(path, self.files[path].get())
+
+    def run(self, slot: Slot, item: Any, attempt: int) -> dict[str, Any]:
+        case: Case = item.payload
+        options, library = self.options, self.libraries.get(case.id)
+        attempts = attempt - 1
+        while True:
+            attempts += 1
+            started = time.perf_counter()
+            results: dict[str, Any] = {}
+            try:
+                self._place_files(case)
+                for stage, wanted, measure in (
+                        ("wall", options.wall, slot.measure_wall),
+                        ("instructions", options.instructions, slot.count)):
+                    if wanted:
+                        results[stage] = measure(case, library, options)
+            except Exception as e:
+                if isinstance(e, WorkerLost) and attempts <= options.retries:
+                    continue
+                # anything else is this case's failure, never the run's
+                error = str(e) if isinstance(e, (CaseFailed, WorkerLost)) else \
+                    f"{type(e).__name__}: {e}"
+                return case_record(case, slot.index, "failed", error, attempts, **results)
+            return case_record(case, slot.index, "ok", None, attempts,
+                               elapsed_s=time.perf_counter() - started, **results)
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """`data` at `path` (its folder made), appearing whole or not at all."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".incoming-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 class SuiteRunner:
-    """Runs cases into a JSON-lines file; see the module docstring."""
+    """Runs cases into a JSON-lines file; see the module docstring. `executor`: where
+    the cases run (torchmark.executors; default the local pool of `options.workers`)."""
 
     def __init__(self, cases: Sequence[Case], out: str | os.PathLike,
                  options: RunOptions | None = None, resume: bool = False,
                  on_record: Callable[[dict[str, Any]], None] | None = None,
                  on_phase: Callable[[str], None] | None = None,
-                 done: Collection[str] = ()) -> None:
+                 done: Collection[str] = (), executor: Executor | None = None) -> None:
         self.options = options or RunOptions()
+        self.executor = executor or LocalExecutor(self.options.workers)
         self.done = frozenset(done)  # ids finished elsewhere (a stored run resumed): skipped
         ids = [c.id for c in cases]
         if len(set(ids)) != len(ids):
@@ -177,8 +280,8 @@ class SuiteRunner:
             try:
                 case.prepare()
             except Exception as e:
-                self._record(writer, case, None, "failed",
-                             f"preparing: {type(e).__name__}: {str(e).strip()}", attempts=1)
+                self._record(writer, case_record(
+                    case, None, "failed", f"preparing: {type(e).__name__}: {str(e).strip()}"))
                 continue
             (cpp if case.timer_args.language == "cpp" else runnable).append(case)
         libraries: dict[str, tuple[str, str]] = {}
@@ -189,17 +292,25 @@ class SuiteRunner:
                 for chunk_libraries, failures in pool.map(_build_bundle, chunks):
                     libraries.update(chunk_libraries)
                     for case, error in failures:
-                        self._record(writer, case, None, "failed", error, attempts=1)
+                        self._record(writer, case_record(case, None, "failed", error))
         runnable += [c for c in cpp if c.id in libraries]
         order = {c.id: i for i, c in enumerate(self.cases)}
         return sorted(runnable, key=lambda c: order[c.id]), libraries
 
+    def _files(self, cases: list[Case], libraries: dict[str, tuple[str, str]]) -> dict:
+        """The files the cases load, shared with workers elsewhere (none for local ones)."""
+        if not getattr(self.executor, "remote", False):
+            return {}
+        paths = {library for library, _ in libraries.values()}
+        paths |= {str(c.scripted.path) for c in cases if c.scripted is not None}
+        return {path: self.executor.share(Path(path).read_bytes()) for path in sorted(paths)}
+
     # -- running ----------------------------------------------------------------------
-    def _record(self, writer: ResultsWriter, case: Case, slot: int | None, status: str,
-                error: str | None = None, attempts: int = 1, **results: Any) -> dict:
-        record = {"type": "case", "id": case.id, "status": status, **case.to_dict(),
-                  **results, "error": error, "attempts": attempts, "slot": slot,
-                  "finished": time.time()}
+    def _record(self, writer: ResultsWriter, record: dict[str, Any],
+                provenance: Provenance | None = None) -> dict:
+        if provenance is not None:  # measured elsewhere: where it was measured
+            record = {**record, "node": provenance.machine.hostname,
+                      "provenance": provenance.to_dict()}
         with self._write_lock:
             if self._writer_closed:  # a case that ended as an interrupted run closed
                 return record
@@ -207,34 +318,9 @@ class SuiteRunner:
         self.on_record(record)
         return record
 
-    def _run_case(self, slot: Slot, case: Case, library,
-                  writer: ResultsWriter) -> dict | None:
-        options = self.options
-        attempts = 0
-        while True:
-            attempts += 1
-            started = time.perf_counter()
-            results: dict[str, Any] = {}
-            try:
-                for stage, wanted, measure in (
-                        ("wall", options.wall, slot.measure_wall),
-                        ("instructions", options.instructions, slot.count)):
-                    if self._stop.is_set():  # interrupted between stages: not recorded
-                        return None
-                    if wanted:
-                        results[stage] = measure(case, library, options)
-            except Exception as e:
-                if self._stop.is_set():  # interrupted: its processes were killed under it;
-                    return None  # not recorded, so --resume runs it again
-                if isinstance(e, WorkerLost) and attempts <= options.retries:
-                    continue
-                # anything else is this case's failure, never the run's
-                error = str(e) if isinstance(e, (CaseFailed, WorkerLost)) else \
-                    f"{type(e).__name__}: {e}"
-                return self._record(writer, case, slot.index, "failed", error, attempts,
-                                    **results)
-            return self._record(writer, case, slot.index, "ok", None, attempts,
-                                elapsed_s=time.perf_counter() - started, **results)
+    def _item(self, case: Case) -> Item:
+        threads = case.timer_args.num_threads if self.options.wall else 1
+        return Item(case.id, case, cpus=float(max(1, threads)))
 
     def run(self) -> RunSummary:
         started = time.perf_counter()
@@ -254,53 +340,22 @@ class SuiteRunner:
             inner(record)
 
         self.on_record = on_record
-        slots: list[Slot] = []
+        compile_s = 0.0
         try:
             compile_started = time.perf_counter()
             runnable, libraries = self._prepare(writer)
+            job = SuiteJob(self.options, libraries, self._files(runnable, libraries))
             compile_s = time.perf_counter() - compile_started
-            self.on_phase(f"measuring {len(runnable)} cases on {options['workers']} workers")
-            pending: queue.Queue[Case] = queue.Queue()
-            for case in runnable:
-                pending.put(case)
-            cpu_sets = _cpu_sets(self.options.workers)
-            all_cpus = sorted({c for s in cpu_sets for c in s})
-            slots = [Slot(i, cpus, all_cpus) for i, cpus in enumerate(cpu_sets)]
-
-            def work(slot: Slot, finished: threading.Event) -> None:
-                try:
-                    while not self._stop.is_set():
-                        try:
-                            case = pending.get_nowait()
-                        except queue.Empty:
-                            return
-                        self._run_case(slot, case, libraries.get(case.id), writer)
-                finally:
-                    finished.set()
-
-            # Waited on with Events: a Thread.join interrupted by Ctrl-C (Python < 3.13)
-            # marks its thread as ended, and a later join returns at once.
-            finished = [threading.Event() for _ in slots]
-            for slot, event in zip(slots, finished, strict=True):
-                threading.Thread(target=work, args=(slot, event), daemon=True).start()
-            try:
-                for event in finished:
-                    while not event.wait(timeout=0.5):
-                        pass
-            except KeyboardInterrupt:
-                self._stop.set()
-                for slot in slots:  # the cases in flight end now, unrecorded
-                    slot.close(kill=True)
-                deadline = time.monotonic() + 10
-                for event in finished:
-                    event.wait(timeout=max(0.0, deadline - time.monotonic()))
-                raise
+            self.on_phase(f"measuring {len(runnable)} cases on {self.executor.describe()}")
+            self.executor.run(job, [self._item(c) for c in runnable],
+                              lambda o: self._record(writer, o.record, o.provenance))
         except KeyboardInterrupt:  # also while preparing: the footer says so
             self._stop.set()
             raise
         finally:
-            for slot in slots:
-                slot.close()
+            close = getattr(self.executor, "close", None)
+            if close is not None:
+                close()
             ok = sum(r["status"] == "ok" for r in records)
             elapsed = time.perf_counter() - started
             with self._write_lock:
