@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
 from torchmark.core.bounded_input import brief_repr, load_json
 from torchmark.core.stats import population_std, quantile, select_unit
 from torchmark.core.task_spec import TASK_SPEC_FIELDS, TaskSpec, plain_int
+from torchmark.timing.stopping import StopDecision
 
 SCHEMA_NAME = "torchmark.measurement"
 SCHEMA_VERSION = 1
@@ -31,6 +32,94 @@ def plausible_time(t: Any) -> bool:
         return 0 <= float(t) <= MAX_TIME_S
     except OverflowError:  # an int too large for a float
         return False
+
+
+def _typed(value: Any, kind: type | tuple[type, ...]) -> Any:
+    """`value` when it is a `kind` (a bool is no int), else None: device reports read
+    from files may hold anything."""
+    if isinstance(value, bool) and kind is not bool:
+        return None
+    return value if isinstance(value, kind) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class SpinReport:
+    """How blocking mode's spin kernel covered the batches (see gpu_sampler.SpinCover)."""
+
+    batches: int
+    uncovered: int
+    left_out: int
+    spin_dropped: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class SmClockSummary:
+    """The SM clock read during the batches: median and lowest MHz, the maximum."""
+
+    median_mhz: int
+    min_mhz: int
+    max_mhz: int
+    batches: int
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceReport:
+    """How a device-time Measurement was taken: its metadata, typed. `to_dict()` writes
+    the JSON object device time has always written (same keys, same order) and
+    `from_dict()` reads any of them back; optional parts are None when absent."""
+
+    CLOCK: ClassVar[str] = "cuda_events"
+
+    l2: str | None
+    mode: str | None
+    stop: StopDecision | None
+    dropped_low_clock: int = 0
+    clock_check: str = ""
+    sm_clock: SmClockSummary | None = None
+    graph_calls: int | None = None
+    spin: SpinReport | None = None
+    spin_note: str | None = None
+    host_times: tuple[float, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "clock": self.CLOCK, "l2": self.l2, "mode": self.mode,
+            "stop": self.stop.to_dict() if self.stop is not None else None,
+            "dropped_low_clock": self.dropped_low_clock, "clock_check": self.clock_check}
+        for key in ("sm_clock", "graph_calls", "spin", "spin_note"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = dataclasses.asdict(value) \
+                    if isinstance(value, (SmClockSummary, SpinReport)) else value
+        data["host_times"] = list(self.host_times)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DeviceReport:
+        """The report in a Measurement's metadata; a field missing or of the wrong type
+        reads as absent (results files may come from others)."""
+        stop, sm, spin = (_typed(data.get(key), dict) for key in ("stop", "sm_clock", "spin"))
+        host = _typed(data.get("host_times"), list) or []
+        return cls(
+            l2=_typed(data.get("l2"), str), mode=_typed(data.get("mode"), str),
+            stop=StopDecision.from_dict(stop) if stop is not None else None,
+            dropped_low_clock=_typed(data.get("dropped_low_clock"), int) or 0,
+            clock_check=_typed(data.get("clock_check"), str) or "",
+            sm_clock=_record(SmClockSummary, sm, int),
+            graph_calls=_typed(data.get("graph_calls"), int),
+            spin=_record(SpinReport, spin, int, spin_dropped=bool),
+            spin_note=_typed(data.get("spin_note"), str),
+            host_times=tuple(float(t) for t in host if _typed(t, (int, float)) is not None))
+
+
+def _record(cls: Any, data: dict[str, Any] | None, kind: type, **kinds: type) -> Any:
+    """`cls` from the fields of `data` (each a `kind`, or as `kinds` names), or None
+    when `data` is absent or a field is missing or mistyped."""
+    if data is None:
+        return None
+    values = {f.name: _typed(data.get(f.name), kinds.get(f.name, kind))
+              for f in dataclasses.fields(cls)}
+    return None if None in values.values() else cls(**values)
 
 
 @dataclasses.dataclass(init=True, repr=False)
@@ -187,37 +276,45 @@ class Measurement:
         meta = self.metadata if isinstance(self.metadata, dict) else {}
         return "device" if meta.get("clock") == "cuda_events" else "host"
 
+    @property
+    def device_report(self) -> DeviceReport | None:
+        """How a device-time measurement was taken (its metadata, typed); None for host
+        times."""
+        if self.clock != "device":
+            return None
+        return DeviceReport.from_dict(self.metadata or {})
+
     def clock_lines(self) -> list[str]:
         """For device-time measurements: the clock, cache state, stopping rule, host time."""
-        if self.clock != "device":
+        report = self.device_report
+        if report is None:
             return []
-        meta = self.metadata or {}
-        stop = meta.get("stop") or {}
-        lines = [f"  Device time (CUDA events; L2 {meta.get('l2')}, {meta.get('mode')} mode); "
-                 f"stopped by {stop.get('rule')}: {stop.get('reason')}"]
-        host = sorted(meta.get("host_times") or [])
+        rule, reason = (report.stop.rule, report.stop.reason) if report.stop else (None, None)
+        lines = [f"  Device time (CUDA events; L2 {report.l2}, {report.mode} mode); stopped by "
+                 f"{rule}: {reason}"]
+        host = sorted(report.host_times)
         if host:
             median = host[len(host) // 2]
             unit, scale = select_unit(median)
             lines.append(f"  Host launch time: median {median / scale:.2f} {unit}")
-        sm = meta.get("sm_clock")
-        if isinstance(sm, dict) and sm.get("max_mhz"):
-            lines.append(f"  SM clock: median {sm['median_mhz']} MHz, lowest {sm['min_mhz']} MHz "
-                         f"(max {sm['max_mhz']} MHz, the lower of two readings a batch)")
-        if meta.get("dropped_low_clock"):
-            lines.append(f"  {meta['dropped_low_clock']} samples dropped: SM clock throttled")
-        elif meta.get("clock_check", "").startswith("SM clock not checked"):
-            lines.append(f"  {meta['clock_check']}")
-        if meta.get("spin_note"):
-            lines.append(f"  Blocking: {meta['spin_note']}")
+        sm = report.sm_clock
+        if sm is not None and sm.max_mhz:
+            lines.append(f"  SM clock: median {sm.median_mhz} MHz, lowest {sm.min_mhz} MHz "
+                         f"(max {sm.max_mhz} MHz, the lower of two readings a batch)")
+        if report.dropped_low_clock:
+            lines.append(f"  {report.dropped_low_clock} samples dropped: SM clock throttled")
+        elif report.clock_check.startswith("SM clock not checked"):
+            lines.append(f"  {report.clock_check}")
+        if report.spin_note:
+            lines.append(f"  Blocking: {report.spin_note}")
         return lines
 
     def host_measurement(self) -> Measurement:
         """The host launch times of a device-time measurement, as a Measurement."""
-        if self.clock != "device":
+        report = self.device_report
+        if report is None:
             raise ValueError("host_measurement: this measurement already holds host times")
-        meta = self.metadata or {}
-        return Measurement(number_per_run=1, raw_times=list(meta.get("host_times") or []),
+        return Measurement(number_per_run=1, raw_times=list(report.host_times),
                            task_spec=self.task_spec, metadata={"clock": "host_launch"})
 
     # -- combining --------------------------------------------------------------------

@@ -1,39 +1,88 @@
-"""When to stop sampling: a noise target with a minimum time and a timeout (nvbench's
-rule), named and reported with the measurement."""
+"""When to stop sampling: the interface the GPU sampler asks after each pass
+(StopCriterion), nvbench's rule (a noise target with a minimum time and a timeout) and a
+fixed count, each deciding with a typed StopDecision that is reported with the
+measurement."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 from torchmark.core.errors import UsageError
 
 
 @dataclasses.dataclass(frozen=True)
 class StopDecision:
-    """Why sampling stopped: the rule that fired ("noise", "steady" or "timeout"), in
-    words, after how many samples, at what relative std (None when undefined)."""
+    """Why sampling stopped: the rule that fired ("noise", "steady", "timeout" or
+    "count"), in words, after how many samples, at what relative std (None when
+    undefined); `all_below_clock` when every sample ran below the SM-clock threshold and
+    they were kept (see gpu_sampler.sample_until)."""
 
     rule: str
     reason: str
     samples: int
     rsd: float | None
+    all_below_clock: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The JSON object device-time reports have always held: `all_below_clock` only
+        when set."""
+        data: dict[str, Any] = {"rule": self.rule, "reason": self.reason,
+                                "samples": self.samples, "rsd": self.rsd}
+        if self.all_below_clock:
+            data["all_below_clock"] = True
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StopDecision:
+        """Read back what to_dict wrote; a missing or mistyped field reads as empty."""
+        rsd, samples = data.get("rsd"), data.get("samples")
+        return cls(rule=str(data.get("rule")), reason=str(data.get("reason")),
+                   samples=samples if type(samples) is int else 0,
+                   rsd=float(rsd) if isinstance(rsd, (int, float)) and
+                   not isinstance(rsd, bool) else None,
+                   all_below_clock=data.get("all_below_clock") is True)
+
+
+class StopCriterion(Protocol):
+    """What the sampling phase asks after each pass: None to go on, else the decision.
+    `samples`: the running statistics of the samples kept; `elapsed`: wall seconds since
+    sampling began; `history`: kept by the caller across checks (for a steady rule)."""
+
+    def decide(self, samples: RunningStats, elapsed: float,
+               history: NoiseHistory | None = None) -> StopDecision | None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedCount:
+    """Stop once `count` samples are in (the ops executor's iterations)."""
+
+    count: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise UsageError(f"FixedCount: count must be an int >= 1, got {self.count!r}")
+
+    def decide(self, samples: RunningStats, elapsed: float,
+               history: NoiseHistory | None = None) -> StopDecision | None:
+        if samples.count < self.count:
+            return None
+        rsd = samples.relative_std()
+        return StopDecision("count", f"{samples.count} samples ({self.count} asked for)",
+                            samples.count, rsd if math.isfinite(rsd) else None)
 
 
 @dataclasses.dataclass(frozen=True)
 class StopRule:
-    """Stop once the relative standard deviation of the samples is at most `rsd`, after
-    `min_samples` samples and `min_time` seconds of measured time; or, past those
-    minimums, once it has stayed within `steady` (a share of itself) for `settle` seconds
-    of wall time: the statement's own noise, which more samples would not lower (a
-    kernel shorter than its launch in events mode, a GPU at its power cap), as nvbench's
-    convergence check; give up after `max_time` seconds of wall time. `settle=0` turns
-    the steady rule off."""
+    """The StopCriterion of device time: stop once the relative standard deviation of
+    the samples is at most `rsd`, after `min_samples` samples and `min_time` seconds of
+    measured time; or, past those minimums, once it has stayed within `steady` (a share
+    of itself) for `settle` seconds of wall time: the statement's own noise, which more
+    samples would not lower (a kernel shorter than its launch in events mode, a GPU at
+    its power cap), as nvbench's convergence check; give up after `max_time` seconds of
+    wall time. `settle=0` turns the steady rule off."""
 
     rsd: float = 0.02
     min_time: float = 0.05
