@@ -123,7 +123,7 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
     import torch
 
     import torchmark.timing.l2 as l2_module
-    from torchmark.timing import clocks, device_time
+    from torchmark.timing import clocks, device_time, gpu_sampler
 
     cuda = torch.cuda
 
@@ -205,7 +205,7 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
             max_memory_allocated=lambda d=None: gpu.peak_bytes).items():
         monkeypatch.setattr(cuda, name, value, raising=False)
     monkeypatch.setattr(l2_module, "L2Flusher", Flusher)
-    monkeypatch.setattr(device_time, "spin_rate", lambda torch: 1e9)  # as sleep() above
+    monkeypatch.setattr(gpu_sampler, "spin_rate", lambda torch: 1e9)  # as sleep() above
     monkeypatch.setattr(clocks, "_device_synchronize", lambda: synchronize)  # timer() syncs
     monkeypatch.setattr(device_time, "SmClock", type("NoClock", (), {
         "for_device": classmethod(lambda cls, t, d: cls()), "note": "",

@@ -116,7 +116,7 @@ def test_continuous_events_queue_their_calls_behind_spins(fake_gpu):
     # the events then time each call's kernels, not the CPU's launch gaps; one spin a
     # chunk of SPIN_CHUNK calls keeps the launch queue short
     from torchmark.ops.executor import measure
-    from torchmark.timing.device_time import SPIN_CHUNK
+    from torchmark.timing.gpu_sampler import SPIN_CHUNK
 
     def op(x):
         fake_gpu.log.append(("call", None))
@@ -218,7 +218,7 @@ def test_continuous_events_size_the_first_spin_from_the_warm_up(fake_gpu, monkey
     import time
 
     from torchmark.ops.executor import measure
-    from torchmark.timing.device_time import SPIN_CHUNK
+    from torchmark.timing.gpu_sampler import SPIN_CHUNK
 
     def slow_to_queue(x):  # 1 ms of host time a call: 64 ms a chunk, over the ~3 ms default
         time.sleep(1e-3)
@@ -239,5 +239,5 @@ def test_the_first_warm_up_call_and_a_slow_one_do_not_size_the_spin(fake_gpu, mo
     assert clock.call_enqueue_s() == pytest.approx(4e-5)
     clock._enqueue_times[:] = [5.0]
     assert clock.call_enqueue_s() == MAX_CALL_ENQUEUE_S
-    clock.new_enqueue_estimate()
+    clock.warm_up(lambda i: None, 0)  # a new warm-up (the backward's) forgets the last
     assert clock.call_enqueue_s() == 2e-5

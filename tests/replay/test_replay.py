@@ -361,7 +361,7 @@ def test_gpu_replay_queues_chunks_behind_their_own_spins(tmp_path, fake_gpu, mon
     import torchmark.replay.replayer as replayer_module
     from torchmark.replay.session import ReplayReport, summary_lines
     from torchmark.replay.values import TensorFactory
-    from torchmark.timing.device_time import MAX_SPIN_S, SPIN_GIVE_UP
+    from torchmark.timing.gpu_sampler import MAX_SPIN_S, SPIN_GIVE_UP
 
     x = torch.randn(8)
     path = tmp_path / "long.json"
@@ -384,7 +384,7 @@ def test_gpu_replay_queues_chunks_behind_their_own_spins(tmp_path, fake_gpu, mon
     syncing.call = call_and_sync
     replayer.time_ops(warmup=0, iterations=8)
     assert all(len(rop.times) == 8 for rop in replayer.replayed)
-    first, second = replayer._covers
+    first, second = replayer._sampler.covers
     assert first.uncovered == 0 and not first.dropped
     assert second.uncovered == 8 and second.dropped
     assert fake_gpu.spins == 8 + SPIN_GIVE_UP and max(fake_gpu.spin_seconds) <= MAX_SPIN_S

@@ -9,7 +9,8 @@ import torch
 
 from torchmark import Compare, Measurement, TaskSpec, Timer
 from torchmark.cli.main import main
-from torchmark.timing.device_time import DeviceTimeOptions, sample_until
+from torchmark.timing.device_time import DeviceTimeOptions
+from torchmark.timing.gpu_sampler import sample_until
 from torchmark.timing.stopping import RunningStats, StopRule
 
 CUDA = torch.cuda.is_available()
@@ -39,25 +40,26 @@ def batches(values, keep=None):
 def test_quiet_samples_stop_on_noise():
     rule = StopRule(rsd=0.02, min_time=1e-4, max_time=10, min_samples=10)
     quiet = itertools.repeat([1e-5 * (1 + 0.001 * i) for i in range(10)])
-    samples, hosts, dropped, decision = sample_until(rule, batches(quiet), FakeClock(0.01))
-    assert decision["rule"] == "noise" and decision["samples"] == len(samples)
-    assert "relative std" in decision["reason"] and decision["rsd"] <= 0.02
-    assert len(hosts) == len(samples) and dropped == 0
+    sampled = sample_until(rule, batches(quiet), FakeClock(0.01))
+    decision = sampled.decision
+    assert decision.rule == "noise" and decision.samples == len(sampled.times)
+    assert "relative std" in decision.reason and decision.rsd <= 0.02
+    assert len(sampled.host_times) == len(sampled.times) and sampled.dropped == 0
 
 
 def test_min_time_keeps_sampling_until_enough_device_time():
     rule = StopRule(rsd=0.5, min_time=1e-3, max_time=100, min_samples=10)
-    samples, _, _, decision = sample_until(rule, batches(itertools.repeat([1e-5] * 10)),
-                                           FakeClock(0.001))
-    assert decision["rule"] == "noise" and sum(samples) >= 1e-3 and len(samples) == 100
+    sampled = sample_until(rule, batches(itertools.repeat([1e-5] * 10)), FakeClock(0.001))
+    samples = sampled.times
+    assert sampled.decision.rule == "noise" and sum(samples) >= 1e-3 and len(samples) == 100
 
 
 def test_noisy_samples_stop_on_timeout():
     rule = StopRule(rsd=0.01, min_time=0, max_time=0.5)
     noisy = itertools.cycle([[1e-5, 5e-5] * 5])
-    samples, _, _, decision = sample_until(rule, batches(noisy), FakeClock(0.1))
-    assert decision["rule"] == "timeout" and "timeout after" in decision["reason"]
-    assert len(samples) == 10 * 5  # five batches before the fake clock passed 0.5 s
+    sampled = sample_until(rule, batches(noisy), FakeClock(0.1))
+    assert sampled.decision.rule == "timeout" and "timeout after" in sampled.decision.reason
+    assert len(sampled.times) == 10 * 5  # five batches before the fake clock passed 0.5 s
 
 
 def test_steady_noise_stops_after_the_settle_window():
@@ -65,14 +67,14 @@ def test_steady_noise_stops_after_the_settle_window():
     # std sits at ~64% whatever the count, so waiting for 1% would always time out
     rule = StopRule(rsd=0.01, min_time=0, max_time=100, settle=0.5, steady=0.05)
     noisy = itertools.cycle([[1e-5, 5e-5] * 5])
-    samples, _, _, decision = sample_until(rule, batches(noisy), FakeClock(0.01))
-    assert decision["rule"] == "steady" and decision["rsd"] > 0.5
-    assert "stayed within 5% of itself for 0.50 s" in decision["reason"]
-    assert 50 * 10 <= len(samples) <= 60 * 10  # about half a second of 10 ms batches
+    sampled = sample_until(rule, batches(noisy), FakeClock(0.01))
+    assert sampled.decision.rule == "steady" and sampled.decision.rsd > 0.5
+    assert "stayed within 5% of itself for 0.50 s" in sampled.decision.reason
+    assert 50 * 10 <= len(sampled.times) <= 60 * 10  # about half a second of 10 ms batches
     # with the steady rule off, the timeout
-    samples, _, _, decision = sample_until(StopRule(rsd=0.01, min_time=0, max_time=2,
-                                                    settle=0), batches(noisy), FakeClock(0.01))
-    assert decision["rule"] == "timeout"
+    sampled = sample_until(StopRule(rsd=0.01, min_time=0, max_time=2, settle=0),
+                           batches(noisy), FakeClock(0.01))
+    assert sampled.decision.rule == "timeout"
 
 
 @pytest.mark.parametrize("kwargs", [dict(settle=-1), dict(steady=float("nan")),
@@ -89,8 +91,7 @@ def test_noise_that_keeps_changing_is_not_steady():
             yield [1e-5, 1e-5 * (1 + 0.05 * i)] * 5
 
     rule = StopRule(rsd=0.001, min_time=0, max_time=3, settle=0.5, steady=0.05)
-    _, _, _, decision = sample_until(rule, batches(growing()), FakeClock(0.01))
-    assert decision["rule"] == "timeout"
+    assert sample_until(rule, batches(growing()), FakeClock(0.01)).decision.rule == "timeout"
 
 
 def test_noise_history_needs_a_whole_window_and_a_steady_mean():
@@ -110,25 +111,27 @@ def test_noise_history_needs_a_whole_window_and_a_steady_mean():
 def test_throttled_batches_are_dropped_and_counted():
     rule = StopRule(rsd=0.5, min_time=0, max_time=100, min_samples=10)
     keep = itertools.chain([False, False], itertools.repeat(True))
-    _, _, dropped, decision = sample_until(rule, batches(itertools.repeat([1e-5] * 10), keep),
-                                           FakeClock(0.01))
-    assert dropped == 20 and decision["samples"] == 10
-    assert "all_below_clock" not in decision
+    sampled = sample_until(rule, batches(itertools.repeat([1e-5] * 10), keep), FakeClock(0.01))
+    assert sampled.dropped == 20 and sampled.decision.samples == 10
+    assert not sampled.decision.all_below_clock
+    assert "all_below_clock" not in sampled.decision.to_dict()
 
 
 def test_when_every_batch_is_throttled_they_are_kept_and_flagged():
     # clocks locked below the threshold: the run is measured and says so, not refused
     rule = StopRule(rsd=0.5, min_time=0, max_time=100, min_samples=10)
-    samples, hosts, dropped, decision = sample_until(
+    sampled = sample_until(
         rule, batches(itertools.repeat([1e-5] * 10), itertools.repeat(False)), FakeClock(0.01))
-    assert len(samples) == len(hosts) == 100 and dropped == 0  # ten batches, then accepted
-    assert decision["all_below_clock"] is True and decision["rule"] == "noise"
+    # ten batches, then accepted
+    assert len(sampled.times) == len(sampled.host_times) == 100 and sampled.dropped == 0
+    assert sampled.decision.all_below_clock is True and sampled.decision.rule == "noise"
+    assert sampled.decision.to_dict()["all_below_clock"] is True
     # a noisy throttled run goes on to the timeout, then reports what it has
-    samples, _, _, decision = sample_until(
+    sampled = sample_until(
         StopRule(rsd=0.01, min_time=0, max_time=0.25),
         batches(itertools.cycle([[1e-5, 5e-5] * 5]), itertools.repeat(False)), FakeClock(0.1))
-    assert decision["rule"] == "timeout" and decision["all_below_clock"] is True
-    assert len(samples) == decision["samples"] == 30
+    assert sampled.decision.rule == "timeout" and sampled.decision.all_below_clock is True
+    assert len(sampled.times) == sampled.decision.samples == 30
 
 
 def test_running_stats_match_the_statistics_module():
@@ -151,8 +154,8 @@ def test_a_long_run_of_tiny_samples_is_judged_in_constant_time_per_batch():
     rule = StopRule(rsd=0.02, min_time=0.05, max_time=1e9, min_samples=10)
     tiny = itertools.repeat([3e-6 * (1 + 0.001 * i) for i in range(10)])
     started = time.perf_counter()
-    samples, _, _, decision = sample_until(rule, batches(tiny), FakeClock(1e-6))
-    assert decision["rule"] == "noise" and len(samples) >= 16_000
+    sampled = sample_until(rule, batches(tiny), FakeClock(1e-6))
+    assert sampled.decision.rule == "noise" and len(sampled.times) >= 16_000
     assert time.perf_counter() - started < 2.0  # recomputing over all samples took ~30 s
 
 
@@ -162,13 +165,13 @@ def test_identical_samples_are_converged_and_the_decision_is_json():
     import json
 
     rule = StopRule(rsd=0.02, min_time=0, max_time=100, min_samples=10)
-    _, _, _, decision = sample_until(rule, batches(itertools.repeat([0.0] * 10)),
-                                     FakeClock(0.01))
-    assert decision["rule"] == "noise" and decision["rsd"] == 0.0
+    decision = sample_until(rule, batches(itertools.repeat([0.0] * 10)),
+                            FakeClock(0.01)).decision
+    assert decision.rule == "noise" and decision.rsd == 0.0
     never = StopRule(rsd=0.02, min_time=0, max_time=0.05, min_samples=10)
-    _, _, _, decision = sample_until(never, batches(itertools.repeat([1e-6])), FakeClock(0.1))
-    assert decision["rsd"] is None and "relative std undefined" in decision["reason"]
-    json.dumps(decision, allow_nan=False)
+    decision = sample_until(never, batches(itertools.repeat([1e-6])), FakeClock(0.1)).decision
+    assert decision.rsd is None and "relative std undefined" in decision.reason
+    json.dumps(decision.to_dict(), allow_nan=False)
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

@@ -10,9 +10,9 @@ device made current, the spin sized from what enqueueing took, the report.
 import pytest
 
 from torchmark import Timer
-from torchmark.timing import device_time
+from torchmark.timing import device_time, gpu_sampler
 from torchmark.timing.device_time import DeviceTimeOptions, measure_device_time
-from torchmark.timing.device_time import spin_rate as measured_spin_rate  # the fixture fakes it
+from torchmark.timing.gpu_sampler import spin_rate as measured_spin_rate  # the fixture fakes it
 from torchmark.timing.stopping import StopRule
 
 RULE = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=10)
@@ -23,17 +23,18 @@ RULE = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=10)
                                       ("graph", "hot")])
 def test_per_call_device_time(fake_gpu, mode, l2):
     gpu = fake_gpu
-    times, hosts, report = measure_device_time(lambda: gpu.kernel(2e-6),
-                                               DeviceTimeOptions(l2=l2, mode=mode, rule=RULE))
+    times, report = measure_device_time(lambda: gpu.kernel(2e-6),
+                                        DeviceTimeOptions(l2=l2, mode=mode, rule=RULE))
+    hosts = report.host_times
     assert times and all(t == pytest.approx(2e-6) for t in times)  # never the flush's 1 ms
     assert len(hosts) == len(times) and all(h > 0 for h in hosts)
-    assert report["stop"]["rule"] == "noise" and report["mode"] == mode and report["l2"] == l2
+    assert report.stop.rule == "noise" and report.mode == mode and report.l2 == l2
     assert (gpu.flushes > 0) == (l2 == "cold")
     assert (gpu.spins > 0) == (mode == "blocking")
     # each spin outlasts the enqueueing it covers, the first one sized by the warm-up
     assert all(s > 2e-4 for s in gpu.spin_seconds)
     if mode == "graph":
-        assert report["graph_calls"] == (1 if l2 == "cold" else 10)
+        assert report.graph_calls == (1 if l2 == "cold" else 10)
 
 
 def test_the_named_device_is_made_current(fake_gpu):
@@ -80,12 +81,13 @@ def test_timer_device_time_on_the_fake_gpu(fake_gpu):
 
 
 def test_blocking_spin_is_sized_from_covered_batches_and_bounded(fake_gpu):
-    from torchmark.timing.device_time import MAX_SPIN_S
+    from torchmark.timing.gpu_sampler import MAX_SPIN_S
 
     gpu = fake_gpu
-    _, _, report = measure_device_time(lambda: gpu.kernel(1e-6),
-                                       DeviceTimeOptions(l2="hot", mode="blocking", rule=RULE))
-    assert report["spin"]["uncovered"] == 0 and "spin_note" not in report
+    _, report = measure_device_time(lambda: gpu.kernel(1e-6),
+                                    DeviceTimeOptions(l2="hot", mode="blocking", rule=RULE))
+    assert report.spin.uncovered == 0 and report.spin_note is None
+    assert "spin_note" not in report.to_dict()
     assert all(2e-4 < s <= MAX_SPIN_S for s in gpu.spin_seconds)
 
 
@@ -93,7 +95,7 @@ def test_a_statement_that_synchronizes_cannot_be_covered_and_is_reported(fake_gp
     # `.item()` in the statement: the spin ends before the batch is queued; sizing the next
     # spin from that batch's enqueue time (which waited the spin out) would double it
     # every batch; instead it grows to its bound, then is dropped, and the report says so
-    from torchmark.timing.device_time import MAX_SPIN_S, SPIN_GIVE_UP
+    from torchmark.timing.gpu_sampler import MAX_SPIN_S, SPIN_GIVE_UP
 
     gpu = fake_gpu
 
@@ -102,19 +104,19 @@ def test_a_statement_that_synchronizes_cannot_be_covered_and_is_reported(fake_gp
         gpu.host_sync()
 
     rule = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=100)
-    times, _, report = measure_device_time(syncs, DeviceTimeOptions(l2="hot", mode="blocking",
-                                                                    rule=rule))
-    assert len(times) >= 100 and report["spin"]["spin_dropped"] is True
+    times, report = measure_device_time(syncs, DeviceTimeOptions(l2="hot", mode="blocking",
+                                                                 rule=rule))
+    assert len(times) >= 100 and report.spin.spin_dropped is True
     assert gpu.spins == SPIN_GIVE_UP and max(gpu.spin_seconds) <= MAX_SPIN_S
-    assert report["spin"]["uncovered"] == report["spin"]["batches"]
-    assert "outlasted the spin" in report["spin_note"] and "spin was dropped" in report["spin_note"]
+    assert report.spin.uncovered == report.spin.batches
+    assert "outlasted the spin" in report.spin_note and "spin was dropped" in report.spin_note
     m = Timer("syncs()", globals={"syncs": syncs}).device_time(
         mode="blocking", l2="hot", rsd=0.05, min_run_time=0, max_run_time=2)
     assert "Blocking: " in repr(m) and "launch gaps" in repr(m)
 
 
 def test_the_spin_bound_follows_a_statement_slow_to_enqueue(fake_gpu):
-    from torchmark.timing.device_time import MAX_SPIN_S, SpinCover
+    from torchmark.timing.gpu_sampler import MAX_SPIN_S, SpinCover
 
     assert SpinCover(None, 1e-3).cap == MAX_SPIN_S
     slow = SpinCover(None, 0.03)  # a batch that takes 30 ms to enqueue
@@ -125,8 +127,8 @@ def test_the_spin_bound_follows_a_statement_slow_to_enqueue(fake_gpu):
 def test_the_spin_rate_is_measured_not_read_from_the_clock_rate_property(fake_gpu, monkeypatch):
     import torch
 
-    monkeypatch.setattr(device_time, "_SPIN_RATES", {})
-    monkeypatch.setattr(device_time, "spin_rate", measured_spin_rate)
+    monkeypatch.setattr(gpu_sampler, "_SPIN_RATES", {})
+    monkeypatch.setattr(gpu_sampler, "spin_rate", measured_spin_rate)
 
     class MegahertzProps:  # a clock rate in other units than kHz: 1000x too few cycles
         name, clock_rate, L2_cache_size, uuid = "fake", 1000, 1 << 20, None
@@ -135,7 +137,7 @@ def test_the_spin_rate_is_measured_not_read_from_the_clock_rate_property(fake_gp
     assert measured_spin_rate(torch) == pytest.approx(1e9)  # the fake's cycle: 1 ns
     calibration = fake_gpu.spins
     assert calibration == 6  # three timed spins, each behind one that hides its launch
-    device_time.spin(torch, 1e-3)
+    gpu_sampler.spin(torch, 1e-3)
     assert fake_gpu.spins == calibration + 1  # measured once per device and process
     assert fake_gpu.spin_seconds[-1] == pytest.approx(1e-3)
 
@@ -143,7 +145,7 @@ def test_the_spin_rate_is_measured_not_read_from_the_clock_rate_property(fake_gp
 def test_a_spin_timed_at_a_low_clock_takes_the_listed_rate(fake_gpu, monkeypatch):
     import torch
 
-    monkeypatch.setattr(device_time, "_SPIN_RATES", {})
+    monkeypatch.setattr(gpu_sampler, "_SPIN_RATES", {})
 
     class TwoGigahertz:  # listed at 2 GHz; the fake device spins at 1 GHz (idle, say)
         name, clock_rate, L2_cache_size, uuid = "fake", 2_000_000, 1 << 20, None
@@ -157,7 +159,7 @@ def test_a_spin_that_cannot_be_timed_falls_back_to_the_property(fake_gpu, monkey
                                                                 clock_rate, expected):
     import torch
 
-    monkeypatch.setattr(device_time, "_SPIN_RATES", {})
+    monkeypatch.setattr(gpu_sampler, "_SPIN_RATES", {})
     monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)  # no device time passes
 
     class Props:
@@ -192,10 +194,10 @@ def test_the_sm_clock_read_during_the_batches_is_reported(fake_gpu, monkeypatch)
 
     fake_sm_clock(monkeypatch, readings)
     rule = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=30)  # three batches
-    _, _, report = measure_device_time(lambda: fake_gpu.kernel(1e-6),
-                                       DeviceTimeOptions(l2="hot", rule=rule))
-    sm = report["sm_clock"]
-    assert (sm["median_mhz"], sm["min_mhz"], sm["max_mhz"], sm["batches"]) == \
+    _, report = measure_device_time(lambda: fake_gpu.kernel(1e-6),
+                                    DeviceTimeOptions(l2="hot", rule=rule))
+    sm = report.sm_clock
+    assert (sm.median_mhz, sm.min_mhz, sm.max_mhz, sm.batches) == \
         (1800, 1600, 2000, 3)  # batches read 0.9, 0.8 and 1.0
     m = Timer("gpu.kernel(1e-6)", globals={"gpu": fake_gpu}).device_time(
         l2="hot", rsd=0.05, min_run_time=0, max_run_time=2)
@@ -203,7 +205,7 @@ def test_the_sm_clock_read_during_the_batches_is_reported(fake_gpu, monkeypatch)
 
 
 def test_clock_summary_of_an_even_count_takes_the_middle_pair():
-    assert device_time.clock_summary([0.5, 1.0], 1000)["median_mhz"] == 750
+    assert device_time.clock_summary([0.5, 1.0], 1000).median_mhz == 750
 
 
 def test_a_batch_whose_clock_falls_before_it_ends_is_dropped(fake_gpu, monkeypatch):
@@ -212,9 +214,9 @@ def test_a_batch_whose_clock_falls_before_it_ends_is_dropped(fake_gpu, monkeypat
 
     fake_sm_clock(monkeypatch, readings)
     rule = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=10)
-    _, _, report = measure_device_time(lambda: fake_gpu.kernel(1e-6),
-                                       DeviceTimeOptions(l2="hot", rule=rule))
-    assert report["dropped_low_clock"] == 30 and report["sm_clock"]["min_mhz"] == 1000
+    _, report = measure_device_time(lambda: fake_gpu.kernel(1e-6),
+                                    DeviceTimeOptions(l2="hot", rule=rule))
+    assert report.dropped_low_clock == 30 and report.sm_clock.min_mhz == 1000
 
 
 def test_an_uncovered_batch_among_covered_ones_is_left_out(fake_gpu):
@@ -234,12 +236,11 @@ def test_an_uncovered_batch_among_covered_ones_is_left_out(fake_gpu):
         gpu.kernel(2e-6)
 
     rule = StopRule(rsd=0.05, min_time=0, max_time=2, min_samples=300)
-    times, _, report = measure_device_time(sometimes_syncs,
-                                           DeviceTimeOptions(l2="hot", mode="blocking",
-                                                             rule=rule))
-    spin = report["spin"]
-    assert spin["uncovered"] >= 4 and spin["left_out"] == spin["uncovered"]
-    assert not spin["spin_dropped"]
-    assert len(times) == 10 * (spin["batches"] - spin["left_out"])
-    assert f"; {spin['left_out']} left out" in report["spin_note"]
-    assert "include launch gaps" not in report["spin_note"]
+    times, report = measure_device_time(sometimes_syncs,
+                                        DeviceTimeOptions(l2="hot", mode="blocking", rule=rule))
+    spin = report.spin
+    assert spin.uncovered >= 4 and spin.left_out == spin.uncovered
+    assert not spin.spin_dropped
+    assert len(times) == 10 * (spin.batches - spin.left_out)
+    assert f"; {spin.left_out} left out" in report.spin_note
+    assert "include launch gaps" not in report.spin_note

@@ -4,7 +4,8 @@ Modes: `discrete` times each call alone (host clock, device synchronized around 
 `continuous` puts one timer around all iterations and reports the mean; and
 `continuous_events` records CUDA events around each call, queued in chunks behind a
 spin kernel (so the events time the kernels, not the CPU's launch gaps), synchronizing
-once at the end.
+once at the end: the GPU sampler's (timing/gpu_sampler.py) pass, stopped at a
+FixedCount.
 With `backward`, each iteration runs the forward untimed, makes the gradient (ones)
 outside the timed region, and times the backward pass alone. Times are in seconds.
 """
@@ -21,6 +22,14 @@ from typing import Any
 
 from torchmark.core.errors import USER_CODE_FAILURES, error_line
 from torchmark.core.threads import MAX_THREADS
+from torchmark.timing.gpu_sampler import (
+    SPIN_CHUNK,
+    GpuSampler,
+    TimedPass,
+    capture_graph,
+    warm_up,
+)
+from torchmark.timing.stopping import FixedCount
 
 EXEC_MODES = ("discrete", "continuous", "continuous_events")
 PROFILER_RANGE_ENV = "TORCHMARK_PROFILER_RANGE"  # "1": timed calls in a cudaProfiler range
@@ -112,7 +121,8 @@ MAX_CALL_ENQUEUE_S = 1e-3  # the most a call's enqueue estimate sizes the first 
 
 
 class _Clock:
-    """Synchronization, flushing and the three ways of timing calls on one device."""
+    """Synchronization, flushing and the three ways of timing calls on one device; on a
+    GPU in continuous_events mode, through the GPU sampler (timing/gpu_sampler.py)."""
 
     def __init__(self, options: RunOptions) -> None:
         import torch
@@ -129,26 +139,26 @@ class _Clock:
         # `ops --ncu` profiles only what runs between cudaProfilerStart and Stop: the
         # timed calls, not the warm-up, the flushes or the graph captures
         self.profiled_range = self.cuda and os.environ.get(PROFILER_RANGE_ENV) == "1"
+        self.sampler: GpuSampler | None = None
+        if self.cuda and self.mode == "continuous_events":
+            # not blocking under ncu, which serializes the kernels it profiles: no spin
+            # could cover them, and ncu's own times are the figures there
+            self.sampler = GpuSampler(torch, self.device, flush=self.flush,
+                                      blocking=not self.profiled_range)
         # continuous_events: chunks of the last timed calls that outlasted their spin (a
         # call synchronizes with the host): their times can include launch gaps
         self.uncovered = 0
-        self._enqueue_times: list[float] = []  # of the warm-up calls (enqueue_timed)
+        self._enqueue_times: list[float] = []  # of the last warm-up's calls
 
-    @contextlib.contextmanager
-    def enqueue_timed(self) -> Iterator[None]:
-        """Around a warm-up call on a GPU in continuous_events mode: the host time it
-        takes to queue (the device idle first), which sizes the first spin."""
-        if not (self.cuda and self.mode == "continuous_events"):
-            yield
-            return
-        self.sync()
-        started = time.perf_counter()
-        yield
-        self._enqueue_times.append(time.perf_counter() - started)
-
-    def new_enqueue_estimate(self) -> None:
-        """Forget the warm-up times so far (the next calls queue other work)."""
-        self._enqueue_times.clear()
+    def warm_up(self, run: Callable[[int], Any], calls: int) -> None:
+        """The warm-up phase: `run(i)` for i < calls, then the device synchronized. Through
+        the sampler, each call on an idle device and timed to enqueue: the first spin is
+        sized from those times."""
+        if self.sampler is not None:
+            self._enqueue_times = self.sampler.warm_up(run, calls)
+        else:
+            warm_up(run, calls)
+            self.sync()
 
     def call_enqueue_s(self) -> float:
         """A call's host time to queue, with its flush and two events: the least a
@@ -176,8 +186,6 @@ class _Clock:
         """{"note": ...} when the last timed calls' device times can include launch gaps."""
         if not self.uncovered:
             return {}
-        from torchmark.timing.device_time import SPIN_CHUNK
-
         return {"note": LAUNCH_GAPS.format(self.uncovered, SPIN_CHUNK)}
 
     def sync(self) -> None:
@@ -202,31 +210,8 @@ class _Clock:
                 self.sync()
                 elapsed = time.perf_counter() - start
             return [elapsed / n], out
-        if self.mode == "continuous_events":
-            # Chunks of calls queued behind a spin kernel, so that each pair of events
-            # times the call's kernels, not the gap the CPU leaves while launching them
-            from torchmark.timing.device_time import SPIN_CHUNK, EventPairs, SpinCover
-
-            events = EventPairs(self.torch)
-            # not under ncu, which serializes the kernels it profiles: no spin could cover
-            # them, and ncu's own times are the figures there
-            cover = None if self.profiled_range else \
-                SpinCover(self.torch, SPIN_CHUNK * self.call_enqueue_s())
-            for i in range(n):
-                if cover is not None and i % SPIN_CHUNK == 0:
-                    if i:
-                        cover.end()
-                    cover.begin()
-                arg = before() if before else None
-                reset()
-                self.flush()
-                with self.profiled():
-                    out = events.around(call, arg) if before else events.around(call)
-            if cover is not None:
-                cover.end()
-            self.uncovered = cover.uncovered if cover is not None else 0
-            self.sync()
-            return events.seconds(), out
+        if self.sampler is not None:
+            return self._sample(call, n, before, reset)
         times = []
         for _ in range(n):
             arg = before() if before else None
@@ -239,6 +224,29 @@ class _Clock:
                 self.sync()
                 times.append(time.perf_counter() - start)
         return times, out
+
+    def _sample(self, call: Callable[..., Any], n: int, before: Callable[[], Any] | None,
+                reset: Callable[[], None]) -> tuple[list[float], Any]:
+        """continuous_events: one pass of n calls, each between events, queued in chunks
+        behind a spin kernel (so that the events time the call's kernels, not the gap the
+        CPU leaves while launching them), synchronized once at the end."""
+        assert self.sampler is not None
+        sampler, out = self.sampler, None
+        sampler.calibrate(SPIN_CHUNK * self.call_enqueue_s())
+
+        def prepare() -> tuple[Any, ...]:
+            arg = before() if before else None
+            reset()
+            return (arg,) if before else ()
+
+        def queue(timing: TimedPass) -> None:
+            nonlocal out
+            for _ in range(n):
+                out = timing.time(call, prepare=prepare, within=self.profiled)
+
+        sampled = sampler.sample(FixedCount(n), queue)
+        self.uncovered = sampler.uncovered()
+        return sampled.times, out
 
 
 def _grad_output(out: Any):
@@ -368,21 +376,20 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
     # torch.compile compiles on the first call: never inside the timed calls, even at -w 0;
     # an in-place op's first call tells which inputs it changes
     first = 1 if options.compile or inputs is not None else 0
-    for i in range(max(options.warmup, first)):
-        with clock.enqueue_timed():  # the reset is queued before each timed call too
-            if i and reset is not None:
-                reset()
-            forward()
+
+    def warm(i: int) -> None:
+        if i and reset is not None:  # the reset is queued before each timed call too
+            reset()
+        forward()
         if i == 0 and inputs is not None:
             inputs.keep_changed()
-    clock.sync()
+
+    clock.warm_up(warm, max(options.warmup, first))
     timed: Callable = forward
     # With a CUDA graph, what the calls allocate is allocated once, at capture, in the
     # graph's pool: its peak is measured from before the capture.
     memory = _Memory(clock)
     if options.cuda_graph:
-        from torchmark.timing.device_time import capture_graph
-
         replay = capture_graph(forward)
 
         def timed(_: Any = None) -> Any:
@@ -416,12 +423,11 @@ def _measure_backward(forward: Callable[[], Any], options: RunOptions,
         y = _grad_output(forward())
         return y, torch_.ones_like(y)
 
-    clock.new_enqueue_estimate()  # a backward call also queues its forward
-    for _ in range(max(options.warmup, 1) if options.compile else options.warmup):
-        with clock.enqueue_timed():
-            y, grad = make_graph()
-            y.backward(grad)
-    clock.sync()
+    def warm(_: int) -> None:  # its enqueue times (a forward too) size the spin
+        y, grad = make_graph()
+        y.backward(grad)
+
+    clock.warm_up(warm, max(options.warmup, 1) if options.compile else options.warmup)
     memory = _Memory(clock)
     times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
                                 options.iterations, before=make_graph)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,7 @@ from torchmark.replay.values import (
     walk_tensors,
 )
 from torchmark.timing import clocks
-from torchmark.timing.device_time import SPIN_CHUNK, EventPairs
+from torchmark.timing.gpu_sampler import SPIN_CHUNK, GpuSampler, Phase, warm_up
 from torchmark.timing.measurement import Measurement
 
 _REF = object()  # marks an argument slot filled from an earlier op's output
@@ -84,8 +85,8 @@ class Replayer:
         self.factory, self.seed = TensorFactory(device, seed), seed
         self.ops = [ReplayedOp(n, _display_name(n)) for n in trace.top_level_ops(subgraph, step)]
         self.allow_unsafe_ops = allow_unsafe_ops
-        self._covers: list[Any] = []  # on a GPU, one SpinCover a chunk of SPIN_CHUNK ops
-        self._open_chunk: Any = None
+        # on a GPU: the timed iterations' sampler, one SpinCover a chunk of SPIN_CHUNK ops
+        self._sampler: GpuSampler | None = None
 
     # -- preparation ------------------------------------------------------------------
     def prepare(self) -> None:
@@ -238,37 +239,37 @@ class Replayer:
         each op is timed (host clock; CUDA events on a GPU) and reported to it. An op
         that fails here is skipped from then on, with its reason.
 
-        On a GPU the ops are queued in chunks of SPIN_CHUNK, each behind a spin kernel
-        that outlasts its launches (see SpinCover), with a pair of events around each op
-        and one synchronization at the end: each op's time is its kernels', not the gap
-        the CPU leaves while launching it. Chunks keep the queue short (a few hundred
-        launches, where it holds about a thousand); a chunk whose ops synchronize with the
-        host cannot be covered, and `spin_note()` says so."""
+        On a GPU the iteration is a pass of the GPU sampler (timing/gpu_sampler.py): the
+        ops are queued in chunks of SPIN_CHUNK, each behind a spin kernel that outlasts
+        its launches (see SpinCover), with a pair of events around each op and one
+        synchronization at the end: each op's time is its kernels', not the gap the CPU
+        leaves while launching it. Chunks keep the queue short (a few hundred launches,
+        where it holds about a thousand); a chunk whose ops synchronize with the host
+        cannot be covered, and `spin_note()` says so."""
         torch = self.torch
         env: dict[tuple[int, int], Any] = {}
         cuda = self.device.type == "cuda"
-        events = EventPairs(torch)
         pending: list[ReplayedOp] = []  # the op of each event pair
         # events, streams and the spin kernel work on the current device: the replay's
         on_device = torch.cuda.device(self.device) if cuda else contextlib.nullcontext()
-        covered = per_op is not None and cuda
-        self._open_chunk = None  # one an interrupted iteration left open is not counted
         with torch.no_grad(), on_device:
-            for position, rop in enumerate(self.replayed):
-                if covered and position % SPIN_CHUNK == 0:
-                    self._next_chunk(position // SPIN_CHUNK)
+            timing = self._gpu_sampler().timed_pass() if per_op is not None and cuda else None
+            for rop in self.replayed:
                 call, slots = rop.call, rop.slots
                 try:
-                    args = self._fill(rop.args, rop, env) if rop.refs else rop.args
-                    if per_op is None:
-                        out = call(*args, **rop.kwargs)
-                    elif cuda:
-                        out = events.around(call, *args, **rop.kwargs)
+                    if timing is not None:  # the arguments filled in the pass, untimed
+                        fill = functools.partial(self._fill, rop.args, rop, env) \
+                            if rop.refs else None
+                        out = timing.time(call, rop.args, rop.kwargs, prepare=fill)
                         pending.append(rop)
                     else:
-                        t0 = clocks.timer()
-                        out = call(*args, **rop.kwargs)
-                        per_op(rop, clocks.timer() - t0)
+                        args = self._fill(rop.args, rop, env) if rop.refs else rop.args
+                        if per_op is None:
+                            out = call(*args, **rop.kwargs)
+                        else:
+                            t0 = clocks.timer()
+                            out = call(*args, **rop.kwargs)
+                            per_op(rop, clocks.timer() - t0)
                 except KeyError:
                     self._drop(rop, "an input it reads was not produced (its producer failed)")
                     continue
@@ -285,33 +286,29 @@ class Replayer:
                         env[key] = flat[index]
                 for key in rop.release:  # as in the original run: freed after its last use
                     env.pop(key, None)
-            if covered and self._open_chunk is not None:
-                self._open_chunk.end()
-                self._open_chunk = None
-            if pending:
-                torch.cuda.synchronize(self.device)
-                for rop, seconds in zip(pending, events.seconds(), strict=True):
+            if timing is not None:
+                for rop, seconds in zip(pending, timing.finish(), strict=True):
                     if rop.status == "replayed" and per_op is not None:
                         per_op(rop, seconds)
 
-    def _next_chunk(self, index: int) -> None:
-        """End the chunk being queued; start chunk `index` behind its own spin."""
-        from torchmark.timing.device_time import SpinCover
-
-        if self._open_chunk is not None:
-            self._open_chunk.end()
-        while len(self._covers) <= index:  # about 20 us of host time an op, to begin with
-            self._covers.append(SpinCover(self.torch, SPIN_CHUNK * 2e-5))
-        self._open_chunk = self._covers[index]
-        self._open_chunk.begin()
+    def _gpu_sampler(self) -> GpuSampler:
+        """The sampler of this replay's timed iterations, calibrated on first use: about
+        20 us of host time an op, to begin with; each chunk position keeps its own
+        SpinCover across iterations."""
+        if self._sampler is None:
+            self._sampler = GpuSampler(self.torch, self.device, cover_per_chunk=True)
+        if self._sampler.phase not in (Phase.CALIBRATION, Phase.SAMPLING):
+            self._sampler.calibrate(SPIN_CHUNK * 2e-5)
+        return self._sampler
 
     def spin_note(self) -> str | None:
         """On a GPU: how many chunks of ops outlasted their spin (their ops' device
         times can include launch gaps); None when every one was covered."""
-        chunks = [c for c in self._covers if c.uncovered]
+        covers = self._sampler.covers if self._sampler is not None else []
+        chunks = [c for c in covers if c.uncovered]
         if not chunks:
             return None
-        return (f"{len(chunks)} of {len(self._covers)} chunks of up to {SPIN_CHUNK} ops "
+        return (f"{len(chunks)} of {len(covers)} chunks of up to {SPIN_CHUNK} ops "
                 "outlasted their spin (an op synchronizes with the host, as nonzero, "
                 "masked_select or .item() do): their ops' device times can include launch "
                 "gaps")
@@ -328,9 +325,17 @@ class Replayer:
         self.torch.manual_seed(self.seed)
 
     def time_ops(self, warmup: int, iterations: int) -> None:
-        for _ in range(warmup):
+        """Each op's times over `iterations` iterations, after `warmup` untimed ones (the
+        warm-up phase; on a GPU, the sampler's)."""
+        def run(_: int) -> None:
             self.reset()
             self.run_once()
+
+        if self.device.type == "cuda":
+            self._sampler = GpuSampler(self.torch, self.device, cover_per_chunk=True)
+            self._sampler.warm_up(run, warmup, timed=False)
+        else:
+            warm_up(run, warmup)
         for rop in self.replayed:
             rop.times = []
         for _ in range(iterations):

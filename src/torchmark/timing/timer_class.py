@@ -374,10 +374,10 @@ class Timer:
             chosen = device_of_tensors(namespace)
         code = compile(self._task_spec.stmt, "<stmt>", "exec")
         with self._threads():
-            times, host, report = measure_device_time(lambda: exec(code, namespace), options,
-                                                      device=chosen)
+            times, report = measure_device_time(lambda: exec(code, namespace), options,
+                                                device=chosen)
         return Measurement(number_per_run=1, raw_times=times, task_spec=self._task_spec,
-                           metadata={**report, "host_times": host})
+                           metadata=report.to_dict())
 
     # -- instruction counts -------------------------------------------------------------
     def _callgrind_request(self, number: int, repeats: int | None, collect_baseline: bool):
