@@ -354,26 +354,54 @@ def test_per_op_gpu_timing_on_a_simulated_device(tmp_path, fake_gpu, monkeypatch
     assert fake_gpu.current == 0  # the replay's device was current only while it ran
 
 
-def test_gpu_replay_queues_chunks_behind_their_own_spins(tmp_path, fake_gpu, monkeypatch):
-    # A long iteration is split into chunks, each behind a spin (the launch queue holds
-    # about a thousand entries); a chunk holding an op that synchronizes with the host
-    # cannot be covered: its spin stays bounded, then is dropped, and the report says so.
+def simulated_gpu_chain(tmp_path, monkeypatch, fake_gpu, ops: int) -> Replayer:
+    """A prepared replay of `ops` tanh calls in a row on the simulated GPU (the tensors
+    stay on the CPU; events read the host's clock)."""
     import torchmark.replay.replayer as replayer_module
-    from torchmark.replay.session import ReplayReport, summary_lines
     from torchmark.replay.values import TensorFactory
-    from torchmark.timing.gpu_sampler import MAX_SPIN_S, SPIN_GIVE_UP
 
     x = torch.randn(8)
     path = tmp_path / "long.json"
     with record(path):
-        for _ in range(100):
+        for _ in range(ops):
             x = torch.tanh(x)
     monkeypatch.setattr(replayer_module, "TensorFactory",
                         lambda device, seed: TensorFactory("cpu", seed))
     fake_gpu.host_clock = True
     replayer = Replayer(load_trace(path), device="cuda")
     replayer.prepare()
-    assert len(replayer.replayed) == 100
+    assert len(replayer.replayed) == ops
+    return replayer
+
+
+def test_gpu_replay_runs_through_the_gpu_sampler(tmp_path, fake_gpu, monkeypatch):
+    # the sampler's phases (its warm-up untimed), a pass an iteration, a pair of events
+    # an op created by the sampler, each chunk position its own spin cover
+    from torchmark.timing import gpu_sampler
+    from torchmark.timing.gpu_sampler import Phase
+
+    replayer = simulated_gpu_chain(tmp_path, monkeypatch, fake_gpu, 70)
+    events = []
+    monkeypatch.setattr(gpu_sampler, "cuda_event",
+                        lambda torch, timing: events.append(timing) or torch.cuda.Event())
+    replayer.time_ops(warmup=2, iterations=3)
+    sampler = replayer._sampler
+    assert sampler.phases == [Phase.WARM_UP, Phase.CALIBRATION, Phase.SAMPLING]
+    assert all(len(rop.times) == 3 for rop in replayer.replayed)
+    assert len(sampler.covers) == 2 and all(c.batches == 3 for c in sampler.covers)
+    assert events.count(True) == 2 * 70 * 3 and events.count(False) == 2 * 3
+    assert fake_gpu.spins == 2 * 3 and replayer.spin_note() is None
+
+
+def test_gpu_replay_queues_chunks_behind_their_own_spins(tmp_path, fake_gpu, monkeypatch):
+    # A long iteration is split into chunks, each behind a spin (the launch queue holds
+    # about a thousand entries); a chunk holding an op that synchronizes with the host
+    # cannot be covered: its spin stays bounded, then is dropped, and the report says so.
+    from torchmark.replay.session import ReplayReport, summary_lines
+    from torchmark.timing.gpu_sampler import MAX_SPIN_S, SPIN_GIVE_UP
+
+    replayer = simulated_gpu_chain(tmp_path, monkeypatch, fake_gpu, 100)
+    path = replayer.trace.path
     syncing = replayer.replayed[80]  # in the second chunk
     real = syncing.call
 

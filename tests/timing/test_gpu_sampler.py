@@ -95,36 +95,6 @@ def test_ops_host_clock_modes_make_no_sampler(fake_gpu, monkeypatch, mode):
     assert made == [] and fake_gpu.spins == 0
 
 
-def test_the_replay_goes_through_the_sampler(tmp_path, fake_gpu, monkeypatch):
-    import torch
-
-    import torchmark.replay.replayer as replayer_module
-    from torchmark.replay import load_trace, record
-    from torchmark.replay.replayer import Replayer
-    from torchmark.replay.values import TensorFactory
-
-    x = torch.randn(8)
-    path = tmp_path / "trace.json"
-    with record(path):
-        for _ in range(70):
-            x = torch.tanh(x)
-    monkeypatch.setattr(replayer_module, "TensorFactory",
-                        lambda device, seed: TensorFactory("cpu", seed))
-    made = recording(monkeypatch, replayer_module)
-    events = []
-    monkeypatch.setattr(gpu_sampler, "cuda_event",
-                        lambda torch, timing: events.append(timing) or torch.cuda.Event())
-    fake_gpu.host_clock = True
-    replayer = Replayer(load_trace(path), device="cuda")
-    replayer.prepare()
-    replayer.time_ops(warmup=2, iterations=3)
-    assert len(made) == 1 and made[0].phases == PHASES
-    assert all(len(rop.times) == 3 for rop in replayer.replayed)
-    # two chunks an iteration, each chunk position its own cover; a pair of events an op
-    assert len(made[0].covers) == 2 and all(c.batches == 3 for c in made[0].covers)
-    assert events.count(True) == 2 * 70 * 3 and events.count(False) == 2 * 3
-
-
 def test_a_pass_queues_chunks_behind_spins_and_prepares_untimed(fake_gpu):
     import torch
 

@@ -211,7 +211,7 @@ class _Clock:
                 elapsed = time.perf_counter() - start
             return [elapsed / n], out
         if self.sampler is not None:
-            return self._sample(call, n, before, reset)
+            return self._sample(self.sampler, call, n, before, reset)
         times = []
         for _ in range(n):
             arg = before() if before else None
@@ -225,13 +225,13 @@ class _Clock:
                 times.append(time.perf_counter() - start)
         return times, out
 
-    def _sample(self, call: Callable[..., Any], n: int, before: Callable[[], Any] | None,
+    def _sample(self, sampler: GpuSampler, call: Callable[..., Any], n: int,
+                before: Callable[[], Any] | None,
                 reset: Callable[[], None]) -> tuple[list[float], Any]:
         """continuous_events: one pass of n calls, each between events, queued in chunks
         behind a spin kernel (so that the events time the call's kernels, not the gap the
         CPU leaves while launching them), synchronized once at the end."""
-        assert self.sampler is not None
-        sampler, out = self.sampler, None
+        out = None
         sampler.calibrate(SPIN_CHUNK * self.call_enqueue_s())
 
         def prepare() -> tuple[Any, ...]:
