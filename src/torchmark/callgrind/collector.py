@@ -153,6 +153,10 @@ class Request:
     collect_baseline: bool = True
     library: str | None = None  # a compiled C++ snippet (torchmark.cpp) instead of Python
     entry_suffix: str = ""  # which snippet of a bundle library
+    # the counted process's working folder and sys.path (default: this process's); a Ray
+    # node gives its driver's, so that counts match those of a local run
+    cwd: str | None = None
+    sys_path: tuple[str, ...] | None = None
 
 
 class Host:
@@ -290,7 +294,9 @@ class Host:
             imports=tuple(modules_needed(plan, spec.setup)), number=request.number,
             repeats=request.repeats, warmup=min(request.number, 10),
             collect_baseline=request.collect_baseline, num_threads=spec.num_threads,
-            cwd=os.getcwd(), sys_path=tuple(sys.path), library=request.library,
+            cwd=request.cwd or os.getcwd(),
+            sys_path=tuple(sys.path) if request.sys_path is None else request.sys_path,
+            library=request.library,
             entry_suffix=request.entry_suffix)
         sent = time.perf_counter()
         reply = self._exchange(frame, timeout)

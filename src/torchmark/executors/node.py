@@ -50,6 +50,7 @@ def _state(job: Job) -> Any:
     if _current is not None and _current[0] == job.key:
         return _current[1]
     close()
+    _drop_what_ray_added()
     state = job.make_state(None)
     _current = (job.key, state, job)
     return state
@@ -65,6 +66,20 @@ def close() -> None:
 
 
 atexit.register(close)
+
+
+def _drop_what_ray_added() -> None:
+    """Ray sets OMP_NUM_THREADS in a worker when its raylet (the worker's parent) has
+    none; the processes that measure must see the node's environment, as a local run
+    would (it changes instruction counts), so it goes where the raylet lacks it."""
+    if "OMP_NUM_THREADS" not in os.environ:
+        return
+    try:
+        parent = Path(f"/proc/{os.getppid()}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return
+    if not any(entry.startswith(b"OMP_NUM_THREADS=") for entry in parent):
+        del os.environ["OMP_NUM_THREADS"]
 
 
 def _lock_folder() -> Path:

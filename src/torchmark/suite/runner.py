@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import os
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -137,7 +138,10 @@ class Slot:
         return self.wall.measure(request, options.timeout).to_dict()
 
     def count(self, case: Case, library: tuple[str, str] | None,
-              options: RunOptions) -> dict[str, Any]:
+              options: RunOptions, where: tuple[str, tuple[str, ...]] | None = None
+              ) -> dict[str, Any]:
+        """Instruction counts; `where`: the counted process's working folder and
+        sys.path (default this process's)."""
         from torchmark.callgrind.collector import CallgrindError
 
         timer = case.timer_args.timer()
@@ -145,6 +149,8 @@ class Slot:
             timer._timer.use_library(*library)
         request = timer._callgrind_request(options.number, options.repeats,
                                            collect_baseline=False)
+        if where is not None:
+            request = dataclasses.replace(request, cwd=where[0], sys_path=where[1])
         try:
             stats = self.host.run(request, timeout=options.timeout)
         except CallgrindError as e:
@@ -170,6 +176,10 @@ class SuiteJob:
     options: RunOptions
     libraries: dict[str, tuple[str, str]]  # case id -> (bundle library, entry suffix)
     files: dict[str, Any] = dataclasses.field(default_factory=dict)  # path -> Shared bytes
+    # the driver's working folder and sys.path, for the counted processes of Ray workers
+    # (what they see shifts counts slightly: they see what a local run's would)
+    where: tuple[str, tuple[str, ...]] = dataclasses.field(
+        default_factory=lambda: (os.getcwd(), tuple(sys.path)))
 
     @property
     def key(self) -> str:
@@ -205,11 +215,11 @@ class SuiteJob:
             results: dict[str, Any] = {}
             try:
                 self._place_files(case)
-                for stage, wanted, measure in (
-                        ("wall", options.wall, slot.measure_wall),
-                        ("instructions", options.instructions, slot.count)):
-                    if wanted:
-                        results[stage] = measure(case, library, options)
+                if options.wall:
+                    results["wall"] = slot.measure_wall(case, library, options)
+                if options.instructions:
+                    results["instructions"] = slot.count(
+                        case, library, options, self.where if slot.index is None else None)
             except Exception as e:
                 if isinstance(e, WorkerLost) and attempts <= options.retries:
                     continue
