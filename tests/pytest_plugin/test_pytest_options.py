@@ -11,7 +11,7 @@ import torch
 
 from torchmark.core.errors import UsageError
 from torchmark.core.proportion import parse_proportion
-from torchmark.pytest_plugin.cases import case_of, describe
+from torchmark.pytest_plugin.cases import case_of, describe, location_of
 from torchmark.pytest_plugin.options import BenchOptions, Settings
 
 
@@ -46,6 +46,25 @@ def test_a_case_is_the_test_its_parameters_threads_and_device():
         != case.id
     assert case_of(_item("tests/test_ops.py::TestMm::test_mm[64]", n=64), stmt="mm",
                    threads=2, group="matmul").label == "matmul"
+
+
+def test_a_test_file_is_named_from_its_project_root_whatever_the_rootdir(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / "tests" / "bench").mkdir(parents=True)
+    (proj / "pyproject.toml").write_text("")
+    file = proj / "tests" / "bench" / "test_x.py"
+    ids = set()
+    for nodeid in ("tests/bench/test_x.py::TestX::test_a[1]",  # the rootdir: proj
+                   "test_x.py::TestX::test_a[1]",  # tests/bench
+                   "../proj/tests/bench/test_x.py::TestX::test_a[1]"):  # beside proj
+        item = types.SimpleNamespace(nodeid=nodeid, path=file, callspec=None)
+        assert location_of(item) == ("tests/bench/test_x.py", "TestX::test_a[1]")
+        case = case_of(item, stmt="x")
+        assert (case.label, case.sub_label) == ("tests/bench/test_x.py", "TestX::test_a[1]")
+        ids.add(case.id)
+    assert len(ids) == 1
+    # where the rootdir is the project's root, the id is the one the node id gave
+    assert ids == {case_of(_item("tests/bench/test_x.py::TestX::test_a[1]"), stmt="x").id}
 
 
 def test_marker_options_over_the_session_options():

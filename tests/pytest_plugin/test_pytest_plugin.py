@@ -401,3 +401,48 @@ def test_results_carry_json_on_reports_only_for_benchmarks(pytester):
     out.assert_outcomes(passed=1)
     assert SUMMARY not in out.stdout.str()
     assert "torchmark" not in (pytester.path / "report.xml").read_text()
+
+
+def _project_without_ini(pytester):
+    """proj/ (a git checkout, no pytest ini file) with tests/bench/test_gated.py and
+    tests/other/test_other.py: pytest's rootdir is then the common folder of the paths
+    on the command line, so it moves with how pytest is invoked."""
+    proj = pytester.mkdir("proj")
+    (proj / ".git").mkdir()
+    bench = proj / "tests" / "bench"
+    bench.mkdir(parents=True)
+    (bench / "conftest.py").write_text(FAKE_CLOCK)
+    (bench / "test_gated.py").write_text(GATED)
+    (proj / "tests" / "other").mkdir()
+    (proj / "tests" / "other" / "test_other.py").write_text("def test_plain(): pass\n")
+    return proj
+
+
+def _rootdir(out) -> str:
+    return next(line for line in out.stdout.lines if line.startswith("rootdir:"))
+
+
+@pytest.mark.parametrize("form", ["=", " "])
+def test_case_ids_do_not_depend_on_the_rootdir(pytester, tmp_path, monkeypatch, form):
+    proj = _project_without_ini(pytester)
+    outside = tmp_path / "elsewhere"  # the baseline file lies outside the project
+    outside.mkdir()
+    baseline, candidate = outside / "baseline.jsonl", tmp_path / "candidate.jsonl"
+    monkeypatch.chdir(proj / "tests" / "bench")  # rootdir: tests/bench
+    first = _run(pytester, "--torchmark-no-store", f"--torchmark-json={baseline}")
+    first.assert_outcomes(passed=3)
+    monkeypatch.chdir(proj)  # rootdir: tests/, or with the space form the common folder
+    baseline_option = [f"--torchmark-baseline={baseline}"] if form == "=" else \
+        ["--torchmark-baseline", str(baseline)]  # pytest takes the file for a test path
+    second = _run(pytester, "tests/bench", "tests/other", "--torchmark-no-store",
+                  *baseline_option, "--torchmark-fail-slower=5%",
+                  f"--torchmark-json={candidate}")
+    second.assert_outcomes(passed=4)
+    assert second.ret == 0
+    assert _rootdir(first) != _rootdir(second)  # the node ids differ, the case ids do not
+    ids = [sorted(r.case.id for r in load_results(path)) for path in (baseline, candidate)]
+    assert ids[0] == ids[1] and len(set(ids[0])) == 3
+    second.stdout.fnmatch_lines(["*test_steady?dtype0? *within", "*test_steady?dtype1? *within",
+                                 "*test_changed *within"])
+    labels = {r.case.label for r in load_results(candidate)}
+    assert labels == {"tests/bench/test_gated.py"}  # the file in its project
