@@ -1,6 +1,7 @@
 """Running a config: every expanded case, one record each, appended to a JSON-lines file
 as it finishes. A case that fails (shapes the op rejects, out of memory) is recorded with
-its error and the run goes on."""
+its error and the run goes on. The cases run in this process (the local executor) or as
+Ray tasks (torchmark.executors): `OpsJob` is how either runs one."""
 
 from __future__ import annotations
 
@@ -23,8 +24,11 @@ from torchmark.core.jsonl import (
     refuse_other_torch,
     system_info,
 )
+from torchmark.core.provenance import Provenance
 from torchmark.core.results_lock import ResultsLock
 from torchmark.core.threads import set_torch_threads
+from torchmark.executors.base import Executor, Item, Outcome
+from torchmark.executors.local import LocalExecutor
 from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for
@@ -176,6 +180,47 @@ def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]
     return record
 
 
+@dataclasses.dataclass
+class OpsJob:
+    """How an executor runs op cases (torchmark.executors.base.Job): a worker keeps the
+    operator built for the current build spec; each case runs under the run's thread
+    count."""
+
+    options: RunOptions
+
+    @property
+    def key(self) -> str:
+        return "ops:" + repr(sorted(dataclasses.asdict(self.options).items()))
+
+    def make_state(self, slot: int | None) -> _Builds:
+        return _Builds(self.options.device)
+
+    def close_state(self, state: _Builds, kill: bool = False) -> None:
+        state.key, state.fn = None, None
+        _release_memory(self.options.device)
+
+    def run(self, builds: _Builds, item: Item, attempt: int) -> dict[str, Any]:
+        with set_torch_threads(self.options.threads):
+            record = run_case(item.payload, self.options, builds)
+        if attempt > 1:
+            record["attempts"] = attempt
+        return record
+
+    def lost(self, item: Item, error: str, attempts: int) -> dict[str, Any]:
+        case: Case = item.payload
+        return {"type": "record", "op": case.op, "id": case.id,
+                "config": {"build": case.build, "input": case.input}, "status": "failed",
+                "metrics": None, "error": error, "attempts": attempts, "elapsed_s": 0.0}
+
+
+def with_node(record: dict[str, Any], provenance: Provenance | None) -> dict[str, Any]:
+    """A record measured elsewhere (a Ray node) names where: its hostname and the
+    node's provenance (the store files its results under that machine)."""
+    if provenance is None:
+        return record
+    return {**record, "node": provenance.machine.hostname, "provenance": provenance.to_dict()}
+
+
 def _release_memory(device: str) -> None:
     if device.startswith("cuda"):
         import torch
@@ -189,15 +234,27 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
         on_start: Callable[[int], None] | None = None,
         profile: str | os.PathLike | None = None,
         on_profiled: Callable[[dict[str, Any]], None] | None = None,
-        done: set[str] | None = None) -> list[dict[str, Any]]:
+        done: set[str] | None = None,
+        executor: Executor | None = None) -> list[dict[str, Any]]:
     """Run every case of `config`; returns the records. With `out` (or `resume`, an
     existing file to continue) each record is appended to that JSON-lines file as it
     finishes, between a header and a footer line. `done`: ids already measured (a run
     of the store being resumed), skipped too. With `profile`, a trace path, a
     torch.profiler pass follows; `on_profiled` then gets {"trace_file": ...,
-    "profile_failed": {id: reason}} (the latter when some case failed in it)."""
+    "profile_failed": {id: reason}} (the latter when some case failed in it).
+    `executor`: where the cases run (default: here, one after another); records from
+    elsewhere come back as they finish, with the provenance of the node that measured
+    them."""
     options = options or RunOptions()
     options.validate()
+    executor = executor or LocalExecutor(1)
+    if getattr(executor, "remote", False):
+        if profile is not None:
+            raise ValueError("--profile traces the cases in this process: run them with "
+                             "--executor local")
+        if options.device.startswith("cuda:"):
+            raise ValueError(f"--device {options.device}: on Ray each CUDA case gets the "
+                             "GPU Ray assigns it; use --device cuda")
     path = resume if resume is not None else out
     # held from before the file is read for --resume: two runs never share one file
     lock = ResultsLock(path, "ops results file").acquire() if path is not None else None
@@ -222,20 +279,25 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
             lock.release()
         raise
     records: list[dict[str, Any]] = []
-    builds = _Builds(options.device)
     profiled: dict[str, Any] | None = None  # the profile pass's outcome, once it ended
+
+    def finished(outcome: Outcome) -> None:
+        record = with_node(outcome.record, outcome.provenance)
+        records.append(record)
+        if writer:
+            writer.write(record)
+        if on_record:
+            on_record(record)
+
+    gpus = 1.0 if options.device.startswith("cuda") else 0.0
     try:
         with set_torch_threads(options.threads):
-            for case in cases:
-                record = run_case(case, options, builds)
-                records.append(record)
-                if writer:
-                    writer.write(record)
-                if on_record:
-                    on_record(record)
+            executor.run(OpsJob(options), [Item(c.id, c, cpus=1.0, gpus=gpus) for c in cases],
+                         finished)
             if profile is not None:
                 profiled = {"trace_file": str(profile),
-                            **_profile_pass(cases, records, options, builds, profile)}
+                            **_profile_pass(cases, records, options, _Builds(options.device),
+                                            profile)}
                 if on_profiled:
                     on_profiled(profiled)
     finally:
