@@ -446,3 +446,97 @@ def test_case_ids_do_not_depend_on_the_rootdir(pytester, tmp_path, monkeypatch, 
                                  "*test_changed *within"])
     labels = {r.case.label for r in load_results(candidate)}
     assert labels == {"tests/bench/test_gated.py"}  # the file in its project
+
+
+PEDANTIC = """
+import pytest
+import torch
+
+calls = []
+
+
+def fresh():
+    calls.append("setup")
+    return ([3, 1, 2],), {}
+
+
+def done(xs):
+    calls.append("teardown")
+
+
+def test_wall_rounds(torchmark):
+    out = torchmark.pedantic(sorted, setup=fresh, teardown=done, rounds=4, warmup_rounds=1)
+    assert out == [1, 2, 3]
+    assert calls == ["setup", "teardown"] * 5  # setup and teardown each round
+
+
+def test_args_and_setup_arguments(torchmark):
+    torchmark.pedantic(sorted, args=([1],), setup=fresh, rounds=2)
+
+
+def test_iterations_and_setup(torchmark):
+    torchmark.pedantic(sorted, setup=fresh, rounds=2, iterations=3)
+"""
+
+
+def test_pedantic_rounds_setup_teardown_and_errors(pytester, tmp_path):
+    pytester.makepyfile(test_pedantic=PEDANTIC)
+    out = _run(pytester, "--torchmark-no-store", f"--torchmark-json={tmp_path / 'p.jsonl'}")
+    out.assert_outcomes(passed=1, failed=2)
+    out.stdout.fnmatch_lines([
+        "*setup returned the arguments, so args and kwargs cannot be given too*",
+        "*with a setup each round is one call (iterations=1)*"])
+    results = {r.case.sub_label: r for r in load_results(tmp_path / "p.jsonl")}
+    assert len(results["test_wall_rounds"].samples) == 4
+    assert results["test_wall_rounds"].metric == "wall"
+    # the first failed inside the measurement (recorded as failed); the second before it
+    assert not results["test_args_and_setup_arguments"].ok
+    assert "test_iterations_and_setup" not in results
+
+
+def test_pedantic_with_a_setup_under_instruction_counts_fails_with_one_line(pytester):
+    pytester.makepyfile(test_pedantic=PEDANTIC)
+    out = _run(pytester, "--torchmark-no-store", "--torchmark-metric=instructions",
+               "-k", "wall_rounds")
+    out.assert_outcomes(failed=1)
+    out.stdout.fnmatch_lines(["*UsageError: torchmark.pedantic: instruction counts cannot "
+                              "take a setup a round*"])
+
+
+def test_pedantic_device_rounds_under_a_simulated_gpu(pytester, fake_gpu, tmp_path):
+    # a setup that queues device work of its own (50 us), a 20 us call a round: the
+    # events hold the call only, the L2 flushed before each round (outside them)
+    pytester.makepyfile(test_gpu="""
+        import pytest
+        import torch
+
+        rounds = []
+
+
+        def setup():
+            torch.cuda._sleep(50_000)
+            rounds.append(1)
+            return (20_000,), {}
+
+
+        @pytest.mark.torchmark(device="cuda")
+        def test_kernel(torchmark):
+            torchmark.pedantic(torch.cuda._sleep, setup=setup, rounds=7, warmup_rounds=2)
+            assert len(rounds) == 9
+
+
+        @pytest.mark.torchmark(device="cuda:1", l2="hot")
+        def test_iterations(torchmark):
+            torchmark.pedantic(torch.cuda._sleep, args=(10_000,), rounds=3, iterations=4)
+    """)
+    out = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--torchmark-no-store",
+                                       f"--torchmark-json={tmp_path / 'gpu.jsonl'}")
+    out.assert_outcomes(passed=2)
+    results = {r.case.sub_label: r for r in load_results(tmp_path / "gpu.jsonl")}
+    kernel, iterations = results["test_kernel"], results["test_iterations"]
+    assert (kernel.metric, kernel.case.device) == ("device", "cuda")
+    assert len(kernel.samples) == 7 and kernel.summary.median == pytest.approx(20e-6)
+    assert fake_gpu.flushes == 9  # cold L2: a flush before each round, warm-up too
+    assert (iterations.number_per_run, len(iterations.samples)) == (4, 3)
+    assert iterations.summary.median == pytest.approx(10e-6)
+    assert 1 in fake_gpu.devices_used  # the marker's device

@@ -112,16 +112,20 @@ class TorchmarkFixture:
         """pytest-benchmark's `pedantic`: `rounds` timed rounds of `iterations` calls of
         `fn`, after `warmup_rounds` untimed ones; `setup()` before each round (untimed; it
         may return the round's `(args, kwargs)`), `teardown(*args, **kwargs)` after it.
-        What the last call returned. Without a setup, a metric other than wall time
-        measures the call as `torchmark(fn, ...)` does (`iterations` runs a count)."""
+        Wall time by the Timer's clock, device time by CUDA events around each round;
+        instruction counts (exact: rounds do not apply) count `iterations` calls and take
+        no setup. What the last call returned."""
         __tracebackhide__ = True
         if not callable(fn):
             raise UsageError(f"torchmark.pedantic(fn, ...): fn must be callable, got {fn!r}")
         options = self._start()
-        kwargs = dict(kwargs or {})
+        args, kwargs = tuple(args), dict(kwargs or {})
+        from torchmark.pytest_plugin.measure import check_pedantic, prepared_arguments
+
+        check_pedantic(setup=setup, rounds=rounds, iterations=iterations,
+                       warmup_rounds=warmup_rounds, options=options)
         if self._settings.disabled:
-            if setup is not None and (prepared := setup()) is not None:
-                args, kwargs = prepared
+            args, kwargs = prepared_arguments(setup, args, kwargs)
             value = fn(*args, **kwargs)
             if teardown is not None:
                 teardown(*args, **kwargs)
@@ -130,13 +134,13 @@ class TorchmarkFixture:
 
         case = self._case(options, _describe_callable(fn))
         with self._failure_kept(case, options):
-            if options.metric != "wall" and setup is None:
+            if options.metric == "instructions":
                 value = fn(*args, **kwargs)
-                self._keep(measure(call_timer(fn, tuple(args), kwargs, options),
+                self._keep(measure(call_timer(fn, args, kwargs, options),
                                    dataclasses.replace(options, number=iterations), case))
             else:
                 result, value = pedantic_rounds(
-                    fn, tuple(args), kwargs, setup=setup, teardown=teardown, rounds=rounds,
+                    fn, args, kwargs, setup=setup, teardown=teardown, rounds=rounds,
                     iterations=iterations, warmup_rounds=warmup_rounds, options=options,
                     case=case)
                 self._keep(result)

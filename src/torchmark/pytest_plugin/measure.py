@@ -1,8 +1,8 @@
 """Measuring one benchmark with the Timer, as its options ask: wall time
-(`blocked_autorange`, 5 blocks at least), device time (`device_time`: CUDA events, the L2 flushed or not),
-or instruction counts (`collect_callgrind`, in torchmark's valgrind host); or pedantic
-rounds, each one call (or `iterations` calls) timed by the Timer's clock. Each gives a
-Result of the test's case."""
+(`blocked_autorange`, 5 blocks at least), device time (`device_time`: CUDA events, the L2
+flushed or not), or instruction counts (`collect_callgrind`, in torchmark's valgrind
+host); or pytest-benchmark's pedantic rounds, each one call (or `iterations` calls) timed
+by the Timer's clock or between CUDA events. Each gives a Result of the test's case."""
 
 from __future__ import annotations
 
@@ -53,24 +53,29 @@ def measure(timer: Any, options: BenchOptions, case: Case) -> Result:
     return dataclasses.replace(result, case=case)
 
 
-def pedantic_rounds(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
-                    *, setup: Callable[[], Any] | None, teardown: Callable[..., Any] | None,
-                    rounds: int, iterations: int, warmup_rounds: int,
-                    options: BenchOptions, case: Case) -> tuple[Result, Any]:
-    """`rounds` timed rounds of `iterations` calls (after `warmup_rounds` untimed ones),
-    `setup` before each round (it may return the round's `(args, kwargs)`) and
-    `teardown(*args, **kwargs)` after it, both untimed; the Result and the last call's
-    value. Wall time only (the clock waits for the device)."""
-    from torchmark.core.task_spec import TaskSpec
-    from torchmark.core.threads import set_torch_threads
-    from torchmark.records.convert import from_measurement
-    from torchmark.timing import clocks
-    from torchmark.timing.measurement import Measurement
+def prepared_arguments(setup: Callable[[], Any] | None, args: tuple[Any, ...],
+                       kwargs: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A round's arguments, as pytest-benchmark's pedantic makes them: what `setup()`
+    returns, `(args, kwargs)`, when it returns something (then `args` and `kwargs` must
+    not be given too), else `args` and `kwargs`."""
+    if setup is not None:
+        prepared = setup()
+        if prepared:
+            if args or kwargs:
+                raise UsageError("torchmark.pedantic: setup returned the arguments, so "
+                                 "args and kwargs cannot be given too")
+            try:
+                new_args, new_kwargs = prepared
+            except (TypeError, ValueError):
+                raise UsageError(f"torchmark.pedantic: setup must return None or (args, "
+                                 f"kwargs), got {prepared!r}") from None
+            return tuple(new_args), dict(new_kwargs)
+    return args, dict(kwargs)
 
-    if options.metric != "wall":
-        raise UsageError(f"torchmark.pedantic with a setup times rounds by the wall clock; "
-                         f"metric {options.metric!r} needs torchmark(fn, ...), "
-                         "torchmark.timeit, or pedantic without a setup")
+
+def check_pedantic(*, setup: Callable[[], Any] | None, rounds: Any, iterations: Any,
+                   warmup_rounds: Any, options: BenchOptions) -> None:
+    """pytest-benchmark's checks of pedantic's counts, and what a metric cannot do."""
     for name, count in (("rounds", rounds), ("iterations", iterations)):
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise UsageError(f"torchmark.pedantic: {name} must be an int >= 1, got {count!r}")
@@ -81,23 +86,103 @@ def pedantic_rounds(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mappi
     if setup is not None and iterations > 1:
         raise UsageError("torchmark.pedantic: with a setup each round is one call "
                          "(iterations=1): the setup prepares that call")
-    times: list[float] = []
+    if setup is not None and options.metric == "instructions":
+        raise UsageError("torchmark.pedantic: instruction counts cannot take a setup a "
+                         "round (the calls are counted in another process, after a warm-up "
+                         "on the same arguments); call setup in the test and count with "
+                         "torchmark(fn, *args), or time the rounds (metric 'wall' or "
+                         "'device')")
+
+
+def pedantic_rounds(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                    *, setup: Callable[[], Any] | None, teardown: Callable[..., Any] | None,
+                    rounds: int, iterations: int, warmup_rounds: int,
+                    options: BenchOptions, case: Case) -> tuple[Result, Any]:
+    """pytest-benchmark's pedantic rounds, timed by `options.metric`: `warmup_rounds`
+    untimed rounds, then `rounds` timed ones, each `iterations` calls; before each round
+    `setup()` (untimed; it may return the round's `(args, kwargs)`), after it
+    `teardown(*args, **kwargs)` (untimed). Wall time: the Timer's clock (which waits for
+    the device) around each round. Device time: a pair of CUDA events around each
+    round, on the marker's device (the current one for "cuda"), the L2 flushed before
+    each round unless `l2="hot"`, read after one synchronization at the end. The Result
+    (a sample a round, per call) and the last call's value."""
+    from torchmark.core.threads import set_torch_threads
+
     value: Any = None
+
+    def one_round(call_args: tuple[Any, ...], call_kwargs: dict[str, Any]) -> None:
+        nonlocal value
+        for _ in range(iterations):
+            value = fn(*call_args, **call_kwargs)
+
     with set_torch_threads(options.num_threads):
+        if options.metric == "device":
+            times = _device_rounds(one_round, args, kwargs, setup=setup, teardown=teardown,
+                                   rounds=rounds, warmup_rounds=warmup_rounds,
+                                   options=options)
+        else:
+            times = _wall_rounds(one_round, args, kwargs, setup=setup, teardown=teardown,
+                                 rounds=rounds, warmup_rounds=warmup_rounds)
+    times = [max(t, 1e-12) for t in times]  # statistics divide by the median
+    if options.metric == "device":
+        result = Result(case=case, metric="device",
+                        samples=tuple(t / iterations for t in times),
+                        number_per_run=iterations, extra={"l2": options.l2})
+    else:
+        from torchmark.core.task_spec import TaskSpec
+        from torchmark.records.convert import from_measurement
+        from torchmark.timing.measurement import Measurement
+
+        spec = TaskSpec(stmt=case.stmt, setup="pass", num_threads=options.num_threads)
+        result = dataclasses.replace(
+            from_measurement(Measurement(iterations, times, spec), frontend="pytest"),
+            case=case)
+    return result, value
+
+
+def _wall_rounds(one_round: Callable[..., None], args: tuple[Any, ...],
+                 kwargs: Mapping[str, Any], *, setup: Callable[[], Any] | None,
+                 teardown: Callable[..., Any] | None, rounds: int,
+                 warmup_rounds: int) -> list[float]:
+    from torchmark.timing import clocks
+
+    times: list[float] = []
+    for round_ in range(warmup_rounds + rounds):
+        call_args, call_kwargs = prepared_arguments(setup, args, kwargs)
+        started = clocks.timer()
+        one_round(call_args, call_kwargs)
+        taken = clocks.timer() - started
+        if teardown is not None:
+            teardown(*call_args, **call_kwargs)
+        if round_ >= warmup_rounds:
+            times.append(taken)
+    return times
+
+
+def _device_rounds(one_round: Callable[..., None], args: tuple[Any, ...],
+                   kwargs: Mapping[str, Any], *, setup: Callable[[], Any] | None,
+                   teardown: Callable[..., Any] | None, rounds: int, warmup_rounds: int,
+                   options: BenchOptions) -> list[float]:
+    import torch
+
+    from torchmark.timing import l2
+    from torchmark.timing.gpu_sampler import EventPairs
+
+    device = torch.device(options.device if options.device.startswith("cuda") else "cuda")
+    if device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    with torch.cuda.device(device):
+        flush = l2.L2Flusher(device).flush if options.l2 == "cold" else None
+        events = EventPairs(torch)
         for round_ in range(warmup_rounds + rounds):
-            call_args, call_kwargs = args, dict(kwargs)
-            if setup is not None:
-                prepared = setup()
-                if prepared is not None:
-                    call_args, call_kwargs = prepared
-            started = clocks.timer()
-            for _ in range(iterations):
-                value = fn(*call_args, **call_kwargs)
-            taken = clocks.timer() - started
+            call_args, call_kwargs = prepared_arguments(setup, args, kwargs)
+            if flush is not None:
+                flush()
+            if round_ >= warmup_rounds:
+                events.around(one_round, call_args, call_kwargs)
+            else:
+                one_round(call_args, call_kwargs)
             if teardown is not None:
                 teardown(*call_args, **call_kwargs)
-            if round_ >= warmup_rounds:
-                times.append(max(taken, 1e-9))
-    spec = TaskSpec(stmt=case.stmt, setup="pass", num_threads=options.num_threads)
-    result = from_measurement(Measurement(iterations, times, spec), frontend="pytest")
-    return dataclasses.replace(result, case=case), value
+        torch.cuda.synchronize()
+        return events.seconds()
