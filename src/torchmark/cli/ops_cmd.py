@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from torchmark.cli.executor_options import executor_from, executor_options, node_provenance
 from torchmark.cli.signals import Terminated
 from torchmark.cli.store_options import (
     recorder,
@@ -83,12 +84,16 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               help="Import MODULE (a module name or a .py file) first; it registers "
                    "operators with register_op.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+@executor_options("On Ray: extra attempts for a case whose worker or node was lost (a "
+                  "case that raises is not tried again).")
 @resume_run_option
 @recording_options
 def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, exec_mode,
             l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
-            profile, ncu, nsys, plugins, quiet, resume_run, db, no_store):
-    """Benchmark operators from a config: every expanded case, one JSON line each."""
+            profile, ncu, nsys, plugins, quiet, executor, ray_address, ray_resources, retries,
+            resume_run, db, no_store):
+    """Benchmark operators from a config: every expanded case, one JSON line each (in
+    this process, or as Ray tasks with --executor ray)."""
     prefix = prefix.removesuffix(".jsonl")  # `-o run.jsonl` means run.jsonl, not .jsonl.jsonl
     from torchmark.cli.output_files import prepare_output
     from torchmark.ops.executor import RunOptions
@@ -112,6 +117,10 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
             click.echo(f"{case.id}\t{describe_config({'build': case.build, 'input': case.input})}")
         click.echo(f"{len(cases)} cases", err=True)
         return 0
+    where = executor_from(executor, ray_address, ray_resources, retries)
+    if (ncu or nsys) and where.remote:
+        raise click.UsageError(f"--{'ncu' if ncu else 'nsys'} profiles this machine's "
+                               "process: use --executor local")
     if ncu or nsys:
         argv = ["-c", config_path, "-w", str(warmup), "-i", str(iterations), "-d", device,
                 "--exec-mode", exec_mode, "-o", prefix, "--quiet"]
@@ -164,11 +173,13 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
 
             def on_record_stored(record: dict) -> None:
                 on_record(record)
-                rec.add(from_ops_record(record, header))  # each case as it finishes
+                rec.add(from_ops_record(record, header,  # each case as it finishes
+                                        provenance=node_provenance(record)))
 
             records = run(config, options, out=None if resume_file else out,
                           resume=resume_file, on_record=on_record_stored, on_start=on_start,
-                          profile=trace, on_profiled=profiled.update, done=done)
+                          profile=trace, on_profiled=profiled.update, done=done,
+                          executor=where, plugins=plugins)
     finally:
         if started:  # stopping a bar never shown would print an empty line
             progress.stop()

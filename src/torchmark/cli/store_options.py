@@ -74,9 +74,13 @@ def resumed_cases(db: str | None, no_store: bool, resume_run: int | None) -> set
         raise click.UsageError("--resume-run reads the store: drop --no-store")
     if recording_off():
         raise click.UsageError("--resume-run reads the store: unset TORCHMARK_NO_STORE")
+    from torchmark.store.recorder import node_runs
+
     store = open_store(db)
     try:
         done: set[str] = store.finished_cases(resume_run)
+        for run in node_runs(store, resume_run).values():  # those measured on Ray nodes
+            done |= store.finished_cases(run)
         # a run with finished cases exists; only one without needs the list of runs
         if not done and not store.has_run(resume_run):
             raise click.UsageError(f"--resume-run {resume_run}: the store at {store.where} "

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 import click
 
+from torchmark.cli.executor_options import executor_from, executor_options, node_provenance
 from torchmark.cli.params import FiniteRange
 from torchmark.cli.store_options import (
     recorder,
@@ -111,15 +112,17 @@ def _summary_table(records: list[dict]) -> object:
 @click.option("--timeout", type=FiniteRange(min=0, min_open=True), default=300.0,
               show_default=True, help="Seconds a case may take per stage before its worker "
                                       "is killed.")
-@click.option("--retries", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Extra attempts for a case whose worker died or hung.")
 @click.option("--no-wall", is_flag=True, help="Skip wall times.")
 @click.option("--no-instructions", is_flag=True, help="Skip instruction counts.")
+@executor_options("Extra attempts for a case whose worker died or hung, or whose Ray "
+                  "node was lost (a case that raises is not tried again).")
 @resume_run_option
 @recording_options
 def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number, min_run_time,
-            timeout, retries, no_wall, no_instructions, resume_run, db, no_store):
-    """Run the suite: wall times and instruction counts per case, into OUT."""
+            timeout, no_wall, no_instructions, executor, ray_address, ray_resources, retries,
+            resume_run, db, no_store):
+    """Run the suite: wall times and instruction counts per case, into OUT (on this
+    machine's worker slots, or on a Ray cluster with --executor ray)."""
     from rich.console import Console
 
     from torchmark.cli.output_files import prepare_output
@@ -132,6 +135,8 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     options = RunOptions(workers=workers, min_run_time=min_run_time, number=number,
                          repeats=repeats, timeout=timeout, retries=retries, wall=not no_wall,
                          instructions=not no_instructions)
+    where = executor_from(executor, ray_address, ray_resources, retries, workers=workers,
+                          wall=not no_wall)
     cases = select(load_cases(definitions), pattern, subset)
     if not cases:
         raise click.UsageError("no case matches --filter")
@@ -150,10 +155,10 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
 
         def on_record_stored(record: dict) -> None:
             on_record(record)
-            rec.add(from_suite_record(record))  # each case as it finishes
+            rec.add(from_suite_record(record, provenance=node_provenance(record)))
 
         runner = SuiteRunner(cases, out, options, resume=resume, on_record=on_record_stored,
-                             on_phase=on_phase, done=done)
+                             on_phase=on_phase, done=done, executor=where)
         progress.update(task, total=len(runner.cases), completed=0)
         with progress:
             summary = runner.run()

@@ -10,7 +10,7 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -184,15 +184,23 @@ def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]
 class OpsJob:
     """How an executor runs op cases (torchmark.executors.base.Job): a worker keeps the
     operator built for the current build spec; each case runs under the run's thread
-    count."""
+    count. `plugins`: modules that register operators (--plugin), imported by a worker
+    elsewhere (a Ray node) before its first case; as absolute paths where they are
+    files."""
 
     options: RunOptions
+    plugins: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
-        return "ops:" + repr(sorted(dataclasses.asdict(self.options).items()))
+        return "ops:" + repr((sorted(dataclasses.asdict(self.options).items()), self.plugins))
 
     def make_state(self, slot: int | None) -> _Builds:
+        if slot is None:  # a Ray worker: this process has not imported them
+            from torchmark.ops.registry import load_plugin
+
+            for module in self.plugins:
+                load_plugin(module)
         return _Builds(self.options.device)
 
     def close_state(self, state: _Builds, kill: bool = False) -> None:
@@ -235,7 +243,8 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
         profile: str | os.PathLike | None = None,
         on_profiled: Callable[[dict[str, Any]], None] | None = None,
         done: set[str] | None = None,
-        executor: Executor | None = None) -> list[dict[str, Any]]:
+        executor: Executor | None = None,
+        plugins: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Run every case of `config`; returns the records. With `out` (or `resume`, an
     existing file to continue) each record is appended to that JSON-lines file as it
     finishes, between a header and a footer line. `done`: ids already measured (a run
@@ -244,7 +253,7 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
     "profile_failed": {id: reason}} (the latter when some case failed in it).
     `executor`: where the cases run (default: here, one after another); records from
     elsewhere come back as they finish, with the provenance of the node that measured
-    them."""
+    them. `plugins`: the --plugin modules, for workers elsewhere to import."""
     options = options or RunOptions()
     options.validate()
     executor = executor or LocalExecutor(1)
@@ -292,7 +301,9 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
     gpus = 1.0 if options.device.startswith("cuda") else 0.0
     try:
         with set_torch_threads(options.threads):
-            executor.run(OpsJob(options), [Item(c.id, c, cpus=1.0, gpus=gpus) for c in cases],
+            plugins = tuple(os.path.abspath(p) if p.endswith(".py") or "/" in p else p
+                            for p in plugins)
+            executor.run(OpsJob(options, plugins), [Item(c.id, c, cpus=1.0, gpus=gpus) for c in cases],
                          finished)
             if profile is not None:
                 profiled = {"trace_file": str(profile),

@@ -5,7 +5,12 @@ stores each batch of results in its own transaction as the command produces them
 interrupted run keeps every finished result), and marks the run ok, failed or
 interrupted when left. With recording off (--no-store, TORCHMARK_NO_STORE=1) it does
 nothing. A store that cannot be opened or written is said once on stderr and the
-command goes on: its file outputs still hold the results."""
+command goes on: its file outputs still hold the results.
+
+Results that carry the provenance of another machine (measured on a Ray node) go to a
+run of that machine, one a machine, tagged `cluster_run` with this run's id, so that a
+history never mixes machines; they end as this run ends, and --resume-run continues
+them too."""
 
 from __future__ import annotations
 
@@ -33,20 +38,28 @@ class RunRecorder:
         self.run_id: int | None = None
         self.recorded = 0
         self.status: str | None = None  # the run's end, when the command knows it better
+        self.machine: str | None = None  # the run's machine fingerprint
+        self.node_runs: dict[str, int] = {}  # another machine's fingerprint -> its run
 
     def __enter__(self) -> RunRecorder:
         if self.enabled:
             try:
-                from torchmark.store.store import Store
+                from torchmark.store.store import RUN_STATUSES, Store
 
                 self.store = Store(self.db)
                 if self.resume_run is not None:
                     self.store.reopen_run(self.resume_run)
                     self.run_id = self.resume_run
+                    self.machine = self.store.finished_runs(
+                        run=self.resume_run, status=RUN_STATUSES)[0]["machine"]
+                    self.node_runs = node_runs(self.store, self.resume_run)
+                    for run_id in self.node_runs.values():
+                        self.store.reopen_run(run_id)
                 else:
                     self.provenance = self.provenance or Provenance.capture(
                         env=self.env, command=self.command)
                     self.run_id = self.store.start_run(self.provenance, tags=self.tags)
+                    self.machine = self.provenance.machine_fingerprint
             except Exception as e:  # the store is optional to the measurement itself
                 self._give_up(e)
         return self
@@ -55,11 +68,26 @@ class RunRecorder:
         """Store these results now, in one transaction."""
         if self.store is None or self.run_id is None:
             return
-        results = list(results)
+        runs: dict[int, list[Result]] = {}
+        for result in results:
+            runs.setdefault(self._run_of(result), []).append(result)
         try:
-            self.recorded += self.store.record(results, self.run_id)
+            for run_id, batch in runs.items():
+                self.recorded += self.store.record(batch, run_id)
         except Exception as e:
             self._give_up(e)
+
+    def _run_of(self, result: Result) -> int:
+        """This run, or the run of the other machine that measured `result`."""
+        assert self.run_id is not None
+        provenance = result.provenance
+        if provenance is None or provenance.machine_fingerprint == self.machine:
+            return self.run_id
+        machine = provenance.machine_fingerprint
+        if machine not in self.node_runs:
+            self.node_runs[machine] = self.store.start_run(
+                provenance, tags={**self.tags, "cluster_run": self.run_id})
+        return self.node_runs[machine]
 
     def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
         if self.store is None or self.run_id is None:
@@ -68,7 +96,8 @@ class RunRecorder:
                                  "interrupted" if issubclass(kind, KeyboardInterrupt)
                                  else "failed")
         try:
-            self.store.finish_run(self.run_id, status)
+            for run_id in (self.run_id, *self.node_runs.values()):
+                self.store.finish_run(run_id, status)
         except Exception as e:
             self._give_up(e)
         finally:
@@ -84,3 +113,10 @@ class RunRecorder:
         if self.store is not None:
             self.store.close()
         self.store, self.run_id = None, None
+
+
+def node_runs(store: Any, run_id: int) -> dict[str, int]:
+    """The runs of other machines that run `run_id` spread to (tagged cluster_run):
+    machine fingerprint -> run id."""
+    return {run["machine"]: run["id"] for run in store.runs()
+            if (run.get("tags") or {}).get("cluster_run") == run_id}
