@@ -4,7 +4,6 @@ same run, no case twice."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -27,8 +26,9 @@ def suite_argv(out: Path, db: str) -> list[str]:
 
 
 def case_lines(path: Path) -> dict[str, dict]:
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {x["id"]: x for x in lines if x.get("type") == "case"}
+    from torchmark.suite.results import read_records
+
+    return {x["id"]: x for x in read_records(path)}
 
 
 def kill_when_stored(argv: list[str], store: Store, at_least: int) -> None:

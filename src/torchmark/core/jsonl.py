@@ -132,9 +132,14 @@ class JsonlWriter:
             raise
 
     def write(self, record: dict[str, Any]) -> None:
-        line = dumps_line(record)
+        self.write_many([record])
+
+    def write_many(self, records: list[dict[str, Any]]) -> None:
+        """Lines written together (one write, one flush): no other thread's line lands
+        between them."""
+        text = "".join(dumps_line(record) + "\n" for record in records)
         with self._lock:
-            self._file.write(line + "\n")
+            self._file.write(text)
             self._file.flush()
 
     def close(self, footer: dict[str, Any] | None = None) -> None:

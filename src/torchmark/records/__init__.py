@@ -14,10 +14,10 @@ from torchmark.records.convert import (
     from_measurement,
     from_ops_record,
     from_replay_report,
-    from_suite_record,
     results_of,
 )
 from torchmark.records.files import load_results, save_results
+from torchmark.suite.results import record_results as from_suite_record
 
 __all__ = ["from_callgrind", "from_measurement", "from_ops_record", "from_replay_report",
            "from_suite_record",

@@ -76,39 +76,6 @@ def from_ops_record(record: Mapping[str, Any], header: Mapping[str, Any] | None 
     return results
 
 
-def from_suite_record(record: Mapping[str, Any], *,
-                      provenance: Provenance | None = None) -> list[Result]:
-    """A suite case record: its wall time and its instruction counts, and its failure
-    when it failed (a case that failed counting its instructions keeps its wall time)."""
-    args = record.get("timer_args") or {}
-    labels = record.get("label") or []
-    case = Case(id=str(record["id"]), frontend="suite", stmt=str(args.get("stmt", "")),
-                setup=str(args.get("setup", "")), label=" / ".join(map(str, labels)) or None,
-                threads=int(args.get("num_threads") or 1),
-                params={"auto_labels": record.get("auto_labels") or {},
-                        "language": args.get("language", "python")})
-    results = []
-    wall = record.get("wall")
-    if isinstance(wall, Mapping) and wall.get("times"):
-        results.append(Result(case=case, metric="wall", samples=tuple(wall["times"]),
-                              number_per_run=int(wall.get("number_per_run") or 1),
-                              provenance=provenance))
-    counts = record.get("instructions")
-    if isinstance(counts, Mapping) and counts.get("repeats"):
-        number = int(counts.get("number") or 1)
-        results.append(Result(case=case, metric="instructions",
-                              samples=tuple(int(t) / number for t in counts["repeats"]),
-                              number_per_run=number, provenance=provenance,
-                              extra={"median_total": counts.get("median"),
-                                     "spread": counts.get("spread")}))
-    if not results or record.get("status", "ok") != "ok":
-        # a case with a wall time failed counting its instructions (the stage after it)
-        results.append(Result(case=case, metric="instructions" if results else "wall",
-                              failure=Failure(str(record.get("error") or record.get("status"))),
-                              provenance=provenance, extra={"status": record.get("status")}))
-    return results
-
-
 def from_replay_report(report: Any, *,
                        provenance: Provenance | None = None) -> list[Result]:
     """A replay's ops as Results: one a replayed op (its per-op times), or one carrying

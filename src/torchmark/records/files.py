@@ -13,7 +13,10 @@ from torchmark.core.provenance import Provenance
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
 from torchmark.core.result import Result
 from torchmark.core.results_file import RESULTS_FILE_SCHEMA, save_results
-from torchmark.records.convert import from_callgrind, from_ops_record, from_suite_record
+from torchmark.records.convert import from_callgrind, from_ops_record
+from torchmark.suite.results import SCHEMA as SUITE_SCHEMA
+from torchmark.suite.results import read_records as read_suite_records
+from torchmark.suite.results import record_results as from_suite_record
 
 __all__ = ["file_provenance", "load_results", "save_results"]
 
@@ -52,8 +55,11 @@ def _from_lines(path: Path) -> list[Result]:
         elif kind in ("record", "case") and "id" in line:
             latest[str(line["id"])] = line
     schema = header.get("schema", "")
+    if schema == SUITE_SCHEMA:  # its records' Results (a resumed case: its last record)
+        last = {str(r["id"]): r for r in read_suite_records(path)}
+        return [r for record in last.values() for r in from_suite_record(record)]
     for record in latest.values():
-        if record.get("type") == "case" or schema == "torchmark.suite.results":
+        if record.get("type") == "case":
             out += from_suite_record(record)
         else:
             out += from_ops_record(record, header)
