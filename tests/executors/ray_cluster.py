@@ -3,6 +3,7 @@ own (its folder, its ports), stopped with everything it started."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -23,6 +24,10 @@ def _free_port() -> int:
 
 
 class RayCluster:
+    # what its drivers need too: no token (loopback only; Ray's token, ~/.ray/auth_token,
+    # is shared by every cluster of this user, which tests must not depend on)
+    env = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
     def __init__(self, cpus: int = 2) -> None:
         # short: Ray's socket paths live under it (108 characters at most)
         self.folder = Path(tempfile.mkdtemp(prefix="tmray-", dir="/tmp"))
@@ -37,7 +42,7 @@ class RayCluster:
              f"--temp-dir={self.folder}", "--block",
              *(f"--{name}={port}" for name, port in ports.items())],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-            env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0"))
+            env=dict(os.environ, **self.env))
         try:
             self.address = self._await_address()
         except BaseException:
@@ -58,36 +63,45 @@ class RayCluster:
         raise TimeoutError(f"ray start did not start in {START_TIMEOUT_S} s")
 
     def processes(self, title: str) -> list[int]:
-        """The pids of this cluster's processes whose command line starts with `title`
+        """The pids of this cluster's live processes (its session, and their children in
+        sessions of their own, as Ray workers are) whose command line starts with `title`
         (a Ray worker running a task is titled ray::FUNCTION)."""
-        found = []
+        table: dict[int, tuple[int, int, str]] = {}  # pid -> (parent, group, command)
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             try:
-                if os.getpgid(int(entry.name)) != self.proc.pid or \
-                        (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if stat[0] == "Z":
                     continue
                 cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except (OSError, ProcessLookupError):
+            except OSError:
                 continue
-            if cmdline.startswith(title):
-                found.append(int(entry.name))
-        return found
+            table[int(entry.name)] = (int(stat[1]), int(stat[2]), cmdline)
+        members = {pid for pid, (_, group, _) in table.items() if group == self.proc.pid}
+        while True:
+            more = {pid for pid, (parent, _, _) in table.items()
+                    if parent in members and pid not in members}
+            if not more:
+                break
+            members |= more
+        return sorted(pid for pid in members if table[pid][2].startswith(title))
 
     def stop(self) -> None:
-        """SIGTERM to every process of the cluster, SIGKILL to what is left after 5 s."""
-        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                continue
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline:
-                self.proc.poll()  # reaped once it exits (else listed as a zombie)
-                if not self.processes(""):
-                    break
-                time.sleep(0.2)
+        """SIGTERM to the cluster, SIGKILL to whatever of it is left after 5 s."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            self.proc.poll()  # reaped once it exits (else it would count as left)
+            if not self.processes(""):
+                break
+            time.sleep(0.2)
+        for pid in self.processes(""):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self.log.close()
         shutil.rmtree(self.folder, ignore_errors=True)

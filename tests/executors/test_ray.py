@@ -1,0 +1,135 @@
+"""The executors on a real Ray cluster (`ray start --head` on this machine, 2 CPUs): the
+same cases and instruction counts as the local pool, a Ray worker killed mid-run loses
+no finished result and its case is tried again, a case that raises is failed once."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from torchmark.cli.main import main
+from torchmark.store import Store
+from torchmark.suite.results import read_records
+
+from conftest import requires_valgrind
+from ray_cluster import RayCluster
+
+HERE = Path(__file__).parent
+OPS = str(HERE / "ops_small.json")
+DEFS = str(HERE / "defs_ray.py")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One cluster for this module's tests (skipped where Ray is not installed)."""
+    pytest.importorskip("ray")
+    cluster = RayCluster(cpus=2)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def torchmark(argv: list[str], **env: str) -> subprocess.CompletedProcess:
+    """`torchmark ARGV` in a process of its own (a Ray driver; this one never is)."""
+    return subprocess.run([sys.executable, "-m", "torchmark", *argv], capture_output=True,
+                          text=True, timeout=600,
+                          env=dict(os.environ, **RayCluster.env, **env))
+
+
+def stored_cases(db: str) -> dict[str, str | None]:
+    store = Store(db)
+    try:
+        [run] = store.runs()
+        return {r["case_id"]: r["failure"] for r in store.results(run=run["id"])}
+    finally:
+        store.close()
+
+
+def test_an_op_sweep_on_ray_gives_the_local_cases(ray_cluster, tmp_path):
+    common = ["ops", "-c", OPS, "-w", "1", "-i", "3", "--quiet"]
+    assert main([*common, "-o", str(tmp_path / "local"), "--db",
+                 str(tmp_path / "local.db")]) == 1  # the 4x4 + 5x5 case fails
+    proc = torchmark([*common, "-o", str(tmp_path / "ray"), "--db", str(tmp_path / "ray.db"),
+                      "--executor", "ray", "--ray-address", ray_cluster.address])
+    assert proc.returncode == 1, proc.stderr
+
+    def records(name):
+        lines = [json.loads(x) for x in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
+        assert lines[0]["type"] == "header" and lines[-1]["type"] == "footer"
+        return {r["id"]: r for r in lines if r.get("type") == "record"}
+
+    local, ray = records("local"), records("ray")
+    assert sorted(ray) == sorted(local) and len(ray) == 5
+    for case_id, r in ray.items():
+        assert r["status"] == local[case_id]["status"], case_id
+        assert r["config"] == local[case_id]["config"]
+        assert r["node"] and r["provenance"]["machine"]["fingerprint"]
+        if r["status"] == "ok":
+            assert len(r["metrics"]["forward"]["times"]) == 3
+        else:  # the case's own error: recorded once, not tried again
+            assert r["error"] == local[case_id]["error"] and "attempts" not in r
+    assert {k for k, v in local.items() if v["status"] == "failed"} == {"torch.add|0|0|1"}
+    assert stored_cases(str(tmp_path / "ray.db")) == stored_cases(str(tmp_path / "local.db"))
+
+
+@requires_valgrind
+def test_suite_instruction_counts_on_ray_match_the_local_pool(ray_cluster, tmp_path,
+                                                               monkeypatch):
+    monkeypatch.setenv("TORCHMARK_TEST_DEFS", "counts")
+    common = ["suite", "run", "--definitions", DEFS, "--no-wall", "--repeats", "2",
+              "--number", "20"]
+    assert main([*common, "--workers", "1", "--out", str(tmp_path / "local.jsonl"),
+                 "--db", str(tmp_path / "local.db")]) == 1  # one case raises
+    proc = torchmark([*common, "--out", str(tmp_path / "ray.jsonl"), "--executor", "ray",
+                      "--ray-address", ray_cluster.address, "--db", str(tmp_path / "ray.db")])
+    assert proc.returncode == 1, proc.stderr
+    local = {r["id"]: r for r in read_records(tmp_path / "local.jsonl")}
+    ray = {r["id"]: r for r in read_records(tmp_path / "ray.jsonl")}
+    assert sorted(ray) == sorted(local) and len(ray) == 5
+    for case_id, r in ray.items():
+        assert r["status"] == local[case_id]["status"], case_id
+        if r["status"] != "ok":
+            assert r["attempts"] == 1 and "boom from the case" in r["error"]
+            continue
+        ours, theirs = r["instructions"]["median"], local[case_id]["instructions"]["median"]
+        # two local runs agree to a few hundredths of a percent (docs/suite.md)
+        assert abs(ours - theirs) <= 5e-4 * theirs, (case_id, ours, theirs)
+    assert stored_cases(str(tmp_path / "ray.db")) == stored_cases(str(tmp_path / "local.db"))
+
+
+def test_a_killed_ray_worker_loses_nothing_and_its_case_runs_again(ray_cluster, tmp_path):
+    out = tmp_path / "results.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "torchmark", "suite", "run", "--definitions", DEFS,
+         "--no-instructions", "--min-run-time", "1.5", "--out", str(out),
+         "--executor", "ray", "--ray-address", ray_cluster.address, "--no-store"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, **RayCluster.env, TORCHMARK_TEST_DEFS="slow"))
+    try:
+        deadline = time.monotonic() + 300
+        before: list[dict] = []
+        while time.monotonic() < deadline and proc.poll() is None and not before:
+            before = read_records(out) if out.exists() else []
+            time.sleep(0.1)
+        busy = ray_cluster.processes("ray::run_item")
+        assert before and busy, "no case finished, or no Ray worker was busy"
+        os.kill(busy[0], signal.SIGKILL)  # a worker dies in the middle of a case
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr
+    records = read_records(out)
+    ids = [r["id"] for r in records]
+    assert sorted(ids) == sorted(f"case {i} [py explicit t1]" for i in range(6))
+    assert len(set(ids)) == 6 and all(r["status"] == "ok" for r in records)
+    assert records[:len(before)] == before  # what had finished is kept as it was
+    assert sorted(r["attempts"] for r in records) == [1] * 5 + [2]  # the killed one
