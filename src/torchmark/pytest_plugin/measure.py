@@ -17,19 +17,24 @@ from torchmark.pytest_plugin.options import BenchOptions
 
 def call_timer(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
                options: BenchOptions) -> Any:
-    """A Timer of `fn(*args, **kwargs)`: each argument a global of its own, so that the
-    instruction counter can send each (a tensor, a module, plain data) to its process."""
+    """A Timer of `fn(*args, **kwargs)`: the call pytest-benchmark's `benchmark(fn, *args,
+    **kwargs)` makes, so that both time the same thing (benchmarks/pytest_overhead.py).
+    Each argument is a global of its own, which the setup gathers into `_args` and
+    `_kwargs`: the instruction counter sends each (a tensor, a module, plain data) to its
+    process, where the setup runs too."""
     from torchmark.timing.timer_class import Timer
 
     globals_: dict[str, Any] = {"_fn": fn}
-    parts = []
+    positional, keywords = [], []
     for i, value in enumerate(args):
         globals_[f"_arg{i}"] = value
-        parts.append(f"_arg{i}")
+        positional.append(f"_arg{i}")
     for i, (key, value) in enumerate(kwargs.items()):
         globals_[f"_kwarg{i}"] = value
-        parts.append(f"{key}=_kwarg{i}" if key.isidentifier() else f"**{{{key!r}: _kwarg{i}}}")
-    return Timer(f"_fn({', '.join(parts)})", globals=globals_,
+        keywords.append(f"{key!r}: _kwarg{i}")
+    setup = f"_args = ({''.join(f'{p}, ' for p in positional)})\n" \
+            f"_kwargs = {{{', '.join(keywords)}}}"
+    return Timer("_fn(*_args, **_kwargs)", setup, globals=globals_,
                  num_threads=options.num_threads)
 
 
