@@ -11,6 +11,8 @@ run (its worker or node lost too often). An `Executor` runs a Job's items and ha
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -88,3 +90,14 @@ class Executor(Protocol):
 
     def describe(self) -> str:
         """Where the items run, for a progress line ("2 local workers", "Ray: ...")."""
+
+
+def local_sys_path() -> tuple[str, ...]:
+    """This process's sys.path without the folders importing Ray put on it (its vendored
+    packages): what a process of a local run sees, for the processes a Ray worker starts
+    to see the same (instruction counts move with it)."""
+    ray = sys.modules.get("ray")
+    folder = os.path.dirname(getattr(ray, "__file__", None) or "") if ray else ""
+    if not folder:
+        return tuple(sys.path)
+    return tuple(p for p in sys.path if not os.path.abspath(p).startswith(folder + os.sep))

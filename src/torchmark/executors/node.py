@@ -2,7 +2,11 @@
 
 The worker keeps the state of the last Job it ran (the suite's wall-time worker and
 valgrind host, an ops run's built operator) for the next item of the same Job, and
-captures its node's provenance once. Ray counts CPUs but does not pin: each item claims
+captures its node's provenance once. Before a Job's first item it takes the driver's
+measurement settings (`settings`: the variables that steer torch, its thread pools and
+valgrind) in place of its own, as a local run would have them: without that, a variable
+Ray sets (OMP_NUM_THREADS) or one the driver's shell had and the node's lacked changes
+what is measured (instruction counts move with the environment's very size). Ray counts CPUs but does not pin: each item claims
 as many of the node's CPUs as it occupies (a lock file per CPU, so two items on one node
 never share one) and the worker is pinned to them while it runs (the processes it
 starts are pinned per case to the same). Without enough free CPUs it runs unpinned."""
@@ -14,8 +18,9 @@ import contextlib
 import fcntl
 import math
 import os
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +31,42 @@ _current: tuple[str, Any, Job] | None = None  # (job key, state, job)
 _provenance: dict[str, Any] | None = None
 
 
-def run_item(job: Job, item: Item, attempt: int) -> tuple[dict[str, Any], dict[str, Any]]:
+# the variables that travel from the driver (CUDA_* and NVIDIA_* stay the node's: Ray
+# assigns its GPUs with them)
+SETTINGS_PREFIXES = ("TORCH", "PYTORCH_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "GOMP_",
+                     "VALGRIND_", "DNNL_", "ONEDNN_", "ATEN_")
+
+
+EXECUTABLE = "sys.executable"  # the driver's interpreter, a key of the settings
+
+
+def measurement_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of `environ` that travel with a Job (SETTINGS_PREFIXES), and this
+    interpreter's path (the processes a worker starts run it by that name where it is
+    the same file: `python` and `python3.11` start Python with argv of other sizes)."""
+    return {EXECUTABLE: sys.executable,
+            **{k: v for k, v in environ.items() if k.startswith(SETTINGS_PREFIXES)}}
+
+
+def _take_settings(settings: dict[str, str]) -> None:
+    settings = dict(settings)
+    executable = settings.pop(EXECUTABLE, None)
+    for name in measurement_settings(os.environ):
+        if name != EXECUTABLE and name not in settings:
+            del os.environ[name]
+    os.environ.update(settings)
+    if executable and executable != sys.executable:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(executable, sys.executable):
+                sys.executable = executable
+
+
+def run_item(job: Job, settings: dict[str, str], item: Item,
+             attempt: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """Ray's task: (the item's record, this node's provenance as a dict)."""
     with claimed_cpus(math.ceil(item.cpus)):
         try:
-            record = job.run(_state(job), item, attempt)
+            record = job.run(_state(job, settings), item, attempt)
         except Exception as e:  # a fault outside the case's own code: its failure alone
             record = job.lost(item, error_line(e), attempt)
     return record, provenance()
@@ -45,14 +81,15 @@ def provenance() -> dict[str, Any]:
     return _provenance
 
 
-def _state(job: Job) -> Any:
+def _state(job: Job, settings: dict[str, str]) -> Any:
     global _current
-    if _current is not None and _current[0] == job.key:
+    key = repr((job.key, sorted(settings.items())))
+    if _current is not None and _current[0] == key:
         return _current[1]
     close()
-    _drop_what_ray_added()
+    _take_settings(settings)
     state = job.make_state(None)
-    _current = (job.key, state, job)
+    _current = (key, state, job)
     return state
 
 
@@ -66,20 +103,6 @@ def close() -> None:
 
 
 atexit.register(close)
-
-
-def _drop_what_ray_added() -> None:
-    """Ray sets OMP_NUM_THREADS in a worker when its raylet (the worker's parent) has
-    none; the processes that measure must see the node's environment, as a local run
-    would (it changes instruction counts), so it goes where the raylet lacks it."""
-    if "OMP_NUM_THREADS" not in os.environ:
-        return
-    try:
-        parent = Path(f"/proc/{os.getppid()}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return
-    if not any(entry.startswith(b"OMP_NUM_THREADS=") for entry in parent):
-        del os.environ["OMP_NUM_THREADS"]
 
 
 def _lock_folder() -> Path:

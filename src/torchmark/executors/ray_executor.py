@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import logging
 import math
+import os
 import socket
 from collections.abc import Sequence
 from typing import Any
@@ -168,13 +169,14 @@ class RayExecutor:
                 "CPU", 1)))
             task = ray.remote(node.run_item)
             job_ref = ray.put(job)
+            settings = ray.put(node.measurement_settings(os.environ))
             queue: collections.deque[tuple[Item, int]] = collections.deque(
                 (item, 1) for item in items)
             while queue or pending:
                 while queue and len(pending) < window:
                     item, attempt = queue.popleft()
-                    ref = task.options(**self._task_options(item)).remote(job_ref, item,
-                                                                         attempt)
+                    ref = task.options(**self._task_options(item)).remote(
+                        job_ref, settings, item, attempt)
                     pending[ref] = (item, attempt)
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
                 if ready and len(pending) > 1:  # and whatever else finished meanwhile

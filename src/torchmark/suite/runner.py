@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -31,7 +30,7 @@ from typing import Any
 
 from torchmark.core.provenance import Provenance
 from torchmark.core.results_lock import ResultsLock
-from torchmark.executors.base import Executor, Item
+from torchmark.executors.base import Executor, Item, local_sys_path
 from torchmark.executors.local import LocalExecutor
 from torchmark.suite.materialize import Case
 from torchmark.suite.results import ResultsWriter, finished_ids
@@ -47,7 +46,7 @@ class RunOptions:
     number: int = 100  # runs counted per callgrind repeat
     repeats: int = 5
     timeout: float = 300.0  # seconds per case and stage
-    retries: int = 1  # extra attempts after a worker died or hung
+    retries: int = 2  # extra attempts after a worker (or a Ray node) died or hung
     wall: bool = True
     instructions: bool = True
 
@@ -179,7 +178,7 @@ class SuiteJob:
     # the driver's working folder and sys.path, for the counted processes of Ray workers
     # (what they see shifts counts slightly: they see what a local run's would)
     where: tuple[str, tuple[str, ...]] = dataclasses.field(
-        default_factory=lambda: (os.getcwd(), tuple(sys.path)))
+        default_factory=lambda: (os.getcwd(), local_sys_path()))
 
     @property
     def key(self) -> str:
