@@ -43,7 +43,9 @@ def test_a_failing_config_in_the_middle_is_recorded_and_the_others_run(tmp_path)
     assert records[1]["error"].startswith("RuntimeError: ")
     assert "cannot be multiplied" in records[1]["error"]
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [line["type"] for line in lines] == ["header", "record", "record", "record", "footer"]
+    assert [line.get("type", line.get("schema")) for line in lines] == \
+        ["header", *["torchmark.result"] * 3, "footer"]  # a Result each: forward only
+    assert read_records(out) == records
     assert lines[-1]["ok"] == 2 and lines[-1]["failed"] == 1
 
 
@@ -67,8 +69,9 @@ def test_an_operator_calling_sys_exit_fails_its_case_only(tmp_path):
 def test_jsonl_schema(tmp_path):
     out = tmp_path / "r.jsonl"
     run(config_from_data(MIXED), QUICK, out=out)
-    header, first = (json.loads(line) for line in out.read_text().splitlines()[:2])
-    assert header["schema"] == "torchmark.ops.results" and header["version"] == 1
+    header = json.loads(out.read_text().splitlines()[0])
+    first = read_records(out)[0]
+    assert header["schema"] == "torchmark.ops.results" and header["version"] == 2
     assert header["run_options"]["iterations"] == 3
     assert header["threads"] == 1  # no --threads: 1, as torch's Timer
     assert {"torch", "python", "cpu", "device", "git_commit"} <= set(header["system"])

@@ -49,10 +49,12 @@ def test_the_cli_lists_refused_ops_and_records_them(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "refused (1): (--allow-unsafe-ops runs them)" in proc.stdout
     assert "aten::from_file" in proc.stdout and "side effect" in proc.stdout
-    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
-    statuses = {r["op"]: r["status"] for r in records if r.get("type") == "record"}
+    from torchmark.ops.results_file import read_records
+
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    statuses = {r["op"]: r["status"] for r in read_records(tmp_path / "r.jsonl")}
     assert statuses["aten::from_file"] == "refused"
-    assert records[-1]["refused"] == 1
+    assert lines[-1]["refused"] == 1
     assert victim.read_bytes() == b"precious data!!!"
 
 

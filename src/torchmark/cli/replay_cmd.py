@@ -38,8 +38,9 @@ def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefi
                top, allow_unsafe_ops, db, no_store):
     """Replay the top-level aten ops of an execution TRACE and time them."""
     from torchmark.cli.output_files import prepare_output
+    from torchmark.ops.results_file import SCHEMA
     from torchmark.records import from_replay_report
-    from torchmark.replay.session import SCHEMA, replay, summary_lines
+    from torchmark.replay.session import replay, summary_lines
 
     if prefix is not None:
         prefix = prefix.removesuffix(".jsonl")

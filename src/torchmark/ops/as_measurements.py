@@ -14,9 +14,9 @@ from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.errors import error_line
-from torchmark.core.jsonl import iter_lines
 from torchmark.core.task_spec import TaskSpec
 from torchmark.ops.report import describe_config
+from torchmark.ops.results_file import read_file
 from torchmark.timing.measurement import MAX_TIME_S, Measurement, plausible_time
 
 
@@ -33,13 +33,8 @@ def ops_measurements(path: str | os.PathLike, column: str | None = None) -> list
     resumed file holds a case twice, the last record counts. `column`: the description
     (default: the file's name without its suffix)."""
     path = Path(path)
-    header: dict[str, Any] = {}
-    records: dict[str, dict[str, Any]] = {}
-    for line in iter_lines(path):
-        if line.get("type") == "header" and not header:
-            header = line
-        elif line.get("type") == "record" and line.get("status") == "ok":
-            records[line["id"]] = line
+    header, every = read_file(path)
+    records = {r["id"]: r for r in every if r.get("status") == "ok" and "id" in r}
     options = header.get("run_options") or {}
     if not isinstance(options, dict):
         raise ValueError(f"{path}: the header's run_options is not an object")

@@ -17,9 +17,7 @@ from typing import Any
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.errors import USER_CODE_FAILURES, error_line
 from torchmark.core.jsonl import (
-    JsonlWriter,
     dumps_line,
-    iter_lines,
     refuse_other_options,
     refuse_other_torch,
     system_info,
@@ -33,11 +31,9 @@ from torchmark.ops.executor import BackwardFailed, RunOptions, measure
 from torchmark.ops.expansion import Case, iter_cases
 from torchmark.ops.generators import DataGenerator, seed_for
 from torchmark.ops.registry import resolve
+from torchmark.ops.results_file import SCHEMA, OpsResultsWriter, read_file
 from torchmark.ops.schema import BenchmarkConfig
 from torchmark.ops.throughput import changes_inputs, work
-
-SCHEMA = "torchmark.ops.results"
-VERSION = 1
 
 
 def select_cases(config: BenchmarkConfig, options: RunOptions,
@@ -81,14 +77,13 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
     if not Path(path).exists():
         raise FileNotFoundError(f"--resume {path}: no such file")
     try:
-        lines = list(iter_lines(path))
+        header, records = read_file(path)
     except UnicodeDecodeError:
         raise ValueError(f"--resume {path}: not a text file") from None
-    header = next((r for r in lines if r.get("type") == "header"), None)
-    if not lines and Path(path).stat().st_size == 0:
+    if Path(path).stat().st_size == 0:
         return set()  # nothing was written: a fresh start
-    if header is None or header.get("schema") != SCHEMA or header.get("source") == "replay":
-        what = "it has no header line" if header is None else \
+    if not header or header.get("schema") != SCHEMA or header.get("source") == "replay":
+        what = "it has no header line" if not header else \
             "it holds a replay's results" if header.get("source") == "replay" else \
             f"its schema is {brief_repr(header.get('schema'))}"
         raise ValueError(f"--resume {path}: not a torchmark ops results file ({what}); "
@@ -96,8 +91,7 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
     refuse_other_options(path, header.get("run_options") or {}, dataclasses.asdict(options),
                          _MEASUREMENT_OPTIONS)
     refuse_other_torch(path, header)
-    recorded = {r["id"]: r.get("config") for r in lines
-                if r.get("type") == "record" and "id" in r}
+    recorded = {r["id"]: r.get("config") for r in records if "id" in r}
     ids = set()
     for case in iter_cases(config):
         ids.add(case.id)
@@ -113,10 +107,6 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
                          f"not have (e.g. {brief_repr(foreign[0])}); resume with the config it was "
                          "made from, or write a new file")
     return set(recorded)
-
-
-def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
-    return [r for r in iter_lines(path) if r.get("type") == "record"]
 
 
 def _default_threads() -> int:
@@ -275,14 +265,13 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
             on_start(len(cases))
         writer = None
         if path is not None:
-            writer = JsonlWriter(path, {"type": "header", "schema": SCHEMA,
-                                        "version": VERSION,
-                                        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                        "run_options": dataclasses.asdict(options),
-                                        # what the run used: --threads, else torch's default
-                                        "threads": options.threads or _default_threads(),
-                                        "system": {**system_info(), **_device_info(options)}},
-                                 resume=resume is not None, lock=lock)
+            writer = OpsResultsWriter(
+                path, {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                       "run_options": dataclasses.asdict(options),
+                       # what the run used: --threads, else torch's default
+                       "threads": options.threads or _default_threads(),
+                       "system": {**system_info(), **_device_info(options)}},
+                resume=resume is not None, lock=lock)
     except BaseException:
         if lock is not None:
             lock.release()

@@ -12,13 +12,17 @@ from torchmark.core.errors import UsageError
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
 from torchmark.core.result import Result
-from torchmark.core.results_file import RESULTS_FILE_SCHEMA, save_results
-from torchmark.records.convert import from_callgrind, from_ops_record
+from torchmark.core.results_file import RESULTS_FILE_SCHEMA, read_results, save_results
+from torchmark.ops.results_file import SCHEMA as OPS_SCHEMA
+from torchmark.ops.results_file import read_file as read_ops_file
+from torchmark.ops.results_file import record_results as from_ops_record
+from torchmark.records.convert import from_callgrind
 from torchmark.suite.results import SCHEMA as SUITE_SCHEMA
 from torchmark.suite.results import read_records as read_suite_records
 from torchmark.suite.results import record_results as from_suite_record
 
 __all__ = ["file_provenance", "load_results", "save_results"]
+
 
 def load_results(path: str | os.PathLike) -> list[Result]:
     """Every Result a torchmark file holds, whatever its format (see the package
@@ -41,29 +45,21 @@ def load_results(path: str | os.PathLike) -> list[Result]:
 
 
 def _from_lines(path: Path) -> list[Result]:
+    """A JSON-lines file's Results: a suite's or an ops / replay file's records (a
+    resumed case: its last record), or a results file's lines."""
     from torchmark.core.jsonl import iter_lines
 
-    header: dict[str, Any] = {}
-    latest: dict[str, dict[str, Any]] = {}  # a resumed file may hold a case twice: the last
-    out: list[Result] = []
-    for line in iter_lines(path):
-        kind, schema = line.get("type"), line.get("schema")
-        if kind == "header":
-            header = header or line
-        elif schema == RESULT_SCHEMA:
-            out.append(Result.from_dict(line))
-        elif kind in ("record", "case") and "id" in line:
-            latest[str(line["id"])] = line
-    schema = header.get("schema", "")
-    if schema == SUITE_SCHEMA:  # its records' Results (a resumed case: its last record)
+    first = next(iter_lines(path), {})
+    kind = first.get("type")
+    schema = first.get("schema") if kind == "header" else None
+    if schema == SUITE_SCHEMA or kind == "case":
         last = {str(r["id"]): r for r in read_suite_records(path)}
         return [r for record in last.values() for r in from_suite_record(record)]
-    for record in latest.values():
-        if record.get("type") == "case":
-            out += from_suite_record(record)
-        else:
-            out += from_ops_record(record, header)
-    return out
+    if schema == OPS_SCHEMA or kind == "record":
+        header, records = read_ops_file(path)
+        latest = {str(r["id"]): r for r in records if "id" in r}
+        return [r for record in latest.values() for r in from_ops_record(record, header)]
+    return read_results(path)
 
 
 def _from_document(data: Any, path: Path) -> list[Result]:

@@ -8,14 +8,13 @@ import time
 from typing import Any
 
 from torchmark.core.bounded_input import brief_repr, load_json, read_bytes
-from torchmark.core.jsonl import JsonlWriter, system_info
+from torchmark.core.jsonl import system_info
 from torchmark.core.results_lock import ResultsLock
 from torchmark.core.threads import set_torch_threads
+from torchmark.ops.results_file import OpsResultsWriter
 from torchmark.replay.record import timing_path
 from torchmark.replay.replayer import ReplayedOp, Replayer
 from torchmark.replay.trace import load_trace
-
-SCHEMA = "torchmark.ops.results"  # the operator-config output's shape: one reader for both
 
 
 @dataclasses.dataclass
@@ -188,16 +187,15 @@ def _replay(path: str | os.PathLike, device: str, warmup: int, iterations: int,
                           "" if weighted is not None else _unknown_because(timing, durations),
                           threads=used_threads)
     if out is not None:
-        writer = JsonlWriter(out, {"type": "header", "schema": SCHEMA, "version": 1,
-                                   "source": "replay", "trace": str(path),
-                                   "trace_schema": trace.schema,
-                                   "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                   "run_options": {"device": device, "warmup": warmup,
-                                                   "iterations": iterations,
-                                                   "subgraph": subgraph, "step": step,
-                                                   "threads": threads},
-                                   "threads": used_threads,  # as ops records it
-                                   "system": system_info()}, resume=False, lock=lock)
+        writer = OpsResultsWriter(out, {"source": "replay", "trace": str(path),
+                                        "trace_schema": trace.schema,
+                                        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                        "run_options": {"device": device, "warmup": warmup,
+                                                        "iterations": iterations,
+                                                        "subgraph": subgraph, "step": step,
+                                                        "threads": threads},
+                                        "threads": used_threads,  # as ops records it
+                                        "system": system_info()}, resume=False, lock=lock)
         for op in replayer.ops:
             writer.write(op_record(op))
         writer.close({"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -1,0 +1,131 @@
+"""The ops (and replay) results file: JSON lines, a header per run, the Results of each
+finished case (one a timed pass, forward or backward, or one carrying its failure:
+core.result, written together), a footer when a run ends (see torchmark.core.jsonl).
+
+A case's record (the dict the runner or the replay makes) becomes Results with
+`record_results` and is rebuilt from them with `results_record`: the passes' times are
+the Results' samples, the rest of the record rides in each Result's `extra["record"]`.
+Files written before (version 1: one `record` line a case) still read."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from torchmark.core.jsonl import JsonlWriter, iter_lines
+from torchmark.core.provenance import Provenance
+from torchmark.core.result import SCHEMA as RESULT_SCHEMA
+from torchmark.core.result import Case, Failure, Result
+
+SCHEMA = "torchmark.ops.results"
+VERSION = 2  # 1: a "record" line a case; 2: a case's Results
+PHASES = ("forward", "backward")
+
+
+def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None = None, *,
+                   provenance: Provenance | None = None) -> list[Result]:
+    """An ops (or replay) record as Results: one a timed pass (forward, backward), or one
+    carrying the failure. The case id is the record's own (op|config|build|input, or a
+    replayed node's name|id), `#forward` / `#backward` after it for a pass. `header`
+    (the file's) says the device, threads and whether it was a replay; a record measured
+    on another node carries that node's provenance."""
+    header = header or {}
+    options = header.get("run_options") or {}
+    frontend = "replay" if header.get("source") == "replay" else "ops"
+    device = str(options.get("device") or "cpu")
+    threads = int(options.get("threads") or header.get("threads") or 1)
+    config = record.get("config") or {}
+    case = Case(id=str(record["id"]), frontend=frontend, stmt=str(record.get("op", "")),
+                threads=threads, device=device,
+                params={"config": config} if config else {})
+    metric = "device" if device.startswith("cuda") else "wall"  # CUDA runs time events
+    if provenance is None and isinstance(record.get("provenance"), Mapping):
+        provenance = Provenance.from_dict(record["provenance"])
+    rest = copy.deepcopy(dict(record))
+    metrics = record.get("metrics") or {}
+    made: list[tuple[Case, tuple[float, ...], int, tuple[str, ...], dict[str, Any]]] = []
+    for phase in PHASES:
+        data = metrics.get(phase) if isinstance(metrics, Mapping) else None
+        if not isinstance(data, Mapping) or not data.get("times"):
+            continue
+        rest["metrics"][phase].pop("times")
+        note = data.get("note")
+        extra = {"phase": phase, **{k: data[k] for k in ("memory", "iterations")
+                                    if k in data}}
+        if "work" in metrics:
+            extra["work"] = metrics["work"]
+        times = tuple(data["times"])
+        iterations = data.get("iterations")
+        # continuous mode keeps one mean over all its calls: that sample covers them all
+        number = int(iterations) if len(times) == 1 and isinstance(iterations, int) \
+            and iterations > 1 else 1
+        made.append((Case(**{**case.__dict__, "id": f"{case.id}#{phase}"}), times, number,
+                     (note,) if note else (), extra))
+    parts = max(len(made), 1)
+    if not made:
+        status = record.get("status")
+        error = record.get("error") or f"no timed pass ({status})"
+        return [Result(case=case, metric=metric, failure=Failure(str(error)),
+                       provenance=provenance,
+                       extra={"status": status, "record": rest, "parts": parts})]
+    return [Result(case=c, metric=metric, samples=times, number_per_run=number,
+                   warnings=warnings, provenance=provenance,
+                   extra={**extra, "record": rest, "parts": parts})
+            for c, times, number, warnings, extra in made]
+
+
+def results_record(results: Sequence[Result]) -> dict[str, Any]:
+    """The record `record_results` made these Results of."""
+    record: dict[str, Any] = copy.deepcopy(dict(results[0].extra.get("record") or {}))
+    for r in results:
+        phase = r.extra.get("phase")
+        if r.failure is None and phase in PHASES:
+            record["metrics"][phase]["times"] = list(r.samples)
+    return record
+
+
+def read_file(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A results file's first header and its records, in order (a resumed file may hold
+    an id twice: callers building a dict keep the last). A record whose Results a killed
+    run left incomplete is not one; version-1 `record` lines are read as they are."""
+    header: dict[str, Any] = {}
+    records: list[dict[str, Any]] = []
+    group: list[Result] = []
+    for line in iter_lines(path):
+        if line.get("type") == "header":
+            header, group = header or line, []
+        elif line.get("type") == "record":
+            records.append(line)
+        elif line.get("schema") == RESULT_SCHEMA:
+            result = Result.from_dict(line)
+            record_id = (result.extra.get("record") or {}).get("id")
+            if group and (group[0].extra.get("record") or {}).get("id") != record_id:
+                group = []
+            group.append(result)
+            if len(group) == result.extra.get("parts"):
+                records.append(results_record(group))
+                group = []
+    return header, records
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """Every case record of a results file, in order (see read_file)."""
+    return read_file(path)[1]
+
+
+class OpsResultsWriter(JsonlWriter):
+    """The ops and replay writer: a case record as its Results (written together, with
+    the header's device and threads); the header and footer lines as they are."""
+
+    def __init__(self, path: str | Path, header: dict[str, Any], resume: bool,
+                 lock: Any = None) -> None:
+        self.header = {"schema": SCHEMA, **header, "version": VERSION}
+        super().__init__(path, {"type": "header", **self.header}, resume, lock)
+
+    def write(self, record: dict[str, Any]) -> None:
+        if record.get("type") == "record":
+            self.write_many([r.to_dict() for r in record_results(record, self.header)])
+        else:
+            super().write(record)
