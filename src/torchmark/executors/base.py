@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from torchmark.core.provenance import Provenance
@@ -75,14 +75,15 @@ class Here:
 
 
 class Executor(Protocol):
-    """Runs a Job's items; `on_outcome` gets each as it finishes, in the calling process
-    (from several threads in the local pool). Ctrl-C stops what is in flight (its items
+    """Runs a Job's items (taken from the iterable as there is room for them: a fuzzer's
+    cases are made one by one); `on_outcome` gets each as it finishes, in the calling
+    process (from several threads in the local pool). Ctrl-C stops what is in flight (its items
     are not handed back) and is re-raised; what was handed back stays."""
 
     name: str
     remote: bool  # whether items may run on other machines (files a case needs travel)
 
-    def run(self, job: Job, items: Sequence[Item], on_outcome: OnOutcome) -> None: ...
+    def run(self, job: Job, items: Iterable[Item], on_outcome: OnOutcome) -> None: ...
 
     def share(self, value: Any) -> Shared:
         """`value` for the items' workers to read (`.get()`), sent once however many

@@ -1,13 +1,14 @@
 """The local pool (the default executor): `workers` workers in this process, each with
-its own Job state, taking items in order. One worker runs in the calling thread; more run
-in threads (the suite's slots: each drives its own worker processes)."""
+its own Job state, taking items in order. One worker runs in the calling thread, taking
+items as they come; more run in threads (the suite's slots: each drives its own worker
+processes)."""
 
 from __future__ import annotations
 
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from torchmark.core.errors import error_line
@@ -31,15 +32,13 @@ class LocalExecutor:
     def share(self, value: Any) -> Here:
         return Here(value)
 
-    def run(self, job: Job, items: Sequence[Item], on_outcome: OnOutcome) -> None:
-        items = list(items)
-        if not items:
-            return
-        workers = min(self.workers, len(items))
-        if workers == 1:
+    def run(self, job: Job, items: Iterable[Item], on_outcome: OnOutcome) -> None:
+        if self.workers == 1:  # items taken as they come (a fuzzer's, made one by one)
             self._inline(job, items, on_outcome)
-        else:
-            self._threads(job, items, on_outcome, workers)
+            return
+        items = list(items)
+        if items:
+            self._threads(job, items, on_outcome, min(self.workers, len(items)))
 
     @staticmethod
     def _one(job: Job, state: Any, item: Item) -> dict[str, Any]:
@@ -48,15 +47,18 @@ class LocalExecutor:
         except Exception as e:  # a fault outside the case's own code: its failure alone
             return job.lost(item, error_line(e), 1)
 
-    def _inline(self, job: Job, items: list[Item], on_outcome: OnOutcome) -> None:
-        state = job.make_state(0)
-        try:
-            for item in items:
+    def _inline(self, job: Job, items: Iterable[Item], on_outcome: OnOutcome) -> None:
+        state = None
+        for item in items:
+            if state is None:
+                state = job.make_state(0)
+            try:
                 on_outcome(Outcome(item.id, self._one(job, state, item)))
-        except BaseException:  # Ctrl-C mid-item: what it started is killed
-            job.close_state(state, kill=True)
-            raise
-        job.close_state(state)
+            except BaseException:  # Ctrl-C mid-item: what it started is killed
+                job.close_state(state, kill=True)
+                raise
+        if state is not None:
+            job.close_state(state)
 
     def _threads(self, job: Job, items: list[Item], on_outcome: OnOutcome,
                  workers: int) -> None:

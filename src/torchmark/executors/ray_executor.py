@@ -16,11 +16,12 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 import logging
 import math
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from torchmark.core.errors import UsageError, error_line
@@ -72,6 +73,7 @@ class RayExecutor:
         self.retried = 0  # node failures retried in the last run
         self._where = "a local Ray instance"
         self._started_here = False  # whether this executor started Ray in this process
+        self._feasible: set[tuple[tuple[str, float], ...]] = set()  # resources some node has
 
     def describe(self) -> str:
         return f"Ray ({self._where})"
@@ -126,20 +128,22 @@ class RayExecutor:
             options["resources"] = resources
         return options
 
-    def _check_feasible(self, ray: Any, items: Sequence[Item]) -> None:
+    def _check_feasible(self, ray: Any, item: Item) -> None:
         """Refuse work no node of the cluster could ever take (Ray would wait for one)."""
+        needs = self._needs(item)
+        shape = tuple(sorted(needs.items()))
+        if shape in self._feasible:
+            return
         nodes = [n.get("Resources") or {} for n in ray.nodes() if n.get("Alive")]
-        shapes = {tuple(sorted(self._needs(item).items())) for item in items}
-        for shape in shapes:
-            needs = dict(shape)
-            if not any(all(node.get(k, 0) >= v for k, v in needs.items()) for node in nodes):
-                offered = "; ".join(", ".join(f"{k}: {v:g}" for k, v in sorted(node.items())
-                                              if not k.startswith(("node:", "memory",
-                                                                   "object_store")))
-                                    for node in nodes) or "no live node"
-                wanted = ", ".join(f"{k}: {v:g}" for k, v in sorted(needs.items()))
-                raise UsageError(f"no node of the Ray cluster ({self._where}) offers "
-                                 f"{wanted} (nodes offer: {offered})")
+        if not any(all(node.get(k, 0) >= v for k, v in needs.items()) for node in nodes):
+            offered = "; ".join(", ".join(f"{k}: {v:g}" for k, v in sorted(node.items())
+                                          if not k.startswith(("node:", "memory",
+                                                               "object_store")))
+                                for node in nodes) or "no live node"
+            wanted = ", ".join(f"{k}: {v:g}" for k, v in sorted(needs.items()))
+            raise UsageError(f"no node of the Ray cluster ({self._where}) offers "
+                             f"{wanted} (nodes offer: {offered})")
+        self._feasible.add(shape)
 
     def _needs(self, item: Item) -> dict[str, float]:
         options = self._task_options(item)
@@ -148,10 +152,12 @@ class RayExecutor:
         return {k: v for k, v in needs.items() if v}
 
     # -- running ----------------------------------------------------------------------
-    def run(self, job: Job, items: Sequence[Item], on_outcome: OnOutcome) -> None:
-        items = list(items)
-        if not items:
+    def run(self, job: Job, items: Iterable[Item], on_outcome: OnOutcome) -> None:
+        fresh = iter(items)
+        first = next(fresh, None)
+        if first is None:  # nothing to run: no Ray to start
             return
+        fresh = itertools.chain([first], fresh)
         ray = import_ray()
         from ray import exceptions as ray_errors
 
@@ -163,21 +169,30 @@ class RayExecutor:
         self.retried = 0
         pending: dict[Any, tuple[Item, int]] = {}
         try:
-            self._check_feasible(ray, items)
             here = Provenance.capture()
             window = self.window or max(16, 2 * math.ceil(ray.cluster_resources().get(
                 "CPU", 1)))
             task = ray.remote(node.run_item)
             job_ref = ray.put(job)
             settings = ray.put(node.measurement_settings(os.environ))
-            queue: collections.deque[tuple[Item, int]] = collections.deque(
-                (item, 1) for item in items)
-            while queue or pending:
-                while queue and len(pending) < window:
-                    item, attempt = queue.popleft()
+            retry: collections.deque[tuple[Item, int]] = collections.deque()
+            more = True
+            while more or retry or pending:
+                while len(pending) < window and (retry or more):
+                    if retry:
+                        item, attempt = retry.popleft()
+                    else:
+                        next_item = next(fresh, None)
+                        if next_item is None:
+                            more = False
+                            continue
+                        item, attempt = next_item, 1
+                        self._check_feasible(ray, item)
                     ref = task.options(**self._task_options(item)).remote(
                         job_ref, settings, item, attempt)
                     pending[ref] = (item, attempt)
+                if not pending:
+                    break
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_S)
                 if ready and len(pending) > 1:  # and whatever else finished meanwhile
                     ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
@@ -188,7 +203,7 @@ class RayExecutor:
                     except failures as e:
                         if attempt <= self.options.retries:
                             self.retried += 1
-                            queue.appendleft((item, attempt + 1))
+                            retry.append((item, attempt + 1))
                             continue
                         record, where = job.lost(item, f"lost {attempt} times with its "
                                                  f"worker or node: {_ray_error(e)}",
