@@ -135,3 +135,61 @@ def test_a_killed_ray_worker_loses_nothing_and_its_case_runs_again(ray_cluster, 
     assert len(set(ids)) == 6 and all(r["status"] == "ok" for r in records)
     assert records[:len(before)] == before  # what had finished is kept as it was
     assert sorted(r["attempts"] for r in records) == [1] * 5 + [2]  # the killed one
+
+
+def test_a_fuzzed_sweep_on_ray_gives_the_local_cases(ray_cluster, tmp_path):
+    # the statement fails on the three-dimensional cases: recorded failed, not retried
+    common = ["fuzz", "binary", "-n", "6", "--time", "assert x.dim() < 3; x + y",
+              "--min-run-time", "0.01"]
+    main([*common, "-o", str(tmp_path / "local.jsonl"), "--db", str(tmp_path / "local.db")])
+    proc = torchmark([*common, "-o", str(tmp_path / "ray.jsonl"), "--db",
+                      str(tmp_path / "ray.db"), "--executor", "ray", "--ray-address",
+                      ray_cluster.address])
+    assert proc.returncode in (0, 1), proc.stderr
+    local = {r.case.id: r for r in load_results(tmp_path / "local.jsonl")}
+    ray = {r.case.id: r for r in load_results(tmp_path / "ray.jsonl")}
+    assert sorted(ray) == sorted(local) and len(ray) == 6
+    for case_id, r in ray.items():
+        assert r.case == local[case_id].case
+        assert (r.failure is None) == (local[case_id].failure is None)
+        if r.failure is not None:
+            assert "AssertionError" in r.failure.error and r.extra["attempts"] == 1
+    assert stored_cases(str(tmp_path / "ray.db")) == stored_cases(str(tmp_path / "local.db"))
+
+
+def test_ctrl_c_cancels_what_is_in_flight_and_keeps_what_finished(ray_cluster, tmp_path,
+                                                                  monkeypatch):
+    out = tmp_path / "results.jsonl"
+    argv = ["suite", "run", "--definitions", DEFS, "--no-instructions", "--min-run-time",
+            "1.5", "--out", str(out), "--executor", "ray", "--ray-address",
+            ray_cluster.address, "--no-store"]
+    proc = subprocess.Popen([sys.executable, "-m", "torchmark", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **RayCluster.env, TORCHMARK_TEST_DEFS="slow"))
+    try:
+        deadline = time.monotonic() + 300
+        before: list[dict] = []
+        while time.monotonic() < deadline and proc.poll() is None and not before:
+            before = read_records(out) if out.exists() else []
+            time.sleep(0.1)
+        assert before and ray_cluster.processes("ray::run_item")
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "torchmark: error: interrupted"
+    records = read_records(out)
+    assert 1 <= len(records) < 6 and records[:len(before)] == before
+    assert all(r["status"] == "ok" for r in records)  # nothing recorded as the kill's failure
+    deadline = time.monotonic() + 30  # the cancelled task's worker is gone
+    while ray_cluster.processes("ray::run_item") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not ray_cluster.processes("ray::run_item")
+    # --resume on this machine's pool runs the rest: across executors, no case twice
+    monkeypatch.setenv("TORCHMARK_TEST_DEFS", "slow")
+    assert main([*argv[:argv.index("--executor")], "--no-store", "--resume"]) == 0
+    ids = [r["id"] for r in read_records(out)]
+    assert sorted(ids) == sorted(f"case {i} [py explicit t1]" for i in range(6))
