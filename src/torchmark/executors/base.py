@@ -42,7 +42,9 @@ class Outcome:
 class Job(Protocol):
     """How to run items (see the module docstring). Picklable: Ray ships it to nodes."""
 
-    key: str  # a worker keeps one state a key (the options it was made for)
+    @property
+    def key(self) -> str:
+        """A worker keeps one state a key (the options it was made for)."""
 
     def make_state(self, slot: int | None) -> Any:
         """A worker's state; `slot` numbers the local pool's workers (None on Ray)."""
@@ -57,7 +59,7 @@ class Job(Protocol):
         """The failed record of an item that could not be run."""
 
 
-OnOutcome = Callable[[Outcome], None]
+OnOutcome = Callable[[Outcome], Any]
 
 
 class Shared(Protocol):
