@@ -239,15 +239,16 @@ def test_outputs_of_another_kind_are_refused_before_anything_runs(capsys, tmp_pa
         {"type": "tensor", "shape": [4]}, {"type": "tensor", "shape": [4]}]}]}]}}))
     before = measurements.read_text()
     (tmp_path / "notes.jsonl").write_text("some notes\n")
-    for argv in (["callgrind", "pass", "--save", str(measurements)],
+    for argv in (["callgrind", "pass", "--save", str(tmp_path / "notes.jsonl")],
                  ["ops", "-c", str(config), "-o", str(tmp_path / "notes")],
                  ["suite", "run", "--out", str(measurements), "--no-instructions"]):
         code, out, err = run(capsys, *argv)
         assert code == 2 and "refusing to replace it" in err and out == "", (argv, err)
-    code, out, err = run(capsys, "callgrind", "pass", "--save", str(measurements))
-    assert "is a 'torchmark.results' file; refusing to replace it with instruction " \
-           "counts" in err and out == ""
+    code, out, err = run(capsys, "suite", "run", "--out", str(measurements))
+    assert "is a 'torchmark.results' file; refusing to replace it with suite" in err
     assert measurements.read_text() == before
+    code, out, err = run(capsys, "callgrind", "pass", "--save", str(tmp_path / "notes.jsonl"))
+    assert "is not a torchmark file; refusing to replace it with instruction counts" in err
     # an ops results file is replaced (documented), a missing folder is made
     code, _, err = run(capsys, "ops", "-c", str(config), "-i", "1", "-w", "0", "--quiet",
                        "-o", str(tmp_path / "new" / "run"))

@@ -77,3 +77,21 @@ def test_timeit_save_then_compare_reads_it(tmp_path):
     assert all(r.provenance is not None and r.provenance.env == r.case.env for r in results)
     assert [m.env for m in load_measurements(path)] == ["a", "b"]
     assert measurement_to_result(load_measurements(path)[0]).case == results[0].case
+
+
+def test_callgrind_counts_files_hold_results_with_their_function_counts(tmp_path):
+    from torchmark.callgrind.stats_files import load_stats, save_stats
+
+    old = tmp_path / "counts.json"
+    shutil.copy(FORMATS / "callgrind_counts.json", old)
+    before = load_stats(old)
+    provenance = Provenance.capture()
+    assert save_stats(old, before[0], provenance) == 2  # the older list rewritten, appended
+    after = load_stats(old)
+    assert [s.to_dict() for s in after] == [s.to_dict() for s in before * 2]
+    results = read_results(old)
+    assert [r.metric for r in results] == ["instructions"] * 2
+    assert results[1].provenance == provenance and results[0].provenance is None
+    # counts and times may share one results file; each reader takes its own
+    save_measurements(old, _measurements(), append=True)
+    assert len(load_stats(old)) == 2 and load_measurements(old) == _measurements()

@@ -68,8 +68,9 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
     click.echo(describe(stats, top))
     if save:
         from torchmark.callgrind.stats_files import save_stats
+        from torchmark.core.provenance import Provenance
 
-        held = save_stats(save, stats)
+        held = save_stats(save, stats, rec.provenance or Provenance.capture())
         click.echo(f"\nsaved to {save} ({held} counts in it)")
     from torchmark.callgrind.collector import keep_alive_seconds
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from torchmark.core.provenance import Provenance
+from torchmark.core.task_spec import TaskSpec
 
 SCHEMA = "torchmark.result"
 SCHEMA_VERSION = 1
@@ -74,6 +75,20 @@ class Case:
         if self.threads > 1:
             name += f" ({self.threads} threads)"
         return name
+
+
+def timer_case(spec: TaskSpec, frontend: str, device: str = "cpu",
+               params: Mapping[str, Any] | None = None) -> Case:
+    """The case a Timer measured: its id from everything that defines it."""
+    what = {"stmt": spec.stmt, "setup": spec.setup, "global_setup": spec.global_setup,
+            "label": spec.label, "sub_label": spec.sub_label,
+            "description": spec.description, "threads": spec.num_threads,
+            "device": device, "params": dict(params or {})}
+    extra = {"global_setup": spec.global_setup} if spec.global_setup else {}
+    return Case(id=case_id(frontend, **what), frontend=frontend, stmt=spec.stmt,
+                setup=spec.setup, label=spec.label, sub_label=spec.sub_label,
+                description=spec.description, env=spec.env, threads=spec.num_threads,
+                device=device, params={**extra, **dict(params or {})})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from torchmark.core.bounded_input import brief, first_line, load_json
@@ -53,6 +53,28 @@ def save_results(path: str | os.PathLike, results: Iterable[Result],
             cut_torn_line(path)
         with open(path, "w" if fresh else "a", encoding="utf-8") as f:
             f.write(results_text(results, header=fresh))
+
+
+def write_results(path: str | os.PathLike, results: Iterable[Result], what: str, *,
+                  append: bool = True,
+                  older: Callable[[Path], list[Result]] = lambda path: []) -> None:
+    """Write `results` to the results file at `path` under its lock (waiting up to 30 s
+    for another writer): appended to a results file (`append`), else the file replaced
+    atomically. A non-empty file of an older format (`what`: "measurements file") is
+    rewritten as a results file holding `older(path)`, its contents as Results, first."""
+    path = Path(path)
+    results = list(results)
+    with ResultsLock(path, what).acquire(wait=30.0):
+        held = append and path.exists() and path.stat().st_size > 0
+        if held and is_results_file(path):
+            cut_torn_line(path)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(results_text(results, header=False))
+            return
+        kept = older(path) if held else []
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(results_text(kept + results), encoding="utf-8")
+        os.replace(tmp, path)
 
 
 def results_text(results: Iterable[Result], header: bool = True) -> str:

@@ -2,36 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from torchmark.callgrind.results import stats_to_result as from_callgrind
 from torchmark.callgrind.stats import CallgrindStats
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 from torchmark.ops.results_file import record_results as from_ops_record
 from torchmark.timing.results import measurement_to_result as from_measurement
-from torchmark.timing.results import timer_case
-
-
-def from_callgrind(stats: CallgrindStats, *, params: Mapping[str, Any] | None = None,
-                   provenance: Provenance | None = None) -> Result:
-    """Instruction counts a run (exact: one sample, the counts over the runs / number),
-    with the baseline and the per-repeat totals in `extra`."""
-    spec = stats.task_spec
-    number = int(stats.number_per_run)
-    extra: dict[str, Any] = {"total": int(stats.counts()),
-                             "denoised_total": int(stats.counts(denoise=True))}
-    repeats = getattr(stats, "repeat_totals", ()) or ()
-    if repeats:
-        extra["repeat_totals"] = [int(t) for t in repeats]
-    baseline = stats.baseline_exclusive_stats
-    if baseline is not None and len(baseline):
-        extra["baseline_total"] = int(baseline.sum())
-    samples = tuple(int(t) / number for t in repeats) if repeats else \
-        (stats.counts() / number,)
-    return Result(case=timer_case(spec, "callgrind", "cpu", params), metric="instructions",
-                  samples=samples, number_per_run=number, provenance=provenance,
-                  extra=extra)
 
 
 def from_replay_report(report: Any, *,

@@ -10,10 +10,12 @@ from pathlib import Path
 
 from torchmark.core.bounded_input import brief, brief_repr, first_line, load_json, read_text
 from torchmark.core.errors import LimitError
-from torchmark.core.jsonl import cut_torn_line
 from torchmark.core.provenance import Provenance
-from torchmark.core.results_file import is_results_file, read_results, results_text
-from torchmark.core.results_lock import ResultsLock
+from torchmark.core.results_file import (
+    is_results_file,
+    read_results,
+    write_results,
+)
 from torchmark.timing.measurement import SCHEMA_NAME as MEASUREMENT_SCHEMA
 from torchmark.timing.measurement import Measurement
 from torchmark.timing.results import TIME_METRICS, measurement_to_result, result_to_measurement
@@ -44,21 +46,10 @@ def save_measurements(path: str | os.PathLike, measurements: Iterable[Measuremen
 
     Returns every measurement the file now holds.
     """
-    path = Path(path)
     new = [measurement_to_result(m, frontend, provenance=provenance) for m in measurements]
-    with ResultsLock(path, "measurements file").acquire(wait=30.0):
-        held = append and path.exists() and path.stat().st_size > 0  # empty: `touch`
-        if held and is_results_file(path):
-            cut_torn_line(path)
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(results_text(new, header=False))
-        else:
-            old = [measurement_to_result(m, frontend) for m in load_measurements(path)] \
-                if held else []
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(results_text(old + new), encoding="utf-8")
-            os.replace(tmp, path)
-        return load_measurements(path)
+    write_results(path, new, "measurements file", append=append, older=lambda old: [
+        measurement_to_result(m, frontend) for m in load_measurements(old)])
+    return load_measurements(path)
 
 
 def parse_measurements(data: object, source: str = "input") -> list[Measurement]:

@@ -12,25 +12,10 @@ from typing import Any
 
 from torchmark.core.errors import UsageError
 from torchmark.core.provenance import Provenance
-from torchmark.core.result import Case, Result, case_id
-from torchmark.core.task_spec import TaskSpec
+from torchmark.core.result import Result, timer_case
 from torchmark.timing.measurement import SCHEMA_NAME, SCHEMA_VERSION, Measurement
 
 TIME_METRICS = ("wall", "device")
-
-
-def timer_case(spec: TaskSpec, frontend: str, device: str = "cpu",
-               params: Mapping[str, Any] | None = None) -> Case:
-    """The case a Timer measured: its id from everything that defines it."""
-    what = {"stmt": spec.stmt, "setup": spec.setup, "global_setup": spec.global_setup,
-            "label": spec.label, "sub_label": spec.sub_label,
-            "description": spec.description, "threads": spec.num_threads,
-            "device": device, "params": dict(params or {})}
-    extra = {"global_setup": spec.global_setup} if spec.global_setup else {}
-    return Case(id=case_id(frontend, **what), frontend=frontend, stmt=spec.stmt,
-                setup=spec.setup, label=spec.label, sub_label=spec.sub_label,
-                description=spec.description, env=spec.env, threads=spec.num_threads,
-                device=device, params={**extra, **dict(params or {})})
 
 
 def measurement_to_result(m: Measurement, frontend: str = "timeit", *,
