@@ -86,3 +86,18 @@ def test_no_import_cycles_between_torchmark_packages():
 def test_core_imports_nothing_above_it():
     graph = import_graph()
     assert dict(graph.get("core", {})) == {}, dict(graph["core"])
+
+
+def test_torch_thread_count_is_set_in_one_place():
+    """core/threads.py changes torch's intra-op thread count; nothing else calls
+    set_num_threads (the C++ snippets set theirs in generated code)."""
+    import torchmark
+
+    src = Path(torchmark.__file__).parent
+    found: dict[str, int] = defaultdict(int)
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "set_num_threads":
+                found[str(path.relative_to(src))] += 1
+    assert dict(found) == {"core/threads.py": 1}, dict(found)

@@ -173,8 +173,9 @@ def _run_child(request: CountRequest, requests) -> None:
         import torch
 
         from torchmark.callgrind.globals_bridge import load_globals
+        from torchmark.core.threads import use_torch_threads
 
-        torch.set_num_threads(request.num_threads)
+        use_torch_threads(request.num_threads)
         # The statement's namespace is this process's __main__ module, so that
         # `from __main__ import f` in setup finds the globals sent along.
         main_module = types.ModuleType("__main__")

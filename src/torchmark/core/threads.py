@@ -20,7 +20,15 @@ def set_torch_threads(n: int | None) -> Iterator[None]:
         return
     prior = torch.get_num_threads()
     try:
-        torch.set_num_threads(n)
+        use_torch_threads(n)
         yield
     finally:
-        torch.set_num_threads(prior)
+        use_torch_threads(prior)
+
+
+def use_torch_threads(n: int) -> None:
+    """`torch.set_num_threads(n)` for good: in a process of its own (a measurement's
+    fork), where nothing is left to restore."""
+    import torch
+
+    torch.set_num_threads(n)
