@@ -77,7 +77,7 @@ def resumable_ids(path: str | os.PathLike, config: BenchmarkConfig,
     if not Path(path).exists():
         raise FileNotFoundError(f"--resume {path}: no such file")
     try:
-        header, records = read_file(path)
+        header, records = read_file(Path(path))
     except UnicodeDecodeError:
         raise ValueError(f"--resume {path}: not a text file") from None
     if Path(path).stat().st_size == 0:
@@ -266,7 +266,7 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
         writer = None
         if path is not None:
             writer = OpsResultsWriter(
-                path, {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                Path(path), {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                        "run_options": dataclasses.asdict(options),
                        # what the run used: --threads, else torch's default
                        "threads": options.threads or _default_threads(),
