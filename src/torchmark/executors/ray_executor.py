@@ -71,7 +71,8 @@ class RayExecutor:
         self.options = options or RayOptions()
         self.window: int | None = None  # tasks in flight at most (default from the cluster)
         self.retried = 0  # node failures retried in the last run
-        self._where = "a local Ray instance"
+        self._where = "a local Ray instance" if self.options.address is None else \
+            f"the cluster at {self.options.address}"
         self._started_here = False  # whether this executor started Ray in this process
         self._feasible: set[tuple[tuple[str, float], ...]] = set()  # resources some node has
 
@@ -115,7 +116,7 @@ class RayExecutor:
                 from None
         context = ray.get_runtime_context()
         self._where = "a local instance" if address is None else \
-            f"{context.gcs_address}"
+            f"the cluster at {context.gcs_address}"
         return True
 
     # -- placing ----------------------------------------------------------------------
