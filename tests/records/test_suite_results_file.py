@@ -53,3 +53,13 @@ def test_the_file_holds_results_and_drops_a_half_written_record(tmp_path):
     # before it never written: the two whole records read
     path.write_text("\n".join(path.read_text().splitlines()[:-3]) + "\n")
     assert read_records(path) == _records()[:2]
+
+
+def test_a_record_measured_on_another_node_carries_its_provenance():
+    from torchmark.core.provenance import Provenance
+
+    node = Provenance.capture(command=[])
+    record = {**_records()[0], "node": "n1", "provenance": node.to_dict()}
+    results = record_results(record)
+    assert all(r.provenance == node for r in results)
+    assert results_record(results) == record

@@ -27,8 +27,8 @@ def demo_cmd(quick, min_run_time, device, out_dir, db, no_store):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     from torchmark.compare import Compare
-    from torchmark.demos import batched_dot
     from torchmark.core.provenance import Provenance
+    from torchmark.demos import batched_dot
     from torchmark.timing.files import save_measurements
 
     if device == "cuda" and not torch.cuda.is_available():

@@ -10,6 +10,7 @@ Files written before (version 1: one `record` line a case) still read."""
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,7 @@ class OpsResultsWriter(JsonlWriter):
     """The ops and replay writer: a case record as its Results (written together, with
     the header's device and threads); the header and footer lines as they are."""
 
-    def __init__(self, path: str | Path, header: dict[str, Any], resume: bool,
+    def __init__(self, path: str | os.PathLike, header: dict[str, Any], resume: bool,
                  lock: Any = None) -> None:
         self.header = {"schema": SCHEMA, **header, "version": VERSION}
         super().__init__(path, {"type": "header", **self.header}, resume, lock)

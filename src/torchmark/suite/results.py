@@ -38,7 +38,8 @@ def record_results(record: Mapping[str, Any], *,
     failure when it failed (a case that failed counting its instructions keeps its wall
     time). Each carries the record's other fields (status, labels, timer arguments,
     attempts, summaries) in `extra["record"]` and how many Results the record made in
-    `extra["parts"]`, so that `results_record` gives the record back."""
+    `extra["parts"]`, so that `results_record` gives the record back; a record measured
+    on another node carries that node's provenance."""
     args = record.get("timer_args") or {}
     labels = record.get("label") or []
     case = Case(id=str(record["id"]), frontend="suite", stmt=str(args.get("stmt", "")),
@@ -46,6 +47,8 @@ def record_results(record: Mapping[str, Any], *,
                 threads=int(args.get("num_threads") or 1),
                 params={"auto_labels": record.get("auto_labels") or {},
                         "language": args.get("language", "python")})
+    if provenance is None and isinstance(record.get("provenance"), Mapping):
+        provenance = Provenance.from_dict(record["provenance"])  # measured on another node
     rest = {k: v for k, v in record.items() if k not in ("wall", "instructions")}
     made: list[tuple[str, tuple[float, ...], int, dict[str, Any], Failure | None]] = []
     wall = record.get("wall")
