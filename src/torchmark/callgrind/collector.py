@@ -125,6 +125,33 @@ def _client_argv(cmd: list[str]) -> list[str]:
     return cmd[cmd.index(sys.executable):]
 
 
+_SITE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def counted_sys_path(path: Sequence[str]) -> tuple[str, ...]:
+    """`path` (a sys.path) as the counted process gets it: without the folders inside an
+    installed package that the package puts on sys.path when it is imported (setuptools'
+    `_vendor`, which `torch.utils.cpp_extension` brings in when C++ snippets compile;
+    Ray's `thirdparty_files`). Which of those a process has depends on what it happened to
+    import before, and the counts moved with it: one such entry more in the request
+    changed the counted process's heap, and so counts, by up to 1.3% (a suite run that
+    compiled its C++ bundles against one that found them cached). The counted process
+    gets them back if it imports the package itself."""
+    roots = [os.path.abspath(p) for p in path
+             if os.path.basename(os.path.normpath(p)) in _SITE_FOLDERS]
+
+    def vendored(entry: str) -> bool:
+        folder = os.path.abspath(entry)
+        for root in roots:
+            if folder.startswith(root + os.sep):
+                package = folder[len(root) + 1:].split(os.sep, 1)[0]
+                if os.path.isfile(os.path.join(root, package, "__init__.py")):
+                    return True
+        return False
+
+    return tuple(p for p in path if not vendored(p))
+
+
 def host_command(out_dir: Path, mode_args: list[str]) -> list[str]:
     """valgrind (instrumentation off at start) running torchmark.callgrind.host."""
     return [
@@ -295,7 +322,8 @@ class Host:
             repeats=request.repeats, warmup=min(request.number, 10),
             collect_baseline=request.collect_baseline, num_threads=spec.num_threads,
             cwd=request.cwd or os.getcwd(),
-            sys_path=tuple(sys.path) if request.sys_path is None else request.sys_path,
+            sys_path=counted_sys_path(sys.path if request.sys_path is None
+                                      else request.sys_path),
             library=request.library,
             entry_suffix=request.entry_suffix)
         sent = time.perf_counter()
