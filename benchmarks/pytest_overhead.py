@@ -9,10 +9,10 @@ of their samples, a sample being the time of a block (torchmark) or round
 (pytest-benchmark) over its calls. They differ in how many calls a sample holds:
 the Timer sizes its blocks so that reading the clock is under 0.01% of one (1000 calls
 of a 6 us op); pytest-benchmark by default makes a round at least 5 us, so one call of
-any op over 5 us, and each such sample holds its clock reads and whatever its round
-loop leaves behind between calls (on this 2-core VM, where a perf_counter read takes
-about 100 ns, that made the medians of the 6 to 10 us ops 2 to 5% longer than the same
-calls back to back: see docs/pytest.md). So pytest-benchmark runs here with rounds of at
+any op over 5 us, and each such sample holds its two clock reads and its round loop's
+work between calls (on this 2-core VM, rounds of one call of add, div and relu read 2.3
+to 2.7% longer than rounds of 2 ms of the same calls, paired in one process: see
+docs/pytest.md). So pytest-benchmark runs here with rounds of at
 least 2 ms (--benchmark-min-time=0.002, the size of the Timer's blocks for these ops):
 both then time the same calls the same way. Its default rounds are run beside them, to
 show the difference.
@@ -27,13 +27,14 @@ iterations); pytest-benchmark with its defaults (one-call rounds, no warm-up, wh
 plans its rounds from one cold call) is timed too, for reference.
 
 Median agreement: one session that loads both plugins and runs each benchmark five
-times in a row: under pytest-benchmark (2 ms rounds), under torchmark, under
+times in a row, under pytest-benchmark (2 ms rounds), under torchmark, under
 pytest-benchmark again (the A/A pair: how far one plugin moves against itself, the noise
 floor), under pytest-benchmark with its default rounds, and under torchmark timing the
 positional call `fn(a, b)` (`torchmark.timeit`), as the plugin did before it called
 `fn(*args, **kwargs)` as pytest-benchmark does; --rounds such sessions, and a
 benchmark's median is the median of its sessions' medians. Side by side in one process
-the five see the same load. Every session runs with glibc malloc's thresholds fixed
+the five see the same load; which of them runs first (after the op before) turns from
+session to session. Every session runs with glibc malloc's thresholds fixed
 (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_): left to move with the process's
 allocation history, they decide whether an op's 256 KB output is a fresh mmap each call
 (relu's medians in two sessions differed by 8% with them free). On a machine that
@@ -260,7 +261,10 @@ def main() -> None:
                 timed[name].append(figures(values["out"])[1])
             values = {"B": f"{args.budget:g}", "out": str(folder / f"r{i}both"),
                       "store": store}
-            _, load = session(folder, *SIDE_BY_SIDE, values, quiet)
+            variants, options = SIDE_BY_SIDE  # each in turn first (the op's first run)
+            turn = i % len(variants)
+            _, load = session(folder, variants[turn:] + variants[:turn], options, values,
+                              quiet)
             others.append(load)
             found = {**pytest_benchmark_figures(values["out"])[0],
                      **torchmark_figures(values["out"])[0]}
