@@ -162,8 +162,10 @@ def test_a_fuzzed_sweep_on_ray_gives_the_local_cases(ray_cluster, tmp_path):
 def test_ctrl_c_cancels_what_is_in_flight_and_keeps_what_finished(ray_cluster, tmp_path,
                                                                   monkeypatch):
     out = tmp_path / "results.jsonl"
+    # 2 s a case: on a loaded CI machine the test may see the first record a second late,
+    # and the signal must still find cases in flight (with 1 s, the run once ended first)
     argv = ["suite", "run", "--definitions", DEFS, "--no-instructions", "--min-run-time",
-            "1.0", "--out", str(out), "--executor", "ray", "--ray-address",
+            "2.0", "--out", str(out), "--executor", "ray", "--ray-address",
             ray_cluster.address, "--no-store"]
     proc = subprocess.Popen([sys.executable, "-m", "torchmark", *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
