@@ -16,7 +16,7 @@ from torchmark.records import load_results
 from torchmark.store import Store
 from torchmark.suite.results import read_records
 
-from conftest import requires_valgrind
+from conftest import deliverable_sigint, requires_valgrind
 from ray_cluster import RayCluster
 
 HERE = Path(__file__).parent
@@ -162,14 +162,14 @@ def test_a_fuzzed_sweep_on_ray_gives_the_local_cases(ray_cluster, tmp_path):
 def test_ctrl_c_cancels_what_is_in_flight_and_keeps_what_finished(ray_cluster, tmp_path,
                                                                   monkeypatch):
     out = tmp_path / "results.jsonl"
-    # 2 s a case: on a loaded CI machine the test may see the first record a second late,
-    # and the signal must still find cases in flight (with 1 s, the run once ended first)
     argv = ["suite", "run", "--definitions", DEFS, "--no-instructions", "--min-run-time",
             "2.0", "--out", str(out), "--executor", "ray", "--ray-address",
             ray_cluster.address, "--no-store"]
+    # an xdist worker ignores SIGINT, and a child inherits that: the signal must reach it
     proc = subprocess.Popen([sys.executable, "-m", "torchmark", *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, **RayCluster.env, TORCHMARK_TEST_DEFS="slow"))
+                            env=dict(os.environ, **RayCluster.env, TORCHMARK_TEST_DEFS="slow"),
+                            preexec_fn=deliverable_sigint)
     try:
         deadline = time.monotonic() + 300
         before: list[dict] = []
