@@ -49,6 +49,7 @@ Targets (issue 26): every median within 5% of pytest-benchmark's; session time r
 (torchmark / pytest-benchmark, the same budget) <= 1.0.
 
     python benchmarks/pytest_overhead.py [--rounds 3] [--budget 0.2]
+    python benchmarks/pytest_overhead.py --paired 24   # the in-process comparison
 """
 
 from __future__ import annotations
@@ -222,6 +223,95 @@ def torchmark_figures(out: str) -> tuple[dict[tuple[str, str], float], float]:
             sum(sum(r.samples) * r.number_per_run for r in results))
 
 
+PAIRED_OPS = ("add", "mul", "div", "relu", "sum", "mean_dim", "cat")
+
+
+def paired(cycles: int, max_other_cpu: float) -> None:
+    """Why the smallest ops differed, measured in this process: each way of timing an op
+    in chunks of ~20 ms, interleaved and paired, the order reversed every other cycle,
+    cycles during which other processes (not niced) used more than `max_other_cpu` CPUs
+    dropped; a way's figure is the median of its ratios to pytest-benchmark's own runner
+    (BenchmarkFixture._make_runner, GC off) in rounds of 2 ms, cycle by cycle."""
+    import gc
+    import types
+
+    import torch
+    from pytest_benchmark.fixture import BenchmarkFixture
+
+    from torchmark.timing.timer_class import Timer
+
+    namespace: dict = {}
+    exec(textwrap.dedent(BENCHMARKS).split("# pb: pytest-benchmark")[0], namespace)
+    ops = {"empty function": (lambda *a, **k: None, (namespace["X"],)),
+           **{name: namespace["OPS"][name] for name in PAIRED_OPS}}
+    clock = time.perf_counter
+
+    def ways(fn, args, per_call):
+        calls = max(1, round(0.002 / per_call))  # a 2 ms block or round
+        chunks = max(1, round(0.02 / 0.002))
+        names = [f"_arg{i}" for i in range(len(args))]
+        positional = Timer(f"_fn({', '.join(names)})",
+                           globals={"_fn": fn, **dict(zip(names, args, strict=True))})
+        star = Timer("_fn(*_args, **_kwargs)",
+                     globals={"_fn": fn, "_args": args, "_kwargs": {}})
+        runner = BenchmarkFixture._make_runner(
+            types.SimpleNamespace(_timer=clock, _disable_gc=True), fn, args, {})
+        again = BenchmarkFixture._make_runner(
+            types.SimpleNamespace(_timer=clock, _disable_gc=True), fn, args, {})
+
+        def blocks(timer):
+            return statistics.median(timer._timer.timeit(calls) / calls
+                                     for _ in range(chunks))
+
+        def rounds(run, loops):
+            return statistics.median(run(range(loops)) / loops
+                                     for _ in range(max(1, chunks * calls // loops)))
+
+        return {"fn(a, b) in blocks": lambda: blocks(positional),
+                "fn(*args, **kwargs) in blocks": lambda: blocks(star),
+                "pb 1-call rounds": lambda: rounds(runner, 1),
+                "pb 2 ms rounds": lambda: rounds(runner, calls),
+                "pb 2 ms rounds (A/A)": lambda: rounds(again, calls)}
+
+    torch.set_num_threads(1)
+    gc.collect()
+    print(f"paired in one process (chunks of 20 ms; cycles with other processes over "
+          f"{max_other_cpu:g} CPUs dropped); ratios to pytest-benchmark's runner in 2 ms "
+          f"rounds:")
+    header = None
+    for op, (fn, args) in ops.items():
+        started = clock()
+        for _ in range(1000):
+            fn(*args)
+        per_call = (clock() - started) / 1000
+        chosen = ways(fn, args, per_call)
+        if header is None:
+            header = list(chosen)
+            print(f"{'':<15} {'per call':>9}  " + "  ".join(header))
+        for way in chosen.values():
+            way()  # warm
+        ratios: dict[str, list[float]] = {w: [] for w in chosen}
+        per: list[float] = []
+        dropped = 0
+        for cycle in range(cycles):
+            before = _cpu_seconds()
+            order = list(chosen.items())[::-1 if cycle % 2 else 1]
+            started = clock()
+            got = {w: run() for w, run in order}
+            if _others(before, clock() - started)[0] > max_other_cpu:
+                dropped += 1
+                continue
+            per.append(got["pb 2 ms rounds"])
+            for w in chosen:
+                ratios[w].append(got[w] / got["pb 2 ms rounds"])
+        if not per:
+            print(f"{op:<15} every cycle dropped (other processes were using the machine)")
+            continue
+        print(f"{op:<15} {statistics.median(per) * 1e9:>6.0f} ns  " + "  ".join(
+            f"{statistics.median(ratios[w]):>{len(w)}.3f}" for w in header)
+            + f"   ({len(per)} cycles, {dropped} dropped)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -234,7 +324,13 @@ def main() -> None:
     parser.add_argument("--patience", type=float, default=300,
                         help="Seconds to wait for the machine to be quiet, a session.")
     parser.add_argument("--tries", type=int, default=4)
+    parser.add_argument("--paired", type=int, metavar="CYCLES", default=0,
+                        help="Instead: the smallest ops timed each way in this process, "
+                             "paired, for CYCLES cycles (why their medians differed).")
     args = parser.parse_args()
+    if args.paired:
+        paired(args.paired, args.max_other_cpu)
+        return
     quiet = (args.max_other_cpu, args.patience, args.tries) \
         if args.max_other_cpu > 0 and os.path.exists("/proc/stat") else None
     times: dict[str, list[float]] = {name: [] for name in SESSIONS}
