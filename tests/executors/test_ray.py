@@ -106,6 +106,17 @@ def test_suite_instruction_counts_on_ray_match_the_local_pool(ray_cluster, tmp_p
     assert stored_cases(str(tmp_path / "ray.db")) == stored_cases(str(tmp_path / "local.db"))
 
 
+def first_records(proc: subprocess.Popen, out: Path) -> list[dict]:
+    """The records of `out` once the run writing it has finished its first case (or has
+    ended, or 300 s passed: then whatever the file holds)."""
+    deadline = time.monotonic() + 300
+    before: list[dict] = []
+    while time.monotonic() < deadline and proc.poll() is None and not before:
+        before = read_records(out) if out.exists() else []
+        time.sleep(0.1)
+    return before
+
+
 def test_a_killed_ray_worker_loses_nothing_and_its_case_runs_again(ray_cluster, tmp_path):
     out = tmp_path / "results.jsonl"
     proc = subprocess.Popen(
@@ -115,11 +126,7 @@ def test_a_killed_ray_worker_loses_nothing_and_its_case_runs_again(ray_cluster, 
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=dict(os.environ, **RayCluster.env, TORCHMARK_TEST_DEFS="slow"))
     try:
-        deadline = time.monotonic() + 300
-        before: list[dict] = []
-        while time.monotonic() < deadline and proc.poll() is None and not before:
-            before = read_records(out) if out.exists() else []
-            time.sleep(0.1)
+        before = first_records(proc, out)
         busy = ray_cluster.processes("ray::run_item")
         assert before and busy, "no case finished, or no Ray worker was busy"
         os.kill(busy[0], signal.SIGKILL)  # a worker dies in the middle of a case
@@ -171,11 +178,7 @@ def test_ctrl_c_cancels_what_is_in_flight_and_keeps_what_finished(ray_cluster, t
                             env=dict(os.environ, **RayCluster.env, TORCHMARK_TEST_DEFS="slow"),
                             preexec_fn=deliverable_sigint)
     try:
-        deadline = time.monotonic() + 300
-        before: list[dict] = []
-        while time.monotonic() < deadline and proc.poll() is None and not before:
-            before = read_records(out) if out.exists() else []
-            time.sleep(0.1)
+        before = first_records(proc, out)
         assert before and ray_cluster.processes("ray::run_item")
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=120)
