@@ -171,23 +171,27 @@ def _device_rounds(one_round: Callable[..., None], args: tuple[Any, ...],
     import torch
 
     from torchmark.timing import l2
-    from torchmark.timing.gpu_sampler import EventPairs
+    from torchmark.timing.gpu_sampler import GpuSampler
 
     device = torch.device(options.device if options.device.startswith("cuda") else "cuda")
     if device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     with torch.cuda.device(device):
         flush = l2.L2Flusher(device).flush if options.l2 == "cold" else None
-        events = EventPairs(torch)
-        for round_ in range(warmup_rounds + rounds):
+        sampler = GpuSampler(torch, device, flush=flush, blocking=False)
+
+        def untimed_round(_: int) -> None:
             call_args, call_kwargs = prepared_arguments(setup, args, kwargs)
-            if flush is not None:
-                flush()
-            if round_ >= warmup_rounds:
-                events.around(one_round, call_args, call_kwargs)
-            else:
-                one_round(call_args, call_kwargs)
+            sampler.flush()
+            one_round(call_args, call_kwargs)
             if teardown is not None:
                 teardown(*call_args, **call_kwargs)
-        torch.cuda.synchronize()
-        return events.seconds()
+
+        sampler.warm_up(untimed_round, warmup_rounds, timed=False)
+        timing = sampler.timed_pass()
+        for _ in range(rounds):
+            call_args, call_kwargs = prepared_arguments(setup, args, kwargs)
+            timing.time(one_round, (call_args, call_kwargs))
+            if teardown is not None:
+                teardown(*call_args, **call_kwargs)
+        return timing.finish()
