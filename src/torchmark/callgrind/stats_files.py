@@ -18,7 +18,7 @@ from torchmark.core.results_file import (
     RESULTS_FILE_SCHEMA,
     is_results_file,
     read_results,
-    write_results,
+    save_results,
 )
 
 FILE_SCHEMA = "torchmark.callgrind_stats_file"  # the JSON list written before Results
@@ -54,10 +54,10 @@ def save_stats(path: str | os.PathLike, stats: CallgrindStats,
     """Append `stats` (as a Result, with `provenance` when given) to the counts file at
     `path` (made if missing or empty), under the file's lock; a file written before
     Results is rewritten as one, atomically. Returns how many counts it now holds."""
-    write_results(path, [stats_to_result(stats, provenance=provenance, functions=True)],
-                  "callgrind stats file",
-                  older=lambda old: [stats_to_result(s, functions=True)
-                                     for s in load_stats(old)])
+    save_results(path, [stats_to_result(stats, provenance=provenance, functions=True)],
+                 what="callgrind stats file",
+                 older=lambda old: [stats_to_result(s, functions=True)
+                                    for s in load_stats(old)])
     return len(load_stats(path))
 
 

@@ -37,30 +37,14 @@ def is_results_file(path: str | os.PathLike) -> bool:
     return first_schema(path) in (RESULTS_FILE_SCHEMA, RESULT_SCHEMA)
 
 
-def save_results(path: str | os.PathLike, results: Iterable[Result],
-                 append: bool = True) -> None:
-    """Write `results` as JSON lines (the header first when the file is new), under the
-    file's lock; appended by default, to a results file only (another file is a
-    UsageError), after cutting a half-written last line a killed writer left."""
-    path = Path(path)
-    with ResultsLock(path, "results file").acquire(wait=30.0):
-        fresh = not append or not path.exists() or path.stat().st_size == 0
-        if not fresh:
-            if first_schema(path) != RESULTS_FILE_SCHEMA:
-                raise UsageError(f"{brief(str(path))}: not a torchmark results file (its "
-                                 f"first line is not a {RESULTS_FILE_SCHEMA} header); "
-                                 "refusing to append Results to it")
-            cut_torn_line(path)
-        with open(path, "w" if fresh else "a", encoding="utf-8") as f:
-            f.write(results_text(results, header=fresh))
-
-
-def write_results(path: str | os.PathLike, results: Iterable[Result], what: str, *,
-                  append: bool = True,
-                  older: Callable[[Path], list[Result]] = lambda path: []) -> None:
+def save_results(path: str | os.PathLike, results: Iterable[Result], append: bool = True,
+                 *, what: str = "results file",
+                 older: Callable[[Path], list[Result]] | None = None) -> None:
     """Write `results` to the results file at `path` under its lock (waiting up to 30 s
-    for another writer): appended to a results file (`append`), else the file replaced
-    atomically. A non-empty file of an older format (`what`: "measurements file") is
+    for another writer): appended to a results file (`append`, after cutting a
+    half-written last line a killed writer left), else the file written anew (the header
+    first) and put in place atomically. A non-empty file of another format is refused
+    (UsageError) unless `older` converts it (`what`: "measurements file"): then it is
     rewritten as a results file holding `older(path)`, its contents as Results, first."""
     path = Path(path)
     results = list(results)
@@ -71,7 +55,11 @@ def write_results(path: str | os.PathLike, results: Iterable[Result], what: str,
             with open(path, "a", encoding="utf-8") as f:
                 f.write(results_text(results, header=False))
             return
-        kept = older(path) if held else []
+        if held and older is None:
+            raise UsageError(f"{brief(str(path))}: not a torchmark results file (its first "
+                             f"line is not a {RESULTS_FILE_SCHEMA} header); refusing to "
+                             "append Results to it")
+        kept = older(path) if held and older is not None else []
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(results_text(kept + results), encoding="utf-8")
         os.replace(tmp, path)

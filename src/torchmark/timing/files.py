@@ -14,7 +14,7 @@ from torchmark.core.provenance import Provenance
 from torchmark.core.results_file import (
     is_results_file,
     read_results,
-    write_results,
+    save_results,
 )
 from torchmark.timing.measurement import SCHEMA_NAME as MEASUREMENT_SCHEMA
 from torchmark.timing.measurement import Measurement
@@ -47,7 +47,7 @@ def save_measurements(path: str | os.PathLike, measurements: Iterable[Measuremen
     Returns every measurement the file now holds.
     """
     new = [measurement_to_result(m, frontend, provenance=provenance) for m in measurements]
-    write_results(path, new, "measurements file", append=append, older=lambda old: [
+    save_results(path, new, append, what="measurements file", older=lambda old: [
         measurement_to_result(m, frontend) for m in load_measurements(old)])
     return load_measurements(path)
 
