@@ -234,6 +234,23 @@ def test_noise_alone_passes_the_gate_and_case_ids_stay(pytester, tmp_path, monke
     assert params["test_steady[dtype0]"] == {"dtype": "torch.float16"}
 
 
+def test_a_baseline_of_other_cases_fails_a_gated_session_saying_so(pytester, tmp_path):
+    _gated_project(pytester)
+    baseline = tmp_path / "baseline.jsonl"
+    _run(pytester, "--torchmark-no-store", f"--torchmark-json={baseline}",
+         "-k", "test_changed").assert_outcomes(passed=1, deselected=2)
+    args = ("--torchmark-no-store", f"--torchmark-baseline={baseline}", "-k", "test_steady")
+    ungated = _run(pytester, *args)  # shown, not failed, without a threshold
+    assert ungated.ret == 0
+    ungated.stdout.fnmatch_lines([f"*the baseline {baseline} holds none of this session's 2 "
+                                  "benchmark(s)*nothing was compared"])
+    out = _run(pytester, *args, "--torchmark-fail-slower", "5%")
+    assert out.ret == 1
+    out.assert_outcomes(passed=2, deselected=1)
+    out.stdout.fnmatch_lines(["*holds none of this session's 2 benchmark(s)*nothing was "
+                              "compared, so --torchmark-fail-slower fails the session"])
+
+
 def test_disable_runs_each_body_once_untimed(pytester, tmp_path, monkeypatch):
     calls = tmp_path / "calls.txt"
     monkeypatch.setenv("CALLS", str(calls))

@@ -90,7 +90,16 @@ class BenchmarkSession:
             self.gate_report = gate(self.baseline, self.results,
                                     max_slowdown=DISPLAY_SLOWDOWN if threshold is None
                                     else threshold)
-            if threshold is not None and not self.gate_report.passed and \
+            # a gate that compared nothing (a baseline of other cases, another metric)
+            # fails as one that found a regression: `torchmark gate` refuses it too
+            unmatched = not self.gate_report.rows
+            if unmatched:
+                self.notes.append(
+                    f"torchmark: the baseline {self.settings.baseline} holds none of this "
+                    f"session's {len(self.results)} benchmark(s) (case id and metric): "
+                    "nothing was compared" + (", so --torchmark-fail-slower fails the "
+                                              "session" if threshold is not None else ""))
+            if threshold is not None and (unmatched or not self.gate_report.passed) and \
                     session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
