@@ -244,3 +244,82 @@ def test_an_uncovered_batch_among_covered_ones_is_left_out(fake_gpu):
     assert len(times) == 10 * (spin.batches - spin.left_out)
     assert f"; {spin.left_out} left out" in report.spin_note
     assert "include launch gaps" not in report.spin_note
+
+
+# -- batch time and the event cost ---------------------------------------------------------
+
+def test_batch_mode_times_many_calls_between_one_pair_of_events(fake_gpu):
+    gpu = fake_gpu
+    times, report = measure_device_time(
+        lambda: gpu.kernel(2e-6), DeviceTimeOptions(mode="batch", batch_calls=50, rule=RULE))
+    assert times and all(t == pytest.approx(2e-6) for t in times)
+    assert report.l2 == "hot" and gpu.flushes == 0  # batch mode's default: a hot L2
+    assert report.batch_calls == 50 and gpu.spins > 0  # behind the spin
+    # a pass of BATCH batches: BATCH pairs of events, each around 50 calls
+    records = [kind for kind, _ in gpu.log].count("record")
+    assert records >= 2 * device_time.BATCH * len(times) // device_time.BATCH
+    data = report.to_dict()
+    assert data["batch_calls"] == 50 and data["batch_graph"] is False
+
+
+def test_batch_mode_sizes_its_batch_from_the_warm_up(fake_gpu):
+    gpu = fake_gpu
+    _, report = measure_device_time(lambda: gpu.kernel(1e-6),
+                                    DeviceTimeOptions(mode="batch", rule=RULE))
+    assert device_time.MIN_BATCH_CALLS <= report.batch_calls <= device_time.MAX_BATCH_CALLS
+    assert device_time.batch_size(1e-5) == 200 and device_time.batch_size(1.0) == 10
+    assert device_time.batch_size(1e-9) == 1000
+
+
+def test_batch_mode_in_one_graph(fake_gpu):
+    gpu = fake_gpu
+    times, report = measure_device_time(
+        lambda: gpu.kernel(3e-6),
+        DeviceTimeOptions(mode="batch", batch_calls=20, batch_graph=True, rule=RULE))
+    assert all(t == pytest.approx(3e-6) for t in times) and report.batch_graph
+    assert [kind for kind, _ in gpu.log].count("capture") == 1
+
+
+def test_batch_options_are_checked():
+    with pytest.raises(ValueError, match="hot L2"):
+        DeviceTimeOptions(mode="batch", l2="cold")
+    with pytest.raises(ValueError, match="for mode='batch'"):
+        DeviceTimeOptions(mode="blocking", batch_calls=10)
+    with pytest.raises(ValueError, match="positive int"):
+        DeviceTimeOptions(mode="batch", batch_calls=0)
+    with pytest.raises(ValueError, match="per-call modes"):
+        DeviceTimeOptions(mode="batch", subtract_event_overhead=True)
+    assert DeviceTimeOptions().l2 == "cold" and DeviceTimeOptions(mode="batch").l2 == "hot"
+
+
+def test_event_overhead_is_an_empty_kernels_device_time_less_its_kernel_time(
+        fake_gpu, monkeypatch):
+    gpu = fake_gpu
+    # on the fake GPU the events cost nothing: the empty kernel's own 1.5 us stands in
+    # for the cost of a pair of events around a kernel, its kernel time (CUPTI) 0.5 us
+    monkeypatch.setattr(device_time, "empty_kernel", lambda torch: gpu.kernel(1.5e-6))
+    monkeypatch.setattr(device_time, "empty_kernel_time", lambda torch, d, o: 0.5e-6)
+    monkeypatch.setattr(device_time, "_OVERHEADS", {})
+    options = DeviceTimeOptions(mode="blocking", rule=RULE, subtract_event_overhead=True)
+    times, report = measure_device_time(lambda: gpu.kernel(5e-6), options)
+    assert report.event_overhead == pytest.approx(1e-6)
+    assert all(t == pytest.approx(4e-6) for t in times)
+    # measured once per device, mode and L2 state
+    assert list(device_time._OVERHEADS) == [(0, "blocking", "cold")]
+    m = Timer("gpu.kernel(5e-6)", globals={"gpu": gpu}).device_time(
+        mode="blocking", rsd=0.05, min_run_time=0, max_run_time=2,
+        subtract_event_overhead=True)
+    assert m.median == pytest.approx(4e-6) and m.quantity == "device"
+    assert "Event cost subtracted: 1.00 us a call" in repr(m)
+
+
+def test_timer_batch_time_is_its_own_quantity(fake_gpu):
+    from torchmark.timing.results import measurement_to_result
+
+    gpu = fake_gpu
+    m = Timer("gpu.kernel(2e-6)", globals={"gpu": gpu}).device_time(
+        mode="batch", batch_calls=30, rsd=0.05, min_run_time=0, max_run_time=2)
+    assert m.quantity == "batch" and m.median == pytest.approx(2e-6)
+    assert "Batch time (CUDA events around 30 calls back to back, per call; L2 hot)" \
+        in repr(m)
+    assert measurement_to_result(m).metric == "batch"

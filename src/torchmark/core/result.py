@@ -2,7 +2,7 @@
 
 A `Result` says what was measured (`Case`: a stable id, the labels, the statement, op or
 trace node, parameters such as shapes, dtypes, threads and device), how (the front-end,
-the metric kind: wall time, device time, instructions or memory, its unit, the runs per
+the metric kind: wall time, device, kernel or batch time, instructions or memory, its unit, the runs per
 sample), the raw samples (per run, in the unit), warnings, a failure if the case failed,
 and optionally the run's provenance. Summary statistics are computed from the samples,
 never stored apart from them. `to_dict` / `from_dict` give one versioned JSON object a
@@ -24,7 +24,10 @@ from torchmark.core.task_spec import TaskSpec
 
 SCHEMA = "torchmark.result"
 SCHEMA_VERSION = 1
-METRICS = {"wall": "s", "device": "s", "instructions": "instructions", "memory": "bytes"}
+# device: CUDA events around each call; batch: events around many calls back to back,
+# per call; kernel: the sum of a call's kernel durations (CUPTI). See docs/gpu.md.
+METRICS = {"wall": "s", "device": "s", "kernel": "s", "batch": "s",
+           "instructions": "instructions", "memory": "bytes"}
 FRONTENDS = ("timeit", "callgrind", "cpp", "suite", "ops", "replay", "fuzz", "pytest")
 
 

@@ -8,7 +8,17 @@ Modes:
   batch of calls, so none of them waits for a launch (nvbench's blocking kernel);
 - "graph": `graph_calls` calls captured in a CUDA graph; each sample is one replay,
   reported per call. With `l2="cold"` the flush runs before each replay, so a graph holds
-  one call (graph_calls=1): a second call in it would find the L2 warm.
+  one call (graph_calls=1): a second call in it would find the L2 warm;
+- "batch": batch time (nvbench's batch measurement), a quantity of its own: `batch_calls`
+  calls back to back between one pair of events, behind the spin (with `batch_graph`,
+  one replay of a CUDA graph holding them), the L2 hot; a sample is the pair's time
+  divided by the calls: the throughput of calls queued back to back, kernels overlapping
+  nothing but their neighbours' tails.
+
+With `subtract_event_overhead` (per-call modes: events, blocking) the events' own cost
+is taken off each sample: an empty kernel (torch.cuda._sleep(0)) is timed the same way
+(same mode, same L2), and its device time less its kernel time (CUPTI) is that cost
+(event_overhead()).
 
 Samples whose batch ran with the SM clock below `min_clock_ratio` of its maximum are
 dropped; if every batch was below it (clocks locked or power-capped), they are kept and
@@ -33,20 +43,27 @@ from torchmark.timing.gpu_sampler import GpuSampler, Sampled, TimedPass, capture
 from torchmark.timing.measurement import DeviceReport, SmClockSummary
 from torchmark.timing.stopping import StopRule
 
-MODES = ("events", "blocking", "graph")
+MODES = ("events", "blocking", "graph", "batch")
 L2_MODES = ("cold", "hot")
 BATCH = 10  # calls a pass (one SM-clock check and, in blocking mode, one spin each)
+BATCH_TARGET_S = 2e-3  # host time to enqueue one batch (batch mode): sizes batch_calls
+MIN_BATCH_CALLS, MAX_BATCH_CALLS = 10, 1000
 
 
 @dataclasses.dataclass(frozen=True)
 class DeviceTimeOptions:
-    l2: str = "cold"
+    l2: str | None = None  # None: "hot" in batch mode, else "cold"
     mode: str = "events"
     rule: StopRule = StopRule()
     min_clock_ratio: float = 0.75  # samples taken below this share of the max SM clock drop
     graph_calls: int | None = None  # None: 1 with a cold L2, else 10
+    batch_calls: int | None = None  # batch mode: None sizes it from the warm-up
+    batch_graph: bool = False  # batch mode: the batch captured in one CUDA graph
+    subtract_event_overhead: bool = False
 
     def __post_init__(self) -> None:
+        if self.l2 is None:
+            object.__setattr__(self, "l2", "hot" if self.mode == "batch" else "cold")
         if self.l2 not in L2_MODES:
             raise UsageError(f"device time: l2 must be 'cold' or 'hot', got {self.l2!r}")
         if self.mode not in MODES:
@@ -61,6 +78,20 @@ class DeviceTimeOptions:
                 or self.graph_calls < 1:
             raise UsageError(f"device time: graph_calls must be a positive int, got "
                              f"{self.graph_calls!r}")
+        n = self.batch_calls
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise UsageError(f"device time: batch_calls must be a positive int, got {n!r}")
+        if self.mode != "batch" and (n is not None or self.batch_graph):
+            raise UsageError("device time: batch_calls and batch_graph are for "
+                             "mode='batch'")
+        if self.mode == "batch" and self.l2 == "cold":
+            raise UsageError("device time: batch mode times calls back to back with a hot "
+                             "L2 (a flush before the batch would reach its first call "
+                             "only); use l2='hot', or a per-call mode for a cold L2")
+        if self.subtract_event_overhead and self.mode not in ("events", "blocking"):
+            raise UsageError(f"device time: subtract_event_overhead is for the per-call "
+                             f"modes (events, blocking), not {self.mode!r}: a "
+                             f"{self.mode} sample's events are shared by its calls")
         if self.mode == "graph" and self.l2 == "cold" and self.graph_calls > 1:
             raise UsageError(
                 f"device time: l2='cold' flushes before each graph replay, so only the "
@@ -188,9 +219,12 @@ def _measure_on_device(torch: Any, call: Callable[[], Any], options: DeviceTimeO
     if options.mode == "graph":
         per_sample = options.graph_calls or 1
         timed = capture_graph(call, per_sample)
-    # one pass a batch of BATCH calls, behind one spin in blocking mode
-    sampler = GpuSampler(torch, device, flush=flush, blocking=options.mode == "blocking",
-                         chunk=BATCH, judge=True)
+    # one pass a batch of BATCH calls, behind one spin in blocking and batch modes
+    sampler = GpuSampler(torch, device, flush=flush,
+                         blocking=options.mode in ("blocking", "batch"), chunk=BATCH,
+                         judge=True)
+    if options.mode == "batch":
+        per_sample, timed = _batched(sampler, call, options)
     enqueue = sampler.warm_up(lambda _: (sampler.flush(), timed()), calls=3,
                               min_time=WARM_UP_S)
     clock = SmClock.for_device(torch, device)
@@ -203,7 +237,77 @@ def _measure_on_device(torch: Any, call: Callable[[], Any], options: DeviceTimeO
 
     sampled = sampler.sample(options.rule, queue, per=per_sample, host_times=True,
                              clock=clock, min_clock_ratio=options.min_clock_ratio)
-    return sampled.times, _report(options, sampled, sampler, clock)
+    report = _report(options, sampled, sampler, clock)
+    times = sampled.times
+    if options.mode == "batch":
+        report = dataclasses.replace(report, batch_calls=per_sample,
+                                     batch_graph=options.batch_graph)
+    if options.subtract_event_overhead:
+        overhead = event_overhead(torch, device, options)
+        times = [max(t - overhead, 0.0) for t in times]
+        report = dataclasses.replace(report, event_overhead=overhead)
+    return times, report
+
+
+def batch_size(enqueue_s: float) -> int:
+    """Calls a batch: about BATCH_TARGET_S of host time to enqueue, within
+    MIN_BATCH_CALLS..MAX_BATCH_CALLS (so that a pass of BATCH batches stays under the
+    spin's bound)."""
+    if not enqueue_s > 0:
+        return MAX_BATCH_CALLS
+    return int(min(max(BATCH_TARGET_S / enqueue_s, MIN_BATCH_CALLS), MAX_BATCH_CALLS))
+
+
+def _batched(sampler: GpuSampler, call: Callable[[], Any],
+             options: DeviceTimeOptions) -> tuple[int, Callable[[], Any]]:
+    """Batch mode's timed call: (calls a batch, the batch) after a warm-up of single
+    calls that sizes it; with batch_graph, the batch as one CUDA graph's replay."""
+    single = sampler.warm_up(lambda _: call(), calls=3, min_time=WARM_UP_S)
+    n = options.batch_calls or batch_size(min(single))
+    if options.batch_graph:
+        return n, capture_graph(call, n)
+
+    def batch() -> None:
+        for _ in range(n):
+            call()
+    return n, batch
+
+
+_OVERHEADS: dict[tuple[int, str, str], float] = {}
+OVERHEAD_RULE = StopRule(rsd=0.01, min_time=0.02, max_time=2.0)
+
+
+def empty_kernel(torch: Any) -> None:
+    """The smallest kernel torch launches: its spin kernel asked for no cycle."""
+    torch.cuda._sleep(0)
+
+
+def event_overhead(torch: Any, device: Any, options: DeviceTimeOptions) -> float:
+    """The events' own cost in `options`' per-call mode and L2 state: an empty kernel's
+    median device time less its median kernel time (its kernel time counted as 0 where
+    the profiler cannot record it), at least 0; measured once per device, mode and L2
+    state in a process."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    key = (index, options.mode, options.l2 or "cold")
+    if key not in _OVERHEADS:
+        empty = dataclasses.replace(options, subtract_event_overhead=False, rule=OVERHEAD_RULE)
+        times, _ = _measure_on_device(torch, lambda: empty_kernel(torch), empty, device)
+        device_s = statistics.median(times)
+        _OVERHEADS[key] = max(device_s - empty_kernel_time(torch, device, options), 0.0)
+    return _OVERHEADS[key]
+
+
+def empty_kernel_time(torch: Any, device: Any, options: DeviceTimeOptions) -> float:
+    """The empty kernel's median kernel time (CUPTI), or 0 where it cannot be measured."""
+    from torchmark.timing.kernel_time import KernelTimeOptions, measure_kernel_time
+
+    try:
+        run = measure_kernel_time(lambda: empty_kernel(torch),
+                                  KernelTimeOptions(l2=options.l2 or "cold",
+                                                    rule=OVERHEAD_RULE), device)
+    except (RuntimeError, UsageError):
+        return 0.0
+    return statistics.median(run.times)
 
 
 def _report(options: DeviceTimeOptions, sampled: Sampled, sampler: GpuSampler,

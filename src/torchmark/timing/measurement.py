@@ -80,6 +80,9 @@ class DeviceReport:
     spin: SpinReport | None = None
     spin_note: str | None = None
     host_times: tuple[float, ...] = ()
+    batch_calls: int | None = None  # batch mode: calls between one pair of events
+    batch_graph: bool = False  # batch mode: those calls in one CUDA graph
+    event_overhead: float | None = None  # seconds taken off each sample (subtracted)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -91,6 +94,11 @@ class DeviceReport:
             if value is not None:
                 data[key] = dataclasses.asdict(value) \
                     if isinstance(value, (SmClockSummary, SpinReport)) else value
+        if self.batch_calls is not None:
+            data["batch_calls"] = self.batch_calls
+            data["batch_graph"] = self.batch_graph
+        if self.event_overhead is not None:
+            data["event_overhead"] = self.event_overhead
         data["host_times"] = list(self.host_times)
         return data
 
@@ -109,7 +117,17 @@ class DeviceReport:
             graph_calls=_typed(data.get("graph_calls"), int),
             spin=_record(SpinReport, spin, int, spin_dropped=bool),
             spin_note=_typed(data.get("spin_note"), str),
+            batch_calls=_typed(data.get("batch_calls"), int),
+            batch_graph=data.get("batch_graph") is True,
+            event_overhead=_finite(data.get("event_overhead")),
             host_times=tuple(float(t) for t in host if _typed(t, (int, float)) is not None))
+
+
+def _finite(value: Any) -> float | None:
+    """A finite number >= 0 read from a file, else None."""
+    value = _typed(value, (int, float))
+    return float(value) if value is not None and math.isfinite(value) and value >= 0 \
+        else None
 
 
 def _record(cls: Any, data: dict[str, Any] | None, kind: type, **kinds: type) -> Any:
@@ -272,26 +290,54 @@ class Measurement:
 
     @property
     def clock(self) -> str:
-        """Which clock the times come from: "host" (wall time) or "device" (CUDA events)."""
+        """Which clock the times come from: "host" (wall time) or "device" (CUDA events,
+        or the GPU's kernel timestamps)."""
         meta = self.metadata if isinstance(self.metadata, dict) else {}
-        return "device" if meta.get("clock") == "cuda_events" else "host"
+        return "device" if meta.get("clock") in ("cuda_events", "cupti") else "host"
+
+    @property
+    def quantity(self) -> str:
+        """What the times are (docs/gpu.md): "wall" (host time), "host_launch" (the
+        host's time to launch a device-time call), "device" (CUDA events around each
+        call: its kernels and the gaps between them), "batch" (events around many calls
+        back to back, per call) or "kernel" (the sum of a call's kernel durations)."""
+        meta = self.metadata if isinstance(self.metadata, dict) else {}
+        clock = meta.get("clock")
+        if clock == "cupti":
+            return "kernel"
+        if clock == "cuda_events":
+            return "batch" if meta.get("mode") == "batch" else "device"
+        return "host_launch" if clock == "host_launch" else "wall"
 
     @property
     def device_report(self) -> DeviceReport | None:
-        """How a device-time measurement was taken (its metadata, typed); None for host
-        times."""
-        if self.clock != "device":
+        """How a device-time (or batch-time) measurement was taken (its metadata, typed);
+        None for host and kernel times."""
+        if self.quantity not in ("device", "batch"):
             return None
         return DeviceReport.from_dict(self.metadata or {})
 
     def clock_lines(self) -> list[str]:
-        """For device-time measurements: the clock, cache state, stopping rule, host time."""
+        """For device-time measurements: the quantity, clock, cache state, stopping rule,
+        host time (docs/gpu.md)."""
+        if self.quantity == "kernel":
+            return self._kernel_lines()
         report = self.device_report
         if report is None:
             return []
         rule, reason = (report.stop.rule, report.stop.reason) if report.stop else (None, None)
-        lines = [f"  Device time (CUDA events; L2 {report.l2}, {report.mode} mode); stopped by "
-                 f"{rule}: {reason}"]
+        if self.quantity == "batch":
+            how = f"{report.batch_calls} calls back to back" + \
+                (" in one CUDA graph" if report.batch_graph else "")
+            lines = [f"  Batch time (CUDA events around {how}, per call; L2 {report.l2}); "
+                     f"stopped by {rule}: {reason}"]
+        else:
+            lines = [f"  Device time (CUDA events; L2 {report.l2}, {report.mode} mode); "
+                     f"stopped by {rule}: {reason}"]
+        if report.event_overhead is not None:
+            unit, scale = select_unit(report.event_overhead or 1e-6)
+            lines.append(f"  Event cost subtracted: {report.event_overhead / scale:.2f} {unit} "
+                         "a call (an empty kernel's device time less its kernel time)")
         host = sorted(report.host_times)
         if host:
             median = host[len(host) // 2]
@@ -309,11 +355,39 @@ class Measurement:
             lines.append(f"  Blocking: {report.spin_note}")
         return lines
 
+    def _kernel_lines(self) -> list[str]:
+        """Kernel time: what it sums, the stop rule, the kernels by share, copies."""
+        meta: dict[str, Any] = self.metadata if isinstance(self.metadata, dict) else {}
+        stop: dict[str, Any] = _typed(meta.get("stop"), dict) or {}
+        lines = [f"  Kernel time (CUPTI: sum of the call's kernel durations, gaps not "
+                 f"counted; L2 {meta.get('l2')}); stopped by {stop.get('rule')}: "
+                 f"{stop.get('reason')}"]
+        kernels: list[Any] = _typed(meta.get("kernels"), list) or []
+        for k in kernels[:5]:
+            if not isinstance(k, dict):
+                continue
+            name, share, per_call = k.get("name"), k.get("share"), k.get("per_call")
+            if not isinstance(name, str) or _typed(share, (int, float)) is None:
+                continue
+            short = name if len(name) <= 70 else name[:67] + "..."
+            count = f" x{per_call:.3g}" if _typed(per_call, (int, float)) is not None \
+                and per_call != 1 else ""
+            lines.append(f"    {share:6.1%}  {short}{count}")
+        if len(kernels) > 5:
+            lines.append(f"    ... {len(kernels) - 5} more kernel names in the metadata")
+        copies = _finite(meta.get("copies_s"))
+        if copies:
+            unit, scale = select_unit(copies)
+            lines.append(f"  Copies and memsets (not counted): {copies / scale:.2f} {unit} "
+                         "a call")
+        return lines
+
     def host_measurement(self) -> Measurement:
         """The host launch times of a device-time measurement, as a Measurement."""
         report = self.device_report
         if report is None:
-            raise ValueError("host_measurement: this measurement already holds host times")
+            raise ValueError(f"host_measurement: this measurement holds {self.quantity} "
+                             "times, with no host launch times beside them")
         return Measurement(number_per_run=1, raw_times=list(report.host_times),
                            task_spec=self.task_spec, metadata={"clock": "host_launch"})
 

@@ -15,14 +15,14 @@ from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result, timer_case
 from torchmark.timing.measurement import SCHEMA_NAME, SCHEMA_VERSION, Measurement
 
-TIME_METRICS = ("wall", "device")
+TIME_METRICS = ("wall", "device", "kernel", "batch")
 
 
 def measurement_to_result(m: Measurement, frontend: str = "timeit", *,
                           params: Mapping[str, Any] | None = None,
                           provenance: Provenance | None = None) -> Result:
-    """A Measurement as a Result: wall time, or device time when its clock was CUDA
-    events (its metadata's device report kept in `extra`). `frontend="cpp"` for a C++
+    """A Measurement as a Result: wall time, or the GPU quantity it holds (device,
+    batch or kernel time: Measurement.quantity; its metadata kept in `extra`). `frontend="cpp"` for a C++
     snippet, "fuzz" for a fuzzed case (its parameters in `params`)."""
     m = Measurement.coerce(m)
     device, metric = "cpu", "wall"
@@ -30,7 +30,7 @@ def measurement_to_result(m: Measurement, frontend: str = "timeit", *,
     if isinstance(m.metadata, dict):
         extra["metadata"] = m.metadata
         if m.clock == "device":
-            metric = "device"
+            metric = m.quantity
             device = str(m.metadata.get("device", "cuda"))
     number = int(m.number_per_run)
     samples = tuple(m.times)

@@ -313,7 +313,7 @@ class Timer:
     def device_time(
         self,
         *,
-        l2: str = "cold",
+        l2: str | None = None,
         mode: str = "events",
         rsd: float = 0.02,
         min_run_time: float = 0.05,
@@ -321,6 +321,9 @@ class Timer:
         min_clock_ratio: float = 0.75,
         graph_calls: int | None = None,
         device: Any = None,
+        batch_calls: int | None = None,
+        batch_graph: bool = False,
+        subtract_event_overhead: bool = False,
     ) -> Measurement:
         """GPU time per call, from CUDA events around each call of `stmt`.
 
@@ -329,11 +332,16 @@ class Timer:
         globals hold (the current device when they hold none): events time the device
         they are recorded on, so they must be the one the statement runs on.
 
-        `l2="cold"` zeroes a device buffer the size of the GPU's L2 before each call
-        (outside the timed region); `"hot"` does not. `mode` is "events", "blocking"
-        (calls queued behind a spin kernel, hiding the CPU's launch cost) or "graph"
-        (`graph_calls` calls captured in a CUDA graph; replay time / graph_calls; by
-        default 10 with a hot L2, 1 with a cold one, which is flushed before each replay).
+        `l2="cold"` (the default, but in batch mode) zeroes a device buffer the size of
+        the GPU's L2 before each call (outside the timed region); `"hot"` does not.
+        `mode` is "events", "blocking" (calls queued behind a spin kernel, hiding the
+        CPU's launch cost), "graph" (`graph_calls` calls captured in a CUDA graph; replay
+        time / graph_calls; by default 10 with a hot L2, 1 with a cold one, which is
+        flushed before each replay) or "batch": batch time, a quantity of its own
+        (`batch_calls` calls back to back between one pair of events, behind the spin,
+        L2 hot; with `batch_graph` in one CUDA graph; per call). With
+        `subtract_event_overhead` (events and blocking modes) the events' own cost,
+        measured on an empty kernel the same way, is taken off each sample.
         Sampling stops when the relative standard deviation is at most `rsd` (after
         `min_run_time` seconds of device time); or when, past that, it has stayed within
         5% of itself for half a second (the statement's own noise, as a kernel shorter
@@ -347,25 +355,66 @@ class Timer:
         """
         from torchmark.timing.device_time import (
             DeviceTimeOptions,
-            cuda_device,
-            device_of_tensors,
             measure_device_time,
             require_cuda,
         )
-        from torchmark.timing.stopping import StopRule
 
         if self._language is not Language.PYTHON:
             raise UsageError("Timer.device_time: only Python statements (C++ snippets time "
                              "the host)")
         options = DeviceTimeOptions(
             l2=l2, mode=mode, min_clock_ratio=_non_negative("min_clock_ratio", min_clock_ratio),
-            graph_calls=graph_calls,
-            rule=StopRule(rsd=_non_negative("rsd", rsd),
-                          min_time=_non_negative("min_run_time", min_run_time),
-                          max_time=_non_negative("max_run_time", max_run_time)))
+            graph_calls=graph_calls, batch_calls=batch_calls, batch_graph=bool(batch_graph),
+            subtract_event_overhead=bool(subtract_event_overhead),
+            rule=_stop_rule(rsd, min_run_time, max_run_time))
         require_cuda()
+        call, chosen = self._gpu_statement(device, "device_time")
+        with self._threads():
+            times, report = measure_device_time(call, options, device=chosen)
+        return Measurement(number_per_run=1, raw_times=times, task_spec=self._task_spec,
+                           metadata=report.to_dict())
+
+    def kernel_time(
+        self,
+        *,
+        l2: str = "cold",
+        rsd: float = 0.02,
+        min_run_time: float = 0.05,
+        max_run_time: float = 5.0,
+        device: Any = None,
+    ) -> Measurement:
+        """Kernel time per call: the sum of the durations of the CUDA kernels `stmt`
+        launches, from the GPU's own timestamps (CUPTI, through torch.profiler), as nsys
+        and ncu report them; the gaps between them are not counted (device_time counts
+        them), nor are copies and memsets (reported beside). `l2`, `device` and the
+        stopping rule as device_time's. The metadata names the kernels and their share.
+        """
+        from torchmark.timing.device_time import require_cuda
+        from torchmark.timing.kernel_time import (
+            KernelTimeOptions,
+            kernel_metadata,
+            measure_kernel_time,
+        )
+
+        options = KernelTimeOptions(l2=l2, rule=_stop_rule(rsd, min_run_time, max_run_time))
+        require_cuda()
+        call, chosen = self._gpu_statement(device, "kernel_time")
+        with self._threads():
+            run = measure_kernel_time(call, options, device=chosen)
+        return Measurement(number_per_run=1, raw_times=run.times, task_spec=self._task_spec,
+                           metadata=kernel_metadata(run, options.l2, str(chosen or "cuda")))
+
+    def _gpu_statement(self, device: Any, what: str) -> tuple[Callable[[], Any], Any]:
+        """The statement as a call, after its setup ran on `device` (made current; by
+        default the device of the CUDA tensors the setup and globals hold), and that
+        device (None: the current one)."""
         import torch
 
+        from torchmark.timing.device_time import cuda_device, device_of_tensors
+
+        if self._language is not Language.PYTHON:
+            raise UsageError(f"Timer.{what}: only Python statements (C++ snippets time "
+                             "the host)")
         chosen = cuda_device(device) if device is not None else None
         namespace = dict(CopyIfCallgrind.unwrap_all(self._globals))
         with torch.cuda.device(chosen) if chosen is not None else contextlib.nullcontext():
@@ -373,11 +422,7 @@ class Timer:
         if chosen is None:
             chosen = device_of_tensors(namespace)
         code = compile(self._task_spec.stmt, "<stmt>", "exec")
-        with self._threads():
-            times, report = measure_device_time(lambda: exec(code, namespace), options,
-                                                device=chosen)
-        return Measurement(number_per_run=1, raw_times=times, task_spec=self._task_spec,
-                           metadata=report.to_dict())
+        return (lambda: exec(code, namespace)), chosen
 
     # -- instruction counts -------------------------------------------------------------
     def _callgrind_request(self, number: int, repeats: int | None, collect_baseline: bool):
@@ -426,6 +471,14 @@ class Timer:
             host.launch()  # valgrind brings up Python and torch while the snippet compiles
         request = self._callgrind_request(number, repeats, collect_baseline)
         return result_for(collect(request, retain_out_file, host), repeats)
+
+
+def _stop_rule(rsd: float, min_run_time: float, max_run_time: float) -> Any:
+    from torchmark.timing.stopping import StopRule
+
+    return StopRule(rsd=_non_negative("rsd", rsd),
+                    min_time=_non_negative("min_run_time", min_run_time),
+                    max_time=_non_negative("max_run_time", max_run_time))
 
 
 def _positive_int(name: str, value: Any) -> int:
