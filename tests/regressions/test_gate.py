@@ -173,3 +173,32 @@ def test_sides_from_two_machines_are_named_and_warned_about(db, capsys):
     out = capsys.readouterr()
     assert "candidate: 2 (run 2 on elsewhere)" in out.out
     assert "warning: the two sides ran on different machines" in out.err
+
+
+def test_kernel_and_batch_time_are_gated_apart_from_device_time(db, capsys):
+    """The GPU quantities (docs/gpu.md) are metrics of their own: stored, gated and read
+    back as Measurements each in its own column."""
+    store = Store(db)
+    case = CASES[0]
+
+    def gpu(metric: str, median: float, seed: int) -> Result:
+        return dataclasses.replace(wall(case, median, seed), metric=metric)
+
+    base = record(store, [gpu("device", 1e-5, 1), gpu("kernel", 8e-6, 2),
+                          gpu("batch", 9e-6, 3)], "aaaa1111")
+    cand = record(store, [gpu("device", 1e-5, 4), gpu("kernel", 1e-5, 5),
+                          gpu("batch", 9e-6, 6)], "bbbb2222")
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand), "--metric",
+                "batch") == 0
+    capsys.readouterr()
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand)) == 1
+    out = capsys.readouterr().out
+    assert "1 regressed" in out and "kernel" in out
+    measurements = Store(db).measurements(cand)
+    assert sorted(m.quantity for m in measurements) == ["batch", "device", "kernel"]
+    from torchmark import Compare
+
+    text = str(Compare(measurements))
+    assert "[kernel]" in text and "[batch]" in text and "[device]" in text
+    assert main(["history", "--db", db, "--metric", "kernel", case.id]) == 0
+    assert "kernel" in capsys.readouterr().out

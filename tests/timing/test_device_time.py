@@ -272,6 +272,30 @@ def test_compare_names_the_clock_of_each_column():
     assert "copy [device, L2 cold]" in table and "copy [host launch]" in table
 
 
+def test_compare_puts_kernel_and_batch_time_in_columns_of_their_own():
+    device = device_measurement("copy")
+    kernel = Measurement(1, [1.5e-4] * 40, device.task_spec,
+                         {"clock": "cupti", "l2": "cold", "stop": {"rule": "noise"},
+                          "kernels": [{"name": "copy_kernel", "per_call": 1,
+                                       "seconds": 1.5e-4, "share": 1.0}]})
+    batch = Measurement(1, [1.2e-4] * 40, device.task_spec,
+                        {**device.metadata, "l2": "hot", "mode": "batch", "batch_calls": 100})
+    assert (device.quantity, kernel.quantity, batch.quantity) == ("device", "kernel", "batch")
+    table = Compare([device, kernel, batch, device.host_measurement()])
+    text = str(table)
+    for column in ("copy [device, L2 cold]", "copy [kernel, L2 cold]", "copy [batch, L2 hot]",
+                   "copy [host launch]"):
+        assert column in text
+    assert "180.0" in text and "150.0" in text and "120.0" in text
+    table.quantities("kernel", "device")
+    text = str(table)
+    assert "[kernel, L2 cold]" in text and "[device, L2 cold]" in text
+    assert "[host launch]" not in text and "[batch" not in text and "120.0" not in text
+    with pytest.raises(ValueError, match="expected some of"):
+        table.quantities("cycles")
+
+
+
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 @pytest.mark.cuda
 @pytest.mark.parametrize("mode", ["events", "blocking", "graph"])

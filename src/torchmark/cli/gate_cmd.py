@@ -16,7 +16,7 @@ from torchmark.cli.store_options import db_option
 @click.option("--max-slowdown", type=Proportion(0, 10, high_open=True), default=0.05,
               show_default=True,
               help="The slowdown allowed: a fraction (0.05) or a percent (5%).")
-@click.option("--metric", type=click.Choice(["wall", "instructions", "device"]), default=None,
+@click.option("--metric", type=click.Choice(["wall", "instructions", "device", "kernel", "batch"]), default=None,
               help="Gate one metric (default: every metric both sides hold).")
 @click.option("--cases", "patterns", multiple=True, metavar="PATTERN",
               help="Only the cases whose id or name matches this shell pattern (repeatable).")

@@ -23,7 +23,7 @@ def sparkline(values: list[float]) -> str:
 
 @click.command("history")
 @click.argument("case")
-@click.option("--metric", type=click.Choice(["wall", "device", "instructions", "memory"]),
+@click.option("--metric", type=click.Choice(["wall", "device", "kernel", "batch", "instructions", "memory"]),
               default=None, help="One metric (default: all the case has).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines.")
 @db_option

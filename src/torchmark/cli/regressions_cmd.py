@@ -41,7 +41,7 @@ HEADER = ["case", "metric", "level", "change", "95% CI of ratio", "last good", "
               help="Only cases whose id or name matches this shell pattern (repeatable).")
 @click.option("--machine", default=None, help="A machine fingerprint or hostname.")
 @click.option("--env", default=None, help="An environment label.")
-@click.option("--metric", type=click.Choice(["wall", "device", "instructions", "memory"]),
+@click.option("--metric", type=click.Choice(["wall", "device", "kernel", "batch", "instructions", "memory"]),
               default=None, help="One metric (default: all).")
 @click.option("--fdr", "q", type=Proportion(0, 1, low_open=True, high_open=True),
               default=0.05, show_default=True,

@@ -11,17 +11,21 @@ from torchmark.compare.markdown import render_markdown
 from torchmark.compare.text import render_text
 from torchmark.timing.measurement import Measurement
 
+QUANTITIES = ("wall", "host_launch", "device", "batch", "kernel")
+
 
 def _clock_tagged(m: Measurement) -> Measurement:
-    """Device-time (and host launch-time) measurements carry their clock in their column
-    name, so a table never mixes clocks silently."""
+    """Device-, batch- and kernel-time (and host launch-time) measurements carry their
+    quantity in their column name ("[device, L2 cold]", "[kernel, L2 cold]", "[batch, L2
+    hot]", "[host launch]"), so a table never mixes quantities silently."""
     import dataclasses
 
     meta = m.metadata if isinstance(m.metadata, dict) else {}
-    clock = meta.get("clock")
-    if clock not in ("cuda_events", "host_launch"):
+    quantity = m.quantity
+    if quantity == "wall":
         return m
-    tag = f"[device, L2 {meta.get('l2')}]" if clock == "cuda_events" else "[host launch]"
+    l2 = f", L2 {meta['l2']}" if meta.get("l2") else ""  # unknown in the store's rows
+    tag = "[host launch]" if quantity == "host_launch" else f"[{quantity}{l2}]"
     description = f"{m.task_spec.description} {tag}" if m.task_spec.description else tag
     return Measurement(m.number_per_run, m.raw_times,
                        dataclasses.replace(m.task_spec, description=description), m.metadata)
@@ -40,7 +44,19 @@ class Compare:
         self._trim_significant_figures = False
         self._colorize = Colorize.NONE
         self._highlight_warnings = False
+        self._quantities: tuple[str, ...] = QUANTITIES
         self.extend_results(results)
+
+    def quantities(self, *names: str) -> None:
+        """Show only the measurements of these quantities ("wall", "host_launch",
+        "device", "batch", "kernel": Measurement.quantity), each its own column; by
+        default every one given. E.g. `quantities("kernel", "device")` puts kernel time
+        beside device time, without the host launch times."""
+        unknown = [n for n in names if n not in QUANTITIES]
+        if unknown or not names:
+            raise ValueError(f"Compare.quantities: expected some of {', '.join(QUANTITIES)}, "
+                             f"got {', '.join(map(repr, unknown or names)) or 'none'}")
+        self._quantities = tuple(names)
 
     def extend_results(self, results: Iterable[Measurement]) -> None:
         """Add more measurements: torchmark's, or torch.utils.benchmark's (copied)."""
@@ -72,7 +88,8 @@ class Compare:
         """One TableLayout per label, in order of first appearance."""
         options = Options(self._colorize, self._trim_significant_figures, self._highlight_warnings)
         groups: dict[str | None, list[Measurement]] = {}
-        for m in Measurement.merge(_clock_tagged(m) for m in self._results):
+        shown = (m for m in self._results if m.quantity in self._quantities)
+        for m in Measurement.merge(_clock_tagged(m) for m in shown):
             groups.setdefault(m.task_spec.label, []).append(m)
         return [TableLayout(group, options) for group in groups.values()]
 

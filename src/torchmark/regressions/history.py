@@ -17,7 +17,8 @@ from typing import Any
 
 from torchmark.regressions.detect import ChangePoint, Thresholds, detect, select_fdr
 
-HIGHER_IS_WORSE = {"wall": True, "device": True, "instructions": True, "memory": True}
+HIGHER_IS_WORSE = {"wall": True, "device": True, "kernel": True, "batch": True,
+                   "instructions": True, "memory": True}
 
 
 @dataclasses.dataclass(frozen=True)

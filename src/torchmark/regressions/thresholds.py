@@ -30,5 +30,7 @@ class Thresholds:
 DEFAULTS = {
     "wall": Thresholds(min_effect=0.01, noise_floor=1e-3),
     "device": Thresholds(min_effect=0.01, noise_floor=1e-3),
+    "kernel": Thresholds(min_effect=0.01, noise_floor=1e-3),
+    "batch": Thresholds(min_effect=0.01, noise_floor=1e-3),
     "instructions": Thresholds(min_effect=0.002, noise_floor=1e-4),
 }

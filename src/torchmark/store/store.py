@@ -35,6 +35,12 @@ TABLE_COLUMNS = ("run_id", "started", "case_id", "frontend", "label", "sub_label
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
 
 
+# a time metric's rows as Measurements: the metadata that gives Measurement.quantity
+_QUANTITY_METADATA: dict[str, dict[str, str] | None] = {
+    "wall": None, "device": {"clock": "cuda_events"}, "kernel": {"clock": "cupti"},
+    "batch": {"clock": "cuda_events", "mode": "batch"}}
+
+
 class StoreError(TorchmarkError):
     """The store cannot be used as asked (a newer schema, one to upgrade first)."""
 
@@ -507,13 +513,16 @@ class Store:
 
         out = []
         for row in self.results(run=run, samples=True):
-            if row["metric"] not in ("wall", "device") or not row["samples"]:
+            if row["metric"] not in _QUANTITY_METADATA or not row["samples"]:
                 continue
             spec = TaskSpec(stmt=row["stmt"], setup="pass", label=row["label"],
                             sub_label=row["sub_label"], description=row["description"],
                             env=row["run_env"], num_threads=row["threads"])
             number = int(row["number_per_run"])
-            out.append(Measurement(number, [s * number for s in row["samples"]], spec))
+            # the quantity (docs/gpu.md) kept, so Compare never merges two of one case
+            metadata = _QUANTITY_METADATA[row["metric"]]
+            out.append(Measurement(number, [s * number for s in row["samples"]], spec,
+                                   dict(metadata) if metadata else None))
         return out
 
     def info(self) -> dict[str, Any]:
