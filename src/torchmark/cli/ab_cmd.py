@@ -1,4 +1,6 @@
-"""`torchmark ab`: is the candidate faster than the baseline, and can we tell?"""
+"""`torchmark ab`: is the candidate faster than the baseline, and can we tell? Saved
+files compared case by case, or (`--python A --python B STMT`) one statement measured in
+two Python environments at once, in interleaved blocks (compare/env_ab.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,13 @@ import csv
 import io
 import json
 import math
+from typing import Any
 
 import click
 
-from torchmark.cli.params import FiniteRange, Proportion
-from torchmark.cli.store_options import db_option
+from torchmark.cli.params import FiniteRange, Proportion, check_syntax
+from torchmark.cli.store_options import COMMAND_LINE, db_option, recorder
+from torchmark.core.threads import MAX_THREADS
 
 
 def _time(seconds: float) -> str:
@@ -23,10 +27,11 @@ def _time(seconds: float) -> str:
 def _row(result) -> list[str]:
     interval = ("-" if math.isnan(result.ci_low)  # too few samples
                 else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]")
-    return [result.name, _time(result.baseline.median), _time(result.candidate.median),
-            f"{result.ratio:.3f}", interval,
-            "<0.001" if result.p_value < 0.001 else f"{result.p_value:.3f}",
-            result.describe_verdict()]
+    value = (lambda n: f"{n:.6g} instr") if result.exact else _time
+    p = ("-" if math.isnan(result.p_value)  # exact counts: no sampling to test
+         else "<0.001" if result.p_value < 0.001 else f"{result.p_value:.3f}")
+    return [result.name, value(result.baseline.median), value(result.candidate.median),
+            f"{result.ratio:.3f}", interval, p, result.describe_verdict()]
 
 
 def _split_by_env(measurements, path):
@@ -79,8 +84,10 @@ def compare_sides(sides, confidence: float, min_effect: float, seed: int):
 
 
 def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
-                  min_effect: float, markdown_table: bool = False) -> list[str]:
-    """The verdicts as a table (text or Markdown) with what was left out and the counts."""
+                  min_effect: float, markdown_table: bool = False,
+                  head: str | None = None) -> list[str]:
+    """The verdicts as a table (text or Markdown) with what was left out and the counts;
+    `head`: the first line (default: the sides' names and how the ratio is taken)."""
     from torchmark.compare.ab import SEQUENTIAL_SPREADS
     from torchmark.compare.plain_table import align, markdown
 
@@ -88,9 +95,10 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
               "verdict"]
     right = [False, True, True, True, False, True, False]
     rows = [_row(r) for r in results]
-    head = (f"baseline: {names[0]}; candidate: {names[1]}; ratio = candidate / baseline "
-            f"median, bootstrap interval; changes under {min_effect * 100:g}% count as no "
-            "change")
+    if head is None:
+        head = (f"baseline: {names[0]}; candidate: {names[1]}; ratio = candidate / "
+                f"baseline median, bootstrap interval; changes under {min_effect * 100:g}% "
+                "count as no change")
     if markdown_table:
         lines = [head, "", *markdown(header, rows, right)]
     else:
@@ -101,7 +109,7 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
                         "too few samples")}
     lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
                  "in common")
-    if any(not r.paired for r in results):
+    if any(not r.paired and not r.exact for r in results):
         lines.append(f"note: the two sides were measured at different times, so drift "
                      f"between them (another job, a warmer CPU) is not controlled: a "
                      f"change is called only beyond {SEQUENTIAL_SPREADS:g} times the two "
@@ -110,8 +118,14 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
     return lines
 
 
+# env mode only: option name -> the parameter's name
+_ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "num_threads",
+                "--min-run-time": "min_run_time", "--rounds": "rounds", "--metric": "metric",
+                "--number": "number", "--label": "label", "--no-store": "no_store"}
+
+
 @click.command("ab")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, required=True, metavar="FILES... | STMT...")
 @click.option("--confidence", type=Proportion(0.5, 1, low_open=True, high_open=True),
               default=0.95, show_default=True,
               help="Of the interval: a fraction as in Python (0.95) or a percent (95%).")
@@ -126,8 +140,35 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
                    "comparable).")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Of the bootstrap's resampling.")
+@click.option("--python", "pythons", multiple=True, metavar="PY",
+              help="Twice (baseline first): measure STMT in these two Python environments "
+                   "at once, blocks interleaved A B B A (their interpreters: a venv's "
+                   "bin/python, or a name on PATH; each needs torch).")
+@click.option("--env-label", "env_labels", multiple=True, metavar="NAME",
+              help="With --python, twice: the two environments' labels (the runs' env in "
+                   "the store) [default: from the interpreters' paths].")
+@click.option("-s", "--setup", multiple=True,
+              help="With --python: setup code, run once (repeatable; lines).")
+@click.option("-t", "--threads", "num_threads", type=click.IntRange(1, MAX_THREADS),
+              default=1, show_default=True,
+              help="With --python: torch thread count during the measurement.")
+@click.option("--min-run-time", type=FiniteRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="With --python: seconds of blocks a side (wall time).")
+@click.option("--rounds", type=click.IntRange(min=1), default=None,
+              help="With --python: blocks a side, at least [default: 10 for wall time, 2 "
+                   "for instructions].")
+@click.option("--metric", type=click.Choice(["wall", "instructions"]), default="wall",
+              show_default=True, help="With --python: wall time, or instruction counts by "
+                                      "each environment's callgrind collector.")
+@click.option("--number", type=click.IntRange(min=1), default=100, show_default=True,
+              help="With --python --metric instructions: runs a count.")
+@click.option("--label", default=None, help="With --python: the case's label.")
+@click.option("--no-store", is_flag=True,
+              help="With --python: do not record the two runs in the store "
+                   "(TORCHMARK_NO_STORE=1 does the same).")
 @db_option
-def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed, db):
+def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_labels, setup,
+           num_threads, min_run_time, rounds, metric, number, label, no_store, db):
     """Compare a baseline with a candidate, case by case: the ratio of the median times,
     its bootstrap confidence interval, a Mann-Whitney p-value and a verdict (a case needs
     at least 5 times a side).
@@ -137,7 +178,28 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed, db):
     common, also exits 1.
 
     FILES: BASELINE CANDIDATE (saved measurements or `ops` results), or one file whose
-    measurements hold two envs (`timeit --env before --save f.json`, then `--env after`)."""
+    measurements hold two envs (`timeit --env before --save f.json`, then `--env after`).
+
+    With --python PY_A --python PY_B: STMT (several arguments are joined as lines) is
+    measured in both environments at once, a worker process in each, blocks alternating
+    A B B A (so drift hits both alike), and compared as pairs; the two sides are recorded
+    in the store as two runs, env-labelled."""
+    source = click.get_current_context().get_parameter_source
+    if pythons:
+        return _environments(args, pythons, env_labels, setup, num_threads, min_run_time,
+                             rounds, metric, number, label, no_store, db, confidence,
+                             min_effect, fmt, fail_above, source)
+    given = [name for name, param in _ENV_OPTIONS.items()
+             if source(param) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        raise click.UsageError(f"{', '.join(given)}: for an A/B across environments only "
+                               "(--python PY_A --python PY_B STMT)")
+    files = [click.Path(dir_okay=False).convert(a, None, None) for a in args]
+    return _files(files, confidence, min_effect, fmt, fail_above, seed, db)
+
+
+def _files(files, confidence, min_effect, fmt, fail_above, seed, db) -> int:
+    """Saved files, case by case."""
     from torchmark.cli.measurement_files import read_measurement_files
 
     if len(files) > 2:
@@ -159,9 +221,95 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed, db):
         if not side:
             raise click.UsageError(f"{name}: holds no measurements")
     results, only_a, only_b, errors = compare_sides(sides, confidence, min_effect, seed)
+    _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
+    return _gate(results, only_a, errors, fail_above)
+
+
+def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, rounds,
+                  metric, number, label, no_store, db, confidence, min_effect, fmt,
+                  fail_above, source) -> int:
+    """One statement in two environments, interleaved (compare/env_ab.py)."""
+    from pathlib import Path
+
+    from torchmark.compare.env_ab import EnvWorkerLost, ab_environments
+
+    if len(pythons) != 2:
+        raise click.UsageError(f"give --python exactly twice (baseline first), got "
+                               f"{len(pythons)}")
+    if env_labels and len(env_labels) != 2:
+        raise click.UsageError(f"give --env-label twice (baseline first) or not at all, got "
+                               f"{len(env_labels)}")
+    files = [a for a in stmt if Path(a).is_file()]
+    if files:  # `ab before.json after.json --python ...`: saved files and environments
+        raise click.UsageError(f"with --python the arguments are the statement, but "
+                               f"{files[0]!r} is a file; compare saved files without "
+                               f"--python, or measure a statement in two environments")
+    if metric == "instructions" and \
+            source("min_run_time") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--min-run-time: for wall time; instruction counts take "
+                               "--rounds counts of --number runs a side")
+    if metric == "wall" and source("number") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--number: for --metric instructions (wall-time blocks are "
+                               "sized by --min-run-time)")
+    code = "\n".join(stmt)
+    setup_code = "\n".join(setup) or "pass"
+    check_syntax(("the statement", code), ("the setup", setup_code))
+    try:
+        r = ab_environments(pythons[0], pythons[1], code, setup_code,
+                            labels=list(env_labels) or None, metric=metric,
+                            min_run_time=min_run_time, min_blocks=rounds, number=number,
+                            num_threads=num_threads, label=label, confidence=confidence,
+                            min_effect=min_effect, command=list(COMMAND_LINE) or None)
+    except EnvWorkerLost as e:  # its output's end, then the one-line error
+        tail = e.log_tail.strip().splitlines()[-10:]
+        if tail:
+            click.echo("torchmark: the worker's output ended with:", err=True)
+            for line in tail:
+                click.echo(f"  {line}", err=True)
+        raise
+    _record(r, db, no_store)
+    names = [side.label for side in r.sides]
+    a, b = r.ab.baseline, r.ab.candidate
+    runs = (f"{a.number_per_run} runs" if a.number_per_run == b.number_per_run else
+            f"{a.number_per_run} / {b.number_per_run} runs")
+    if r.metric == "wall":
+        how = (f"{len(a.times)} blocks a side of {runs}, A B B A ...; ratio = median of the "
+               f"paired blocks' ratios, exact interval")
+    else:
+        how = (f"{len(a.times)} instruction counts a side of {runs}, A B B A ...; ratio = "
+               f"median of the paired counts' ratios, interval = their range")
+    head = (f"baseline: {names[0]}; candidate: {names[1]}; {how}; changes under "
+            f"{min_effect * 100:g}% count as no change")
+    preamble = [f"{role} {side.describe()}"
+                for role, side in zip(("A (baseline): ", "B (candidate):"), r.sides,
+                                      strict=True)]
+    extra = {"metric": r.metric, "baseline_env": names[0], "candidate_env": names[1],
+             "baseline_python": r.sides[0].python, "candidate_python": r.sides[1].python}
+    _print([r.ab], [], [], [], names, fmt, confidence, min_effect, head=head,
+           preamble=preamble, extra=extra)
+    return _gate([r.ab], [], [], fail_above)
+
+
+def _record(r, db, no_store) -> None:
+    """Each environment's results as a run of its own, labelled with its env."""
+    baseline_run = None
+    for role, side, results in zip(("baseline", "candidate"), r.sides, r.results(),
+                                   strict=True):
+        tags: dict[str, Any] = {"ab": role}
+        if baseline_run is not None:
+            tags["ab_baseline_run"] = baseline_run
+        with recorder(db, no_store, env=side.label, provenance=side.provenance,
+                      **tags) as rec:
+            rec.add(results)
+        baseline_run = baseline_run or rec.run_id
+
+
+def _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect, *,
+           head=None, preamble=(), extra=None) -> None:
+    """The verdicts in `fmt`; what was not compared on stderr for csv and jsonl."""
     if fmt == "jsonl":
         for r in results:
-            click.echo(json.dumps(r.to_dict()))
+            click.echo(json.dumps({**r.to_dict(), **(extra or {})}))
     elif fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -174,12 +322,16 @@ def ab_cmd(files, confidence, min_effect, fmt, fail_above, seed, db):
                 "p_value")), r.verdict])
         click.echo(out.getvalue(), nl=False)
     else:
-        click.echo("\n".join(verdict_lines(results, only_a, only_b, errors, names, confidence,
-                                           min_effect, markdown_table=fmt == "markdown")))
+        click.echo("\n".join([*preamble, *verdict_lines(
+            results, only_a, only_b, errors, names, confidence, min_effect,
+            markdown_table=fmt == "markdown", head=head)]))
     if fmt in ("csv", "jsonl"):  # the machine-readable output holds compared cases only
         for line in _unmatched(only_a, only_b, errors) + _few_samples_hint(results):
             click.echo(line, err=True)
 
+
+def _gate(results, only_a, errors, fail_above) -> int:
+    """--fail-above: 1 when a case is slower by more than it, or cannot be checked."""
     if fail_above is not None and not results:
         click.echo("no case was compared: nothing to check --fail-above against", err=True)
         return 1

@@ -45,13 +45,15 @@ COMMAND_LINE: list[str] = []  # set by cli.main for each command line it runs
 
 
 def recorder(db: str | None, no_store: bool, resume_run: int | None = None,
-             env: str | None = None, **tags: Any) -> Any:
+             env: str | None = None, provenance: Any = None, **tags: Any) -> Any:
     """A RunRecorder for this command line; `env`: the run's env label (a command's --env;
-    default $TORCHMARK_ENV)."""
+    default $TORCHMARK_ENV); `provenance`: the run's, when it was captured elsewhere (in
+    another Python environment: `ab --python`)."""
     from torchmark.store.recorder import RunRecorder
 
     return RunRecorder(db, enabled=not no_store, tags=tags,
-                       command=list(COMMAND_LINE) or None, resume_run=resume_run, env=env)
+                       command=list(COMMAND_LINE) or None, resume_run=resume_run, env=env,
+                       provenance=provenance)
 
 
 def resume_run_option(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,7 +11,9 @@ interval (order statistics of the ratios, as the sign test gives it) and the sig
 p-value. The verdict is "faster" or "slower" only when the interval excludes 1, the
 p-value is under 1 - confidence, and the change is at least `min_effect`; otherwise "no
 significant change". With too few samples for an interval at that confidence (under 5
-a side; under 6 pairs at 95%) the verdict is "too few samples".
+a side; under 6 pairs at 95%) the verdict is "too few samples". Instruction counts have
+no sampling noise: `counts_test` compares them exactly (the median of the per-pair ratios,
+the range of the per-pair ratios as its interval, no p-value).
 
 Both assume the samples of each side are independent draws: true for blocked_autorange's
 blocks on a quiet machine, not for a run that drifted (a machine that warmed up, a
@@ -57,6 +59,14 @@ class ABResult:
     p_value: float
     min_effect: float
     paired: bool = False  # ratios of paired samples (measure_ab), not of two medians
+    # "wall" (times in seconds), or "instructions": counts a run, compared exactly
+    # (counts_test: the interval is the range of the ratios, there is no p-value)
+    metric: str = "wall"
+
+    @property
+    def exact(self) -> bool:
+        """Deterministic samples (instruction counts): no sampling error to test."""
+        return self.metric == "instructions"
 
     @property
     def change(self) -> float:
@@ -68,8 +78,8 @@ class ABResult:
         """The smallest change an unpaired (sequential) comparison calls: drift between
         the two runs is not controlled, so a change must be far beyond their spread
         (SEQUENTIAL_SPREADS times the sum of their IQR / median). 0 for paired samples,
-        whose pairs were taken side by side."""
-        if self.paired:
+        whose pairs were taken side by side, and for exact counts."""
+        if self.paired or self.exact:
             return 0.0
         spread = sum(m.iqr / m.median if m.median > 0 else math.inf
                      for m in (self.baseline, self.candidate))
@@ -82,7 +92,7 @@ class ABResult:
         few samples"."""
         if math.isnan(self.ci_low) or math.isnan(self.ci_high):
             return "too few samples"
-        significant = self.p_value < 1 - self.confidence
+        significant = self.exact or self.p_value < 1 - self.confidence
         direction = None
         if significant and self.ci_high < 1.0 and self.change <= -self.min_effect:
             direction = "faster"
@@ -109,7 +119,8 @@ class ABResult:
         return verdict
 
     def to_dict(self) -> dict:
-        """A JSON-ready summary (medians in seconds; no interval: None)."""
+        """A JSON-ready summary (medians in seconds, or instructions a run for exact counts;
+        no interval or no p-value: None)."""
         def finite(x: float) -> float | None:
             return x if math.isfinite(x) else None
 
@@ -120,17 +131,25 @@ class ABResult:
             "candidate_samples": len(self.candidate.times),
             "ratio": finite(self.ratio), "ci_low": finite(self.ci_low),
             "ci_high": finite(self.ci_high),
-            "confidence": self.confidence, "p_value": self.p_value,
-            "min_effect": self.min_effect, "paired": self.paired, "verdict": self.verdict,
+            "confidence": self.confidence, "p_value": finite(self.p_value),
+            "min_effect": self.min_effect, "paired": self.paired, "metric": self.metric,
+            "verdict": self.verdict,
         }
 
     def estimate(self) -> str:
         """The ratio, its interval, the p-value and the verdict, on one line."""
+        if self.exact:
+            return (f"{self.ratio:.4f} [{self.ci_low:.4f}, {self.ci_high:.4f}] (their range), "
+                    f"exact: {self.describe_verdict()}")
         interval = ("no interval" if math.isnan(self.ci_low) else
                     f"[{self.ci_low:.3f}, {self.ci_high:.3f}] ({self.confidence:.0%} CI)")
         return f"{self.ratio:.3f} {interval}, p = {self.p_value:.2g}: {self.describe_verdict()}"
 
     def __str__(self) -> str:
+        if self.exact:
+            return (f"{self.name}: candidate / baseline = median ratio of "
+                    f"{len(self.baseline.times)} paired instruction counts {self.estimate()} "
+                    f"(baseline median {self.baseline.median:.6g} instructions a run)")
         unit, scale = select_unit(min(self.baseline.median, self.candidate.median))
         if self.paired:  # the figures shown are the ratio the verdict is about
             return (f"{self.name}: candidate / baseline = median ratio of "
@@ -186,6 +205,36 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
                     candidate=candidate, ratio=ratio, ci_low=low, ci_high=high,
                     confidence=confidence, p_value=mann_whitney_p(a, b),
                     min_effect=float(min_effect))
+
+
+def counts_test(baseline: Measurement, candidate: Measurement, *, min_effect: float = 0.01,
+                name: str | None = None) -> ABResult:
+    """Compare instruction counts exactly: Measurements whose `times` are counts a run,
+    count i of both sides taken at the same place of their collectors' request sequences
+    (a collector's counts of one statement can differ from one request to the next by a
+    few per cent, the same way in both environments), so compared as pairs. The ratio is
+    the median of the per-pair ratios, the interval their range: "faster" / "slower" when
+    the whole range lies below / above 1 and the ratio moved by `min_effect` or more,
+    else "no significant change"; no p-value (there is no sampling to test)."""
+    sides = []
+    for role, m in (("baseline", baseline), ("candidate", candidate)):
+        m = Measurement.coerce(m)
+        if not m.raw_times or not all(math.isfinite(t) and t > 0 for t in m.raw_times):
+            raise ValueError(f"counts_test: the {role} holds no counts, or a count that is "
+                             "not positive")
+        sides.append(m)
+    baseline, candidate = sides
+    if len(baseline.times) != len(candidate.times):
+        raise ValueError(f"counts_test: pairs need as many baseline as candidate counts, got "
+                         f"{len(baseline.times)} and {len(candidate.times)}")
+    if not (isinstance(min_effect, (int, float)) and 0 <= min_effect < 1):
+        raise ValueError(f"counts_test: min_effect must be in [0, 1), got "
+                         f"{brief_repr(min_effect)}")
+    ratios = sorted(b / a for a, b in zip(baseline.times, candidate.times, strict=True))
+    return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
+                    candidate=candidate, ratio=float(np.median(ratios)), ci_low=ratios[0],
+                    ci_high=ratios[-1], confidence=1.0, p_value=math.nan,
+                    min_effect=float(min_effect), paired=True, metric="instructions")
 
 
 def median_ratio_interval(baseline: Sequence[float] | np.ndarray,
