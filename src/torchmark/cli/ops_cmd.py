@@ -67,6 +67,12 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               help="Results go to PREFIX.jsonl (replaced; --resume FILE appends).")
 @click.option("--exec-mode", type=click.Choice(EXEC_MODES), default="discrete",
               show_default=True)
+@click.option("--metric", type=click.Choice(["time", "kernel"]), default="time",
+              show_default=True,
+              help="time: as --exec-mode times (device time with continuous_events on a "
+                   "GPU); kernel: each call's kernel time, the sum of its kernels' "
+                   "durations from the GPU's timestamps (torch.profiler; --device cuda, "
+                   "discrete mode). See docs/gpu.md.")
 @click.option("--l2-flush", is_flag=True, help="Flush the GPU's L2 before each timed call.")
 @click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays of the op.")
 @click.option("--compile", "compile_", is_flag=True, help="Time torch.compile(op).")
@@ -89,7 +95,7 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
 @resume_run_option
 @recording_options
 def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, exec_mode,
-            l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
+            metric, l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
             profile, ncu, nsys, plugins, quiet, executor, ray_address, ray_resources, retries,
             resume_run, db, no_store):
     """Benchmark operators from a config: every expanded case, one JSON line each (in
@@ -99,7 +105,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     from torchmark.ops.executor import RunOptions
     from torchmark.ops.loading import load_config
     from torchmark.ops.registry import load_plugin
-    from torchmark.ops.report import describe_config, record_notes, records_table
+    from torchmark.ops.report import describe_config, quantity_of, record_notes, records_table
     from torchmark.ops.runner import SCHEMA, run, select_cases
 
     for module in plugins:
@@ -110,13 +116,16 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     options = RunOptions(warmup=warmup, iterations=iterations, backward=backward, device=device,
                          threads=threads, exec_mode=exec_mode, l2_flush=l2_flush,
                          cuda_graph=cuda_graph, compile=compile_, resume_id=resume_id,
-                         stop_id=stop_id)
+                         stop_id=stop_id, metric=metric)
     if list_only:
         cases = select_cases(config, options)
         for case in cases:
             click.echo(f"{case.id}\t{describe_config({'build': case.build, 'input': case.input})}")
         click.echo(f"{len(cases)} cases", err=True)
         return 0
+    if metric == "kernel" and (ncu or nsys):
+        raise click.UsageError(f"--metric kernel reads CUPTI through torch.profiler, which "
+                               f"--{'ncu' if ncu else 'nsys'} holds: drop one of them")
     where = executor_from(executor, ray_address, ray_resources, retries)
     if (ncu or nsys) and where.remote:
         raise click.UsageError(f"--{'ncu' if ncu else 'nsys'} profiles this machine's "
@@ -184,7 +193,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         if started:  # stopping a bar never shown would print an empty line
             progress.stop()
     if not quiet:
-        Console().print(records_table(records))
+        Console().print(records_table(records, quantity=quantity_of(options)))
         for r in records:
             for note in record_notes(r):
                 click.echo(f"note: {r['id']}: {note}")

@@ -30,12 +30,18 @@ from torchmark.core.threads import MAX_THREADS
               help="torch CPU threads for the replay (as torch's Timer and every torchmark "
                    "command). The count is printed and recorded in the results.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option("--metric", type=click.Choice(["time", "kernel"]), default="time",
+              show_default=True,
+              help="time: each op's device time on a GPU (CUDA events), host time on the "
+                   "CPU; kernel: each op's kernel time, the sum of its kernels' durations "
+                   "from the GPU's timestamps (torch.profiler; --device cuda). See "
+                   "docs/gpu.md.")
 @click.option("--allow-unsafe-ops", is_flag=True,
               help="Also run ops with side effects (files, process-wide state), which are "
                    "refused by default: only for a trace you trust (docs/security.md).")
 @recording_options
 def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefix, threads,
-               top, allow_unsafe_ops, db, no_store):
+               top, metric, allow_unsafe_ops, db, no_store):
     """Replay the top-level aten ops of an execution TRACE and time them."""
     from torchmark.cli.output_files import prepare_output
     from torchmark.ops.results_file import SCHEMA
@@ -52,7 +58,7 @@ def replay_cmd(trace, device, warmup, iterations, subgraph, step, profile, prefi
         report = replay(trace, device=device, warmup=warmup, iterations=iterations,
                         subgraph=subgraph, step=step, threads=threads,
                         out=f"{prefix}.jsonl" if prefix else None, profile=trace_out,
-                        allow_unsafe_ops=allow_unsafe_ops)
+                        allow_unsafe_ops=allow_unsafe_ops, metric=metric)
         rec.add(from_replay_report(report))
     for line in summary_lines(report, top):
         click.echo(line)

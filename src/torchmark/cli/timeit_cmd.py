@@ -36,11 +36,27 @@ def _check_device(ctx, param, value: str) -> str:
 @click.option("--device", default="cpu", show_default=True, callback=_check_device,
               help="cuda or cuda:N: GPU time per call (CUDA events) beside the host launch "
                    "time.")
-@click.option("--l2", type=click.Choice(["cold", "hot"]), default="cold", show_default=True,
-              help="With --device cuda: flush the GPU's L2 before each call, or not.")
-@click.option("--mode", type=click.Choice(["events", "blocking", "graph"]), default="events",
-              show_default=True, help="With --device cuda: plain events, calls queued behind "
-                                      "a spin kernel, or CUDA-graph replay.")
+@click.option("--metric", type=click.Choice(["wall", "device", "kernel"]), default=None,
+              help="What to time: wall (host time; the default on cpu), device (CUDA events "
+                   "around each call; the default with --device cuda; --mode batch gives "
+                   "batch time) or kernel (the sum of the call's kernel durations, from "
+                   "the GPU's timestamps through torch.profiler; implies --device cuda). "
+                   "See docs/gpu.md.")
+@click.option("--l2", type=click.Choice(["cold", "hot"]), default=None,
+              help="With --device cuda: flush the GPU's L2 before each call, or not "
+                   "[default: cold; hot in --mode batch].")
+@click.option("--mode", type=click.Choice(["events", "blocking", "graph", "batch"]),
+              default="events", show_default=True,
+              help="With --device cuda: plain events, calls queued behind a spin kernel, "
+                   "CUDA-graph replay, or batch time (many calls back to back between one "
+                   "pair of events, behind the spin; L2 hot).")
+@click.option("--batch-calls", type=click.IntRange(min=1), default=None,
+              help="--mode batch: calls a batch [default: sized from the warm-up].")
+@click.option("--batch-graph", is_flag=True,
+              help="--mode batch: the batch captured in one CUDA graph.")
+@click.option("--minus-event-cost", is_flag=True,
+              help="--mode events or blocking: take the events' own cost off each call "
+                   "(an empty kernel timed the same way, less its kernel time).")
 @click.option("--rsd", type=FiniteRange(min=0), default=0.02, show_default=True,
               help="With --device cuda: stop at this relative standard deviation.")
 @click.option("--max-run-time", type=FiniteRange(min=0), default=5.0, show_default=True,
@@ -50,27 +66,39 @@ def _check_device(ctx, param, value: str) -> str:
                    "whether it is faster or slower (measure_ab; host time only).")
 @recording_options
 def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, description, env, save,
-               device, l2, mode, rsd, max_run_time, candidate, db, no_store):
+               device, metric, l2, mode, batch_calls, batch_graph, minus_event_cost, rsd,
+               max_run_time, candidate, db, no_store):
     """Time STMT with blocked_autorange and print the Measurement.
 
     Several STMT arguments are joined as lines, as in `python -m timeit`.
     """
+    source = click.get_current_context().get_parameter_source
+    device = _device_for(metric, device, source("device") is
+                         not click.core.ParameterSource.DEFAULT)
+    given = {name: source(name) is not click.core.ParameterSource.DEFAULT
+             for name in ("l2", "mode", "rsd", "max_run_time", "batch_calls", "batch_graph",
+                          "minus_event_cost")}
+    if metric == "kernel":
+        misplaced = [f"--{name.replace('_', '-')}" for name in ("mode", "batch_calls",
+                                                                "batch_graph",
+                                                                "minus_event_cost")
+                     if given[name]]
+        if misplaced:
+            raise click.UsageError(f"{', '.join(misplaced)}: for device time; --metric "
+                                   "kernel sums the kernels' own durations (drop them)")
     if device == "cpu":
-        source = click.get_current_context().get_parameter_source
-        gpu_only = [f"--{name.replace('_', '-')}" for name in ("l2", "mode", "rsd",
-                                                               "max_run_time")
-                    if source(name) is not click.core.ParameterSource.DEFAULT]
+        gpu_only = [f"--{name.replace('_', '-')}" for name, on in given.items() if on]
         if gpu_only:
             raise click.UsageError(f"{', '.join(gpu_only)}: for GPU time only; add "
                                    "--device cuda (or drop them)")
     if candidate is not None:
-        given = [name for name, value in (("--device", device != "cpu"), ("--save", save),
+        given_ = [name for name, value in (("--device", device != "cpu"), ("--save", save),
                                           ("--sub-label", sub_label),
                                           ("--description", description), ("--env", env))
                  if value]
-        if given:
+        if given_:
             raise click.UsageError(f"--vs times two statements on the host and prints a "
-                                   f"verdict; it does not take {', '.join(given)}")
+                                   f"verdict; it does not take {', '.join(given_)}")
     check_syntax(("the statement", "\n".join(stmt)), ("the setup", "\n".join(setup)),
                  *([("the --vs statement", candidate)] if candidate is not None else []))
     if candidate is not None:
@@ -92,24 +120,48 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     if save and Path(save).exists() and Path(save).stat().st_size:  # empty: a new file
         load_measurements(save)  # a file it cannot append to fails now, not after measuring
     with recorder(db, no_store, env=env) as rec:  # --env labels the run as TORCHMARK_ENV
-        _time(timer, rec, save, device, l2, mode, rsd, min_run_time, max_run_time)
+        gpu = {"l2": l2, "mode": mode, "batch_calls": batch_calls, "batch_graph": batch_graph,
+               "subtract_event_overhead": minus_event_cost}
+        _time(timer, rec, save, device, metric, gpu, rsd, min_run_time, max_run_time)
 
 
-def _time(timer, rec, save, device, l2, mode, rsd, min_run_time, max_run_time) -> None:
+def _device_for(metric: str | None, device: str, device_given: bool) -> str:
+    """The device a --metric times on: device and kernel time on cuda (the default
+    --device when not given), wall time on the host."""
+    if metric in ("device", "kernel") and device == "cpu":
+        if device_given:
+            raise click.UsageError(f"--metric {metric} times a CUDA device, not --device cpu")
+        return "cuda"
+    if metric == "wall" and device != "cpu":
+        raise click.UsageError(f"--metric wall times the host; --device {device} gives "
+                               "device time (drop one of them)")
+    return device
+
+
+def _time(timer, rec, save, device, metric, gpu, rsd, min_run_time, max_run_time) -> None:
     """Measure, print, record in the store and save (--save)."""
     if device != "cpu":
         import torch
 
         if not torch.cuda.is_available():
-            raise click.UsageError(f"--device {device}: there is no CUDA device here "
-                                   "(torch.cuda.is_available() is False); drop --device "
-                                   "to time on the host")
-        m = _measure(lambda: timer.device_time(l2=l2, mode=mode, rsd=rsd,
-                                               min_run_time=min_run_time,
-                                               max_run_time=max_run_time,
-                                               device=None if device == "cuda" else device),
-                     {"the statement": timer})
-        results = [m, m.host_measurement()]
+            what = f"--metric {metric}" if metric in ("device", "kernel") else \
+                f"--device {device}"
+            raise click.UsageError(f"{what}: there is no CUDA device here "
+                                   "(torch.cuda.is_available() is False); drop it to time "
+                                   "on the host")
+        where = None if device == "cuda" else device
+        if metric == "kernel":
+            m = _measure(lambda: timer.kernel_time(l2=gpu["l2"] or "cold", rsd=rsd,
+                                                   min_run_time=min_run_time,
+                                                   max_run_time=max_run_time, device=where),
+                         {"the statement": timer})
+            results = [m]
+        else:
+            m = _measure(lambda: timer.device_time(rsd=rsd, min_run_time=min_run_time,
+                                                   max_run_time=max_run_time, device=where,
+                                                   **gpu),
+                         {"the statement": timer})
+            results = [m, m.host_measurement()]
     else:
         blocks: list[tuple[int, float]] = []
         try:

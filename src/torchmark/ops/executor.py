@@ -6,6 +6,9 @@ Modes: `discrete` times each call alone (host clock, device synchronized around 
 spin kernel (so the events time the kernels, not the CPU's launch gaps), synchronizing
 once at the end: the GPU sampler's (timing/gpu_sampler.py) pass, stopped at a
 FixedCount.
+With `metric="kernel"` (a CUDA device), each call's kernel time instead: the sum of its
+kernels' durations from the GPU's timestamps (timing/kernel_time.py), the calls run in
+profiled passes, each in its range, the flush and the resets outside it.
 With `backward`, each iteration runs the forward untimed, makes the gradient (ones)
 outside the timed region, and times the backward pass alone. Times are in seconds.
 """
@@ -32,6 +35,7 @@ from torchmark.timing.gpu_sampler import (
 from torchmark.timing.stopping import FixedCount
 
 EXEC_MODES = ("discrete", "continuous", "continuous_events")
+METRICS = ("time", "kernel")  # time: by the exec mode; kernel: kernel time (CUDA)
 PROFILER_RANGE_ENV = "TORCHMARK_PROFILER_RANGE"  # "1": timed calls in a cudaProfiler range
 _NO_RANGE = contextlib.nullcontext()
 
@@ -49,6 +53,7 @@ class RunOptions:
     compile: bool = False
     resume_id: str | None = None
     stop_id: str | None = None
+    metric: str = "time"
 
     def validate(self) -> None:
         """Clear errors for impossible combinations, before anything runs."""
@@ -65,6 +70,21 @@ class RunOptions:
                                          not 1 <= self.threads <= MAX_THREADS):
             raise ValueError(f"threads must be an int in 1..{MAX_THREADS}, got "
                              f"{self.threads!r}")
+        if self.metric not in METRICS:
+            raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {self.metric!r}")
+        if self.metric == "kernel":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ValueError("--metric kernel: there is no CUDA device here "
+                                 "(torch.cuda.is_available() is False); kernel time is read "
+                                 "from the GPU's own timestamps")
+            if not self.device.startswith("cuda"):
+                raise ValueError("--metric kernel reads the GPU's kernel timestamps: add "
+                                 "--device cuda")
+            if self.exec_mode != "discrete":
+                raise ValueError(f"--metric kernel times each call's kernels, whatever the "
+                                 f"exec mode: drop --exec-mode {self.exec_mode}")
         kind, _, index = self.device.partition(":")
         if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
             raise ValueError(f"device must be cpu, cuda or cuda:N, got {self.device!r}")
@@ -140,6 +160,8 @@ class _Clock:
         # timed calls, not the warm-up, the flushes or the graph captures
         self.profiled_range = self.cuda and os.environ.get(PROFILER_RANGE_ENV) == "1"
         self.sampler: GpuSampler | None = None
+        self.kernel = self.cuda and options.metric == "kernel"
+        self.kernels: list[dict[str, Any]] = []  # the last kernel-timed calls' kernels
         if self.cuda and self.mode == "continuous_events":
             # not blocking under ncu, which serializes the kernels it profiles: no spin
             # could cover them, and ncu's own times are the figures there
@@ -212,6 +234,8 @@ class _Clock:
             return [elapsed / n], out
         if self.sampler is not None:
             return self._sample(self.sampler, call, n, before, reset)
+        if self.kernel:
+            return self._kernel_times(call, n, before, reset)
         times = []
         for _ in range(n):
             arg = before() if before else None
@@ -247,6 +271,51 @@ class _Clock:
         sampled = sampler.sample(FixedCount(n), queue)
         self.uncovered = sampler.uncovered()
         return sampled.times, out
+
+
+    def _kernel_times(self, call: Callable[..., Any], n: int,
+                      before: Callable[[], Any] | None,
+                      reset: Callable[[], None]) -> tuple[list[float], Any]:
+        """--metric kernel: each of n calls' kernel seconds, in profiled passes (the
+        first, the profiler's own start, run and thrown away); `before`, the reset and
+        the flush run between calls, outside their ranges."""
+        from torchmark.timing.kernel_time import (
+            MAX_PASS_CALLS,
+            MIN_PASS_CALLS,
+            NO_ACTIVITY,
+            KernelTally,
+            profiled_pass,
+            saw_the_device,
+        )
+
+        torch = self.torch
+        pending: list[Any] = []
+        out: list[Any] = [None]
+
+        def between() -> None:
+            arg = before() if before else None
+            reset()
+            self.flush()
+            pending.append(arg)
+
+        def timed() -> None:
+            arg = pending.pop()
+            out[0] = call(arg) if before else call()
+
+        first = profiled_pass(torch, timed, min(n, MIN_PASS_CALLS), between, self.sync,
+                              sentinel=lambda: torch.cuda._sleep(1000))
+        if not saw_the_device(first):
+            raise RuntimeError(f"--metric kernel: {NO_ACTIVITY}")
+        times: list[float] = []
+        tally = KernelTally()
+        while len(times) < n:
+            result = profiled_pass(torch, timed, min(n - len(times), MAX_PASS_CALLS),
+                                   between, self.sync)
+            tally.add(result.calls)
+            times += [c.seconds for c in result.calls]
+        self.kernels = [{"name": k.name, "per_call": k.per_call, "share": round(k.share, 4)}
+                        for k in tally.shares(limit=5)]
+        return times, out[0]
 
 
 def _grad_output(out: Any):
@@ -396,7 +465,8 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
             return replay()
     times, out = clock.time_calls(timed, options.iterations, reset=reset)
     metrics = {"forward": {**summarize(times, options.iterations), "memory": memory.result(),
-                           **notes(times, options.warmup, clock.gaps_note())}}
+                           **notes(times, options.warmup, clock.gaps_note()),
+                           **_kernels(clock)}}
     if inputs is not None and inputs.saved:  # continuous mode cannot put them back
         metrics["forward"]["inputs_restored"] = options.exec_mode != "continuous"
     if options.cuda_graph:
@@ -432,4 +502,9 @@ def _measure_backward(forward: Callable[[], Any], options: RunOptions,
     times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
                                 options.iterations, before=make_graph)
     return {**summarize(times, options.iterations), "memory": memory.result(),
-            **notes(times, options.warmup, clock.gaps_note())}
+            **notes(times, options.warmup, clock.gaps_note()), **_kernels(clock)}
+
+
+def _kernels(clock: _Clock) -> dict[str, Any]:
+    """{"kernels": [...]}: with --metric kernel, the timed calls' kernels by share."""
+    return {"kernels": clock.kernels} if clock.kernel else {}

@@ -74,9 +74,25 @@ def record_notes(record: dict[str, Any]) -> list[str]:
 _STATUS_WIDTH = 40  # a failure's first line, cut; the whole message is in the results
 
 
-def records_table(records: list[dict[str, Any]], title: str = "operator benchmarks"):
-    """A rich Table: op, config, median forward (and backward) time, throughput (in one
-    unit per op: what most of its cases are bound by), status."""
+def quantity_of(options: Any) -> str:
+    """What an ops or replay run's times are (docs/gpu.md), for column headers: kernel
+    time (--metric kernel), device time (CUDA events: continuous_events on a GPU, or the
+    replay's per-op events), host time otherwise (the clock around synchronized calls)."""
+    metric = getattr(options, "metric", None) or "time"
+    device = str(getattr(options, "device", "cpu"))
+    if metric == "kernel":
+        return "kernel time"
+    if device.startswith("cuda") and getattr(options, "exec_mode", "continuous_events") \
+            == "continuous_events":
+        return "device time"
+    return "host time"
+
+
+def records_table(records: list[dict[str, Any]], title: str = "operator benchmarks",
+                  quantity: str | None = None):
+    """A rich Table: op, config, median forward (and backward) time (`quantity` named in
+    the headers: "kernel time", ...), throughput (in one unit per op: what most of its
+    cases are bound by), status."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -87,8 +103,10 @@ def records_table(records: list[dict[str, Any]], title: str = "operator benchmar
             bound.setdefault(r["op"], []).append(_compute_bound(amount))
     flops = {op: 2 * sum(votes) >= len(votes) for op, votes in bound.items()}
     table = Table(title=title)
-    for name, justify in (("op", "left"), ("config", "left"), ("forward", "right"),
-                          ("backward", "right"), ("throughput", "right"), ("status", "left")):
+    suffix = f" ({quantity})" if quantity else ""
+    for name, justify in (("op", "left"), ("config", "left"), ("forward" + suffix, "right"),
+                          ("backward" + suffix, "right"), ("throughput", "right"),
+                          ("status", "left")):
         table.add_column(name, justify=justify,  # type: ignore[arg-type]
                          overflow="fold" if name in ("op", "config") else "ellipsis")
     for r in records:

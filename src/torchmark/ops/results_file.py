@@ -41,7 +41,9 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
     case = Case(id=str(record["id"]), frontend=frontend, stmt=str(record.get("op", "")),
                 threads=threads, device=device,
                 params={"config": config} if config else {})
-    metric = "device" if device.startswith("cuda") else "wall"  # CUDA runs time events
+    # CUDA runs time events, or with --metric kernel their kernels (docs/gpu.md)
+    metric = "kernel" if options.get("metric") == "kernel" else \
+        "device" if device.startswith("cuda") else "wall"
     if provenance is None and isinstance(record.get("provenance"), Mapping):
         provenance = Provenance.from_dict(record["provenance"])
     rest = copy.deepcopy(dict(record))

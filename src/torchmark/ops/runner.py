@@ -61,7 +61,7 @@ def select_cases(config: BenchmarkConfig, options: RunOptions,
 
 # Options that change what a measurement means: a file is resumed only with the same ones.
 _MEASUREMENT_OPTIONS = ("warmup", "iterations", "backward", "device", "threads", "exec_mode",
-                        "l2_flush", "cuda_graph", "compile")
+                        "l2_flush", "cuda_graph", "compile", "metric")
 
 
 def _jsonable(value: Any) -> Any:

@@ -18,8 +18,9 @@ def from_replay_report(report: Any, *,
     why it was skipped or refused."""
     from torchmark.replay.session import op_record
 
-    header = {"source": "replay", "run_options": {"device": report.device,
-                                                   "threads": report.threads}}
+    header = {"source": "replay", "run_options": {
+        "device": report.device, "threads": report.threads,
+        "metric": getattr(report, "metric", "time")}}
     return [r for op in report.ops
             for r in from_ops_record(op_record(op), header, provenance=provenance)]
 

@@ -77,13 +77,18 @@ class Replayer:
 
     def __init__(self, trace: ExecutionTrace, device: str = "cpu", *,
                  subgraph: str | None = None, step: int | None = None, seed: int = 0,
-                 allow_unsafe_ops: bool = False) -> None:
+                 allow_unsafe_ops: bool = False, metric: str = "time") -> None:
         import torch
 
+        if metric not in ("time", "kernel"):
+            raise ValueError(f"metric must be 'time' or 'kernel', got {metric!r}")
+        # "kernel": each op's kernel time (its kernels' durations summed, CUPTI)
+        self.metric = metric
         self.torch = torch
         self.trace, self.device = trace, torch.device(device)
         self.factory, self.seed = TensorFactory(device, seed), seed
         self.ops = [ReplayedOp(n, _display_name(n)) for n in trace.top_level_ops(subgraph, step)]
+        self._index = {id(rop): i for i, rop in enumerate(self.ops)}
         self.allow_unsafe_ops = allow_unsafe_ops
         # on a GPU: the timed iterations' sampler, one SpinCover a chunk of SPIN_CHUNK ops
         self._sampler: GpuSampler | None = None
@@ -234,7 +239,8 @@ class Replayer:
     def replayed(self) -> list[ReplayedOp]:
         return [r for r in self.ops if r.status == "replayed"]
 
-    def run_once(self, per_op: Callable[[ReplayedOp, float], None] | None = None) -> None:
+    def run_once(self, per_op: Callable[[ReplayedOp, float], None] | None = None,
+                 within: Callable[[int], Any] | None = None) -> None:
         """One iteration: every replayed op, outputs feeding later ops. With `per_op`,
         each op is timed (host clock; CUDA events on a GPU) and reported to it. An op
         that fails here is skipped from then on, with its reason.
@@ -245,7 +251,10 @@ class Replayer:
         synchronization at the end: each op's time is its kernels', not the gap the CPU
         leaves while launching it. Chunks keep the queue short (a few hundred launches,
         where it holds about a thousand); a chunk whose ops synchronize with the host
-        cannot be covered, and `spin_note()` says so."""
+        cannot be covered, and `spin_note()` says so.
+
+        `within(i)` (a context manager; kernel time's profiler range) wraps the call of
+        the i-th op of `ops`, untimed."""
         torch = self.torch
         env: dict[tuple[int, int], Any] = {}
         cuda = self.device.type == "cuda"
@@ -264,7 +273,10 @@ class Replayer:
                         pending.append(rop)
                     else:
                         args = self._fill(rop.args, rop, env) if rop.refs else rop.args
-                        if per_op is None:
+                        if within is not None:
+                            with within(self._index[id(rop)]):
+                                out = call(*args, **rop.kwargs)
+                        elif per_op is None:
                             out = call(*args, **rop.kwargs)
                         else:
                             t0 = clocks.timer()
@@ -338,9 +350,41 @@ class Replayer:
             warm_up(run, warmup)
         for rop in self.replayed:
             rop.times = []
+        if self.metric == "kernel":
+            self._kernel_iterations(iterations)
+            return
         for _ in range(iterations):
             self.reset()
             self.run_once(lambda rop, seconds: rop.times.append(seconds))
+
+    def _kernel_iterations(self, iterations: int) -> None:
+        """Kernel time: each iteration under the profiler, each op in its range; an op's
+        sample is the sum of its kernels' durations (0 for an op that launches none).
+        A first profiled iteration (the profiler's own start) is thrown away."""
+        from torchmark.timing.kernel_time import NO_ACTIVITY, profile_ranges, saw_the_device
+
+        torch = self.torch
+
+        def sync() -> None:
+            torch.cuda.synchronize(self.device)
+
+        def iteration(sentinel: bool) -> Any:
+            self.reset()
+
+            def body(in_range: Callable[[int], Any]) -> None:
+                if sentinel:
+                    torch.cuda._sleep(1000)
+                self.run_once(within=in_range)
+            with torch.cuda.device(self.device):
+                return profile_ranges(body, sync)
+
+        if not saw_the_device(iteration(sentinel=True)):
+            raise RuntimeError(f"replay --metric kernel: {NO_ACTIVITY}")
+        for _ in range(iterations):
+            for call in iteration(sentinel=False).calls:
+                rop = self.ops[call.index]
+                if rop.status == "replayed":
+                    rop.times.append(call.seconds)
 
     def time_iterations(self, iterations: int) -> Measurement:
         """Whole iterations, each timed with torchmark's clock (device synchronized on a

@@ -28,6 +28,14 @@ class ReplayReport:
     # why `time_weighted` is None
     time_weighted_unknown: str = "no op durations beside the trace"
     threads: int | None = None  # torch's CPU threads during the replay
+    metric: str = "time"  # "kernel": the ops' kernel times (docs/gpu.md)
+
+    @property
+    def quantity(self) -> str:
+        """What the ops' times are: kernel time, device time (CUDA events, on a GPU)
+        or host time."""
+        return "kernel time" if self.metric == "kernel" else \
+            "device time" if self.device.startswith("cuda") else "host time"
 
     def __str__(self) -> str:
         return "\n".join(summary_lines(self))
@@ -138,13 +146,23 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
            iterations: int = 10, subgraph: str | None = None, step: int | None = None,
            threads: int | None = 1, out: str | os.PathLike | None = None,
            profile: str | os.PathLike | None = None,
-           allow_unsafe_ops: bool = False) -> ReplayReport:
+           allow_unsafe_ops: bool = False, metric: str = "time") -> ReplayReport:
     """Replay a trace's top-level operators and time them; see ReplayReport. `threads`
     sets torch's CPU threads for the replay (default 1, as torch's Timer; None: torch's
     own count). Ops with side
-    effects (files, process-wide state) are refused unless `allow_unsafe_ops`."""
+    effects (files, process-wide state) are refused unless `allow_unsafe_ops`.
+    `metric="kernel"` (a CUDA device): each op's kernel time, the sum of its kernels'
+    durations from the GPU's timestamps, instead of its device time (docs/gpu.md)."""
     import torch
 
+    if metric not in ("time", "kernel"):
+        raise ValueError(f"metric must be 'time' or 'kernel', got {brief_repr(metric)}")
+    if metric == "kernel" and not torch.cuda.is_available():
+        raise ValueError("--metric kernel: there is no CUDA device here "
+                         "(torch.cuda.is_available() is False); kernel time is read from "
+                         "the GPU's own timestamps")
+    if metric == "kernel" and not device.startswith("cuda"):
+        raise ValueError("--metric kernel reads the GPU's kernel timestamps: add --device cuda")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"--device {device}: CUDA is not available on this machine")
     if device.split(":")[0] not in ("cpu", "cuda"):
@@ -156,7 +174,7 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
     lock = ResultsLock(out, "replay results file").acquire() if out is not None else None
     try:
         return _replay(path, device, warmup, iterations, subgraph, step, threads, out,
-                       profile, allow_unsafe_ops, lock)
+                       profile, allow_unsafe_ops, lock, metric)
     finally:
         if lock is not None:
             lock.release()
@@ -165,12 +183,13 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
 def _replay(path: str | os.PathLike, device: str, warmup: int, iterations: int,
             subgraph: str | None, step: int | None, threads: int | None,
             out: str | os.PathLike | None, profile: str | os.PathLike | None,
-            allow_unsafe_ops: bool, lock: ResultsLock | None) -> ReplayReport:
+            allow_unsafe_ops: bool, lock: ResultsLock | None,
+            metric: str = "time") -> ReplayReport:
     import torch
 
     trace = load_trace(path)
     replayer = Replayer(trace, device, subgraph=subgraph, step=step,
-                        allow_unsafe_ops=allow_unsafe_ops)
+                        allow_unsafe_ops=allow_unsafe_ops, metric=metric)
     if not replayer.ops:
         scope = f" under {brief_repr(subgraph)}" if subgraph else \
             f" under ProfilerStep#{step}" if step is not None else ""
@@ -185,7 +204,7 @@ def _replay(path: str | os.PathLike, device: str, warmup: int, iterations: int,
     weighted = _time_weighted(replayer.ops, durations)
     report = ReplayReport(str(path), device, replayer.ops, iteration, weighted, notes,
                           "" if weighted is not None else _unknown_because(timing, durations),
-                          threads=used_threads)
+                          threads=used_threads, metric=metric)
     if out is not None:
         writer = OpsResultsWriter(out, {"source": "replay", "trace": str(path),
                                         "trace_schema": trace.schema,
@@ -193,7 +212,8 @@ def _replay(path: str | os.PathLike, device: str, warmup: int, iterations: int,
                                         "run_options": {"device": device, "warmup": warmup,
                                                         "iterations": iterations,
                                                         "subgraph": subgraph, "step": step,
-                                                        "threads": threads},
+                                                        "threads": threads,
+                                                        "metric": metric},
                                         "threads": used_threads,  # as ops records it
                                         "system": system_info()}, resume=False, lock=lock)
         for op in replayer.ops:
@@ -246,7 +266,7 @@ def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
         lines.append(f"iteration: median {format_seconds(report.iteration.median)} "
                      f"({len(report.iteration.times)} iterations)")
     total = sum(median_or_none(op.times) or 0 for op in report.replayed) or 1.0
-    lines.append(f"top {min(top, len(report.replayed))} ops by time:")
+    lines.append(f"top {min(top, len(report.replayed))} ops by {report.quantity}:")
     for op in report.top(top):
         median = median_or_none(op.times) or 0
         mark = " *" if op.output_mismatch else ""

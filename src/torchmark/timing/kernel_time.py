@@ -251,28 +251,57 @@ class KernelTimeOptions:
             raise UsageError(f"kernel time: calls_per_pass must be a positive int, got {n!r}")
 
 
-def profiled_pass(torch: Any, call: Callable[[], Any], calls: int,
-                  flush: Callable[[], None], sync: Callable[[], None],
-                  sentinel: Callable[[], None] | None = None) -> Attribution:
-    """`calls` calls under the profiler (CUDA and CPU activities), each in its range, the
-    flush before each outside it; the trace reduced to each call's kernels, then
-    dropped. `sentinel` runs first, outside every range (a kernel that shows whether the
-    profiler records the device at all)."""
-    from torch.profiler import ProfilerActivity, profile, record_function
+def call_range(index: int) -> Any:
+    """The profiler range of call `index` (a context manager)."""
+    from torch.profiler import record_function
+
+    return record_function(f"{CALL_RANGE}{index}")
+
+
+def profile_ranges(body: Callable[[Callable[[int], Any]], Any],
+                   sync: Callable[[], None]) -> Attribution:
+    """`body(call_range)` under the profiler (CUDA and CPU activities), the device
+    synchronized before and at the end; `body` runs each call inside `call_range(i)`.
+    The trace is reduced to each call's kernels, then dropped."""
+    from torch.profiler import ProfilerActivity, profile
 
     from torchmark.profiler_logs import quietly_entered
 
     sync()
     manager = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     with quietly_entered(manager) as prof:
+        body(call_range)
+        sync()
+    return attribute(trace_events(prof.profiler.kineto_results.events()))
+
+
+def profiled_pass(torch: Any, call: Callable[[], Any], calls: int,
+                  flush: Callable[[], None], sync: Callable[[], None],
+                  sentinel: Callable[[], None] | None = None) -> Attribution:
+    """`calls` calls under the profiler, each in its range, the flush before each
+    outside it (see profile_ranges). `sentinel` runs first, outside every range (a
+    kernel that shows whether the profiler records the device at all)."""
+
+    def body(in_range: Callable[[int], Any]) -> None:
         if sentinel is not None:
             sentinel()
         for i in range(calls):
             flush()
-            with record_function(f"{CALL_RANGE}{i}"):
+            with in_range(i):
                 call()
-        sync()
-    return attribute(trace_events(prof.profiler.kineto_results.events()))
+    return profile_ranges(body, sync)
+
+
+def saw_the_device(attribution: Attribution) -> bool:
+    """Whether a profiled pass recorded any device activity (kernels, copies, anywhere):
+    False when CUPTI is not delivering (held by another profiler, not permitted)."""
+    return bool(attribution.outside or attribution.unplaced or
+                any(c.kernels or c.copies_s for c in attribution.calls))
+
+
+NO_ACTIVITY = ("the profiler recorded no CUDA activity, not even a kernel launched to "
+               "check it (is CUPTI available to this process? another profiler running, "
+               "such as ncu or nsys?)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,11 +352,8 @@ def _measure(torch: Any, call: Callable[[], Any], options: KernelTimeOptions,
     # may differ: it is run, checked and thrown away.
     first = profiled_pass(torch, call, min(n, MIN_PASS_CALLS), sampler.flush, sampler.sync,
                           sentinel=lambda: torch.cuda._sleep(1000))
-    if not (first.outside or first.unplaced or any(c.kernels or c.copies_s
-                                                    for c in first.calls)):
-        raise RuntimeError("kernel time: the profiler recorded no CUDA activity, not even a "
-                           "kernel launched to check it (is CUPTI available to this "
-                           "process? another profiler running?)")
+    if not saw_the_device(first):
+        raise RuntimeError(f"kernel time: {NO_ACTIVITY}")
     tally = KernelTally()
     passes = [0]
     unplaced = [0]

@@ -335,7 +335,7 @@ class Measurement:
             lines = [f"  Device time (CUDA events; L2 {report.l2}, {report.mode} mode); "
                      f"stopped by {rule}: {reason}"]
         if report.event_overhead is not None:
-            unit, scale = select_unit(report.event_overhead or 1e-6)
+            unit, scale = select_unit(self.median or report.event_overhead)  # the median's
             lines.append(f"  Event cost subtracted: {report.event_overhead / scale:.2f} {unit} "
                          "a call (an empty kernel's device time less its kernel time)")
         host = sorted(report.host_times)
