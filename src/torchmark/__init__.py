@@ -15,6 +15,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "ABResult": "torchmark.compare.ab",
     "ab_test": "torchmark.compare.ab",
+    "ab_environments": "torchmark.compare.env_ab",
+    "EnvABResult": "torchmark.compare.env_ab",
     "CallgrindStats": "torchmark.callgrind.stats",
     "CopyIfCallgrind": "torchmark.callgrind.globals_bridge",
     "FunctionCount": "torchmark.callgrind.function_counts",

@@ -181,7 +181,7 @@ class EnvWorker:
                     python, "-m", "torchmark.compare.env_worker", "--requests",
                     str(requests), "--responses", str(responses)],
                 log=folder / f"{role}.log", shutdown=Stop(),
-                env=dict(os.environ, PYTHONPATH=path), name=f"worker of env {role}")
+                env=dict(os.environ, PYTHONPATH=path), name="worker")
         except OSError as e:
             raise UsageError(f"{self.name}: cannot start it ({e.strerror or e})") from None
 

@@ -1,0 +1,238 @@
+"""A/B across Python environments (`ab_environments`, `torchmark ab --python A --python
+B`): real second environments, each a throw-away venv whose site-packages point at this
+one's (so torch imports there) and hold its own `abmod` module."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from torchmark.cli.main import main
+from torchmark.compare.ab import counts_test
+from torchmark.compare.env_ab import ab_environments, default_labels
+from torchmark.core.task_spec import TaskSpec
+from torchmark.store.store import Store
+from torchmark.timing.measurement import Measurement
+
+from conftest import requires_valgrind
+
+STMT, SETUP = "abmod.f()", "import abmod"
+WORK = "def f():\n    return sum(range({n}))\n"
+# gives up (exit status 3, a line on stderr) once the estimates are over: mid-run
+CRASHING = """import os, sys
+calls = 0
+def f():
+    global calls
+    calls += 1
+    if calls > 30000:
+        sys.stderr.write("abmod: giving up after 30000 calls\\n")
+        sys.stderr.flush()
+        os._exit(3)
+    return sum(range(1000))
+"""
+
+
+def make_env(folder: Path, module: str | None, torch: bool = True) -> str:
+    """A venv without pip at `folder` (its python returned): this interpreter's
+    site-packages on its path (through a .pth) unless not `torch`, and `abmod.py`
+    holding `module`."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    site = next((folder / "lib").glob("python*/site-packages"))
+    if torch:
+        (site / "parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    if module is not None:
+        (site / "abmod.py").write_text(module)
+    return str(folder / "bin" / "python")
+
+
+@pytest.fixture(scope="module")
+def envs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("envs")
+    return {"fast": make_env(root / "fast", WORK.format(n=1000)),
+            "same": make_env(root / "same", WORK.format(n=1000)),
+            "slow": make_env(root / "slow", WORK.format(n=3000)),
+            "crashing": make_env(root / "crashing", CRASHING),
+            "notorch": make_env(root / "notorch", None, torch=False)}
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_big_slowdown_reads_slower_and_both_sides_are_recorded(capsys, envs, tmp_path):
+    db = tmp_path / "store.db"
+    code, out, err = run(capsys, "ab", "--python", envs["fast"], "--python", envs["slow"],
+                         STMT, "-s", SETUP, "--min-run-time", "0.2", "--db", str(db))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith(f"A (baseline):  fast: {envs['fast']} (CPython ")
+    assert ", torch 2." in lines[0]
+    assert lines[1].startswith(f"B (candidate): slow: {envs['slow']} (CPython ")
+    assert lines[2].startswith("baseline: fast; candidate: slow; ")
+    row = next(line for line in lines if line.startswith(STMT))
+    assert "slower by" in row, out
+    ratio = float(row.split()[5])
+    assert 2 < ratio < 4.5, row  # 3x the work, and the call's own cost
+    store = Store(f"sqlite:///{db}")
+    try:
+        runs = {r["env"]: r for r in store.runs()}
+        assert set(runs) == {"fast", "slow"}
+        assert runs["slow"]["tags"] == {"ab": "candidate",
+                                        "ab_baseline_run": runs["fast"]["id"]}
+        assert runs["fast"]["machine"] == runs["slow"]["machine"]
+        results = {r["run_env"]: r for r in store.results(samples=True)}
+        assert results["fast"]["case_id"] == results["slow"]["case_id"]  # one case, 2 envs
+        assert len(results["fast"]["samples"]) == len(results["slow"]["samples"]) >= 10
+        assert results["slow"]["median"] / results["fast"]["median"] == \
+            pytest.approx(ratio, rel=0.15)
+        assert results["fast"]["torch_version"] and results["fast"]["metric"] == "wall"
+    finally:
+        store.close()
+
+
+def test_identical_environments_read_no_change_in_abba_order(envs):
+    sides: list[int] = []
+    r = ab_environments(envs["fast"], envs["same"], STMT, SETUP, min_run_time=0.2,
+                        min_effect=0.05, callback=lambda side, n, s: sides.append(side))
+    assert r.verdict == "no significant change", str(r)
+    assert r.ab.paired and 0.95 < r.ratio < 1.05
+    a, b = r.ab.baseline, r.ab.candidate
+    assert a.number_per_run == b.number_per_run  # one cost: one count a block
+    assert len(a.times) == len(b.times) >= 10 and sum(a.raw_times) >= 0.2
+    assert sides[:8] == [0, 1, 1, 0, 0, 1, 1, 0] and len(sides) == 2 * len(a.times)
+    assert [s.label for s in r.sides] == ["fast", "same"]
+    assert a.task_spec.env == "fast" and b.task_spec.env == "same"
+    (ra,), (rb,) = r.results()
+    assert ra.provenance.env == "fast" and rb.provenance.env == "same"
+    assert ra.case.id == rb.case.id and list(ra.samples) == list(a.times)
+
+
+@requires_valgrind
+@pytest.mark.valgrind
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="no C compiler for the client-request helper")
+def test_instruction_counts_come_from_each_environment_and_compare_exactly(capsys, envs,
+                                                                          tmp_path):
+    db = tmp_path / "store.db"
+    code, out, err = run(capsys, "ab", "--python", envs["fast"], "--python", envs["slow"],
+                         STMT, "-s", SETUP, "--metric", "instructions", "--number", "10",
+                         "--format", "jsonl", "--db", str(db), "--fail-above", "50")
+    assert code == 1, err  # slower by far more than 50%
+    row = json.loads(out)
+    assert row["verdict"] == "slower" and row["metric"] == "instructions"
+    assert row["p_value"] is None and row["baseline_samples"] == 2
+    assert 2.5 < row["ratio"] < 3.5 and row["ci_low"] > 2.5
+    assert row["baseline_env"] == "fast" and row["candidate_env"] == "slow"
+    assert "significantly slower by more than 50%" in err
+    store = Store(f"sqlite:///{db}")
+    try:
+        results = {r["run_env"]: r for r in store.results(samples=True)}
+        assert set(results) == {"fast", "slow"}
+        assert results["fast"]["metric"] == "instructions"
+        assert results["slow"]["median"] > 2.5 * results["fast"]["median"]
+    finally:
+        store.close()
+
+
+def test_exact_counts_verdicts():
+    spec = TaskSpec(stmt="f()", setup="pass")
+
+    def counts(*values):
+        return Measurement(10, [v * 10 for v in values], spec)
+
+    same = counts_test(counts(100, 104), counts(100.2, 104.1))
+    assert same.verdict == "no significant change" and same.exact and same.paired
+    slower = counts_test(counts(100, 104), counts(103, 107.2))
+    assert slower.verdict == "slower" and slower.ratio == pytest.approx(1.0302, abs=1e-3)
+    assert "exact: slower by 3.0%" in str(slower)
+    # pairs that disagree on the direction: no verdict, whatever their median says
+    mixed = counts_test(counts(100, 100, 100), counts(90, 110, 112))
+    assert mixed.ci_low < 1 < mixed.ci_high and mixed.verdict == "no significant change"
+    assert json.loads(json.dumps(slower.to_dict(), allow_nan=False))["p_value"] is None
+    with pytest.raises(ValueError, match="as many baseline as candidate"):
+        counts_test(counts(1, 2), counts(1))
+
+
+def test_bad_interpreters_exit_2_with_one_line_naming_them(capsys, envs, tmp_path):
+    missing = str(tmp_path / "nowhere" / "python")
+    code, out, err = run(capsys, "ab", "--python", envs["fast"], "--python", missing, STMT)
+    assert code == 2 and err == f"torchmark: error: env B ({missing}): no such file\n"
+    text = tmp_path / "python"
+    text.write_text("not a program")
+    code, _, err = run(capsys, "ab", "--python", str(text), "--python", envs["fast"], STMT)
+    assert code == 2 and err == f"torchmark: error: env A ({text}): not an executable file\n"
+    code, _, err = run(capsys, "ab", "--python", envs["fast"], "--python", envs["notorch"],
+                       STMT, "--no-store")
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith(f"torchmark: error: env B ({envs['notorch']}): cannot import torch "
+                          "(ModuleNotFoundError: No module named 'torch')")
+    code, _, err = run(capsys, "ab", "--python", "/bin/true", "--python", envs["fast"], STMT,
+                       "--no-store")
+    assert code == 2 and len(err.splitlines()) == 1
+    assert err.startswith("torchmark: error: env A (/bin/true): did not start (exit status 0)")
+
+
+def test_a_worker_that_dies_mid_run_is_named_with_its_output(capsys, envs):
+    code, out, err = run(capsys, "ab", "--python", envs["fast"], "--python",
+                         envs["crashing"], STMT, "-s", SETUP, "--min-run-time", "2",
+                         "--no-store")
+    assert code == 1 and out == ""
+    lines = err.splitlines()
+    assert lines[0] == "torchmark: the worker's output ended with:"
+    assert "  abmod: giving up after 30000 calls" in lines
+    assert lines[-1] == (f"torchmark: error: env B ({envs['crashing']}): the worker exited "
+                         "with status 3 during a block: abmod: giving up after 30000 calls")
+
+
+def test_the_statement_failing_in_one_environment_is_named(capsys, envs):
+    code, _, err = run(capsys, "ab", "--python", envs["fast"], "--python", envs["slow"],
+                       "abmod.g()", "-s", SETUP, "--no-store")
+    assert code == 1
+    assert err == (f"torchmark: error: env A ({envs['fast']}): the block-size estimate "
+                   "raised AttributeError: module 'abmod' has no attribute 'g'\n")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--python", "python", "x"], "give --python exactly twice (baseline first), got 1"),
+    (["--python", "python", "--python", "python", "--env-label", "a", "x"],
+     "give --env-label twice (baseline first) or not at all, got 1"),
+    (["--python", "python", "--python", "python", "--number", "5", "x"],
+     "--number: for --metric instructions"),
+    (["--python", "python", "--python", "python", "--metric", "instructions",
+      "--min-run-time", "1", "x"], "--min-run-time: for wall time"),
+    (["--python", "python", "--python", "python", "x ="], "the statement, line 1: "
+                                                          "SyntaxError"),
+    (["a.json", "b.json", "--metric", "instructions", "-s", "pass"],
+     "--setup, --metric: for an A/B across environments only"),
+])
+def test_mixing_the_two_modes_is_refused(capsys, args, message):
+    code, _, err = run(capsys, "ab", *args)
+    assert code == 2 and message in err
+
+
+def test_a_saved_file_given_with_python_is_refused(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("before.json").write_text("{}")
+    code, _, err = run(capsys, "ab", "--python", "python", "--python", "python",
+                       "before.json")
+    assert code == 2 and "with --python the arguments are the statement, but " \
+        "'before.json' is a file" in err
+
+
+@pytest.mark.parametrize("a, b, labels", [
+    ("/x/envA/bin/python", "/x/envB/bin/python", ("envA", "envB")),
+    ("/w/proj1/.venv/bin/python", "/w/proj2/.venv/bin/python",
+     ("proj1/.venv", "proj2/.venv")),
+    ("/usr/bin/python3.11", "/usr/bin/python3.12", ("python3.11", "python3.12")),
+    ("/w/.venv/bin/python", "/w/.venv/bin/python", (".venv (A)", ".venv (B)")),
+])
+def test_default_labels_tell_the_interpreters_apart(a, b, labels):
+    assert default_labels(a, b) == labels
