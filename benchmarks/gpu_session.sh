@@ -1,17 +1,20 @@
 #!/bin/sh
-# Everything issue 8 needs from a GPU, in one run: the CUDA tests, the device-time
-# comparison with do_bench / torch / Nsight Compute, and the CLI on the device.
+# Everything issues 8 and 28 need from a GPU, in one run: kernel, device and batch time
+# against Nsight Compute and do_bench (gpu_kernel_time.py), the CUDA tests, the CLI on
+# the device, and the device-time comparison with do_bench / torch / Nsight Compute.
 # Logs go to $OUT (the device tool brings that folder back), else /tmp/gpu_session.
 #
 # On a lent GPU machine (its python3 holds a CUDA torch, triton, nvidia-ml-py and ncu,
 # but not pydantic), from the repository root, with pydantic's wheels for Python 3.12
 # in .whl/ (ignored by git, carried with the call):
 #     sh benchmarks/gpu_session.sh [SECTION...]
-# SECTIONs, run in the order given (default: all of them, measurements first, so a
-# call cut off at its time limit still brings back the figures):
-#     measure (gpu_vs_do_bench --ncu), cli, tests (pytest -m cuda), simulated
+# SECTIONs, run in the order given (default: all of them, issue 28's measurements
+# first, so a call cut off at its time limit still brings back those figures):
+#     kernel (gpu_kernel_time.py: about 4 minutes on an H100, ncu's part bounded),
+#     tests (pytest -m cuda), cli, simulated, measure (gpu_vs_do_bench --ncu: issue 8's)
+# Issue 28 alone, within 8 minutes:  sh benchmarks/gpu_session.sh kernel tests cli
 set -u
-SECTIONS=${*:-measure cli tests simulated}
+SECTIONS=${*:-kernel tests cli simulated measure}
 OUT=${OUT:-/tmp/gpu_session}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -59,6 +62,12 @@ simulated() {
         2>&1 | tail -5 | tee -a "$OUT/summary.txt"
 }
 
+kernel() {
+    section "gpu_kernel_time (kernel / device / batch time against ncu and do_bench)"
+    timeout 330 python3 benchmarks/gpu_kernel_time.py 2>&1 | tee "$OUT/gpu_kernel_time.log" \
+        | tee -a "$OUT/summary.txt"
+}
+
 measure() {
     section "gpu_vs_do_bench --ncu"
     timeout 420 python3 benchmarks/gpu_vs_do_bench.py --ncu 2>&1 | tee "$OUT/gpu_vs_do_bench.log" \
@@ -72,6 +81,16 @@ cli() {
             -s "x = torch.ones(128, device='cuda'); y = torch.ones_like(x)" "x * y" 2>&1 \
             | tee -a "$OUT/summary.txt"
     done
+    timeout 60 python3 -m torchmark timeit --metric kernel --no-store \
+        -s "x = torch.ones(1 << 20, device='cuda'); y = torch.ones_like(x)" "x * y" 2>&1 \
+        | tee -a "$OUT/summary.txt"
+    timeout 60 python3 -m torchmark timeit --device cuda --mode batch --no-store \
+        -s "x = torch.ones(1024, device='cuda')" "torch.relu(x)" 2>&1 | tee -a "$OUT/summary.txt"
+    timeout 60 python3 -m torchmark timeit --device cuda --mode blocking --minus-event-cost \
+        --no-store -s "x = torch.ones(1024, device='cuda')" "torch.relu(x)" 2>&1 \
+        | tee -a "$OUT/summary.txt"
+    timeout 90 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --metric kernel \
+        -o "$OUT/ops_kernel" --no-store 2>&1 | tee -a "$OUT/summary.txt"
     timeout 120 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --l2-flush \
         --exec-mode continuous_events -o "$OUT/ops_cuda" --quiet 2>&1 | tee -a "$OUT/summary.txt"
     timeout 60 python3 -c "import json; r = [json.loads(l) for l in open('$OUT/ops_cuda.jsonl')]; \
@@ -81,7 +100,7 @@ cli() {
 
 for name in $SECTIONS; do
     case $name in
-        measure|cli|tests|simulated) "$name" ;;
-        *) echo "unknown section $name (measure, cli, tests, simulated)"; exit 2 ;;
+        kernel|measure|cli|tests|simulated) "$name" ;;
+        *) echo "unknown section $name (kernel, measure, cli, tests, simulated)"; exit 2 ;;
     esac
 done

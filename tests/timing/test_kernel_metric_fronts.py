@@ -138,3 +138,67 @@ def test_metric_kernel_without_cuda_is_one_line_exit_2(capsys, argv):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "--metric kernel: there is no CUDA device here" in err
+
+
+# -- on a real GPU (skipped without one) --------------------------------------------------
+
+CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+SETUP = "x = torch.randn(1 << 22, device='cuda'); y = torch.randn_like(x)"
+
+
+@needs_cuda
+@pytest.mark.cuda
+def test_kernel_time_on_a_gpu_names_the_kernels_and_stays_below_device_time():
+    from torchmark import Timer
+
+    k = Timer("torch.add(x, y)", SETUP).kernel_time(l2="hot", max_run_time=3)
+    assert k.quantity == "kernel" and k.median > 0, repr(k)
+    names = [s["name"] for s in k.metadata["kernels"]]
+    assert len(names) == 1 and "elementwise" in names[0].lower(), names
+    assert k.metadata["kernels"][0]["per_call"] == pytest.approx(1.0)
+    d = Timer("torch.add(x, y)", SETUP).device_time(mode="blocking", l2="hot",
+                                                   max_run_time=3)
+    # device time adds the events around the kernel; never less than the kernel
+    assert k.median <= d.median * 1.02, (k.median, d.median)
+    # two kernels a call: both counted, in one sample a call
+    two = Timer("torch.add(x, y); torch.mul(x, y)", SETUP).kernel_time(l2="hot",
+                                                                      max_run_time=3)
+    assert two.median == pytest.approx(2 * k.median, rel=0.25), (two.median, k.median)
+    assert sum(s["per_call"] for s in two.metadata["kernels"]) == pytest.approx(2.0)
+
+
+@needs_cuda
+@pytest.mark.cuda
+def test_batch_time_and_the_event_cost_on_a_gpu():
+    from torchmark import Timer
+
+    tiny = "a = torch.ones(1024, device='cuda')"
+    batch = Timer("torch.relu(a)", tiny).device_time(mode="batch", max_run_time=3)
+    assert batch.quantity == "batch" and batch.metadata["batch_calls"] >= 10
+    per_call = Timer("torch.relu(a)", tiny).device_time(mode="blocking", l2="cold",
+                                                       max_run_time=3)
+    minus = Timer("torch.relu(a)", tiny).device_time(mode="blocking", l2="cold",
+                                                    max_run_time=3,
+                                                    subtract_event_overhead=True)
+    cost = minus.metadata["event_overhead"]
+    assert 0 < cost < per_call.median, (cost, per_call.median)
+    assert minus.median < per_call.median
+    graph = Timer("torch.relu(a)", tiny).device_time(mode="batch", batch_graph=True,
+                                                    batch_calls=100, max_run_time=3)
+    assert graph.metadata["batch_graph"] and graph.median > 0
+
+
+@needs_cuda
+@pytest.mark.cuda
+def test_metric_kernel_clis_on_a_gpu(capsys, tmp_path):
+    assert main(["timeit", "--metric", "kernel", "-s", SETUP, "--max-run-time", "2",
+                 "--no-store", "x * y"]) == 0
+    assert "Kernel time (CUPTI" in capsys.readouterr().out
+    assert main(["ops", "-c", ADD, "-d", "cuda", "--metric", "kernel", "-o",
+                 str(tmp_path / "ops"), "--no-store", "-i", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "forward (kernel time)" in out
+    lines = [json.loads(line) for line in (tmp_path / "ops.jsonl").read_text().splitlines()]
+    metrics = {line["metric"] for line in lines if line.get("schema") == "torchmark.result"}
+    assert metrics == {"kernel"}

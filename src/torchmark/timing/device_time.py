@@ -235,7 +235,10 @@ def _measure_on_device(torch: Any, call: Callable[[], Any], options: DeviceTimeO
         for _ in range(BATCH):
             timing.time(timed)
 
-    sampled = sampler.sample(options.rule, queue, per=per_sample, host_times=True,
+    rule = options.rule
+    if options.mode == "batch":  # a sample stands for per_sample calls' device time
+        rule = dataclasses.replace(rule, min_time=rule.min_time / per_sample)
+    sampled = sampler.sample(rule, queue, per=per_sample, host_times=True,
                              clock=clock, min_clock_ratio=options.min_clock_ratio)
     report = _report(options, sampled, sampler, clock)
     times = sampled.times

@@ -1,0 +1,360 @@
+"""Kernel time, device time and batch time against Nsight Compute and triton's do_bench,
+on a CUDA GPU (issue 28).
+
+For each case (relu / add / mul on 1K to 1M floats, softmax, layer_norm, a conv2d that
+runs several kernels, a small matmul) it prints:
+
+- torchmark's kernel time (the sum of the call's kernel durations, CUPTI through
+  torch.profiler) with a cold and a hot L2, and the kernels a call runs;
+- torchmark's device time (CUDA events, blocking mode, cold L2), and the same with the
+  events' cost taken off (subtract_event_overhead);
+- torchmark's batch time (many calls back to back between one pair of events, hot L2);
+- do_bench's median (triton.testing; blank when triton is not importable);
+- Nsight Compute's gpu__time_duration.sum per call (the sum over the call's kernels) and
+  its SM-active time (sm__cycles_active.max / gpc__cycles_elapsed.avg.per_second, summed
+  the same way), with `--cache-control all` (ncu flushes the caches before each kernel:
+  against the cold kernel time) and `--cache-control none` (against the hot one), both
+  `--clock-control none`. ncu runs one child process per cache mode over every case; the
+  child launches an empty marker kernel (torch's spin kernel asked for 0 cycles) before
+  each case's profiled calls, inside an NVTX range named for the case, so each case's
+  kernels are the rows between two markers (blank columns, and a note, where ncu is
+  missing or fails).
+
+Checks printed (PASS / FAIL / n/a):
+- kernel time (cold) within 3% of ncu's duration (--cache-control all) where that is
+  >= 20 us a call;
+- below 20 us: kernel time between ncu's SM-active time and its duration (2% margin);
+- device time (cold, blocking) within 2% of do_bench where do_bench reads >= 50 us.
+
+    python benchmarks/gpu_kernel_time.py [--no-ncu] [--cases NAME,...] [--quick]
+
+Exits 2 with a message on a machine without CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SIZES = (1 << 10, 1 << 14, 1 << 17, 1 << 20)  # 1K .. 1M elements
+
+
+def _cases() -> dict[str, tuple[str, str]]:
+    cases: dict[str, tuple[str, str]] = {}
+    for n in SIZES:
+        label = f"{n >> 10}K" if n < 1 << 20 else f"{n >> 20}M"
+        setup = f"x = torch.randn({n}, device='cuda'); y = torch.randn_like(x)"
+        cases[f"relu {label}"] = ("torch.relu(x)", setup)
+        cases[f"add {label}"] = ("torch.add(x, y)", setup)
+        cases[f"mul {label}"] = ("torch.mul(x, y)", setup)
+    cases["softmax 8192x4096"] = (
+        "torch.softmax(s, dim=-1)", "s = torch.randn(8192, 4096, device='cuda')")
+    cases["layer_norm 8192x4096"] = (
+        "torch.nn.functional.layer_norm(s, (4096,), w, b)",
+        "s = torch.randn(8192, 4096, device='cuda'); w = torch.ones(4096, device='cuda'); "
+        "b = torch.zeros(4096, device='cuda')")
+    cases["conv2d 32x64x56x56 3x3 (+bias)"] = (
+        "torch.nn.functional.conv2d(i, k, c, padding=1)",
+        "i = torch.randn(32, 64, 56, 56, device='cuda'); "
+        "k = torch.randn(64, 64, 3, 3, device='cuda'); c = torch.randn(64, device='cuda')")
+    cases["mm 512^3 fp32"] = ("torch.mm(a, b)", "a = torch.randn(512, 512, device='cuda'); "
+                                               "b = torch.randn_like(a)")
+    return cases
+
+
+CASES = _cases()
+NCU_CALLS = 3  # profiled calls a case
+NCU_METRICS = ("gpu__time_duration.sum", "sm__cycles_active.max",
+               "gpc__cycles_elapsed.avg.per_second")
+MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: the child's separator between cases
+KERNEL_TARGET, SMALL, BENCH_TARGET = 0.03, 20e-6, 50e-6
+
+# -- the ncu child ---------------------------------------------------------------------
+
+CHILD = r"""
+import json, sys
+import torch
+cases = json.loads(sys.argv[1])
+calls = int(sys.argv[2])
+prepared = []
+for name, stmt, setup in cases:
+    ns = {"torch": torch}
+    exec(setup, ns)
+    code = compile(stmt, "<stmt>", "exec")
+    for _ in range(3):  # warm-up (cuDNN's choice, lazy init): not profiled
+        exec(code, ns)
+    prepared.append((name, code, ns))
+torch.cuda.synchronize()
+torch.cuda.profiler.start()
+for name, code, ns in prepared:
+    torch.cuda.nvtx.range_push(name)
+    torch.cuda._sleep(0)  # the marker: this case's kernels follow it
+    for _ in range(calls):
+        exec(code, ns)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+torch.cuda._sleep(0)
+torch.cuda.synchronize()
+torch.cuda.profiler.stop()
+"""
+
+TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3,
+              "ms": 1e-3, "second": 1.0, "s": 1.0}
+RATE_UNITS = {"cycle/second": 1.0, "cycle/nsecond": 1e9, "cycle/usecond": 1e6,
+              "cycle/msecond": 1e3, "hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def parse_ncu_rows(text: str) -> list[dict[str, object]]:
+    """ncu's --csv output as one dict a kernel launch, in launch order: its name, its
+    duration (s), SM-active cycles and cycles a second."""
+    lines = text.splitlines()
+    header = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if header is None:
+        raise ValueError(f"ncu printed no CSV table: {text[-400:]}")
+    kernels: dict[int, dict[str, object]] = {}
+    for row in csv.DictReader(lines[header:]):
+        try:
+            launch = int(row["ID"])
+        except (KeyError, ValueError):
+            continue
+        entry = kernels.setdefault(launch, {"name": row.get("Kernel Name", "")})
+        metric, unit = row.get("Metric Name"), (row.get("Metric Unit") or "").strip()
+        value = row.get("Metric Value") or ""
+        if metric == "gpu__time_duration.sum":
+            if unit not in TIME_UNITS:
+                raise ValueError(f"ncu reported an unknown time unit {unit!r}")
+            entry["duration"] = _number(value) * TIME_UNITS[unit]
+        elif metric == "sm__cycles_active.max":
+            entry["active_cycles"] = _number(value)
+        elif metric == "gpc__cycles_elapsed.avg.per_second":
+            rate = RATE_UNITS.get(unit.lower())
+            if rate is None:
+                raise ValueError(f"ncu reported an unknown rate unit {unit!r}")
+            entry["cycles_per_s"] = _number(value) * rate
+    return [kernels[k] for k in sorted(kernels)]
+
+
+def split_cases(rows: list[dict[str, object]], names: list[str], calls: int
+                ) -> dict[str, tuple[float, float | None, int]]:
+    """Each case's (ncu duration a call, SM-active seconds a call or None, kernels a
+    call) from the launches between markers (the child's order)."""
+    groups: list[list[dict[str, object]]] = []
+    for row in rows:
+        if MARKER in str(row["name"]):
+            groups.append([])
+        elif groups:
+            groups[-1].append(row)
+    # a case is complete once the next marker follows it (the child ends with one): a
+    # --launch-count bound reached mid-case leaves it open
+    complete = max(len(groups) - 1, 0)
+    if complete < len(names):
+        raise ValueError(f"ncu's rows held {complete} complete cases, {len(names)} were run "
+                         "(--launch-count reached?)")
+    groups = groups[:len(names)]
+    out = {}
+    for name, kernels in zip(names, groups, strict=True):
+        if not kernels:
+            continue
+        duration = sum(float(k.get("duration", 0.0)) for k in kernels) / calls
+        active = [float(k["active_cycles"]) / float(k["cycles_per_s"]) for k in kernels
+                  if k.get("active_cycles") is not None and k.get("cycles_per_s")]
+        out[name] = (duration, sum(active) / calls if len(active) == len(kernels) else None,
+                     round(len(kernels) / calls))
+    return out
+
+
+def ncu_figures(names: list[str], cache_control: str
+                ) -> tuple[dict[str, tuple[float, float | None, int]], str]:
+    """{case: (duration, SM-active, kernels a call)} under ncu, and a note."""
+    ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu"
+                                  if os.access("/usr/local/cuda/bin/ncu", os.X_OK) else None)
+    if ncu is None:
+        return {}, "ncu not found (PATH, /usr/local/cuda/bin): ncu columns blank"
+    import json
+
+    with tempfile.TemporaryDirectory() as folder:
+        script = os.path.join(folder, "child.py")
+        with open(script, "w") as f:
+            f.write(CHILD)
+        cases = [(n, *CASES[n]) for n in names]
+        # a bound on what ncu profiles: the markers and every case's calls (conv2d and
+        # softmax run a few kernels a call)
+        bound = len(names) * (NCU_CALLS * 8 + 1) + 1
+        cmd = [ncu, "--profile-from-start", "off", "--metrics", ",".join(NCU_METRICS),
+               "--csv", "--print-units", "base", "--cache-control", cache_control,
+               "--clock-control", "none", "--launch-count", str(bound), "--nvtx",
+               sys.executable, script, json.dumps(cases), str(NCU_CALLS)]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+        except subprocess.TimeoutExpired:
+            return {}, f"ncu --cache-control {cache_control} timed out after 240 s"
+    if out.returncode != 0:
+        return {}, (f"ncu --cache-control {cache_control} exited {out.returncode}: "
+                    f"{(out.stderr or out.stdout)[-400:]}")
+    try:
+        return split_cases(parse_ncu_rows(out.stdout), names, NCU_CALLS), \
+            f"ncu --cache-control {cache_control}: {len(names)} cases, {NCU_CALLS} calls each"
+    except ValueError as e:
+        return {}, f"ncu --cache-control {cache_control}: {e}"
+
+
+# -- torchmark and do_bench --------------------------------------------------------------
+
+def do_bench_median(stmt: str, setup: str) -> float | None:
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        return None
+    import torch
+
+    namespace = {"torch": torch}
+    exec(setup, namespace)
+    code = compile(stmt, "<stmt>", "exec")
+    return do_bench(lambda: exec(code, namespace), return_mode="median") / 1000.0
+
+
+def measure(name: str, quick: bool) -> dict[str, object]:
+    from torchmark import Timer
+
+    stmt, setup = CASES[name]
+    limit = 1.0 if quick else 3.0
+    timer = Timer(stmt, setup, label=name)
+    kernel_cold = timer.kernel_time(l2="cold", min_run_time=0.01, max_run_time=limit)
+    kernel_hot = timer.kernel_time(l2="hot", min_run_time=0.01, max_run_time=limit)
+    device = timer.device_time(mode="blocking", l2="cold", max_run_time=limit)
+    minus = timer.device_time(mode="blocking", l2="cold", max_run_time=limit,
+                              subtract_event_overhead=True)
+    batch = timer.device_time(mode="batch", max_run_time=limit)
+    kernels = kernel_cold.metadata["kernels"]
+    return {"kernel_cold": kernel_cold.median, "kernel_hot": kernel_hot.median,
+            "device": device.median, "minus": minus.median,
+            "event_cost": minus.metadata.get("event_overhead"), "batch": batch.median,
+            "batch_calls": batch.metadata.get("batch_calls"),
+            "kernels_per_call": sum(k["per_call"] for k in kernels),
+            "kernel_names": [(k["name"], k["share"]) for k in kernels[:3]],
+            "bench": do_bench_median(stmt, setup)}
+
+
+def _us(value: float | None) -> str:
+    return f"{value * 1e6:9.2f}" if value is not None else f"{'':>9}"
+
+
+def check(name: str, row: dict[str, object], clean: dict, warm: dict) -> list[str]:
+    out = []
+    kernel = float(row["kernel_cold"])
+    figures = clean.get(name)
+    if figures is None:
+        out.append(f"n/a   {name}: kernel vs ncu (no ncu figure)")
+    else:
+        duration, active, _ = figures
+        if duration >= SMALL:
+            ratio = kernel / duration
+            ok = abs(ratio - 1) <= KERNEL_TARGET
+            out.append(f"{'PASS' if ok else 'FAIL'}  {name}: kernel time (cold) / ncu "
+                       f"duration = {ratio:.3f} (target within {KERNEL_TARGET:.0%})")
+        elif active is None:
+            out.append(f"n/a   {name}: ncu gave no SM-active time")
+        else:
+            ok = active * 0.98 <= kernel <= duration * 1.02
+            out.append(f"{'PASS' if ok else 'FAIL'}  {name}: ncu SM-active {active * 1e6:.2f} "
+                       f"<= kernel {kernel * 1e6:.2f} <= ncu duration {duration * 1e6:.2f} us "
+                       "(2% margin)")
+    hot = warm.get(name)
+    if hot is not None:
+        out.append(f"info  {name}: kernel time (hot) / ncu duration (--cache-control "
+                   f"none) = {float(row['kernel_hot']) / hot[0]:.3f}")
+    bench = row["bench"]
+    if bench is None:
+        out.append(f"n/a   {name}: device vs do_bench (triton not importable)")
+    elif float(bench) >= BENCH_TARGET:
+        ratio = float(row["device"]) / float(bench)
+        out.append(f"{'PASS' if abs(ratio - 1) <= 0.02 else 'FAIL'}  {name}: device time "
+                   f"(cold, blocking) / do_bench = {ratio:.3f} (target within 2%)")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute")
+    parser.add_argument("--cases", default=None, help="comma-separated case names")
+    parser.add_argument("--quick", action="store_true", help="1 s a measurement, not 3")
+    args = parser.parse_args()
+    import torch
+
+    if not torch.cuda.is_available():
+        print("gpu_kernel_time.py: no CUDA device here (torch.cuda.is_available() is "
+              "False); this script runs on a GPU machine", file=sys.stderr)
+        return 2
+    names = list(CASES) if args.cases is None else [n.strip() for n in args.cases.split(",")]
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        print(f"unknown cases {unknown}; known: {list(CASES)}", file=sys.stderr)
+        return 2
+    props = torch.cuda.get_device_properties(0)
+    print(f"device: {props.name}, torch {torch.__version__}, L2 "
+          f"{props.L2_cache_size / 2**20:.0f} MiB", flush=True)
+    clean: dict = {}
+    warm: dict = {}
+    notes = []
+    if args.no_ncu:
+        notes.append("ncu skipped (--no-ncu): ncu columns blank")
+    else:
+        for control, into in (("all", clean), ("none", warm)):
+            figures, note = ncu_figures(names, control)
+            into.update(figures)
+            notes.append(note)
+            print(f"note: {note}", flush=True)
+    print("times in us a call; kernel = sum of the call's kernel durations (CUPTI); device ="
+          " CUDA events, blocking, cold L2; -event = device less the events' cost; batch ="
+          " events around many calls, hot L2; ncu = gpu__time_duration (all: caches flushed"
+          " before each kernel; none: not); SM = ncu's SM-active time (all)")
+    head = (f"{'case':<30} {'kern cold':>9} {'kern hot':>9} {'device':>9} {'-event':>9} "
+            f"{'batch':>9} {'do_bench':>9} {'ncu all':>9} {'SM all':>9} {'ncu none':>9} "
+            f"{'k/call':>6}")
+    print(head, flush=True)
+    rows = {}
+    for name in names:
+        try:
+            row = measure(name, args.quick)
+        except Exception as e:  # one case failing must not lose the others' figures
+            print(f"{name:<30} failed: {type(e).__name__}: {e}", flush=True)
+            continue
+        rows[name] = row
+        c, w = clean.get(name), warm.get(name)
+        print(f"{name:<30} {_us(row['kernel_cold'])} {_us(row['kernel_hot'])} "
+              f"{_us(row['device'])} {_us(row['minus'])} {_us(row['batch'])} "
+              f"{_us(row['bench'])} {_us(c[0] if c else None)} "
+              f"{_us(c[1] if c else None)} {_us(w[0] if w else None)} "
+              f"{row['kernels_per_call']:>6.3g}", flush=True)
+    print("kernels (cold, by share):")
+    for name, row in rows.items():
+        listed = "; ".join(f"{share:.0%} {kname[:60]}"
+                           for kname, share in row["kernel_names"])
+        cost = row["event_cost"]
+        print(f"  {name}: {listed} (ncu kernels a call: "
+              f"{clean[name][2] if name in clean else '?'}; event cost "
+              f"{float(cost) * 1e6:.2f} us; batch of {row['batch_calls']})"
+              if cost is not None else f"  {name}: {listed}")
+    print("checks:")
+    failed = 0
+    for name, row in rows.items():
+        for line in check(name, row, clean, warm):
+            failed += line.startswith("FAIL")
+            print(f"  {line}")
+    for note in notes:
+        print(f"note: {note}")
+    print(f"{failed} check(s) failed, {len(names) - len(rows)} case(s) failed to measure")
+    return 1 if failed or len(rows) < len(names) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""benchmarks/gpu_kernel_time.py runs on a GPU machine only: its ncu CSV parsing and the
+split of ncu's launches into cases (by the child's marker kernels) run here, and without
+CUDA it exits 2 with a message."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+PATH = Path(__file__).parents[2] / "benchmarks" / "gpu_kernel_time.py"
+HEAD = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+        '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
+        '"Metric Value"')
+
+
+def script():
+    spec = importlib.util.spec_from_file_location("gpu_kernel_time", PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def rows(launches):
+    """ncu --csv lines: each launch (name, ns, active cycles, cycles/s) as three metric
+    rows, as ncu writes them."""
+    out = ["==PROF== Connected to process 4242", HEAD]
+    for i, (name, ns, cycles, rate) in enumerate(launches):
+        prefix = f'"{i}","4242","python3","host","{name}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics"'
+        out.append(f'{prefix},"gpu__time_duration.sum","nsecond","{ns:,}"')
+        out.append(f'{prefix},"sm__cycles_active.max","cycle","{cycles:,}"')
+        out.append(f'{prefix},"gpc__cycles_elapsed.avg.per_second","cycle/second","{rate}"')
+    return "\n".join(out)
+
+
+MARK = "at::cuda::<unnamed>::spin_kernel(long)"
+
+
+def test_ncu_rows_split_into_cases_by_the_markers():
+    module = script()
+    text = rows([(MARK, 1000, 10, 1.9e9),
+                 ("relu_kernel", 3000, 3800, 1.9e9), ("relu_kernel", 3200, 3800, 1.9e9),
+                 (MARK, 1000, 10, 1.9e9),
+                 ("conv_a", 40000, 70000, 1.9e9), ("bias_b", 6000, 9500, 1.9e9),
+                 ("conv_a", 41000, 70000, 1.9e9), ("bias_b", 5000, 9500, 1.9e9),
+                 (MARK, 1000, 10, 1.9e9)])
+    parsed = module.parse_ncu_rows(text)
+    assert len(parsed) == 9 and parsed[1]["duration"] == pytest.approx(3e-6)
+    assert parsed[1]["cycles_per_s"] == 1.9e9 and parsed[1]["active_cycles"] == 3800
+    cases = module.split_cases(parsed, ["relu", "conv"], calls=2)
+    duration, active, kernels = cases["conv"]
+    assert duration == pytest.approx(46e-6) and kernels == 2
+    assert active == pytest.approx((70000 + 9500) / 1.9e9)
+    assert cases["relu"][0] == pytest.approx(3.1e-6)
+    with pytest.raises(ValueError, match="2 complete cases, 3 were run"):
+        module.split_cases(parsed, ["relu", "conv", "mm"], calls=2)
+    with pytest.raises(ValueError, match="1 complete cases, 2 were run"):  # cut mid-case
+        module.split_cases(parsed[:-1], ["relu", "conv"], calls=2)
+
+
+def test_ncu_units_are_read_or_refused():
+    module = script()
+    text = rows([("k", 1000, 10, 1.9)]).replace('"cycle/second","1.9"', '"cycle/nsecond","1.9"')
+    assert module.parse_ncu_rows(text)[0]["cycles_per_s"] == pytest.approx(1.9e9)
+    with pytest.raises(ValueError, match="unknown rate unit"):
+        module.parse_ncu_rows(text.replace("cycle/nsecond", "furlongs"))
+    with pytest.raises(ValueError, match="no CSV table"):
+        module.parse_ncu_rows("==ERROR== no kernels were profiled")
+
+
+def test_the_cases_are_the_issues():
+    names = list(script().CASES)
+    for op in ("relu", "add", "mul"):
+        assert [n for n in names if n.startswith(op + " ")] == \
+            [f"{op} 1K", f"{op} 16K", f"{op} 128K", f"{op} 1M"]
+    assert any(n.startswith("softmax") for n in names)
+    assert any(n.startswith("layer_norm") for n in names)
+    assert any(n.startswith("conv2d") for n in names) and any(n.startswith("mm") for n in names)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_without_cuda_it_exits_2_with_a_message():
+    done = subprocess.run([sys.executable, str(PATH), "--no-ncu"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "no CUDA device here" in done.stderr
