@@ -4,8 +4,8 @@ its output going to a log file, pinned to CPUs, in a session of its own (so a ki
 every process it forked); answers awaited with a timeout while it is alive; crashes and
 timeouts told apart and reported with the log's tail; closed by its shutdown message or a
 kill. The messages are each protocol's own typed records (suite/wall_messages.py,
-callgrind/messages.py). The suite's wall-time worker and the callgrind host are both
-one."""
+callgrind/messages.py, compare/env_messages.py). The suite's wall-time worker, the
+callgrind host and the workers of an A/B across environments are each one."""
 
 from __future__ import annotations
 
