@@ -4,9 +4,11 @@ the two environments' workers interleaved A B B A) call an identical pair "same"
 in env B, compare) lets drift between the halves read as a difference?
 
 Three venvs share this one's packages (a .pth to its site-packages: the same torch) and
-differ only in their own `abwork.py`, whose `work()` is `sum(range(n))`: `same-a` and
-`same-b` with n = N, `slower` with n chosen so that work() takes 3% longer, calibrated at
-the start (the two modules timed in this process by `measure_ab`, n corrected once).
+differ only in their own `abwork.py`, whose `work()` loops n times doing nothing (no
+allocation, so its cost does not hang on where a process's heap puts things): `same-a`
+and `same-b` with n = N, `slower` with n chosen so that work() takes 3% longer,
+calibrated at the start (the two modules timed in this process by `measure_ab`, the
+median of 3, n corrected once, then measured again).
 Each repetition runs, on one pair (`same-a` vs `same-b`: identical; `same-a` vs
 `slower`: 3% slower), in alternating order:
 
@@ -22,11 +24,13 @@ Regimes: "quiet"; "loaded": a busy-loop process (`python -c "while True: pass"`)
 core during the second half of each A/B: started when env B's process is started
 (torch's workflow), or when the interleaved A/B has done half of its blocks.
 A verdict is correct when an identical pair reads "no significant change" or "unsure",
-and the 3% pair "slower". `--counts` adds one A/B of each pair by instruction counts
+and the 3% pair "slower". This machine is shared: before each repetition the script
+waits (up to `--patience` s) until other processes use at most 0.3 CPUs, and it prints
+how much they used during each repetition. `--counts` adds one A/B of each pair by instruction counts
 (each environment's callgrind collector; about a minute each).
 
     python benchmarks/ab_envs.py [--reps 20] [--min-run-time 1.0] \
-        [--regimes quiet,loaded] [--counts]
+        [--regimes quiet,loaded] [--counts] [--patience 60]
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib.util
+import os
 import pickle
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -70,7 +76,8 @@ def make_env(folder: Path, n: int) -> str:
 
 def write_work(folder: Path, n: int) -> Path:
     path = next((folder / "lib").glob("python*/site-packages")) / "abwork.py"
-    path.write_text(f"def work():\n    return sum(range({n}))\n")
+    path.write_text(f"from itertools import repeat\n\n\ndef work():\n"
+                    f"    for _ in repeat(None, {n}):\n        pass\n")
     return path
 
 
@@ -87,6 +94,35 @@ def ratio_in_process(path_a: Path, path_b: Path, min_run_time: float) -> float:
                              torchmark.Timer("work()", globals={"work": works[1]}),
                              min_run_time=min_run_time)
     return r.ratio
+
+
+def ratios_in_process(path_a: Path, path_b: Path, times: int = 3) -> list[float]:
+    return sorted(ratio_in_process(path_a, path_b, 2.0) for _ in range(times))
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    """CPU seconds all processes have used (/proc/stat, niced ones left out), and this
+    process and its waited-for children."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, *rest = (int(v) for v in f.readline().split()[1:9])
+    t = os.times()
+    return ((user + system + sum(rest)) / os.sysconf("SC_CLK_TCK"),
+            t.user + t.system + t.children_user + t.children_system)
+
+
+def others_since(before: tuple[float, float], seconds: float) -> float:
+    """CPUs' worth other processes used since `before`."""
+    after = _cpu_seconds()
+    return max(0.0, (after[0] - before[0]) - (after[1] - before[1])) / seconds
+
+
+def wait_for_quiet(limit: float, patience: float) -> None:
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        before = _cpu_seconds()
+        time.sleep(2)
+        if others_since(before, 2) <= limit:
+            return
 
 
 def busy_loop() -> subprocess.Popen:
@@ -151,7 +187,9 @@ def main() -> None:
     parser.add_argument("--min-run-time", type=float, default=1.0,
                         help="seconds a side of each A/B")
     parser.add_argument("--regimes", default="quiet,loaded")
-    parser.add_argument("--n", type=int, default=20000, help="work()'s range in env A")
+    parser.add_argument("--n", type=int, default=100000, help="work()'s loops in env A")
+    parser.add_argument("--patience", type=float, default=60,
+                        help="seconds to wait for a quiet machine before a repetition")
     parser.add_argument("--counts", action="store_true",
                         help="also one A/B of each pair by instruction counts")
     args = parser.parse_args()
@@ -163,11 +201,15 @@ def main() -> None:
         n_b = round(args.n * TARGET)
         envs["slower"] = make_env(root / "slower", n_b)
         path_a = write_work(root / "same-a", args.n)
-        measured = ratio_in_process(path_a, write_work(root / "slower", n_b), 3.0)
-        n_b = args.n + round((n_b - args.n) * (TARGET - 1) / (measured - 1))
-        measured = ratio_in_process(path_a, write_work(root / "slower", n_b), 3.0)
-        print(f"calibration: work() at n = {args.n} and {n_b}: measured ratio "
-              f"{measured:.4f} in this process (measure_ab, 3 s a side)", flush=True)
+        wait_for_quiet(0.3, args.patience)
+        first = ratios_in_process(path_a, write_work(root / "slower", n_b))
+        n_b = args.n + round((n_b - args.n) * (TARGET - 1) / (statistics.median(first) - 1))
+        measured = ratios_in_process(path_a, write_work(root / "slower", n_b))
+        print(f"calibration: work() at n = {args.n} and {round(args.n * TARGET)}: ratios "
+              f"{', '.join(f'{x:.4f}' for x in first)}; at n = {n_b}: "
+              f"{', '.join(f'{x:.4f}' for x in measured)} (in this process, measure_ab, "
+              "2 s a side, each time the modules loaded anew)", flush=True)
+        busy: dict[str, list[float]] = collections.defaultdict(list)
         pairs = {"identical": ("same-a", "same-b"), "3% slower": ("same-a", "slower")}
         tally: dict[tuple[str, str, str], collections.Counter] = collections.defaultdict(
             collections.Counter)
@@ -176,6 +218,8 @@ def main() -> None:
                 for pair, (ea, eb) in pairs.items():
                     a, b = envs[ea], envs[eb]
                     loaded = regime == "loaded"
+                    wait_for_quiet(0.3, args.patience)
+                    before, t0 = _cpu_seconds(), time.monotonic()
                     now: dict[str, str] = {}
                     for turn in ((0, 1) if rep % 2 == 0 else (1, 0)):
                         if turn == 0:
@@ -183,11 +227,14 @@ def main() -> None:
                         else:
                             now[SEQ_AB], now[SEQ_EYE] = sequential(
                                 a, b, args.min_run_time, loaded, root)
+                    others = others_since(before, time.monotonic() - t0)
+                    busy[regime].append(others)
                     for method, verdict in now.items():
                         tally[regime, pair, method][verdict] += 1
                     print(f"{regime} rep {rep + 1}/{args.reps} {pair}: interleaved "
                           f"{now[INTERLEAVED]}; torch sequential {now[SEQ_AB]} (eyeball "
-                          f"{now[SEQ_EYE]}) [{time.time() - started:.0f} s]", flush=True)
+                          f"{now[SEQ_EYE]}); others used {others:.2f} CPUs "
+                          f"[{time.time() - started:.0f} s]", flush=True)
         print()
         print("| regime | pair | method | slower | faster | same | unsure | correct |")
         print("|---|---|---|---:|---:|---:|---:|---:|")
@@ -204,7 +251,9 @@ def main() -> None:
                                     number=10, labels=(ea, eb))
                 print(f"instructions, {pair}: {r.ab.estimate()}", flush=True)
         print(f"\n{args.reps} repetitions a regime and pair, {args.min_run_time:g} s a side; "
-              f"{time.time() - started:.0f} s in all")
+              f"{time.time() - started:.0f} s in all; other processes used " + ", ".join(
+                  f"{statistics.mean(v):.2f} CPUs on average (max {max(v):.2f}) in {k}"
+                  for k, v in busy.items()))
 
 
 if __name__ == "__main__":

@@ -109,6 +109,7 @@ def test_identical_environments_read_no_change_in_abba_order(envs):
     assert len(a.times) == len(b.times) >= 10 and sum(a.raw_times) >= 0.2
     assert sides[:8] == [0, 1, 1, 0, 0, 1, 1, 0] and len(sides) == 2 * len(a.times)
     assert [s.label for s in r.sides] == ["fast", "same"]
+    assert len(r.sides[0].cpus) == 1 and r.sides[0].cpus == r.sides[1].cpus  # one core
     assert a.task_spec.env == "fast" and b.task_spec.env == "same"
     (ra,), (rb,) = r.results()
     assert ra.provenance.env == "fast" and rb.provenance.env == "same"

@@ -43,6 +43,7 @@ from torchmark.compare.env_messages import (
 )
 from torchmark.compare.interleave import BlockCallback, abba, interleave
 from torchmark.core.errors import MeasurementError, UsageError
+from torchmark.core.procs import idlest_cpus
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 from torchmark.core.worker import ChildLost, PipedChild
@@ -75,6 +76,7 @@ class EnvSide:
     python_version: str  # "CPython 3.11.7"
     torch_version: str
     provenance: Provenance
+    cpus: tuple[int, ...] = ()  # the CPUs its worker could run on
     counts: tuple[Any, ...] = ()  # CallgrindStats, in the order collected
 
     def describe(self) -> str:
@@ -119,12 +121,14 @@ class EnvABResult:
         return out[0], out[1]
 
     def __str__(self) -> str:
-        a = self.ab.baseline
-        what = ("wall time" if self.metric == "wall" else "instructions")
+        a, b = self.ab.baseline, self.ab.candidate
+        runs = (f"{a.number_per_run}" if a.number_per_run == b.number_per_run
+                else f"{a.number_per_run} / {b.number_per_run}")
+        what = "wall time" if self.metric == "wall" else "instruction counts"
         return "\n".join([f"baseline  {self.sides[0].describe()}",
                           f"candidate {self.sides[1].describe()}",
-                          f"{len(a.times)} blocks a side of {a.number_per_run} runs, ABBA "
-                          f"order ({what})", str(self.ab)])
+                          f"{what}: {len(a.times)} blocks a side of {runs} runs, A B B A ...",
+                          str(self.ab)])
 
 
 def resolve_python(python: str | os.PathLike[str], role: str) -> str:
@@ -170,7 +174,8 @@ def default_labels(baseline: str, candidate: str) -> tuple[str, str]:
 class EnvWorker:
     """A worker in one environment (a PipedChild), started on construction."""
 
-    def __init__(self, python: str, role: str, folder: Path) -> None:
+    def __init__(self, python: str, role: str, folder: Path,
+                 cpus: Sequence[int] | None = None) -> None:
         self.python, self.role = python, role
         self.name = f"env {role} ({python})"
         path = os.pathsep.join([str(folder / "path"),
@@ -181,7 +186,7 @@ class EnvWorker:
                     python, "-m", "torchmark.compare.env_worker", "--requests",
                     str(requests), "--responses", str(responses)],
                 log=folder / f"{role}.log", shutdown=Stop(),
-                env=dict(os.environ, PYTHONPATH=path), name="worker")
+                env=dict(os.environ, PYTHONPATH=path), cpus=cpus, name="worker")
         except OSError as e:
             raise UsageError(f"{self.name}: cannot start it ({e.strerror or e})") from None
 
@@ -277,7 +282,8 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                     num_threads: int = 1, label: str | None = None,
                     confidence: float = 0.95, min_effect: float = 0.01,
                     callback: BlockCallback | None = None,
-                    command: Sequence[str] | None = None) -> EnvABResult:
+                    command: Sequence[str] | None = None,
+                    cpus: Sequence[int] | None = None) -> EnvABResult:
     """Measure `stmt` (after `setup`) in two Python environments at once, blocks
     alternating A B B A ..., and give the verdict (see the module docstring).
 
@@ -289,6 +295,9 @@ def ab_environments(baseline_python: str | os.PathLike[str],
     collector; compared exactly). Changes under `min_effect` count as none.
     `callback(side, runs, value)` follows each block (side 0 or 1; seconds, or the
     block's instruction count). `command`: the command line the provenance records.
+    `cpus`: for wall time, both workers are pinned to these same CPUs (default: the
+    `num_threads` idlest this process may use, over 0.2 s), so that two cores of
+    different speed or load cannot read as two environments of different speed.
     """
     if metric not in METRICS:
         raise UsageError(f"ab_environments: metric must be one of {', '.join(METRICS)}, "
@@ -314,6 +323,8 @@ def ab_environments(baseline_python: str | os.PathLike[str],
             or labels[0] == labels[1]:
         raise UsageError(f"ab_environments: labels must be two different names, got "
                          f"{list(labels)!r}")
+    if metric == "wall" and cpus is None:
+        cpus = idlest_cpus(num_threads) or None
     request = Prepare(stmt, setup, num_threads, label, "", metric,
                       tuple(command) if command is not None else ())
     with tempfile.TemporaryDirectory(prefix="torchmark-ab-") as tmp:
@@ -324,7 +335,8 @@ def ab_environments(baseline_python: str | os.PathLike[str],
         ok = False
         try:
             for python, role in zip(pythons, "AB", strict=True):  # both start at once
-                workers.append(EnvWorker(python, role, folder))
+                workers.append(EnvWorker(python, role, folder,
+                                         cpus if metric == "wall" else None))
             ready = [w.ready() for w in workers]
             for w, env in zip(workers, labels, strict=True):  # both at once again
                 w.send(dataclasses.replace(request, env=env), "making the Timer")
@@ -358,7 +370,8 @@ def ab_environments(baseline_python: str | os.PathLike[str],
         finally:
             for w in workers:
                 w.close(kill=not ok)
-    sides = tuple(EnvSide(python, env, r.python, r.torch_version, p.provenance, tuple(c))
+    sides = tuple(EnvSide(python, env, r.python, r.torch_version, p.provenance, p.cpus,
+                          tuple(c))
                   for python, env, r, p, c in zip(pythons, labels, ready, prepared, counts,
                                                   strict=True))
     return EnvABResult(ab=ab, sides=(sides[0], sides[1]), metric=metric)

@@ -43,10 +43,12 @@ class Prepare:
 
 @dataclasses.dataclass(frozen=True)
 class Prepared:
-    """The Timer's task spec and this environment's provenance (its torch, its Python)."""
+    """The Timer's task spec, this environment's provenance (its torch, its Python) and
+    the CPUs the worker may run on."""
 
     task_spec: Any  # TaskSpec
     provenance: Any  # Provenance
+    cpus: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -76,7 +76,9 @@ class Session:
         # environment may have installed under that name
         provenance = dataclasses.replace(provenance,
                                          torchmark_version=torchmark.__version__)
-        return Prepared(self.timer.task_spec, provenance)
+        cpus = tuple(sorted(os.sched_getaffinity(0))) \
+            if hasattr(os, "sched_getaffinity") else ()
+        return Prepared(self.timer.task_spec, provenance, cpus)
 
 
 def serve(requests: int, responses: int) -> None:

@@ -1,11 +1,12 @@
-"""Process helpers shared by the workers: CPU pinning, killing a process group, and
-whether a process still runs."""
+"""Process helpers shared by the workers: CPU pinning (and the idlest CPUs to pin to),
+killing a process group, and whether a process still runs."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import time
 
 
 def pin(pid: int, cpus: list[int] | None) -> None:
@@ -15,6 +16,34 @@ def pin(pid: int, cpus: list[int] | None) -> None:
             os.sched_setaffinity(pid, cpus)
         except OSError:
             pass
+
+
+def idlest_cpus(count: int, over: float = 0.2) -> list[int]:
+    """The `count` CPUs this process may use that were idlest over the next `over`
+    seconds (/proc/stat), the highest-numbered first among equals; the last `count`
+    allowed ones where /proc/stat cannot tell; [] where affinity is not supported."""
+    if not hasattr(os, "sched_getaffinity"):
+        return []
+    allowed = sorted(os.sched_getaffinity(0))
+
+    def idle() -> dict[int, int]:
+        ticks: dict[int, int] = {}
+        with open("/proc/stat") as f:
+            for line in f:
+                name, *values = line.split()
+                if name.startswith("cpu") and name[3:].isdigit() and len(values) > 4:
+                    ticks[int(name[3:])] = int(values[3]) + int(values[4])  # idle, iowait
+        return ticks
+
+    try:
+        before = idle()
+        time.sleep(over)
+        after = idle()
+    except (OSError, ValueError):
+        return allowed[-count:]
+    ranked = sorted(allowed, key=lambda cpu: (after.get(cpu, 0) - before.get(cpu, 0), cpu),
+                    reverse=True)
+    return sorted(ranked[:count])
 
 
 def pid_alive(pid: int) -> bool:
