@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from torchmark.cli.main import main
-from torchmark.compare.ab import counts_test
+from torchmark.compare.ab import ab_test, counts_test
 from torchmark.compare.env_ab import ab_environments, default_labels
 from torchmark.core.task_spec import TaskSpec
 from torchmark.store.store import Store
@@ -103,10 +103,10 @@ def test_identical_environments_read_no_change_in_abba_order(envs):
     r = ab_environments(envs["fast"], envs["same"], STMT, SETUP, min_run_time=0.2,
                         min_effect=0.05, callback=lambda side, n, s: sides.append(side))
     assert r.verdict == "no significant change", str(r)
-    assert r.ab.paired and 0.95 < r.ratio < 1.05
+    assert r.ab.paired and r.ab.abba and 0.95 < r.ratio < 1.05
     a, b = r.ab.baseline, r.ab.candidate
     assert a.number_per_run == b.number_per_run  # one cost: one count a block
-    assert len(a.times) == len(b.times) >= 10 and sum(a.raw_times) >= 0.2
+    assert len(a.times) == len(b.times) >= 12 and sum(a.raw_times) >= 0.2
     assert sides[:8] == [0, 1, 1, 0, 0, 1, 1, 0] and len(sides) == 2 * len(a.times)
     assert [s.label for s in r.sides] == ["fast", "same"]
     assert len(r.sides[0].cpus) == 1 and r.sides[0].cpus == r.sides[1].cpus  # one core
@@ -160,6 +160,30 @@ def test_exact_counts_verdicts():
     assert json.loads(json.dumps(slower.to_dict(), allow_nan=False))["p_value"] is None
     with pytest.raises(ValueError, match="as many baseline as candidate"):
         counts_test(counts(1, 2), counts(1))
+
+
+def test_abba_quads_cancel_an_order_effect_that_pairs_turn_into_two_modes():
+    """The block that runs second in its pair is 4% faster (pairs alternate A B, B A):
+    per-pair ratios of a 3% slowdown sit around 0.99 and 1.07, and their interval covers
+    1; a quad's ratio (two pairs, one of each order) is the 3% itself."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = 80
+    a = 1.0 + 0.002 * rng.standard_normal(n)
+    second = np.where(np.arange(n) % 2 == 0, 0.96, 1.0)  # A-first pairs: B runs second
+    first = np.where(np.arange(n) % 2 == 0, 1.0, 0.96)
+    a = a * first
+    b = 1.03 * (1.0 + 0.002 * rng.standard_normal(n)) * second
+    spec = TaskSpec(stmt="f()", setup="pass")
+    ma, mb = Measurement(1, list(a), spec), Measurement(1, list(b), spec)
+    pairs = ab_test(ma, mb, paired=True)
+    quads = ab_test(ma, mb, paired=True, abba=True)
+    assert pairs.verdict == "no significant change" and pairs.ci_low < 1 < pairs.ci_high
+    assert quads.verdict == "slower" and quads.ratio == pytest.approx(1.03, abs=0.003)
+    assert quads.abba and "median ratio of 40 ABBA quads" in str(quads)
+    with pytest.raises(ValueError, match="give paired=True too"):
+        ab_test(ma, mb, abba=True)
 
 
 def test_bad_interpreters_exit_2_with_one_line_naming_them(capsys, envs, tmp_path):

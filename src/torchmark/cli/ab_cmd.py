@@ -155,8 +155,8 @@ _ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "n
 @click.option("--min-run-time", type=FiniteRange(min=0, min_open=True), default=1.0,
               show_default=True, help="With --python: seconds of blocks a side (wall time).")
 @click.option("--rounds", type=click.IntRange(min=1), default=None,
-              help="With --python: blocks a side, at least [default: 10 for wall time, 2 "
-                   "for instructions].")
+              help="With --python: blocks a side, at least [default: 12 for wall time "
+                   "(6 A B B A quads), 2 for instructions].")
 @click.option("--metric", type=click.Choice(["wall", "instructions"]), default="wall",
               show_default=True, help="With --python: wall time, or instruction counts by "
                                       "each environment's callgrind collector.")
@@ -273,8 +273,9 @@ def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, r
     runs = (f"{a.number_per_run} runs" if a.number_per_run == b.number_per_run else
             f"{a.number_per_run} / {b.number_per_run} runs")
     if r.metric == "wall":
-        how = (f"{len(a.times)} blocks a side of {runs}, A B B A ...; ratio = median of the "
-               f"paired blocks' ratios, exact interval")
+        how = (f"{len(a.times)} blocks a side of {runs}, A B B A ...; ratio = median over "
+               f"the {len(a.times) // 2} A B B A quads of their B time / A time, exact "
+               f"interval")
     else:
         how = (f"{len(a.times)} instruction counts a side of {runs}, A B B A ...; ratio = "
                f"median of the paired counts' ratios, interval = their range")

@@ -59,6 +59,9 @@ class ABResult:
     p_value: float
     min_effect: float
     paired: bool = False  # ratios of paired samples (measure_ab), not of two medians
+    # paired samples taken A B, B A, A B, ...: the unit is the quad of two pairs (A B B A),
+    # whose ratio (sum of B / sum of A) cancels an effect of the order within a pair
+    abba: bool = False
     # "wall" (times in seconds), or "instructions": counts a run, compared exactly
     # (counts_test: the interval is the range of the ratios, there is no p-value)
     metric: str = "wall"
@@ -132,7 +135,8 @@ class ABResult:
             "ratio": finite(self.ratio), "ci_low": finite(self.ci_low),
             "ci_high": finite(self.ci_high),
             "confidence": self.confidence, "p_value": finite(self.p_value),
-            "min_effect": self.min_effect, "paired": self.paired, "metric": self.metric,
+            "min_effect": self.min_effect, "paired": self.paired, "abba": self.abba,
+            "metric": self.metric,
             "verdict": self.verdict,
         }
 
@@ -152,8 +156,10 @@ class ABResult:
                     f"(baseline median {self.baseline.median:.6g} instructions a run)")
         unit, scale = select_unit(min(self.baseline.median, self.candidate.median))
         if self.paired:  # the figures shown are the ratio the verdict is about
+            units = (f"{len(self.baseline.times) // 2} ABBA quads" if self.abba else
+                     f"{len(self.baseline.times)} paired blocks")
             return (f"{self.name}: candidate / baseline = median ratio of "
-                    f"{len(self.baseline.times)} paired blocks {self.estimate()} "
+                    f"{units} {self.estimate()} "
                     f"(baseline median {self.baseline.median / scale:.4g} {unit})")
         return (f"{self.name}: {self.baseline.median / scale:.4g} {unit} -> "
                 f"{self.candidate.median / scale:.4g} {unit}, ratio {self.estimate()}")
@@ -161,7 +167,7 @@ class ABResult:
 
 def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float = 0.95,
             min_effect: float = 0.01, resamples: int = 2000, seed: int = 0,
-            name: str | None = None, paired: bool = False) -> ABResult:
+            name: str | None = None, paired: bool = False, abba: bool = False) -> ABResult:
     """Compare `candidate` against `baseline` (see the module's docstring).
 
     `confidence`: of the bootstrap interval, in (0, 1). `min_effect`: the smallest
@@ -172,6 +178,12 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
     them), so the ratio is the median of the per-pair ratios, with an exact interval from
     their order statistics and the sign test's p-value: a slow spell of the machine that
     hits both sides of a pair cancels out.
+    `abba` (with `paired`): the pairs were taken A B, B A, A B, ... (as `measure_ab` and
+    `ab_environments` take them), and the unit is the quad of pairs 2q and 2q + 1: its
+    ratio, the sum of its two candidate times over the sum of its two baseline times,
+    cancels an effect of the order within a pair (the block that runs second faster,
+    say), which per-pair ratios turn into two modes around the true ratio. A trailing
+    odd pair is left out.
     """
     sides = []
     for role, m in (("baseline", baseline), ("candidate", candidate)):
@@ -197,8 +209,10 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
                          "no meaning")
     a = np.asarray(baseline.times, dtype=np.float64)
     b = np.asarray(candidate.times, dtype=np.float64)
+    if abba and not paired:
+        raise ValueError("ab_test: abba=True is a way of pairing: give paired=True too")
     if paired:
-        return _paired(a, b, baseline, candidate, confidence, float(min_effect), name)
+        return _paired(a, b, baseline, candidate, confidence, float(min_effect), name, abba)
     ratio = candidate.median / baseline.median
     low, high = median_ratio_interval(a, b, confidence, resamples=resamples, seed=seed)
     return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
@@ -257,21 +271,26 @@ def median_ratio_interval(baseline: Sequence[float] | np.ndarray,
 
 
 def _paired(a: np.ndarray, b: np.ndarray, baseline: Measurement, candidate: Measurement,
-            confidence: float, min_effect: float, name: str | None) -> ABResult:
-    """ab_test of paired samples: the median of b[i] / a[i], its order-statistic interval
-    and the sign test."""
+            confidence: float, min_effect: float, name: str | None,
+            abba: bool = False) -> ABResult:
+    """ab_test of paired samples: the median of b[i] / a[i] (of the quads' sums with
+    `abba`), its order-statistic interval and the sign test."""
     if len(a) != len(b):
         raise ValueError(f"ab_test: paired samples need as many baseline as candidate "
                          f"times, got {len(a)} and {len(b)}")
     if not (a > 0).all():
         raise ValueError("ab_test: a baseline time is zero; a ratio to it has no meaning")
+    if abba:  # pairs 2q and 2q + 1 (A B, then B A) summed side by side
+        quads = len(a) // 2
+        a = a[:2 * quads:2] + a[1:2 * quads:2]
+        b = b[:2 * quads:2] + b[1:2 * quads:2]
     ratios = np.sort(b / a)
     low, high = median_interval(ratios, confidence)
     return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
                     candidate=candidate, ratio=float(np.median(ratios)), ci_low=low,
                     ci_high=high, confidence=confidence,
                     p_value=sign_test_p(int((ratios > 1).sum()), int((ratios < 1).sum())),
-                    min_effect=min_effect, paired=True)
+                    min_effect=min_effect, paired=True, abba=abba)
 
 
 def _binomial_half_cdf(n: int) -> Iterator[float]:

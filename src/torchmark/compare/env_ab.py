@@ -6,8 +6,11 @@ environment, pickles it, then does the same in the other: whatever changed in be
 (another job, a warmer CPU) reads as a difference. Here both workers are up at once
 and the driver asks them in turn for blocks of the same length (sized once, as
 `measure_ab` sizes them: compare/interleave.py), A B B A A B B A ..., so drift hits
-both sides alike; block i of A and block i of B are compared as a pair (`ab_test(...,
-paired=True)`). Instruction counts are asked of each environment's own callgrind
+both sides alike. The unit of comparison is the A B B A quad (`ab_test(..., paired=True,
+abba=True)`): across processes the block that runs second in a pair came out 1 to 4%
+faster than the first on the development machine, an order effect that per-pair
+ratios turn into two modes around the true ratio and a quad's ratio (its B time over
+its A time) cancels. Instruction counts are asked of each environment's own callgrind
 collector, in the same order, and compared exactly (`counts_test`).
 
 A worker is `PY -m torchmark.compare.env_worker` (a PipedChild) with the driver's
@@ -50,7 +53,7 @@ from torchmark.core.worker import ChildLost, PipedChild
 from torchmark.timing.measurement import Measurement
 
 METRICS = ("wall", "instructions")
-DEFAULT_BLOCKS = {"wall": 10, "instructions": 2}  # blocks a side unless asked
+DEFAULT_BLOCKS = {"wall": 12, "instructions": 2}  # blocks a side unless asked (wall: 6 quads)
 START_TIMEOUT_S = 300.0  # python starts and imports torch (slow on a loaded machine)
 PREPARE_TIMEOUT_S = 120.0
 BLOCK_TIMEOUT_S = 300.0  # one wall-time request (a block, the block-size estimate)
@@ -290,7 +293,7 @@ def ab_environments(baseline_python: str | os.PathLike[str],
     `labels`: the two environments' names (env labels of the Timers, of the Results and
     of the store's runs); default from the paths (`default_labels`). `metric`: "wall"
     (time blocks until each side has `min_run_time` seconds and `min_blocks` blocks,
-    default 10; the paired verdict at `confidence`) or "instructions" (`min_blocks`
+    default 12; the paired verdict over A B B A quads at `confidence`) or "instructions" (`min_blocks`
     counts of `number` runs a side, default 2, by each environment's callgrind
     collector; compared exactly). Changes under `min_effect` count as none.
     `callback(side, runs, value)` follows each block (side 0 or 1; seconds, or the
@@ -353,7 +356,8 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                     min_run_time=min_run_time, min_blocks=blocks, callback=callback)
                 a, b = (Measurement(n, t, p.task_spec)
                         for n, t, p in zip(numbers, times, prepared, strict=True))
-                ab = ab_test(a, b, confidence=confidence, min_effect=min_effect, paired=True)
+                ab = ab_test(a, b, confidence=confidence, min_effect=min_effect, paired=True,
+                             abba=True)
                 counts: tuple[list[Any], list[Any]] = ([], [])
             else:
                 counts = ([], [])
