@@ -10,8 +10,10 @@ both sides alike. The unit of comparison is the A B B A quad (`ab_test(..., pair
 abba=True)`): across processes the block that runs second in a pair came out 1 to 4%
 faster than the first on the development machine, an order effect that per-pair
 ratios turn into two modes around the true ratio and a quad's ratio (its B time over
-its A time) cancels. Instruction counts are asked of each environment's own callgrind
-collector, in the same order, and compared exactly (`counts_test`).
+its A time) cancels. Both wall-time workers are pinned to the same CPU (the idlest at
+the start), so that two cores cannot read as two environments. Instruction counts are
+asked of each environment's own callgrind collector, in the same order, and compared
+exactly (`counts_test`).
 
 A worker is `PY -m torchmark.compare.env_worker` (a PipedChild) with the driver's
 torchmark package, and nothing else of the driver's environment, on its PYTHONPATH:
