@@ -182,8 +182,8 @@ def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_lab
 
     With --python PY_A --python PY_B: STMT (several arguments are joined as lines) is
     measured in both environments at once, a worker process in each, blocks alternating
-    A B B A (so drift hits both alike), and compared as pairs; the two sides are recorded
-    in the store as two runs, env-labelled."""
+    A B B A (so drift hits both alike) and compared quad by quad (instruction counts:
+    exactly); the two sides are recorded in the store as two runs, env-labelled."""
     source = click.get_current_context().get_parameter_source
     if pythons:
         return _environments(args, pythons, env_labels, setup, num_threads, min_run_time,
