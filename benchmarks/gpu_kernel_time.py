@@ -210,16 +210,11 @@ def ncu_figures(names: list[str], cache_control: str
 # -- torchmark and do_bench --------------------------------------------------------------
 
 def do_bench_median(stmt: str, setup: str) -> float | None:
-    try:
-        from triton.testing import do_bench
-    except ImportError:
-        return None
-    import torch
+    """do_bench's median, as benchmarks/gpu_vs_do_bench.py takes it (None without triton)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpu_vs_do_bench import do_bench_median as median
 
-    namespace = {"torch": torch}
-    exec(setup, namespace)
-    code = compile(stmt, "<stmt>", "exec")
-    return do_bench(lambda: exec(code, namespace), return_mode="median") / 1000.0
+    return median(stmt, setup)
 
 
 def measure(name: str, quick: bool) -> dict[str, object]:

@@ -171,11 +171,11 @@ def _device_rounds(one_round: Callable[..., None], args: tuple[Any, ...],
     import torch
 
     from torchmark.timing import l2
+    from torchmark.timing.device_time import indexed_cuda_device
     from torchmark.timing.gpu_sampler import GpuSampler
 
-    device = torch.device(options.device if options.device.startswith("cuda") else "cuda")
-    if device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
+    device = indexed_cuda_device(options.device if options.device.startswith("cuda")
+                                 else None)
     with torch.cuda.device(device):
         flush = l2.L2Flusher(device).flush if options.l2 == "cold" else None
         sampler = GpuSampler(torch, device, flush=flush, blocking=False)

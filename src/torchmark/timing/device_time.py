@@ -126,6 +126,15 @@ def cuda_device(device: Any) -> Any:
     return parsed
 
 
+def indexed_cuda_device(device: Any = None) -> Any:
+    """`device` (None or "cuda": the current one) as a torch.device with its index."""
+    import torch
+
+    device = torch.device(device or "cuda")
+    return device if device.index is not None else \
+        torch.device("cuda", torch.cuda.current_device())
+
+
 def device_of_tensors(namespace: dict[str, Any]) -> Any:
     """The CUDA device the tensors (and modules) of `namespace` are on, when they share
     one; None when they hold no CUDA tensor or several devices."""
@@ -199,9 +208,7 @@ def measure_device_time(call: Callable[[], Any], options: DeviceTimeOptions,
     import torch
 
     require_cuda()
-    device = torch.device(device or "cuda")
-    if device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
+    device = indexed_cuda_device(device)
     # Events, streams, graphs and the spin kernel all work on the current device.
     with torch.cuda.device(device):
         return _measure_on_device(torch, call, options, device)

@@ -324,12 +324,10 @@ def measure_kernel_time(call: Callable[[], Any], options: KernelTimeOptions,
     """Kernel seconds per call of `call` on a CUDA device (see the module docstring)."""
     import torch
 
-    from torchmark.timing.device_time import require_cuda
+    from torchmark.timing.device_time import indexed_cuda_device, require_cuda
 
     require_cuda()
-    device = torch.device(device or "cuda")
-    if device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
+    device = indexed_cuda_device(device)
     with torch.cuda.device(device):
         return _measure(torch, call, options, device)
 
