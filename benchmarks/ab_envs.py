@@ -12,8 +12,9 @@ median of 3, n corrected once, then measured again).
 Each repetition runs, on one pair (`same-a` vs `same-b`: identical; `same-a` vs
 `slower`: 3% slower), in alternating order:
 
-- "interleaved": `ab_environments` (what `torchmark ab --python` runs: a worker a
-  side, blocks alternating, the paired verdict), each side `--min-run-time` seconds;
+- "interleaved": `ab_environments` (what `torchmark ab --python` runs: three worker
+  pairs, blocks alternating, the verdict over A B B A quads), each side
+  `--min-run-time` seconds;
 - "torch sequential": a process in env A runs torch.utils.benchmark's
   `Timer.blocked_autorange(min_run_time)` and pickles the Measurement, then the same in
   env B; the two are compared by the same verdict rule (`ab_test`, unpaired: it says
@@ -30,7 +31,7 @@ how much they used during each repetition. `--counts` adds one A/B of each pair 
 (each environment's callgrind collector; about a minute each).
 
     python benchmarks/ab_envs.py [--reps 20] [--min-run-time 1.0] \
-        [--regimes quiet,loaded] [--counts] [--patience 60]
+        [--regimes quiet,loaded] [--counts] [--patience 120]
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def stop(process: subprocess.Popen | None) -> None:
         process.wait()
 
 
-def interleaved(a: str, b: str, min_run_time: float, loaded: bool) -> str:
+def interleaved(a: str, b: str, min_run_time: float, loaded: bool) -> tuple[str, float]:
     load: subprocess.Popen | None = None
     done = [0.0]
 
@@ -146,8 +147,9 @@ def interleaved(a: str, b: str, min_run_time: float, loaded: bool) -> str:
             load = busy_loop()
 
     try:
-        return ab_environments(a, b, STMT, SETUP, min_run_time=min_run_time,
-                               labels=("A", "B"), callback=on_block).verdict
+        r = ab_environments(a, b, STMT, SETUP, min_run_time=min_run_time,
+                            labels=("A", "B"), callback=on_block)
+        return r.verdict, r.ratio
     finally:
         stop(load)
 
@@ -188,7 +190,7 @@ def main() -> None:
                         help="seconds a side of each A/B")
     parser.add_argument("--regimes", default="quiet,loaded")
     parser.add_argument("--n", type=int, default=100000, help="work()'s loops in env A")
-    parser.add_argument("--patience", type=float, default=60,
+    parser.add_argument("--patience", type=float, default=120,
                         help="seconds to wait for a quiet machine before a repetition")
     parser.add_argument("--counts", action="store_true",
                         help="also one A/B of each pair by instruction counts")
@@ -223,7 +225,8 @@ def main() -> None:
                     now: dict[str, str] = {}
                     for turn in ((0, 1) if rep % 2 == 0 else (1, 0)):
                         if turn == 0:
-                            now[INTERLEAVED] = interleaved(a, b, args.min_run_time, loaded)
+                            now[INTERLEAVED], ratio = interleaved(a, b, args.min_run_time,
+                                                                  loaded)
                         else:
                             now[SEQ_AB], now[SEQ_EYE] = sequential(
                                 a, b, args.min_run_time, loaded, root)
@@ -232,7 +235,7 @@ def main() -> None:
                     for method, verdict in now.items():
                         tally[regime, pair, method][verdict] += 1
                     print(f"{regime} rep {rep + 1}/{args.reps} {pair}: interleaved "
-                          f"{now[INTERLEAVED]}; torch sequential {now[SEQ_AB]} (eyeball "
+                          f"{now[INTERLEAVED]} ({ratio:.4f}); torch sequential {now[SEQ_AB]} (eyeball "
                           f"{now[SEQ_EYE]}); others used {others:.2f} CPUs "
                           f"[{time.time() - started:.0f} s]", flush=True)
         print()
