@@ -134,7 +134,8 @@ class EnvABResult:
         what = "wall time" if self.metric == "wall" else "instruction counts"
         return "\n".join([f"baseline  {self.sides[0].describe()}",
                           f"candidate {self.sides[1].describe()}",
-                          f"{what}: {len(a.times)} blocks a side of {runs} runs, A B B A ...",
+                          f"{what}: {len(a.times)} blocks a side of {runs} runs, A B B A "
+                          f"..., by {self.processes} worker pair(s) in turn",
                           str(self.ab)])
 
 
