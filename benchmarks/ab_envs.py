@@ -12,8 +12,8 @@ median of 3, n corrected once, then measured again).
 Each repetition runs, on one pair (`same-a` vs `same-b`: identical; `same-a` vs
 `slower`: 3% slower), in alternating order:
 
-- "interleaved": `ab_environments` (what `torchmark ab --python` runs: three worker
-  pairs, blocks alternating, the verdict over A B B A quads), each side
+- "interleaved": `ab_environments` (what `torchmark ab --python` runs: a worker a
+  side, blocks alternating, the verdict over A B B A quads), each side
   `--min-run-time` seconds;
 - "torch sequential": a process in env A runs torch.utils.benchmark's
   `Timer.blocked_autorange(min_run_time)` and pickles the Measurement, then the same in

@@ -70,8 +70,7 @@ def run(capsys, *args):
 def test_a_big_slowdown_reads_slower_and_both_sides_are_recorded(capsys, envs, tmp_path):
     db = tmp_path / "store.db"
     code, out, err = run(capsys, "ab", "--python", envs["fast"], "--python", envs["slow"],
-                         STMT, "-s", SETUP, "--min-run-time", "0.2", "--processes", "1",
-                         "--db", str(db))
+                         STMT, "-s", SETUP, "--min-run-time", "0.2", "--db", str(db))
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].startswith(f"A (baseline):  fast: {envs['fast']} (CPython ")
@@ -100,11 +99,9 @@ def test_a_big_slowdown_reads_slower_and_both_sides_are_recorded(capsys, envs, t
 
 
 def test_identical_environments_read_no_change_in_abba_order(envs):
-    """Three worker pairs a side by default, each timing a third of the quads."""
     sides: list[int] = []
     r = ab_environments(envs["fast"], envs["same"], STMT, SETUP, min_run_time=0.2,
                         min_effect=0.05, callback=lambda side, n, s: sides.append(side))
-    assert r.processes == 3
     assert r.verdict == "no significant change", str(r)
     assert r.ab.paired and r.ab.abba and 0.95 < r.ratio < 1.05
     a, b = r.ab.baseline, r.ab.candidate
@@ -211,7 +208,7 @@ def test_bad_interpreters_exit_2_with_one_line_naming_them(capsys, envs, tmp_pat
 def test_a_worker_that_dies_mid_run_is_named_with_its_output(capsys, envs):
     code, out, err = run(capsys, "ab", "--python", envs["fast"], "--python",
                          envs["crashing"], STMT, "-s", SETUP, "--min-run-time", "2",
-                         "--processes", "1", "--no-store")
+                         "--no-store")
     assert code == 1 and out == ""
     lines = err.splitlines()
     assert lines[0] == "torchmark: the worker's output ended with:"
@@ -222,7 +219,7 @@ def test_a_worker_that_dies_mid_run_is_named_with_its_output(capsys, envs):
 
 def test_the_statement_failing_in_one_environment_is_named(capsys, envs):
     code, _, err = run(capsys, "ab", "--python", envs["fast"], "--python", envs["slow"],
-                       "abmod.g()", "-s", SETUP, "--processes", "1", "--no-store")
+                       "abmod.g()", "-s", SETUP, "--no-store")
     assert code == 1
     assert err == (f"torchmark: error: env A ({envs['fast']}): the block-size estimate "
                    "raised AttributeError: module 'abmod' has no attribute 'g'\n")
@@ -236,8 +233,6 @@ def test_the_statement_failing_in_one_environment_is_named(capsys, envs):
      "--number: for --metric instructions"),
     (["--python", "python", "--python", "python", "--metric", "instructions",
       "--min-run-time", "1", "x"], "--min-run-time: for wall time"),
-    (["--python", "python", "--python", "python", "--metric", "instructions",
-      "--processes", "2", "x"], "--processes: for wall time"),
     (["--python", "python", "--python", "python", "x ="], "the statement, line 1: "
                                                           "SyntaxError"),
     (["a.json", "b.json", "--metric", "instructions", "-s", "pass"],

@@ -121,8 +121,7 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
 # env mode only: option name -> the parameter's name
 _ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "num_threads",
                 "--min-run-time": "min_run_time", "--rounds": "rounds", "--metric": "metric",
-                "--number": "number", "--processes": "processes", "--label": "label",
-                "--no-store": "no_store"}
+                "--number": "number", "--label": "label", "--no-store": "no_store"}
 
 
 @click.command("ab")
@@ -163,18 +162,13 @@ _ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "n
                                       "each environment's callgrind collector.")
 @click.option("--number", type=click.IntRange(min=1), default=100, show_default=True,
               help="With --python --metric instructions: runs a count.")
-@click.option("--processes", type=click.IntRange(min=1), default=None,
-              help="With --python, wall time: worker processes a side, each pair timing "
-                   "its share of the blocks, so that no one process's memory layout "
-                   "decides [default: 3].")
 @click.option("--label", default=None, help="With --python: the case's label.")
 @click.option("--no-store", is_flag=True,
               help="With --python: do not record the two runs in the store "
                    "(TORCHMARK_NO_STORE=1 does the same).")
 @db_option
 def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_labels, setup,
-           num_threads, min_run_time, rounds, metric, number, processes, label, no_store,
-           db):
+           num_threads, min_run_time, rounds, metric, number, label, no_store, db):
     """Compare a baseline with a candidate, case by case: the ratio of the median times,
     its bootstrap confidence interval, a Mann-Whitney p-value and a verdict (a case needs
     at least 5 times a side).
@@ -193,8 +187,8 @@ def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_lab
     source = click.get_current_context().get_parameter_source
     if pythons:
         return _environments(args, pythons, env_labels, setup, num_threads, min_run_time,
-                             rounds, metric, number, processes, label, no_store, db,
-                             confidence, min_effect, fmt, fail_above, source)
+                             rounds, metric, number, label, no_store, db, confidence,
+                             min_effect, fmt, fail_above, source)
     given = [name for name, param in _ENV_OPTIONS.items()
              if source(param) is not click.core.ParameterSource.DEFAULT]
     if given:
@@ -232,8 +226,8 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db) -> int:
 
 
 def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, rounds,
-                  metric, number, processes, label, no_store, db, confidence, min_effect,
-                  fmt, fail_above, source) -> int:
+                  metric, number, label, no_store, db, confidence, min_effect, fmt,
+                  fail_above, source) -> int:
     """One statement in two environments, interleaved (compare/env_ab.py)."""
     from pathlib import Path
 
@@ -254,9 +248,6 @@ def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, r
             source("min_run_time") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--min-run-time: for wall time; instruction counts take "
                                "--rounds counts of --number runs a side")
-    if metric == "instructions" and processes is not None:
-        raise click.UsageError("--processes: for wall time (instruction counts do not hang "
-                               "on a process's memory layout)")
     if metric == "wall" and source("number") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--number: for --metric instructions (wall-time blocks are "
                                "sized by --min-run-time)")
@@ -268,8 +259,7 @@ def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, r
                             labels=list(env_labels) or None, metric=metric,
                             min_run_time=min_run_time, min_blocks=rounds, number=number,
                             num_threads=num_threads, label=label, confidence=confidence,
-                            min_effect=min_effect, command=list(COMMAND_LINE) or None,
-                            **({"processes": processes} if processes else {}))
+                            min_effect=min_effect, command=list(COMMAND_LINE) or None)
     except EnvWorkerLost as e:  # its output's end, then the one-line error
         tail = e.log_tail.strip().splitlines()[-10:]
         if tail:
@@ -283,9 +273,9 @@ def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, r
     runs = (f"{a.number_per_run} runs" if a.number_per_run == b.number_per_run else
             f"{a.number_per_run} / {b.number_per_run} runs")
     if r.metric == "wall":
-        how = (f"{len(a.times)} blocks a side of {runs}, A B B A ..., by {r.processes} "
-               f"worker pair(s) in turn; ratio = median over the {len(a.times) // 2} "
-               f"A B B A quads of their B time / A time, exact interval")
+        how = (f"{len(a.times)} blocks a side of {runs}, A B B A ...; ratio = median over "
+               f"the {len(a.times) // 2} A B B A quads of their B time / A time, exact "
+               f"interval")
     else:
         how = (f"{len(a.times)} instruction counts a side of {runs}, A B B A ...; ratio = "
                f"median of the paired counts' ratios, interval = their range")

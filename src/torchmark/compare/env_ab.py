@@ -56,7 +56,6 @@ from torchmark.timing.measurement import Measurement
 
 METRICS = ("wall", "instructions")
 DEFAULT_BLOCKS = {"wall": 12, "instructions": 2}  # blocks a side unless asked (wall: 6 quads)
-DEFAULT_PROCESSES = 3  # worker pairs for wall time
 START_TIMEOUT_S = 300.0  # python starts and imports torch (slow on a loaded machine)
 PREPARE_TIMEOUT_S = 120.0
 BLOCK_TIMEOUT_S = 300.0  # one wall-time request (a block, the block-size estimate)
@@ -98,7 +97,6 @@ class EnvABResult:
     ab: ABResult
     sides: tuple[EnvSide, EnvSide]
     metric: str
-    processes: int = 1  # worker pairs the quads were timed by, in turn
 
     @property
     def verdict(self) -> str:
@@ -134,8 +132,7 @@ class EnvABResult:
         what = "wall time" if self.metric == "wall" else "instruction counts"
         return "\n".join([f"baseline  {self.sides[0].describe()}",
                           f"candidate {self.sides[1].describe()}",
-                          f"{what}: {len(a.times)} blocks a side of {runs} runs, A B B A "
-                          f"..., by {self.processes} worker pair(s) in turn",
+                          f"{what}: {len(a.times)} blocks a side of {runs} runs, A B B A ...",
                           str(self.ab)])
 
 
@@ -273,31 +270,6 @@ class _RemoteSource:
                                        "the clock-overhead estimate"))
 
 
-class _Rotating:
-    """One side's workers as one BlockSource: each estimates a block size (its warm-up),
-    the first one's is kept; blocks are timed by the current one. `switch(k)` makes the
-    k-th current and times one block with it that is not kept (a process that has not run
-    for a while comes back to a block that runs as its others do)."""
-
-    def __init__(self, workers: Sequence[EnvWorker]) -> None:
-        self.sources = [_RemoteSource(w) for w in workers]
-        self.current, self.number = 0, 1
-
-    def switch(self, index: int) -> None:
-        self.current = index
-        self.sources[index].time_block(self.number)
-
-    def estimate_block_size(self, min_run_time: float) -> int:
-        return [s.estimate_block_size(min_run_time) for s in self.sources][0]
-
-    def time_block(self, number: int) -> float:
-        self.number = number
-        return self.sources[self.current].time_block(number)
-
-    def clock_overhead(self) -> float:
-        return max(s.clock_overhead() for s in self.sources)
-
-
 def _check(name: str, value: Any, minimum: float, integer: bool) -> Any:
     ok = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
     if not ok or not (minimum <= value < math.inf):
@@ -316,8 +288,7 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                     confidence: float = 0.95, min_effect: float = 0.01,
                     callback: BlockCallback | None = None,
                     command: Sequence[str] | None = None,
-                    cpus: Sequence[int] | None = None,
-                    processes: int = DEFAULT_PROCESSES) -> EnvABResult:
+                    cpus: Sequence[int] | None = None) -> EnvABResult:
     """Measure `stmt` (after `setup`) in two Python environments at once, blocks
     alternating A B B A ..., and give the verdict (see the module docstring).
 
@@ -332,9 +303,6 @@ def ab_environments(baseline_python: str | os.PathLike[str],
     `cpus`: for wall time, both workers are pinned to these same CPUs (default: the
     `num_threads` idlest this process may use, over 0.2 s), so that two cores of
     different speed or load cannot read as two environments of different speed.
-    `processes`: for wall time, workers a side (all started at once): the k-th pair of
-    them times the k-th share of the quads, so that no one process's memory layout
-    decides the verdict.
     """
     if metric not in METRICS:
         raise UsageError(f"ab_environments: metric must be one of {', '.join(METRICS)}, "
@@ -348,7 +316,6 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                     else min_blocks, 1, integer=True)
     number = _check("number", number, 1, integer=True)
     num_threads = _check("num_threads", num_threads, 1, integer=True)
-    processes = _check("processes", processes, 1, integer=True) if metric == "wall" else 1
     if not (isinstance(confidence, float) and 0 < confidence < 1):
         raise UsageError(f"ab_environments: confidence must be in (0, 1), got {confidence!r}")
     _check("min_effect", min_effect, 0, integer=False)
@@ -369,16 +336,15 @@ def ab_environments(baseline_python: str | os.PathLike[str],
         folder = Path(tmp)
         (folder / "path").mkdir()  # the worker's PYTHONPATH: the driver's torchmark only
         (folder / "path" / "torchmark").symlink_to(Path(__file__).resolve().parents[1])
-        workers: list[EnvWorker] = []  # A, B, A, B, ...: `processes` pairs
+        workers: list[EnvWorker] = []
         ok = False
         try:
-            for _ in range(processes):  # all start at once
-                for python, role in zip(pythons, "AB", strict=True):
-                    workers.append(EnvWorker(python, role, folder,
-                                             cpus if metric == "wall" else None))
-            ready = [w.ready() for w in workers][:2]
-            for i, w in enumerate(workers):  # all at once again
-                w.send(dataclasses.replace(request, env=labels[i % 2]), "making the Timer")
+            for python, role in zip(pythons, "AB", strict=True):  # both start at once
+                workers.append(EnvWorker(python, role, folder,
+                                         cpus if metric == "wall" else None))
+            ready = [w.ready() for w in workers]
+            for w, env in zip(workers, labels, strict=True):  # both at once again
+                w.send(dataclasses.replace(request, env=env), "making the Timer")
             prepared: list[Prepared] = []
             for w in workers:
                 reply = w.receive(PREPARE_TIMEOUT_S, "making the Timer")
@@ -386,31 +352,10 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                     raise MeasurementError(f"{w.name}: answered {type(reply).__name__} "
                                            "to Prepare")
                 prepared.append(reply)
-            prepared = prepared[:2]
             if metric == "wall":
-                rotating = (_Rotating(workers[0::2]), _Rotating(workers[1::2]))
-                timed = [0.0]
-
-                def on_block(side: int, runs: int, seconds: float) -> None:
-                    timed[0] += seconds if side == 0 else 0.0
-                    if callback is not None:
-                        callback(side, runs, seconds)
-
-                def next_pair(i: int) -> None:
-                    """The k-th worker pair times the k-th share of the quads (by time,
-                    or by count where `min_blocks` asks for more)."""
-                    if i % 2:
-                        return  # quads start at even pairs
-                    share = max(timed[0] / min_run_time if min_run_time else 0.0,
-                                i / max(2, blocks))
-                    k = min(processes - 1, int(share * processes))
-                    if k != rotating[0].current:  # B's process first: A's runs A B B A
-                        rotating[1].switch(k)
-                        rotating[0].switch(k)
-
-                numbers, times = interleave(rotating, min_run_time=min_run_time,
-                                            min_blocks=blocks, callback=on_block,
-                                            before_pair=next_pair)
+                numbers, times = interleave(
+                    (_RemoteSource(workers[0]), _RemoteSource(workers[1])),
+                    min_run_time=min_run_time, min_blocks=blocks, callback=callback)
                 a, b = (Measurement(n, t, p.task_spec)
                         for n, t, p in zip(numbers, times, prepared, strict=True))
                 ab = ab_test(a, b, confidence=confidence, min_effect=min_effect, paired=True,
@@ -435,6 +380,5 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                           tuple(c))
                   for python, env, r, p, c in zip(pythons, labels, ready, prepared, counts,
                                                   strict=True))
-    return EnvABResult(ab=ab, sides=(sides[0], sides[1]), metric=metric,
-                       processes=processes)
+    return EnvABResult(ab=ab, sides=(sides[0], sides[1]), metric=metric)
 

@@ -63,12 +63,10 @@ def abba(rounds: int | None = None) -> Iterator[int]:
 
 def interleave(sides: tuple[BlockSource, BlockSource], *, min_run_time: float,
                min_blocks: int, callback: BlockCallback | None = None,
-               before_pair: Callable[[int], None] | None = None,
                ) -> tuple[list[int], tuple[list[float], list[float]]]:
     """Both sides' block sizes, then their blocks in ABBA order until each side has
     `min_run_time` seconds and `min_blocks` blocks: (runs a block per side, block times
-    per side). `before_pair(i)` is called before the i-th timed pair (0, 1, ...; pairs
-    2q and 2q + 1 make quad q)."""
+    per side)."""
     numbers = [s.estimate_block_size(min_run_time) for s in sides]  # also a warm-up
     # Per-run times from the fastest of several blocks, the two sides taken in turns: a
     # pause of the machine only ever adds time, so the minimum is what the statement
@@ -96,8 +94,6 @@ def interleave(sides: tuple[BlockSource, BlockSource], *, min_run_time: float,
     order = abba()
     while min(sum(side) for side in times) < min_run_time or \
             min(len(side) for side in times) < min_blocks:
-        if before_pair is not None:
-            before_pair(len(times[0]))
         for side in (next(order), next(order)):  # one pair: A B, then B A, ...
             seconds = sides[side].time_block(numbers[side])
             times[side].append(seconds)
