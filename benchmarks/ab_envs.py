@@ -12,9 +12,10 @@ median of 3, n corrected once, then measured again).
 Each repetition runs, on one pair (`same-a` vs `same-b`: identical; `same-a` vs
 `slower`: 3% slower), in alternating order:
 
-- "interleaved": `ab_environments` (what `torchmark ab --python` runs: a worker a
-  side, blocks alternating, the verdict over A B B A quads), each side
-  `--min-run-time` seconds;
+- "interleaved": `ab_environments` (what `torchmark ab --python` runs: 5 fresh worker
+  pairs in turn, each a worker a side timing a fifth of the budget in blocks
+  alternating A B B A; the verdict over all pairs' quads, a change called only when the
+  median pair shows it too), each side `--min-run-time` seconds in all;
 - "torch sequential": a process in env A runs torch.utils.benchmark's
   `Timer.blocked_autorange(min_run_time)` and pickles the Measurement, then the same in
   env B; the two are compared by the same verdict rule (`ab_test`, unpaired: it says
@@ -136,7 +137,8 @@ def stop(process: subprocess.Popen | None) -> None:
         process.wait()
 
 
-def interleaved(a: str, b: str, min_run_time: float, loaded: bool) -> tuple[str, float]:
+def interleaved(a: str, b: str, min_run_time: float, loaded: bool,
+                ) -> tuple[str, float, list[float]]:
     load: subprocess.Popen | None = None
     done = [0.0]
 
@@ -149,7 +151,7 @@ def interleaved(a: str, b: str, min_run_time: float, loaded: bool) -> tuple[str,
     try:
         r = ab_environments(a, b, STMT, SETUP, min_run_time=min_run_time,
                             labels=("A", "B"), callback=on_block)
-        return r.verdict, r.ratio
+        return r.verdict, r.ratio, [p.ratio for p in r.pairs]
     finally:
         stop(load)
 
@@ -225,8 +227,8 @@ def main() -> None:
                     now: dict[str, str] = {}
                     for turn in ((0, 1) if rep % 2 == 0 else (1, 0)):
                         if turn == 0:
-                            now[INTERLEAVED], ratio = interleaved(a, b, args.min_run_time,
-                                                                  loaded)
+                            now[INTERLEAVED], ratio, pair_ratios = interleaved(
+                                a, b, args.min_run_time, loaded)
                         else:
                             now[SEQ_AB], now[SEQ_EYE] = sequential(
                                 a, b, args.min_run_time, loaded, root)
@@ -235,7 +237,8 @@ def main() -> None:
                     for method, verdict in now.items():
                         tally[regime, pair, method][verdict] += 1
                     print(f"{regime} rep {rep + 1}/{args.reps} {pair}: interleaved "
-                          f"{now[INTERLEAVED]} ({ratio:.4f}); torch sequential {now[SEQ_AB]} (eyeball "
+                          f"{now[INTERLEAVED]} ({ratio:.4f}; pairs "
+                          f"{' '.join(f'{x:.4f}' for x in pair_ratios)}); torch sequential {now[SEQ_AB]} (eyeball "
                           f"{now[SEQ_EYE]}); others used {others:.2f} CPUs "
                           f"[{time.time() - started:.0f} s]", flush=True)
         print()

@@ -5,6 +5,8 @@ one's (so torch imports there) and hold its own `abmod` module."""
 from __future__ import annotations
 
 import json
+import math
+import re
 import shutil
 import subprocess
 import sys
@@ -70,17 +72,23 @@ def run(capsys, *args):
 def test_a_big_slowdown_reads_slower_and_both_sides_are_recorded(capsys, envs, tmp_path):
     db = tmp_path / "store.db"
     code, out, err = run(capsys, "ab", "--python", envs["fast"], "--python", envs["slow"],
-                         STMT, "-s", SETUP, "--min-run-time", "0.2", "--db", str(db))
+                         STMT, "-s", SETUP, "--min-run-time", "0.3", "--worker-pairs", "3",
+                         "--db", str(db))
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].startswith(f"A (baseline):  fast: {envs['fast']} (CPython ")
     assert ", torch 2." in lines[0]
     assert lines[1].startswith(f"B (candidate): slow: {envs['slow']} (CPython ")
-    assert lines[2].startswith("baseline: fast; candidate: slow; ")
+    assert lines[2].startswith("3 worker pairs, each a fresh process in each environment ")
+    assert lines[3].startswith("baseline: fast; candidate: slow; 3 worker pairs in turn, ")
     row = next(line for line in lines if line.startswith(STMT))
     assert "slower by" in row, out
     ratio = float(row.split()[5])
     assert 2 < ratio < 4.5, row  # 3x the work, and the call's own cost
+    pair_ratios = [float(x) for x in lines[2].split("ratios ")[1].split(",")[0].split()]
+    median = float(lines[2].split("median ")[1])
+    assert len(pair_ratios) == 3 and median == sorted(pair_ratios)[1]
+    assert median == pytest.approx(ratio, rel=0.1)
     store = Store(f"sqlite:///{db}")
     try:
         runs = {r["env"]: r for r in store.runs()}
@@ -90,7 +98,8 @@ def test_a_big_slowdown_reads_slower_and_both_sides_are_recorded(capsys, envs, t
         assert runs["fast"]["machine"] == runs["slow"]["machine"]
         results = {r["run_env"]: r for r in store.results(samples=True)}
         assert results["fast"]["case_id"] == results["slow"]["case_id"]  # one case, 2 envs
-        assert len(results["fast"]["samples"]) == len(results["slow"]["samples"]) >= 10
+        # every pair's blocks (cut to an even count), at least 12 a side each
+        assert len(results["fast"]["samples"]) == len(results["slow"]["samples"]) >= 36
         assert results["slow"]["median"] / results["fast"]["median"] == \
             pytest.approx(ratio, rel=0.15)
         assert results["fast"]["torch_version"] and results["fast"]["metric"] == "wall"
@@ -101,8 +110,10 @@ def test_a_big_slowdown_reads_slower_and_both_sides_are_recorded(capsys, envs, t
 def test_identical_environments_read_no_change_in_abba_order(envs):
     sides: list[int] = []
     r = ab_environments(envs["fast"], envs["same"], STMT, SETUP, min_run_time=0.2,
-                        min_effect=0.05, callback=lambda side, n, s: sides.append(side))
+                        min_effect=0.05, callback=lambda side, n, s: sides.append(side),
+                        worker_pairs=1)
     assert r.verdict == "no significant change", str(r)
+    assert r.pairs == (r.ab,) and "worker pairs" not in str(r)
     assert r.ab.paired and r.ab.abba and 0.95 < r.ratio < 1.05
     a, b = r.ab.baseline, r.ab.candidate
     assert a.number_per_run == b.number_per_run  # one cost: one count a block
@@ -114,6 +125,17 @@ def test_identical_environments_read_no_change_in_abba_order(envs):
     (ra,), (rb,) = r.results()
     assert ra.provenance.env == "fast" and rb.provenance.env == "same"
     assert ra.case.id == rb.case.id and list(ra.samples) == list(a.times)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"worker_pairs": 0}, "worker_pairs must be an int >= 1, got 0"),
+    ({"worker_pairs": 3, "metric": "instructions"}, "worker_pairs is for wall time"),
+])
+def test_bad_worker_pairs_are_refused_before_any_worker_starts(kwargs, message):
+    from torchmark.core.errors import UsageError
+
+    with pytest.raises(UsageError, match=re.escape(message)):
+        ab_environments("/nonexistent/python", "/nonexistent/python", **kwargs)
 
 
 @requires_valgrind
@@ -186,6 +208,29 @@ def test_abba_quads_cancel_an_order_effect_that_pairs_turn_into_two_modes():
         ab_test(ma, mb, abba=True)
 
 
+def test_a_change_the_median_worker_pair_does_not_show_is_unsure():
+    """Pooled quads read 3% slower; whether that is called hangs on the pairs' ratios."""
+    import dataclasses
+
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    a = 1.0 + 0.002 * rng.standard_normal(60)
+    b = 1.03 * (1.0 + 0.002 * rng.standard_normal(60))
+    spec = TaskSpec(stmt="f()", setup="pass")
+    pooled = ab_test(Measurement(1, list(a), spec), Measurement(1, list(b), spec),
+                     paired=True, abba=True)
+    assert pooled.verdict == "slower"
+    agree = dataclasses.replace(pooled, replicate_ratios=(1.031, 0.97, 1.028, 1.2, 1.03))
+    assert agree.verdict == "slower" and agree.replicate_median == pytest.approx(1.03)
+    one_pair = dataclasses.replace(pooled, replicate_ratios=(1.001, 0.999, 1.15, 1.0, 1.002))
+    assert one_pair.verdict == "unsure"
+    assert one_pair.describe_verdict().startswith(
+        "unsure (+3.0% over all samples, but the median of 5 replicates moved +0.1%: ")
+    assert one_pair.to_dict()["replicate_ratios"] == [1.001, 0.999, 1.15, 1.0, 1.002]
+    assert pooled.to_dict()["replicate_ratios"] == [] and math.isnan(pooled.replicate_median)
+
+
 def test_bad_interpreters_exit_2_with_one_line_naming_them(capsys, envs, tmp_path):
     missing = str(tmp_path / "nowhere" / "python")
     code, out, err = run(capsys, "ab", "--python", envs["fast"], "--python", missing, STMT)
@@ -208,7 +253,7 @@ def test_bad_interpreters_exit_2_with_one_line_naming_them(capsys, envs, tmp_pat
 def test_a_worker_that_dies_mid_run_is_named_with_its_output(capsys, envs):
     code, out, err = run(capsys, "ab", "--python", envs["fast"], "--python",
                          envs["crashing"], STMT, "-s", SETUP, "--min-run-time", "2",
-                         "--no-store")
+                         "--worker-pairs", "1", "--no-store")
     assert code == 1 and out == ""
     lines = err.splitlines()
     assert lines[0] == "torchmark: the worker's output ended with:"
@@ -219,7 +264,7 @@ def test_a_worker_that_dies_mid_run_is_named_with_its_output(capsys, envs):
 
 def test_the_statement_failing_in_one_environment_is_named(capsys, envs):
     code, _, err = run(capsys, "ab", "--python", envs["fast"], "--python", envs["slow"],
-                       "abmod.g()", "-s", SETUP, "--no-store")
+                       "abmod.g()", "-s", SETUP, "--worker-pairs", "1", "--no-store")
     assert code == 1
     assert err == (f"torchmark: error: env A ({envs['fast']}): the block-size estimate "
                    "raised AttributeError: module 'abmod' has no attribute 'g'\n")
@@ -237,6 +282,10 @@ def test_the_statement_failing_in_one_environment_is_named(capsys, envs):
                                                           "SyntaxError"),
     (["a.json", "b.json", "--metric", "instructions", "-s", "pass"],
      "--setup, --metric: for an A/B across environments only"),
+    (["a.json", "b.json", "--worker-pairs", "3"],
+     "--worker-pairs: for an A/B across environments only"),
+    (["--python", "python", "--python", "python", "--metric", "instructions",
+      "--worker-pairs", "3", "x"], "--worker-pairs: for wall time"),
 ])
 def test_mixing_the_two_modes_is_refused(capsys, args, message):
     code, _, err = run(capsys, "ab", *args)

@@ -121,7 +121,8 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
 # env mode only: option name -> the parameter's name
 _ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "num_threads",
                 "--min-run-time": "min_run_time", "--rounds": "rounds", "--metric": "metric",
-                "--number": "number", "--label": "label", "--no-store": "no_store"}
+                "--number": "number", "--label": "label", "--no-store": "no_store",
+                "--worker-pairs": "worker_pairs"}
 
 
 @click.command("ab")
@@ -157,6 +158,10 @@ _ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "n
 @click.option("--rounds", type=click.IntRange(min=1), default=None,
               help="With --python: blocks a side, at least [default: 12 for wall time "
                    "(6 A B B A quads), 2 for instructions].")
+@click.option("--worker-pairs", type=click.IntRange(min=1), default=None,
+              help="With --python, wall time: fresh pairs of worker processes, one after "
+                   "the other, each timing its share of --min-run-time; a change is called "
+                   "only when the median of the pairs' ratios shows it too [default: 5].")
 @click.option("--metric", type=click.Choice(["wall", "instructions"]), default="wall",
               show_default=True, help="With --python: wall time, or instruction counts by "
                                       "each environment's callgrind collector.")
@@ -168,7 +173,8 @@ _ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "n
                    "(TORCHMARK_NO_STORE=1 does the same).")
 @db_option
 def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_labels, setup,
-           num_threads, min_run_time, rounds, metric, number, label, no_store, db):
+           num_threads, min_run_time, rounds, worker_pairs, metric, number, label, no_store,
+           db):
     """Compare a baseline with a candidate, case by case: the ratio of the median times,
     its bootstrap confidence interval, a Mann-Whitney p-value and a verdict (a case needs
     at least 5 times a side).
@@ -182,13 +188,15 @@ def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_lab
 
     With --python PY_A --python PY_B: STMT (several arguments are joined as lines) is
     measured in both environments at once, a worker process in each, blocks alternating
-    A B B A (so drift hits both alike) and compared quad by quad (instruction counts:
-    exactly); the two sides are recorded in the store as two runs, env-labelled."""
+    A B B A (so drift hits both alike) and compared quad by quad, by 5 fresh worker
+    pairs in turn, a change called only when the median pair shows it too (instruction
+    counts: one pair, compared exactly); the two sides are recorded in the store as two
+    runs, env-labelled."""
     source = click.get_current_context().get_parameter_source
     if pythons:
         return _environments(args, pythons, env_labels, setup, num_threads, min_run_time,
-                             rounds, metric, number, label, no_store, db, confidence,
-                             min_effect, fmt, fail_above, source)
+                             rounds, worker_pairs, metric, number, label, no_store, db,
+                             confidence, min_effect, fmt, fail_above, source)
     given = [name for name, param in _ENV_OPTIONS.items()
              if source(param) is not click.core.ParameterSource.DEFAULT]
     if given:
@@ -226,8 +234,8 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db) -> int:
 
 
 def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, rounds,
-                  metric, number, label, no_store, db, confidence, min_effect, fmt,
-                  fail_above, source) -> int:
+                  worker_pairs, metric, number, label, no_store, db, confidence, min_effect,
+                  fmt, fail_above, source) -> int:
     """One statement in two environments, interleaved (compare/env_ab.py)."""
     from pathlib import Path
 
@@ -248,6 +256,9 @@ def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, r
             source("min_run_time") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--min-run-time: for wall time; instruction counts take "
                                "--rounds counts of --number runs a side")
+    if metric == "instructions" and worker_pairs is not None:
+        raise click.UsageError("--worker-pairs: for wall time; instruction counts are "
+                               "taken by one pair of workers")
     if metric == "wall" and source("number") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--number: for --metric instructions (wall-time blocks are "
                                "sized by --min-run-time)")
@@ -259,7 +270,8 @@ def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, r
                             labels=list(env_labels) or None, metric=metric,
                             min_run_time=min_run_time, min_blocks=rounds, number=number,
                             num_threads=num_threads, label=label, confidence=confidence,
-                            min_effect=min_effect, command=list(COMMAND_LINE) or None)
+                            min_effect=min_effect, command=list(COMMAND_LINE) or None,
+                            worker_pairs=worker_pairs)
     except EnvWorkerLost as e:  # its output's end, then the one-line error
         tail = e.log_tail.strip().splitlines()[-10:]
         if tail:
@@ -276,6 +288,9 @@ def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, r
         how = (f"{len(a.times)} blocks a side of {runs}, A B B A ...; ratio = median over "
                f"the {len(a.times) // 2} A B B A quads of their B time / A time, exact "
                f"interval")
+        if len(r.pairs) > 1:
+            how = (f"{len(r.pairs)} worker pairs in turn, {how}; a change the median pair "
+                   "does not show is unsure")
     else:
         how = (f"{len(a.times)} instruction counts a side of {runs}, A B B A ...; ratio = "
                f"median of the paired counts' ratios, interval = their range")
@@ -283,7 +298,7 @@ def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, r
             f"{min_effect * 100:g}% count as no change")
     preamble = [f"{role} {side.describe()}"
                 for role, side in zip(("A (baseline): ", "B (candidate):"), r.sides,
-                                      strict=True)]
+                                      strict=True)] + list(filter(None, [r.pairs_line()]))
     extra = {"metric": r.metric, "baseline_env": names[0], "candidate_env": names[1],
              "baseline_python": r.sides[0].python, "candidate_python": r.sides[1].python}
     _print([r.ab], [], [], [], names, fmt, confidence, min_effect, head=head,
@@ -354,10 +369,12 @@ def _gate(results, only_a, errors, fail_above) -> int:
                        f"{', '.join(unchecked)}", err=True)
         unsure = [r for r in results if r.verdict == "unsure" and r.change > fail_above / 100]
         if unsure:  # a gate that cannot tell does not pass: drift or a regression
+            why = ("the median worker pair does not show it (measure with more worker "
+                   "pairs to tell)" if all(r.replicate_ratios for r in unsure) else
+                   "within what drift between the two runs explains (unsure; measure them "
+                   "interleaved to tell)")
             click.echo(f"{len(unsure)} case(s) slower by more than {fail_above:g}% but "
-                       f"within what drift between the two runs explains (unsure; measure "
-                       f"them interleaved to tell): {', '.join(r.name for r in unsure)}",
-                       err=True)
+                       f"{why}: {', '.join(r.name for r in unsure)}", err=True)
         if worse or unknown or unchecked or unsure:
             return 1
     return 0

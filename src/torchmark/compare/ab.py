@@ -65,6 +65,10 @@ class ABResult:
     # "wall" (times in seconds), or "instructions": counts a run, compared exactly
     # (counts_test: the interval is the range of the ratios, there is no p-value)
     metric: str = "wall"
+    # the ratios of independent replicates whose samples were pooled (the worker pairs of
+    # an A/B across environments): a direction is called only when their median moved by
+    # min_effect that way too, else "unsure"
+    replicate_ratios: tuple[float, ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -89,10 +93,15 @@ class ABResult:
         return SEQUENTIAL_SPREADS * spread
 
     @property
+    def replicate_median(self) -> float:
+        """The median of `replicate_ratios` (nan without replicates)."""
+        return float(np.median(self.replicate_ratios)) if self.replicate_ratios else math.nan
+
+    @property
     def verdict(self) -> str:
-        """"faster", "slower", "no significant change", "unsure" (unpaired only: a
-        significant change within what drift between the two runs could cause), or "too
-        few samples"."""
+        """"faster", "slower", "no significant change", "unsure" (a significant change
+        within what drift between two unpaired runs could cause, or one that the median
+        replicate does not show), or "too few samples"."""
         if math.isnan(self.ci_low) or math.isnan(self.ci_high):
             return "too few samples"
         significant = self.exact or self.p_value < 1 - self.confidence
@@ -103,9 +112,16 @@ class ABResult:
             direction = "slower"
         if direction is None:
             return "no significant change"
+        if self.replicate_ratios and not self._replicates_agree(direction):
+            return "unsure"
         # in log space: a 2x slowdown and a 2x speedup are the same distance from 1
         beyond = abs(math.log(self.ratio)) >= math.log1p(self.drift_margin)
         return direction if beyond else "unsure"
+
+    def _replicates_agree(self, direction: str) -> bool:
+        change = self.replicate_median - 1.0
+        return change <= -self.min_effect if direction == "faster" else \
+            change >= self.min_effect
 
     def describe_verdict(self) -> str:
         """The verdict with its size, the same quantity as the ratio shown beside it:
@@ -115,6 +131,11 @@ class ABResult:
             return f"{verdict} by {abs(self.change):.1%}"
         if verdict == "no significant change" and math.isfinite(self.change):
             return f"no significant change ({self.change:+.1%})"
+        if verdict == "unsure" and self.replicate_ratios:
+            return (f"unsure ({self.change:+.1%} over all samples, but the median of "
+                    f"{len(self.replicate_ratios)} replicates moved "
+                    f"{self.replicate_median - 1:+.1%}: processes of one environment differ "
+                    "in speed from one start to the next; measure with more worker pairs)")
         if verdict == "unsure":
             return (f"unsure ({self.change:+.1%}, within {self.drift_margin:.0%}: the two "
                     "were measured one after the other, and drift between them is not "
@@ -136,7 +157,7 @@ class ABResult:
             "ci_high": finite(self.ci_high),
             "confidence": self.confidence, "p_value": finite(self.p_value),
             "min_effect": self.min_effect, "paired": self.paired, "abba": self.abba,
-            "metric": self.metric,
+            "metric": self.metric, "replicate_ratios": list(self.replicate_ratios),
             "verdict": self.verdict,
         }
 

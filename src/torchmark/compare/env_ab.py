@@ -10,10 +10,24 @@ both sides alike. The unit of comparison is the A B B A quad (`ab_test(..., pair
 abba=True)`): across processes the block that runs second in a pair came out 1 to 4%
 faster than the first on the development machine, an order effect that per-pair
 ratios turn into two modes around the true ratio and a quad's ratio (its B time over
-its A time) cancels. Both wall-time workers are pinned to the same CPU (the idlest at
-the start), so that two cores cannot read as two environments. Instruction counts are
-asked of each environment's own callgrind collector, in the same order, and compared
-exactly (`counts_test`).
+its A time) cancels. Both wall-time workers of a pair are pinned to the same CPU (the
+idlest when the pair starts measuring), so that two cores cannot read as two
+environments.
+
+A process's speed also depends on where its code and data landed in memory, a lottery
+drawn anew at every start: on the development machine one process of an environment ran
+the same loop 430, 520, 600, 680 or 760 us a call, for its whole life, and pairs of
+processes of one environment read 1 to 2.5% apart in a fifth of the runs (once 2.2x).
+No interleaving cancels that within one pair of processes, so wall time is measured by
+`worker_pairs` (5) fresh pairs, one after the other, each timing its share of the
+budget. The verdict is the paired one over the quads of all pairs, and a direction it
+finds is called only when the median of the pairs' own ratios moved by `min_effect`
+that way too, else "unsure" (`ABResult.replicate_ratios`): one or two pairs whose
+processes drew unlike layouts decide nothing (pyperf spawns many worker processes for
+the same reason).
+
+Instruction counts are asked of each environment's own callgrind collector, in the same
+order, and compared exactly (`counts_test`).
 
 A worker is `PY -m torchmark.compare.env_worker` (a PipedChild) with the driver's
 torchmark package, and nothing else of the driver's environment, on its PYTHONPATH:
@@ -46,9 +60,9 @@ from torchmark.compare.env_messages import (
     Value,
     WorkerReady,
 )
-from torchmark.compare.interleave import BlockCallback, abba, interleave
+from torchmark.compare.interleave import BlockCallback, abba, block_numbers, interleave
 from torchmark.core.errors import MeasurementError, UsageError
-from torchmark.core.procs import idlest_cpus
+from torchmark.core.procs import idlest_cpus, pin
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 from torchmark.core.worker import ChildLost, PipedChild
@@ -56,6 +70,7 @@ from torchmark.timing.measurement import Measurement
 
 METRICS = ("wall", "instructions")
 DEFAULT_BLOCKS = {"wall": 12, "instructions": 2}  # blocks a side unless asked (wall: 6 quads)
+DEFAULT_WORKER_PAIRS = 5  # fresh worker pairs for wall time
 START_TIMEOUT_S = 300.0  # python starts and imports torch (slow on a loaded machine)
 PREPARE_TIMEOUT_S = 120.0
 BLOCK_TIMEOUT_S = 300.0  # one wall-time request (a block, the block-size estimate)
@@ -81,7 +96,7 @@ class EnvSide:
     python_version: str  # "CPython 3.11.7"
     torch_version: str
     provenance: Provenance
-    cpus: tuple[int, ...] = ()  # the CPUs its worker could run on
+    cpus: tuple[int, ...] = ()  # the CPUs its workers could run on
     counts: tuple[Any, ...] = ()  # CallgrindStats, in the order collected
 
     def describe(self) -> str:
@@ -91,12 +106,15 @@ class EnvSide:
 @dataclasses.dataclass(frozen=True)
 class EnvABResult:
     """`ab_environments`' outcome: the verdict (`ab`, an ABResult whose baseline and
-    candidate Measurements hold the raw samples: block times, or counts a run) and the
-    two environments (`sides`: baseline, candidate)."""
+    candidate Measurements hold the raw samples of every worker pair: block times, or
+    counts a run; for wall time its `replicate_ratios` are the pairs' ratios), each
+    worker pair's own ABResult in the order they ran (`pairs`) and the two environments
+    (`sides`: baseline, candidate)."""
 
     ab: ABResult
     sides: tuple[EnvSide, EnvSide]
     metric: str
+    pairs: tuple[ABResult, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -125,6 +143,15 @@ class EnvABResult:
                 out.append([stats_to_result(stats, provenance=side.provenance)])
         return out[0], out[1]
 
+    def pairs_line(self) -> str:
+        """The worker pairs' ratios in the order they ran and their median; "" for one
+        pair."""
+        if len(self.pairs) < 2:
+            return ""
+        return (f"{len(self.pairs)} worker pairs, each a fresh process in each environment "
+                f"timing its share: ratios {' '.join(f'{p.ratio:.3f}' for p in self.pairs)}, "
+                f"median {self.ab.replicate_median:.3f}")
+
     def __str__(self) -> str:
         a, b = self.ab.baseline, self.ab.candidate
         runs = (f"{a.number_per_run}" if a.number_per_run == b.number_per_run
@@ -133,7 +160,7 @@ class EnvABResult:
         return "\n".join([f"baseline  {self.sides[0].describe()}",
                           f"candidate {self.sides[1].describe()}",
                           f"{what}: {len(a.times)} blocks a side of {runs} runs, A B B A ...",
-                          str(self.ab)])
+                          *filter(None, [self.pairs_line()]), str(self.ab)])
 
 
 def resolve_python(python: str | os.PathLike[str], role: str) -> str:
@@ -179,8 +206,7 @@ def default_labels(baseline: str, candidate: str) -> tuple[str, str]:
 class EnvWorker:
     """A worker in one environment (a PipedChild), started on construction."""
 
-    def __init__(self, python: str, role: str, folder: Path,
-                 cpus: Sequence[int] | None = None) -> None:
+    def __init__(self, python: str, role: str, folder: Path, log_name: str) -> None:
         self.python, self.role = python, role
         self.name = f"env {role} ({python})"
         path = os.pathsep.join([str(folder / "path"),
@@ -190,8 +216,8 @@ class EnvWorker:
                 lambda requests, responses: [
                     python, "-m", "torchmark.compare.env_worker", "--requests",
                     str(requests), "--responses", str(responses)],
-                log=folder / f"{role}.log", shutdown=Stop(),
-                env=dict(os.environ, PYTHONPATH=path), cpus=cpus, name="worker")
+                log=folder / log_name, shutdown=Stop(),
+                env=dict(os.environ, PYTHONPATH=path), name="worker")
         except OSError as e:
             raise UsageError(f"{self.name}: cannot start it ({e.strerror or e})") from None
 
@@ -248,6 +274,10 @@ class EnvWorker:
             raise MeasurementError(f"{self.name}: answered {type(reply).__name__} to {what}")
         return reply.value
 
+    def pin(self, cpus: Sequence[int] | None) -> None:
+        """Keep it (every thread it has) on `cpus`."""
+        pin(self.child.proc.pid, list(cpus) if cpus else None)
+
     def close(self, kill: bool = False) -> None:
         self.child.close(kill=kill)
 
@@ -288,21 +318,26 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                     confidence: float = 0.95, min_effect: float = 0.01,
                     callback: BlockCallback | None = None,
                     command: Sequence[str] | None = None,
-                    cpus: Sequence[int] | None = None) -> EnvABResult:
+                    cpus: Sequence[int] | None = None,
+                    worker_pairs: int | None = None) -> EnvABResult:
     """Measure `stmt` (after `setup`) in two Python environments at once, blocks
     alternating A B B A ..., and give the verdict (see the module docstring).
 
     `labels`: the two environments' names (env labels of the Timers, of the Results and
     of the store's runs); default from the paths (`default_labels`). `metric`: "wall"
-    (time blocks until each side has `min_run_time` seconds and `min_blocks` blocks,
-    default 12; the paired verdict over A B B A quads at `confidence`) or "instructions" (`min_blocks`
-    counts of `number` runs a side, default 2, by each environment's callgrind
-    collector; compared exactly). Changes under `min_effect` count as none.
+    (`worker_pairs` fresh pairs of workers, default 5, one after the other, each
+    timing blocks until each side has its share of `min_run_time` seconds and
+    `min_blocks` blocks, default 12; the paired verdict over the A B B A quads of all
+    pairs at `confidence`, a direction called only when the median of the pairs' ratios
+    shows it too, else "unsure") or "instructions" (`min_blocks` counts of `number` runs
+    a side, default 2, by each environment's callgrind collector, one worker pair;
+    compared exactly). Changes under `min_effect` count as none.
     `callback(side, runs, value)` follows each block (side 0 or 1; seconds, or the
     block's instruction count). `command`: the command line the provenance records.
-    `cpus`: for wall time, both workers are pinned to these same CPUs (default: the
-    `num_threads` idlest this process may use, over 0.2 s), so that two cores of
-    different speed or load cannot read as two environments of different speed.
+    `cpus`: for wall time, both workers of a pair are pinned to these same CPUs
+    (default: the `num_threads` idlest this process may use, over 0.2 s, chosen anew for
+    each pair), so that two cores of different speed or load cannot read as two
+    environments of different speed.
     """
     if metric not in METRICS:
         raise UsageError(f"ab_environments: metric must be one of {', '.join(METRICS)}, "
@@ -316,6 +351,11 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                     else min_blocks, 1, integer=True)
     number = _check("number", number, 1, integer=True)
     num_threads = _check("num_threads", num_threads, 1, integer=True)
+    if worker_pairs is not None and metric != "wall":
+        raise UsageError("ab_environments: worker_pairs is for wall time (instruction "
+                         "counts are taken by one pair)")
+    pair_count = _check("worker_pairs", DEFAULT_WORKER_PAIRS if worker_pairs is None
+                        else worker_pairs, 1, integer=True) if metric == "wall" else 1
     if not (isinstance(confidence, float) and 0 < confidence < 1):
         raise UsageError(f"ab_environments: confidence must be in (0, 1), got {confidence!r}")
     _check("min_effect", min_effect, 0, integer=False)
@@ -328,23 +368,21 @@ def ab_environments(baseline_python: str | os.PathLike[str],
             or labels[0] == labels[1]:
         raise UsageError(f"ab_environments: labels must be two different names, got "
                          f"{list(labels)!r}")
-    if metric == "wall" and cpus is None:
-        cpus = idlest_cpus(num_threads) or None
     request = Prepare(stmt, setup, num_threads, label, "", metric,
                       tuple(command) if command is not None else ())
     with tempfile.TemporaryDirectory(prefix="torchmark-ab-") as tmp:
         folder = Path(tmp)
         (folder / "path").mkdir()  # the worker's PYTHONPATH: the driver's torchmark only
         (folder / "path" / "torchmark").symlink_to(Path(__file__).resolve().parents[1])
-        workers: list[EnvWorker] = []
+        workers: list[EnvWorker] = []  # A, B of pair 0, A, B of pair 1, ...
         ok = False
         try:
-            for python, role in zip(pythons, "AB", strict=True):  # both start at once
-                workers.append(EnvWorker(python, role, folder,
-                                         cpus if metric == "wall" else None))
+            for k in range(pair_count):  # all start at once, unpinned: torch imports in parallel
+                for python, role in zip(pythons, "AB", strict=True):
+                    workers.append(EnvWorker(python, role, folder, f"{role}{k}.log"))
             ready = [w.ready() for w in workers]
-            for w, env in zip(workers, labels, strict=True):  # both at once again
-                w.send(dataclasses.replace(request, env=env), "making the Timer")
+            for i, w in enumerate(workers):  # all at once again
+                w.send(dataclasses.replace(request, env=labels[i % 2]), "making the Timer")
             prepared: list[Prepared] = []
             for w in workers:
                 reply = w.receive(PREPARE_TIMEOUT_S, "making the Timer")
@@ -352,17 +390,14 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                     raise MeasurementError(f"{w.name}: answered {type(reply).__name__} "
                                            "to Prepare")
                 prepared.append(reply)
+            pairs = [(workers[2 * k], workers[2 * k + 1]) for k in range(pair_count)]
+            counts: tuple[list[Any], list[Any]] = ([], [])
+            used: set[int] = set()
             if metric == "wall":
-                numbers, times = interleave(
-                    (_RemoteSource(workers[0]), _RemoteSource(workers[1])),
-                    min_run_time=min_run_time, min_blocks=blocks, callback=callback)
-                a, b = (Measurement(n, t, p.task_spec)
-                        for n, t, p in zip(numbers, times, prepared, strict=True))
-                ab = ab_test(a, b, confidence=confidence, min_effect=min_effect, paired=True,
-                             abba=True)
-                counts: tuple[list[Any], list[Any]] = ([], [])
+                results = _wall_pairs(pairs, prepared, min_run_time, blocks, cpus,
+                                      num_threads, confidence, min_effect, callback, used)
+                ab = _pooled(results, confidence, min_effect)
             else:
-                counts = ([], [])
                 for side in abba(blocks):
                     stats = workers[side].value(CountBlock(number), COUNT_TIMEOUT_S,
                                                 "counting instructions")
@@ -371,14 +406,65 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                         callback(side, number, float(stats.counts()))
                 a, b = (Measurement(number, [float(s.counts()) for s in c], p.task_spec)
                         for c, p in zip(counts, prepared, strict=True))
-                ab = counts_test(a, b, min_effect=min_effect)
+                results = [counts_test(a, b, min_effect=min_effect)]
+                ab = results[0]
             ok = True
         finally:
             for w in workers:
                 w.close(kill=not ok)
-    sides = tuple(EnvSide(python, env, r.python, r.torch_version, p.provenance, p.cpus,
-                          tuple(c))
-                  for python, env, r, p, c in zip(pythons, labels, ready, prepared, counts,
-                                                  strict=True))
-    return EnvABResult(ab=ab, sides=(sides[0], sides[1]), metric=metric)
+    sides = tuple(EnvSide(python, env, r.python, r.torch_version, p.provenance,
+                          tuple(sorted(used)) or p.cpus, tuple(c))
+                  for python, env, r, p, c in zip(pythons, labels, ready[:2], prepared[:2],
+                                                  counts, strict=True))
+    return EnvABResult(ab=ab, sides=(sides[0], sides[1]), metric=metric,
+                       pairs=tuple(results))
 
+
+def _pooled(pairs: Sequence[ABResult], confidence: float, min_effect: float) -> ABResult:
+    """The paired verdict over the A B B A quads of all worker pairs (each pair's blocks
+    cut to an even count, so that no quad spans two pairs), with the pairs' ratios as
+    its replicates (`ABResult.replicate_ratios`)."""
+    def side(measurements: list[Measurement]) -> Measurement:
+        raw = [t for m in measurements for t in m.raw_times[:len(m.raw_times) // 2 * 2]]
+        return Measurement(measurements[0].number_per_run, raw, measurements[0].task_spec)
+
+    a = side([p.baseline for p in pairs])
+    b = side([p.candidate for p in pairs])
+    pooled = ab_test(a, b, confidence=confidence, min_effect=min_effect, paired=True,
+                     abba=True)
+    if len(pairs) == 1:
+        return pooled
+    return dataclasses.replace(pooled, replicate_ratios=tuple(p.ratio for p in pairs))
+
+
+def _wall_pairs(pairs: Sequence[tuple[EnvWorker, EnvWorker]], prepared: Sequence[Prepared],
+                min_run_time: float, min_blocks: int, cpus: Sequence[int] | None,
+                num_threads: int, confidence: float, min_effect: float,
+                callback: BlockCallback | None, used: set[int]) -> list[ABResult]:
+    """Each worker pair in turn, pinned to one CPU set, times its share of the budget in
+    A B B A blocks of one size (the first pair's choice; the later ones warm up with an
+    estimate of their own, not kept): each pair's paired verdict. A pair's workers are
+    closed once it is done. `used` gathers the CPUs the pairs ran on."""
+    share = min_run_time / len(pairs)
+    numbers: list[int] | None = None
+    results = []
+    for pair in pairs:
+        pinned = list(cpus) if cpus is not None else idlest_cpus(num_threads) or None
+        for w in pair:
+            w.pin(pinned)
+        used.update(pinned or ())
+        sources = (_RemoteSource(pair[0]), _RemoteSource(pair[1]))
+        if numbers is None:  # sized for the whole budget: as long as one pair's would be
+            numbers = block_numbers(sources, min_run_time)
+        else:
+            for source in sources:
+                source.estimate_block_size(min_run_time)
+        times = interleave(sources, numbers, min_run_time=share, min_blocks=min_blocks,
+                           callback=callback)
+        a, b = (Measurement(n, t, p.task_spec)
+                for n, t, p in zip(numbers, times, prepared[:2], strict=True))
+        results.append(ab_test(a, b, confidence=confidence, min_effect=min_effect,
+                               paired=True, abba=True))
+        for w in pair:
+            w.close()
+    return results

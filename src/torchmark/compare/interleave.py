@@ -11,13 +11,13 @@ seconds and `min_blocks` blocks. Block i of A and block i of B ran side by side,
 `measure_ab` compares them as pairs: a slow spell of the machine slows both blocks of a
 pair, and their ratio keeps.
 
-`interleave` does this for any two `BlockSource`s (two Timers in this process here; two
-worker processes in other Python environments in `env_ab`).
+`block_numbers` and `interleave` do this for any two `BlockSource`s (two Timers in this
+process here; two worker processes in other Python environments in `env_ab`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from torchmark.timing.measurement import Measurement
@@ -61,12 +61,9 @@ def abba(rounds: int | None = None) -> Iterator[int]:
         pair += 1
 
 
-def interleave(sides: tuple[BlockSource, BlockSource], *, min_run_time: float,
-               min_blocks: int, callback: BlockCallback | None = None,
-               ) -> tuple[list[int], tuple[list[float], list[float]]]:
-    """Both sides' block sizes, then their blocks in ABBA order until each side has
-    `min_run_time` seconds and `min_blocks` blocks: (runs a block per side, block times
-    per side)."""
+def block_numbers(sides: tuple[BlockSource, BlockSource], min_run_time: float) -> list[int]:
+    """Each side's runs a block for an interleaved A/B of `min_run_time` seconds a side
+    (see the module docstring); the estimate also warms both sides up."""
     numbers = [s.estimate_block_size(min_run_time) for s in sides]  # also a warm-up
     # Per-run times from the fastest of several blocks, the two sides taken in turns: a
     # pause of the machine only ever adds time, so the minimum is what the statement
@@ -87,9 +84,15 @@ def interleave(sides: tuple[BlockSource, BlockSource], *, min_run_time: float,
     if max(per_run) <= _SAME_COUNT_WITHIN * min(per_run):
         # statements of about the same cost run the same count: a misjudged estimate can
         # then not make one side's blocks longer than the other's
-        numbers = [max(1, min(_MAX_BLOCK_SIZE, round(block_s / max(per_run))))] * 2
-    else:
-        numbers = [max(1, min(_MAX_BLOCK_SIZE, round(block_s / p))) for p in per_run]
+        return [max(1, min(_MAX_BLOCK_SIZE, round(block_s / max(per_run))))] * 2
+    return [max(1, min(_MAX_BLOCK_SIZE, round(block_s / p))) for p in per_run]
+
+
+def interleave(sides: tuple[BlockSource, BlockSource], numbers: Sequence[int], *,
+               min_run_time: float, min_blocks: int, callback: BlockCallback | None = None,
+               ) -> tuple[list[float], list[float]]:
+    """Blocks of `numbers` runs (one a side), in ABBA order until each side has
+    `min_run_time` seconds and `min_blocks` blocks: each side's block times."""
     times: tuple[list[float], list[float]] = ([], [])
     order = abba()
     while min(sum(side) for side in times) < min_run_time or \
@@ -99,7 +102,7 @@ def interleave(sides: tuple[BlockSource, BlockSource], *, min_run_time: float,
             times[side].append(seconds)
             if callback is not None:
                 callback(side, numbers[side], seconds)
-    return numbers, times
+    return times
 
 
 class _TimerSource:
@@ -134,8 +137,9 @@ def interleaved_blocks(baseline: Timer, candidate: Timer, *, min_run_time: float
     min_run_time = _non_negative("min_run_time", min_run_time)
     min_blocks = _positive_int("min_blocks", min_blocks)
     timers = (baseline, candidate)
-    numbers, times = interleave((_TimerSource(baseline), _TimerSource(candidate)),
-                                min_run_time=min_run_time, min_blocks=min_blocks)
+    sources = (_TimerSource(baseline), _TimerSource(candidate))
+    numbers = block_numbers(sources, min_run_time)
+    times = interleave(sources, numbers, min_run_time=min_run_time, min_blocks=min_blocks)
     a, b = (t._measurement(n, side) for t, n, side in zip(timers, numbers, times, strict=True))
     return a, b
 

@@ -10,10 +10,17 @@ import time
 
 
 def pin(pid: int, cpus: list[int] | None) -> None:
-    """Restrict `pid` to `cpus` (best effort: containers may forbid it)."""
-    if cpus and hasattr(os, "sched_setaffinity"):
+    """Restrict `pid` and every thread it has started to `cpus` (best effort: containers
+    may forbid it; a thread started later inherits the affinity of the one starting it)."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except (OSError, ValueError):
+        threads = [pid]
+    for tid in threads:
         try:
-            os.sched_setaffinity(pid, cpus)
+            os.sched_setaffinity(tid, cpus)
         except OSError:
             pass
 
