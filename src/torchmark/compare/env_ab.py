@@ -423,7 +423,11 @@ def ab_environments(baseline_python: str | os.PathLike[str],
 def _pooled(pairs: Sequence[ABResult], confidence: float, min_effect: float) -> ABResult:
     """The paired verdict over the A B B A quads of all worker pairs (each pair's blocks
     cut to an even count, so that no quad spans two pairs), with the pairs' ratios as
-    its replicates (`ABResult.replicate_ratios`)."""
+    its replicates (`ABResult.replicate_ratios`); one pair's own verdict when there is
+    one."""
+    if len(pairs) == 1:
+        return pairs[0]
+
     def side(measurements: list[Measurement]) -> Measurement:
         raw = [t for m in measurements for t in m.raw_times[:len(m.raw_times) // 2 * 2]]
         return Measurement(measurements[0].number_per_run, raw, measurements[0].task_spec)
@@ -432,8 +436,6 @@ def _pooled(pairs: Sequence[ABResult], confidence: float, min_effect: float) -> 
     b = side([p.candidate for p in pairs])
     pooled = ab_test(a, b, confidence=confidence, min_effect=min_effect, paired=True,
                      abba=True)
-    if len(pairs) == 1:
-        return pooled
     return dataclasses.replace(pooled, replicate_ratios=tuple(p.ratio for p in pairs))
 
 
