@@ -154,10 +154,11 @@ _ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "n
               default=1, show_default=True,
               help="With --python: torch thread count during the measurement.")
 @click.option("--min-run-time", type=FiniteRange(min=0, min_open=True), default=1.0,
-              show_default=True, help="With --python: seconds of blocks a side (wall time).")
+              show_default=True, help="With --python: seconds of blocks a side (wall time), "
+                                      "in all: each worker pair times its share.")
 @click.option("--rounds", type=click.IntRange(min=1), default=None,
-              help="With --python: blocks a side, at least [default: 12 for wall time "
-                   "(6 A B B A quads), 2 for instructions].")
+              help="With --python: blocks a side, at least (wall time: per worker pair) "
+                   "[default: 12 for wall time (6 A B B A quads), 2 for instructions].")
 @click.option("--worker-pairs", type=click.IntRange(min=1), default=None,
               help="With --python, wall time: fresh pairs of worker processes, one after "
                    "the other, each timing its share of --min-run-time; a change is called "

@@ -112,6 +112,8 @@ class ABResult:
             direction = "slower"
         if direction is None:
             return "no significant change"
+        # replicates come with paired results only (env A/B), whose drift margin is 0, so
+        # an "unsure" of a result with replicates is always theirs
         if self.replicate_ratios and not self._replicates_agree(direction):
             return "unsure"
         # in log space: a 2x slowdown and a 2x speedup are the same distance from 1

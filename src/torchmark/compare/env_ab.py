@@ -17,7 +17,7 @@ environments.
 A process's speed also depends on where its code and data landed in memory, a lottery
 drawn anew at every start: on the development machine one process of an environment ran
 the same loop 430, 520, 600, 680 or 760 us a call, for its whole life, and pairs of
-processes of one environment read 1 to 2.5% apart in a fifth of the runs (once 2.2x).
+processes of one environment read 1 to 2.5% apart in 12 of 82 runs (once 2.2x).
 No interleaving cancels that within one pair of processes, so wall time is measured by
 `worker_pairs` (5) fresh pairs, one after the other, each timing its share of the
 budget. The verdict is the paired one over the quads of all pairs, and a direction it
@@ -69,7 +69,8 @@ from torchmark.core.worker import ChildLost, PipedChild
 from torchmark.timing.measurement import Measurement
 
 METRICS = ("wall", "instructions")
-DEFAULT_BLOCKS = {"wall": 12, "instructions": 2}  # blocks a side unless asked (wall: 6 quads)
+# blocks a side unless asked (wall: a worker pair's, 6 quads; instructions: counts)
+DEFAULT_BLOCKS = {"wall": 12, "instructions": 2}
 DEFAULT_WORKER_PAIRS = 5  # fresh worker pairs for wall time
 START_TIMEOUT_S = 300.0  # python starts and imports torch (slow on a loaded machine)
 PREPARE_TIMEOUT_S = 120.0
@@ -206,9 +207,13 @@ def default_labels(baseline: str, candidate: str) -> tuple[str, str]:
 class EnvWorker:
     """A worker in one environment (a PipedChild), started on construction."""
 
-    def __init__(self, python: str, role: str, folder: Path, log_name: str) -> None:
+    def __init__(self, python: str, role: str, folder: Path, log_name: str,
+                 pair: str = "") -> None:
         self.python, self.role = python, role
-        self.name = f"env {role} ({python})"
+        # the environment names start errors (every worker of it fails alike); the
+        # worker pair too names what goes wrong while measuring
+        self.env_name = f"env {role} ({python})"
+        self.name = f"env {role} ({python}{', ' + pair if pair else ''})"
         path = os.pathsep.join([str(folder / "path"),
                                 *filter(None, [os.environ.get("PYTHONPATH")])])
         try:
@@ -219,7 +224,7 @@ class EnvWorker:
                 log=folder / log_name, shutdown=Stop(),
                 env=dict(os.environ, PYTHONPATH=path), name="worker")
         except OSError as e:
-            raise UsageError(f"{self.name}: cannot start it ({e.strerror or e})") from None
+            raise UsageError(f"{self.env_name}: cannot start it ({e.strerror or e})") from None
 
     def ready(self) -> WorkerReady:
         """Its first answer (torch imported); a UsageError when it has no torch or did not
@@ -230,11 +235,11 @@ class EnvWorker:
             how = "did not start in time" if e.timed_out else \
                 f"did not start (exit status {e.exit_code})"
             last = [line for line in e.log_tail.splitlines() if line.strip()][-1:]
-            raise UsageError(f"{self.name}: {how}" + (f": {last[0].strip()}" if last else "")
+            raise UsageError(f"{self.env_name}: {how}" + (f": {last[0].strip()}" if last else "")
                              + "; is it a Python interpreter (3.10 or later)?") from None
         if isinstance(reply, StartFailed):
             self.close()
-            raise UsageError(f"{self.name}: {reply.error}; install torch there or name "
+            raise UsageError(f"{self.env_name}: {reply.error}; install torch there or name "
                              "another interpreter")
         if not isinstance(reply, WorkerReady):
             self.close(kill=True)
@@ -274,9 +279,14 @@ class EnvWorker:
             raise MeasurementError(f"{self.name}: answered {type(reply).__name__} to {what}")
         return reply.value
 
-    def pin(self, cpus: Sequence[int] | None) -> None:
-        """Keep it (every thread it has) on `cpus`."""
+    def pin(self, cpus: Sequence[int] | None) -> set[int]:
+        """Keep it (every thread it has) on `cpus`; the CPUs it may run on now (empty
+        where that cannot be read)."""
         pin(self.child.proc.pid, list(cpus) if cpus else None)
+        try:
+            return set(os.sched_getaffinity(self.child.proc.pid))
+        except (AttributeError, OSError):
+            return set()
 
     def close(self, kill: bool = False) -> None:
         self.child.close(kill=kill)
@@ -379,7 +389,9 @@ def ab_environments(baseline_python: str | os.PathLike[str],
         try:
             for k in range(pair_count):  # all start at once, unpinned: torch imports in parallel
                 for python, role in zip(pythons, "AB", strict=True):
-                    workers.append(EnvWorker(python, role, folder, f"{role}{k}.log"))
+                    workers.append(EnvWorker(
+                        python, role, folder, f"{role}{k}.log",
+                        f"worker pair {k + 1} of {pair_count}" if pair_count > 1 else ""))
             ready = [w.ready() for w in workers]
             for i, w in enumerate(workers):  # all at once again
                 w.send(dataclasses.replace(request, env=labels[i % 2]), "making the Timer")
@@ -421,15 +433,14 @@ def ab_environments(baseline_python: str | os.PathLike[str],
 
 
 def _pooled(pairs: Sequence[ABResult], confidence: float, min_effect: float) -> ABResult:
-    """The paired verdict over the A B B A quads of all worker pairs (each pair's blocks
-    cut to an even count, so that no quad spans two pairs), with the pairs' ratios as
-    its replicates (`ABResult.replicate_ratios`); one pair's own verdict when there is
-    one."""
+    """The paired verdict over the A B B A quads of all worker pairs (each pair timed
+    whole quads, so none spans two pairs), with the pairs' ratios as its replicates
+    (`ABResult.replicate_ratios`); one pair's own verdict when there is one."""
     if len(pairs) == 1:
         return pairs[0]
 
     def side(measurements: list[Measurement]) -> Measurement:
-        raw = [t for m in measurements for t in m.raw_times[:len(m.raw_times) // 2 * 2]]
+        raw = [t for m in measurements for t in m.raw_times]
         return Measurement(measurements[0].number_per_run, raw, measurements[0].task_spec)
 
     a = side([p.baseline for p in pairs])
@@ -445,16 +456,16 @@ def _wall_pairs(pairs: Sequence[tuple[EnvWorker, EnvWorker]], prepared: Sequence
                 callback: BlockCallback | None, used: set[int]) -> list[ABResult]:
     """Each worker pair in turn, pinned to one CPU set, times its share of the budget in
     A B B A blocks of one size (the first pair's choice; the later ones warm up with an
-    estimate of their own, not kept): each pair's paired verdict. A pair's workers are
-    closed once it is done. `used` gathers the CPUs the pairs ran on."""
+    estimate of their own, not kept), whole quads only: each pair's paired verdict. A
+    pair's workers are closed once it is done. `used` gathers the CPUs the pairs' workers
+    could run on, read back after pinning."""
     share = min_run_time / len(pairs)
     numbers: list[int] | None = None
     results = []
     for pair in pairs:
         pinned = list(cpus) if cpus is not None else idlest_cpus(num_threads) or None
         for w in pair:
-            w.pin(pinned)
-        used.update(pinned or ())
+            used.update(w.pin(pinned))
         sources = (_RemoteSource(pair[0]), _RemoteSource(pair[1]))
         if numbers is None:  # sized for the whole budget: as long as one pair's would be
             numbers = block_numbers(sources, min_run_time)
@@ -462,7 +473,7 @@ def _wall_pairs(pairs: Sequence[tuple[EnvWorker, EnvWorker]], prepared: Sequence
             for source in sources:
                 source.estimate_block_size(min_run_time)
         times = interleave(sources, numbers, min_run_time=share, min_blocks=min_blocks,
-                           callback=callback)
+                           callback=callback, whole_quads=True)
         a, b = (Measurement(n, t, p.task_spec)
                 for n, t, p in zip(numbers, times, prepared[:2], strict=True))
         results.append(ab_test(a, b, confidence=confidence, min_effect=min_effect,

@@ -90,13 +90,15 @@ def block_numbers(sides: tuple[BlockSource, BlockSource], min_run_time: float) -
 
 def interleave(sides: tuple[BlockSource, BlockSource], numbers: Sequence[int], *,
                min_run_time: float, min_blocks: int, callback: BlockCallback | None = None,
-               ) -> tuple[list[float], list[float]]:
+               whole_quads: bool = False) -> tuple[list[float], list[float]]:
     """Blocks of `numbers` runs (one a side), in ABBA order until each side has
-    `min_run_time` seconds and `min_blocks` blocks: each side's block times."""
+    `min_run_time` seconds and `min_blocks` blocks (and, with `whole_quads`, an even
+    count: A B B A quads, none cut short): each side's block times."""
     times: tuple[list[float], list[float]] = ([], [])
     order = abba()
     while min(sum(side) for side in times) < min_run_time or \
-            min(len(side) for side in times) < min_blocks:
+            min(len(side) for side in times) < min_blocks or \
+            (whole_quads and len(times[0]) % 2):
         for side in (next(order), next(order)):  # one pair: A B, then B A, ...
             seconds = sides[side].time_block(numbers[side])
             times[side].append(seconds)
