@@ -33,15 +33,16 @@ def _records() -> list[dict]:
 
 def test_records_round_trip_through_their_results():
     header, _ = read_file(OLD)
-    for record in _records():
+    records = _records()  # once: two captures differ when a second ticks between them (`started`)
+    for record in records:
         results = record_results(record, header)
         assert results_record(results) == record
     passes = [[(r.case.id.rpartition("#")[2], r.ok) for r in record_results(x, header)]
-              for x in _records()]
+              for x in records]
     assert passes[0] == [("forward", True), ("backward", True)]
     assert passes[-2] == [("torch.mm|0|0|9", False)]
-    node = record_results(_records()[-1], header)[0].provenance
-    assert node is not None and node.to_dict() == _records()[-1]["provenance"]
+    node = record_results(records[-1], header)[0].provenance
+    assert node is not None and node.to_dict() == records[-1]["provenance"]
 
 
 def test_the_file_holds_results_and_drops_a_half_written_record(tmp_path):
@@ -49,14 +50,15 @@ def test_the_file_holds_results_and_drops_a_half_written_record(tmp_path):
     path = tmp_path / "r.jsonl"
     writer = OpsResultsWriter(path, {"run_options": header["run_options"], "threads": 1},
                               resume=False)
-    for record in _records():
+    records = _records()  # once: two captures differ when a second ticks between them (`started`)
+    for record in records:
         writer.write(record)
     writer.close({"type": "footer", "ok": 3})
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert lines[0]["version"] == 2 and lines[0]["schema"] == "torchmark.ops.results"
     assert {x.get("schema") for x in lines[1:-1]} == {RESULT_SCHEMA}
-    assert read_records(path) == _records()
-    assert len(load_results(path)) == sum(len(record_results(r)) for r in _records())
+    assert read_records(path) == records
+    assert len(load_results(path)) == sum(len(record_results(r)) for r in records)
     # a killed run: the footer and the last record's second Result never written
     path.write_text("\n".join(path.read_text().splitlines()[:-2]) + "\n")
-    assert read_records(path) == _records()[:-1]
+    assert read_records(path) == records[:-1]
