@@ -406,8 +406,8 @@ def ab_environments(baseline_python: str | os.PathLike[str],
             counts: tuple[list[Any], list[Any]] = ([], [])
             used: set[int] = set()
             if metric == "wall":
-                results = _wall_pairs(pairs, prepared, min_run_time, blocks, cpus,
-                                      num_threads, confidence, min_effect, callback, used)
+                results, used = _wall_pairs(pairs, prepared, min_run_time, blocks, cpus,
+                                            num_threads, confidence, min_effect, callback)
                 ab = _pooled(results, confidence, min_effect)
             else:
                 for side in abba(blocks):
@@ -453,15 +453,16 @@ def _pooled(pairs: Sequence[ABResult], confidence: float, min_effect: float) -> 
 def _wall_pairs(pairs: Sequence[tuple[EnvWorker, EnvWorker]], prepared: Sequence[Prepared],
                 min_run_time: float, min_blocks: int, cpus: Sequence[int] | None,
                 num_threads: int, confidence: float, min_effect: float,
-                callback: BlockCallback | None, used: set[int]) -> list[ABResult]:
+                callback: BlockCallback | None) -> tuple[list[ABResult], set[int]]:
     """Each worker pair in turn, pinned to one CPU set, times its share of the budget in
     A B B A blocks of one size (the first pair's choice; the later ones warm up with an
-    estimate of their own, not kept), whole quads only: each pair's paired verdict. A
-    pair's workers are closed once it is done. `used` gathers the CPUs the pairs' workers
-    could run on, read back after pinning."""
+    estimate of their own, not kept), whole quads only: each pair's paired verdict, and
+    the CPUs the pairs' workers could run on (read back after pinning). A pair's workers
+    are closed once it is done."""
     share = min_run_time / len(pairs)
     numbers: list[int] | None = None
     results = []
+    used: set[int] = set()
     for pair in pairs:
         pinned = list(cpus) if cpus is not None else idlest_cpus(num_threads) or None
         for w in pair:
@@ -480,4 +481,4 @@ def _wall_pairs(pairs: Sequence[tuple[EnvWorker, EnvWorker]], prepared: Sequence
                                paired=True, abba=True))
         for w in pair:
             w.close()
-    return results
+    return results, used
