@@ -10,7 +10,7 @@
 #     sh benchmarks/gpu_session.sh [SECTION...]
 # SECTIONs, run in the order given (default: all of them, issue 28's measurements
 # first, so a call cut off at its time limit still brings back those figures):
-#     kernel (gpu_kernel_time.py: about 4 minutes on an H100, ncu's part bounded),
+#     kernel (gpu_kernel_time.py --quick: its figures first, then ncu's, each bounded),
 #     tests (pytest -m cuda), cli, simulated, measure (gpu_vs_do_bench --ncu: issue 8's)
 # Issue 28 alone, within 8 minutes:  sh benchmarks/gpu_session.sh kernel tests cli
 set -u
@@ -44,14 +44,14 @@ print(f"cuda {torch.version.cuda}, {props.name}, L2 {props.L2_cache_size / 2**20
       f"{props.multi_processor_count} SMs, clock_rate property {getattr(props, 'clock_rate', None)}")
 import sys
 sys.path.insert(0, "src")
-from torchmark.timing.device_time import spin_rate
+from torchmark.timing.gpu_sampler import spin_rate
 print(f"spin kernel measured at {spin_rate(torch) / 1e9:.3f} G cycles/s")
 EOF
 command -v ncu | tee -a "$OUT/summary.txt"
 
 tests() {
     section "pytest -m cuda"
-    timeout 240 python3 -m pytest -q -m cuda -p no:cacheprovider tests 2>&1 \
+    timeout 150 python3 -m pytest -q -m cuda -p no:cacheprovider tests 2>&1 \
         | tee "$OUT/pytest_cuda.log" | tail -25 | tee -a "$OUT/summary.txt"
 }
 
@@ -64,7 +64,8 @@ simulated() {
 
 kernel() {
     section "gpu_kernel_time (kernel / device / batch time against ncu and do_bench)"
-    timeout 330 python3 benchmarks/gpu_kernel_time.py 2>&1 | tee "$OUT/gpu_kernel_time.log" \
+    timeout 360 python3 benchmarks/gpu_kernel_time.py --quick --ncu-log "$OUT" 2>&1 \
+        | tee "$OUT/gpu_kernel_time.log" \
         | tee -a "$OUT/summary.txt"
 }
 
@@ -90,10 +91,10 @@ cli() {
         --no-store -s "x = torch.ones(1024, device='cuda')" "torch.relu(x)" 2>&1 \
         | tee -a "$OUT/summary.txt"
     timeout 90 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --metric kernel \
-        -o "$OUT/ops_kernel" --no-store 2>&1 | tee -a "$OUT/summary.txt"
+        -o /tmp/ops_kernel --no-store 2>&1 | tee -a "$OUT/summary.txt"
     timeout 120 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --l2-flush \
-        --exec-mode continuous_events -o "$OUT/ops_cuda" --quiet 2>&1 | tee -a "$OUT/summary.txt"
-    timeout 60 python3 -c "import json; r = [json.loads(l) for l in open('$OUT/ops_cuda.jsonl')]; \
+        --exec-mode continuous_events -o /tmp/ops_cuda --quiet 2>&1 | tee -a "$OUT/summary.txt"
+    timeout 60 python3 -c "import json; r = [json.loads(l) for l in open('/tmp/ops_cuda.jsonl')]; \
     print([(x.get('id'), x.get('status'), (x.get('metrics') or {}).get('forward', {}).get('median')) \
     for x in r if x.get('type') == 'record'])" 2>&1 | tee -a "$OUT/summary.txt"
 }

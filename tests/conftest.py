@@ -100,6 +100,7 @@ class FakeGpu:
         self.current = 0
         self.capturing: list | None = None
         self.flushes = self.spins = 0
+        self.flush_clean: list[bool] = []  # each L2Flusher made: whether it flushes clean
         self.spin_seconds: list[float] = []
         self.peak_bytes = 0
         self.devices_used: set[int] = set()
@@ -188,8 +189,8 @@ def install_fake_cuda(monkeypatch, gpu: FakeGpu) -> None:
         gpu.kernel(cycles / 1e9)
 
     class Flusher:
-        def __init__(self, dev):
-            pass
+        def __init__(self, dev, clean=False):
+            gpu.flush_clean.append(clean)
 
         def flush(self):
             gpu.flushes += 1

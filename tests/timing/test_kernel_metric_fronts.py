@@ -184,6 +184,9 @@ def test_batch_time_and_the_event_cost_on_a_gpu():
     cost = minus.metadata["event_overhead"]
     assert 0 < cost < per_call.median, (cost, per_call.median)
     assert minus.median < per_call.median
+    # back to back behind the spin, a 1 us kernel's throughput beats one call's events
+    # (a batch timing the host's launch rate read 8 us a call, above the 4 us per call)
+    assert batch.median < per_call.median, (batch.median, per_call.median)
     graph = Timer("torch.relu(a)", tiny).device_time(mode="batch", batch_graph=True,
                                                     batch_calls=100, max_run_time=3)
     assert graph.metadata["batch_graph"] and graph.median > 0
@@ -198,7 +201,7 @@ def test_metric_kernel_clis_on_a_gpu(capsys, tmp_path):
     assert main(["ops", "-c", ADD, "-d", "cuda", "--metric", "kernel", "-o",
                  str(tmp_path / "ops"), "--no-store", "-i", "50"]) == 0
     out = capsys.readouterr().out
-    assert "forward (kernel time)" in out
+    assert "(kernel" in out and "time)" in out  # the column's header, wrapped or not
     lines = [json.loads(line) for line in (tmp_path / "ops.jsonl").read_text().splitlines()]
     metrics = {line["metric"] for line in lines if line.get("schema") == "torchmark.result"}
     assert metrics == {"kernel"}

@@ -198,11 +198,13 @@ def test_kernel_time_on_the_fake_gpu(fake_gpu, monkeypatch):
     assert m.quantity == "kernel" and m.clock == "device"
     assert m.median == pytest.approx(1e-5)
     assert state["sentinels"] == 1 and state["passes"] >= 2  # the first pass thrown away
-    assert gpu.flushes > 0  # cold L2 by default
+    assert gpu.flushes > 0  # cold L2 by default, flushed clean as ncu's --cache-control all
+    assert gpu.flush_clean == [True] and m.metadata["l2_flush"] == "clean"
     names = [k["name"] for k in m.metadata["kernels"]]
     assert names == ["gemm", "epilogue"] and m.metadata["kernels"][0]["share"] == 0.8
     text = repr(m)
     assert "Kernel time (CUPTI: sum of the call's kernel durations" in text
+    assert "L2 cold (flushed clean)" in text
     assert "80.0%  gemm" in text
     with pytest.raises(ValueError, match="kernel times"):
         m.host_measurement()

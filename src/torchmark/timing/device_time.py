@@ -47,7 +47,10 @@ MODES = ("events", "blocking", "graph", "batch")
 L2_MODES = ("cold", "hot")
 BATCH = 10  # calls a pass (one SM-clock check and, in blocking mode, one spin each)
 BATCH_TARGET_S = 2e-3  # host time to enqueue one batch (batch mode): sizes batch_calls
-MIN_BATCH_CALLS, MAX_BATCH_CALLS = 10, 1000
+# A batch-mode pass is one batch behind its own spin: the launches queued behind a spin
+# must fit CUDA's launch queue (about a thousand; beyond, the host waits for the spin and
+# the batch times the host's launch rate: 8 us a call for a 1 us relu, on an H100)
+MIN_BATCH_CALLS, MAX_BATCH_CALLS = 10, 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,9 +229,10 @@ def _measure_on_device(torch: Any, call: Callable[[], Any], options: DeviceTimeO
     if options.mode == "graph":
         per_sample = options.graph_calls or 1
         timed = capture_graph(call, per_sample)
-    # one pass a batch of BATCH calls, behind one spin in blocking and batch modes
+    # a pass: BATCH calls (batch mode: one batch), behind one spin in blocking and batch modes
+    per_pass = 1 if options.mode == "batch" else BATCH
     sampler = GpuSampler(torch, device, flush=flush,
-                         blocking=options.mode in ("blocking", "batch"), chunk=BATCH,
+                         blocking=options.mode in ("blocking", "batch"), chunk=per_pass,
                          judge=True)
     if options.mode == "batch":
         per_sample, timed = _batched(sampler, call, options)
@@ -236,10 +240,10 @@ def _measure_on_device(torch: Any, call: Callable[[], Any], options: DeviceTimeO
                               min_time=WARM_UP_S)
     clock = SmClock.for_device(torch, device)
     # The first spin is sized from the warm-up: a batch of flushes and calls to enqueue.
-    sampler.calibrate(BATCH * min(enqueue))
+    sampler.calibrate(per_pass * min(enqueue))
 
     def queue(timing: TimedPass) -> None:
-        for _ in range(BATCH):
+        for _ in range(per_pass):
             timing.time(timed)
 
     rule = options.rule
@@ -261,8 +265,7 @@ def _measure_on_device(torch: Any, call: Callable[[], Any], options: DeviceTimeO
 
 def batch_size(enqueue_s: float) -> int:
     """Calls a batch: about BATCH_TARGET_S of host time to enqueue, within
-    MIN_BATCH_CALLS..MAX_BATCH_CALLS (so that a pass of BATCH batches stays under the
-    spin's bound)."""
+    MIN_BATCH_CALLS..MAX_BATCH_CALLS (so that a batch fits behind its spin)."""
     if not enqueue_s > 0:
         return MAX_BATCH_CALLS
     return int(min(max(BATCH_TARGET_S / enqueue_s, MIN_BATCH_CALLS), MAX_BATCH_CALLS))

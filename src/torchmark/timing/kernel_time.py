@@ -341,7 +341,9 @@ def _measure(torch: Any, call: Callable[[], Any], options: KernelTimeOptions,
     if options.l2 == "cold":
         from torchmark.timing.l2 import L2Flusher
 
-        flush = L2Flusher(device).flush
+        # ncu's convention (--cache-control all): the L2 written back and clean, so the
+        # call's kernels do not pay the flush's own write-back (see L2Flusher)
+        flush = L2Flusher(device, clean=True).flush
     sampler = GpuSampler(torch, device, flush=flush, blocking=False)
     enqueue = sampler.warm_up(lambda _: (sampler.flush(), call()), calls=3,
                               min_time=WARM_UP_S)
@@ -375,7 +377,8 @@ def _measure(torch: Any, call: Callable[[], Any], options: KernelTimeOptions,
 
 def kernel_metadata(run: KernelRun, l2: str, device: str) -> dict[str, Any]:
     """A kernel-time Measurement's metadata (JSON): clock "cupti" marks the quantity."""
-    return {"clock": "cupti", "l2": l2, "device": device, "stop": run.decision.to_dict(),
+    return {"clock": "cupti", "l2": l2, "l2_flush": "clean" if l2 == "cold" else None,
+            "device": device, "stop": run.decision.to_dict(),
             "kernels": [dataclasses.asdict(k) for k in run.shares],
             "copies_s": run.copies_s, "passes": run.passes,
             "calls_per_pass": run.calls_per_pass, "unplaced": run.unplaced}

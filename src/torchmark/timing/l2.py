@@ -1,5 +1,5 @@
-"""GPU L2 cache control: a device buffer exactly the size of the device's L2, zeroed to
-evict whatever the timed operator left there ("cold" measurements)."""
+"""GPU L2 cache control for "cold" measurements: a flush that evicts whatever the timed
+operator left in the device's L2, in one of two ways (see L2Flusher)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,18 @@ def l2_size_bytes(device) -> int:
 
 
 class L2Flusher:
-    """`flush()` overwrites the whole L2 of `device` (call it outside the timed region)."""
+    """`flush()` evicts the timed call's data from the L2 of `device` (call it outside the
+    timed region). The two ways leave the L2 in different states, and a memory-bound call
+    of 100 us reads up to 5% apart after them (an H100, docs/gpu.md):
 
-    def __init__(self, device) -> None:
+    - default, as triton's do_bench: a buffer the size of the L2 zeroed, so the L2 ends
+      full of that buffer's dirty lines and the timed call pays their write-back as it
+      evicts them (as it would after an operator that wrote as much);
+    - `clean=True`, as Nsight Compute's `--cache-control all`: a buffer twice the size of
+      the L2 read through (a sum), so dirty lines are written back during the flush and
+      the L2 ends holding clean lines the call does not use."""
+
+    def __init__(self, device, clean: bool = False) -> None:
         import torch
 
         device = torch.device(device)
@@ -27,7 +36,17 @@ class L2Flusher:
         if not torch.cuda.is_available():
             raise RuntimeError("an L2 flush needs CUDA, which is not available here")
         self.size = l2_size_bytes(device)
-        self.buffer = torch.empty(self.size // 4, dtype=torch.int32, device=device)
+        self.clean = clean
+        if clean:
+            self.buffer = torch.zeros(2 * self.size // 4, dtype=torch.float32, device=device)
+            self.sink = torch.empty((), dtype=torch.float32, device=device)
+        else:
+            self.buffer = torch.empty(self.size // 4, dtype=torch.int32, device=device)
 
     def flush(self) -> None:
-        self.buffer.zero_()
+        if self.clean:
+            import torch
+
+            torch.sum(self.buffer, dim=0, out=self.sink)
+        else:
+            self.buffer.zero_()

@@ -360,7 +360,8 @@ class Measurement:
         meta: dict[str, Any] = self.metadata if isinstance(self.metadata, dict) else {}
         stop: dict[str, Any] = _typed(meta.get("stop"), dict) or {}
         lines = [f"  Kernel time (CUPTI: sum of the call's kernel durations, gaps not "
-                 f"counted; L2 {meta.get('l2')}); stopped by {stop.get('rule')}: "
+                 f"counted; L2 {meta.get('l2')}"
+                 f"{' (flushed clean)' if meta.get('l2_flush') == 'clean' else ''}); stopped by {stop.get('rule')}: "
                  f"{stop.get('reason')}"]
         kernels: list[Any] = _typed(meta.get("kernels"), list) or []
         for k in kernels[:5]:
