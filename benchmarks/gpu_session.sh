@@ -11,10 +11,11 @@
 # SECTIONs, run in the order given (default: all of them, issue 28's measurements
 # first, so a call cut off at its time limit still brings back those figures):
 #     kernel (gpu_kernel_time.py --quick: its figures first, then ncu's, each bounded),
-#     tests (pytest -m cuda), cli, simulated, measure (gpu_vs_do_bench --ncu: issue 8's)
+#     tests (pytest -m cuda), cli, flush (gpu_l2_flush.py: about a minute), simulated,
+#     measure (gpu_vs_do_bench --ncu: issue 8's)
 # Issue 28 alone, within 8 minutes:  sh benchmarks/gpu_session.sh kernel tests cli
 set -u
-SECTIONS=${*:-kernel tests cli simulated measure}
+SECTIONS=${*:-kernel tests cli flush simulated measure}
 OUT=${OUT:-/tmp/gpu_session}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -69,6 +70,11 @@ kernel() {
         | tee -a "$OUT/summary.txt"
 }
 
+flush() {
+    section "gpu_l2_flush (what each way of flushing the L2 does to a cold figure)"
+    timeout 120 python3 benchmarks/gpu_l2_flush.py 2>&1 | tee -a "$OUT/summary.txt"
+}
+
 measure() {
     section "gpu_vs_do_bench --ncu"
     timeout 420 python3 benchmarks/gpu_vs_do_bench.py --ncu 2>&1 | tee "$OUT/gpu_vs_do_bench.log" \
@@ -101,7 +107,8 @@ cli() {
 
 for name in $SECTIONS; do
     case $name in
-        kernel|measure|cli|tests|simulated) "$name" ;;
-        *) echo "unknown section $name (kernel, measure, cli, tests, simulated)"; exit 2 ;;
+        kernel|measure|cli|tests|simulated|flush) "$name" ;;
+        *) echo "unknown section $name (kernel, measure, cli, tests, simulated, flush)"
+           exit 2 ;;
     esac
 done
