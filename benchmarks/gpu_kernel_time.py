@@ -44,6 +44,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import NamedTuple
 
 SIZES = (1 << 10, 1 << 14, 1 << 17, 1 << 20)  # 1K .. 1M elements
 
@@ -148,10 +149,45 @@ def parse_ncu_rows(text: str) -> list[dict[str, object]]:
     return [kernels[k] for k in sorted(kernels)]
 
 
+class NcuCase(NamedTuple):
+    """A case under ncu: duration and SM-active seconds a call (None where a kernel had no
+    SM-active figure), kernels a call, and its launch order a position at a time (name,
+    mean duration, mean SM-active seconds or None) where every call launched the same
+    names (else None)."""
+
+    duration: float
+    active: float | None
+    kernels: int
+    steps: list[tuple[str, float, float | None]] | None
+
+
+def _active_s(kernel: dict[str, object]) -> float | None:
+    cycles, rate = kernel.get("active_cycles"), kernel.get("cycles_per_s")
+    return float(cycles) / float(rate) if cycles is not None and rate else None
+
+
+def _steps(kernels: list[dict[str, object]], calls: int
+           ) -> list[tuple[str, float, float | None]] | None:
+    if len(kernels) % calls:
+        return None
+    n = len(kernels) // calls
+    runs = [kernels[i * n:(i + 1) * n] for i in range(calls)]
+    if any([k["name"] for k in run] != [k["name"] for k in runs[0]] for run in runs):
+        return None
+    steps = []
+    for i in range(n):
+        at = [run[i] for run in runs]
+        active = [_active_s(k) for k in at]
+        steps.append((str(at[0]["name"]),
+                      sum(float(k.get("duration", 0.0)) for k in at) / calls,
+                      None if None in active else sum(active) / calls))  # type: ignore[arg-type]
+    return steps
+
+
 def split_cases(rows: list[dict[str, object]], names: list[str], calls: int
-                ) -> dict[str, tuple[float, float | None, int]]:
-    """Each case's (ncu duration a call, SM-active seconds a call or None, kernels a
-    call) from the launches between markers (the child's order)."""
+                ) -> dict[str, NcuCase]:
+    """Each case's figures (NcuCase) from the launches between markers (the child's
+    order)."""
     groups: list[list[dict[str, object]]] = []
     for row in rows:
         if MARKER in str(row["name"]):
@@ -170,16 +206,16 @@ def split_cases(rows: list[dict[str, object]], names: list[str], calls: int
         if not kernels:
             continue
         duration = sum(float(k.get("duration", 0.0)) for k in kernels) / calls
-        active = [float(k["active_cycles"]) / float(k["cycles_per_s"]) for k in kernels
-                  if k.get("active_cycles") is not None and k.get("cycles_per_s")]
-        out[name] = (duration, sum(active) / calls if len(active) == len(kernels) else None,
-                     round(len(kernels) / calls))
+        active = [_active_s(k) for k in kernels]
+        out[name] = NcuCase(duration,
+                            None if None in active else sum(active) / calls,  # type: ignore[arg-type]
+                            round(len(kernels) / calls), _steps(kernels, calls))
     return out
 
 
 def ncu_figures(names: list[str], cache_control: str, log_dir: str | None = None
-                ) -> tuple[dict[str, tuple[float, float | None, int]], str]:
-    """{case: (duration, SM-active, kernels a call)} under ncu, and a note; ncu's raw
+                ) -> tuple[dict[str, NcuCase], str]:
+    """{case: its figures} under ncu, and a note; ncu's raw
     output kept in `log_dir` (ncu_<cache_control>.csv) when given."""
     ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu"
                                   if os.access("/usr/local/cuda/bin/ncu", os.X_OK) else None)
@@ -226,6 +262,12 @@ def do_bench_median(stmt: str, setup: str) -> float | None:
     return median(stmt, setup)
 
 
+def _our_steps(m) -> list[tuple[str, float]] | None:
+    """A kernel-time Measurement's launch order: (name, mean seconds) a position."""
+    sequence = m.metadata.get("sequence")
+    return [(k["name"], k["seconds"]) for k in sequence["kernels"]] if sequence else None
+
+
 def measure(name: str, quick: bool) -> dict[str, object]:
     from torchmark import Timer
 
@@ -244,6 +286,7 @@ def measure(name: str, quick: bool) -> dict[str, object]:
             "event_cost": minus.metadata.get("event_overhead"), "batch": batch.median,
             "batch_calls": batch.metadata.get("batch_calls"),
             "kernels_per_call": sum(k["per_call"] for k in kernels),
+            "steps_cold": _our_steps(kernel_cold), "steps_hot": _our_steps(kernel_hot),
             "kernel_names": [(k["name"], k["share"]) for k in kernels[:3]],
             "bench": do_bench_median(stmt, setup)}
 
@@ -252,42 +295,66 @@ def _us(value: float | None) -> str:
     return f"{value * 1e6:9.2f}" if value is not None else f"{'':>9}"
 
 
-def small_check(name: str, kernel: float, figures: tuple, pairing: str) -> str:
-    """Below SMALL: the kernel time between ncu's SM-active time and its duration."""
-    duration, active, _ = figures
+def within(name: str, ours: float, duration: float, active: float | None,
+           pairing: str) -> str:
+    """One figure against ncu's: within KERNEL_TARGET of its duration from SMALL up,
+    between its SM-active time and its duration (2% margin) below."""
+    if duration >= SMALL:
+        ratio = ours / duration
+        return (f"{'PASS' if abs(ratio - 1) <= KERNEL_TARGET else 'FAIL'}  {name}: kernel "
+                f"time / ncu duration = {ratio:.3f} ({pairing}; target within "
+                f"{KERNEL_TARGET:.0%})")
     if active is None:
         return f"n/a   {name}: ncu gave no SM-active time ({pairing})"
-    ok = active * 0.98 <= kernel <= duration * 1.02
-    return (f"{'PASS' if ok else 'FAIL'}  {name}: ncu SM-active {active * 1e6:.2f} <= kernel "
-            f"{kernel * 1e6:.2f} <= ncu duration {duration * 1e6:.2f} us ({pairing}, 2% "
-            "margin)")
+    ok = active * 0.98 <= ours <= duration * 1.02
+    return (f"{'PASS' if ok else 'FAIL'}  {name}: ncu SM-active {active * 1e6:.2f}, kernel "
+            f"{ours * 1e6:.2f}, ncu duration {duration * 1e6:.2f} us ({pairing}; target: "
+            "between, 2% margin)")
+
+
+def kernel_checks(name: str, row: dict[str, object], clean: NcuCase | None,
+                  warm: NcuCase | None) -> list[str] | None:
+    """The issue's targets kernel by kernel ("for kernels >= 20 us"), where both sides
+    give the call's launch order with as many kernels (else None). The first kernel
+    pairs cold with --cache-control all; later ones hot with --cache-control none, as
+    ncu flushes before each kernel, not each call: there a later kernel finds its
+    inputs, the call's own earlier outputs, evicted, as in no run of the call."""
+    cold, hot = row.get("steps_cold"), row.get("steps_hot")
+    if not (cold and hot and clean and clean.steps and len(cold) == len(clean.steps)):
+        return None
+    if len(cold) > 1 and not (warm and warm.steps and len(hot) == len(cold) ==
+                              len(warm.steps)):
+        return None
+    out = []
+    for i, (kernel, seconds) in enumerate(cold):
+        label = f"{name} #{i + 1} {kernel[:40]}" if len(cold) > 1 else name
+        if i == 0:
+            _, duration, active = clean.steps[0]
+            out.append(within(label, seconds, duration, active, "cold, --cache-control all"))
+        else:
+            _, duration, active = warm.steps[i]  # type: ignore[union-attr]
+            out.append(within(label, hot[i][1], duration, active,
+                              "hot, --cache-control none"))
+    return out
 
 
 def check(name: str, row: dict[str, object], clean: dict, warm: dict) -> list[str]:
-    """The case's checks. Kernel time (cold) pairs with ncu --cache-control all, (hot)
-    with --cache-control none. ncu flushes before each kernel, not each call: a call's
-    later kernels find the earlier ones' outputs evicted there, in no run of the call;
-    so below SMALL a call of several kernels is checked on the hot pairing."""
-    out = []
-    kernel = float(row["kernel_cold"])
+    """The case's checks: kernel by kernel where the launch orders align (see
+    kernel_checks), else the call's kernel time (cold) against ncu's (--cache-control
+    all); then the hot figure (info) and device time against do_bench."""
     figures = clean.get(name)
-    if figures is None:
-        out.append(f"n/a   {name}: kernel vs ncu (no ncu figure)")
-    elif figures[0] >= SMALL:
-        ratio = kernel / figures[0]
-        ok = abs(ratio - 1) <= KERNEL_TARGET
-        out.append(f"{'PASS' if ok else 'FAIL'}  {name}: kernel time (cold) / ncu "
-                   f"duration = {ratio:.3f} (target within {KERNEL_TARGET:.0%})")
-    elif figures[2] == 1:
-        out.append(small_check(name, kernel, figures, "cold, --cache-control all"))
-    elif name in warm:
-        out.append(small_check(name, float(row["kernel_hot"]), warm[name],
-                               f"{figures[2]} kernels a call: hot, --cache-control none"))
-        cold = small_check(name, kernel, figures, "cold, --cache-control all")
-        out.append(f"info  {cold[:4].strip()} on the cold pairing: {cold[6:]}")
-    else:
-        out.append(f"n/a   {name}: {figures[2]} kernels a call and no ncu --cache-control "
-                   "none figure")
+    out = kernel_checks(name, row, figures, warm.get(name))
+    if out is None:
+        out = []
+        if figures is None:
+            out.append(f"n/a   {name}: kernel vs ncu (no ncu figure)")
+        else:
+            out.append(within(name, float(row["kernel_cold"]), figures.duration,
+                              figures.active, "the call, cold, --cache-control all"))
+    elif figures is not None and figures.kernels > 1:
+        call = within(name, float(row["kernel_cold"]), figures.duration, figures.active,
+                      "the call, cold, --cache-control all")
+        out.append(f"info  {call[:4].strip()} for the call as a whole: {call[6:]}")
     hot = warm.get(name)
     if hot is not None:
         out.append(f"info  {name}: kernel time (hot) / ncu duration (--cache-control "

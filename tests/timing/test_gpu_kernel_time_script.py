@@ -50,14 +50,47 @@ def test_ncu_rows_split_into_cases_by_the_markers():
     assert len(parsed) == 9 and parsed[1]["duration"] == pytest.approx(3e-6)
     assert parsed[1]["cycles_per_s"] == 1.9e9 and parsed[1]["active_cycles"] == 3800
     cases = module.split_cases(parsed, ["relu", "conv"], calls=2)
-    duration, active, kernels = cases["conv"]
+    duration, active, kernels, _ = cases["conv"]
     assert duration == pytest.approx(46e-6) and kernels == 2
     assert active == pytest.approx((70000 + 9500) / 1.9e9)
     assert cases["relu"][0] == pytest.approx(3.1e-6)
+    # the launch order, a position at a time, averaged over the calls
+    assert [(n, d) for n, d, _ in cases["conv"].steps] == \
+        [("conv_a", pytest.approx(40.5e-6)), ("bias_b", pytest.approx(5.5e-6))]
+    assert cases["relu"].steps[0][2] == pytest.approx(3800 / 1.9e9)
+    odd = module.split_cases(parsed[:6] + parsed[8:], ["relu", "conv"], calls=2)
+    assert odd["conv"].steps is None  # calls launched different kernels: no launch order
     with pytest.raises(ValueError, match="2 complete cases, 3 were run"):
         module.split_cases(parsed, ["relu", "conv", "mm"], calls=2)
     with pytest.raises(ValueError, match="1 complete cases, 2 were run"):  # cut mid-case
         module.split_cases(parsed[:-1], ["relu", "conv"], calls=2)
+
+
+def ncu_case(module, steps):
+    """An NcuCase of one call's launch order [(name, duration s, SM-active s)]."""
+    return module.NcuCase(sum(d for _, d, _ in steps), sum(a for _, _, a in steps),
+                          len(steps), steps)
+
+
+def test_checks_go_kernel_by_kernel_where_the_launch_orders_align():
+    module = script()
+    clean = {"conv": ncu_case(module, [("t", 17e-6, 15e-6), ("gemm", 63e-6, 60e-6)])}
+    warm = {"conv": ncu_case(module, [("t", 21e-6, 19e-6), ("gemm", 64e-6, 61e-6)])}
+    row = {"kernel_cold": 78e-6, "kernel_hot": 84e-6, "bench": 90e-6, "device": 90.5e-6,
+           "steps_cold": [("t", 16e-6), ("gemm", 62e-6)],
+           "steps_hot": [("t", 18e-6), ("gemm", 70e-6)]}
+    lines = module.check("conv", row, clean, warm)
+    # the first kernel cold against ncu's flushed run, in its window (17 us < 20 us)
+    assert lines[0].startswith("PASS  conv #1 t:") and "cold, --cache-control all" in lines[0]
+    # a later kernel hot against --cache-control none: 70 / 64 is over 3%
+    assert lines[1].startswith("FAIL  conv #2 gemm:") and "1.094" in lines[1]
+    assert "hot, --cache-control none" in lines[1]
+    assert lines[2].startswith("info  PASS for the call as a whole")  # 78 / 80 us
+    assert lines[-1].startswith("PASS  conv: device time")  # 90.5 / 90: within 2%
+    row["steps_cold"] = [("t_and_gemm_fused", 78e-6)]  # orders that differ: the call
+    lines = module.check("conv", row, clean, warm)
+    assert lines[0].startswith("PASS  conv: kernel time / ncu duration = 0.975")
+    assert "the call, cold" in lines[0]
 
 
 def test_ncu_units_are_read_or_refused():

@@ -86,6 +86,7 @@ def test_ops_metric_kernel_on_the_simulated_gpu(fake_gpu, monkeypatch):
     assert forward["times"][:2] == pytest.approx([3e-6, 5e-6])
     assert [k["name"] for k in forward["kernels"]] == ["kern_a", "kern_b"]
     assert fake_gpu.flushes >= 600  # a flush before each timed call, outside its range
+    assert fake_gpu.flush_clean == [True]  # flushed clean, as ncu (device time: zero fill)
     record = {"id": "add|0|0|0", "op": "torch.add", "config": {}, "status": "ok",
               "metrics": metrics}
     [result] = record_results(record, {"run_options": {"device": "cuda", "metric": "kernel"}})

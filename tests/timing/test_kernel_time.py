@@ -159,6 +159,26 @@ def test_shares_count_launches_per_call_and_sum_the_rest():
     assert sum(s.share for s in cut) == pytest.approx(1.0)
 
 
+def test_the_commonest_launch_order_and_each_position_s_mean():
+    tally = KernelTally()
+    assert tally.sequence() is None
+    order = (("transpose", 2e-6), ("gemm", 10e-6), ("transpose", 1e-6))
+    tally.add([CallKernels(i, order) for i in range(3)])
+    tally.add([CallKernels(3, (("gemm", 12e-6),)), CallKernels(4, ())])  # another order; none
+    sequence = tally.sequence()
+    # the repeated name keeps its two positions apart; the call without kernels not counted
+    assert [n for n, _ in sequence.kernels] == ["transpose", "gemm", "transpose"]
+    assert [t for _, t in sequence.kernels] == pytest.approx([2e-6, 10e-6, 1e-6])
+    assert sequence.share == pytest.approx(3 / 4)
+    assert sequence.to_dict()["kernels"][1] == {"name": "gemm", "seconds": 10e-6}
+    many = KernelTally()  # past MAX_SEQUENCES distinct orders, new ones are not followed
+    many.add([CallKernels(i, ((f"k{i}", 1e-6),)) for i in range(kernel_time.MAX_SEQUENCES + 3)])
+    assert many.sequence().share == pytest.approx(1 / (kernel_time.MAX_SEQUENCES + 3))
+    long = KernelTally()
+    long.add([CallKernels(0, tuple(("k", 1e-6) for _ in range(kernel_time.MAX_SEQUENCE_KERNELS + 1)))])
+    assert long.sequence() is None
+
+
 def test_pass_size_follows_the_enqueue_time():
     assert pass_calls(1e-5) == 500 and pass_calls(1e-3) == 20 and pass_calls(1.0) == 10
     assert pass_calls(0.0) == 500
@@ -200,6 +220,8 @@ def test_kernel_time_on_the_fake_gpu(fake_gpu, monkeypatch):
     assert state["sentinels"] == 1 and state["passes"] >= 2  # the first pass thrown away
     assert gpu.flushes > 0  # cold L2 by default, flushed clean as ncu's --cache-control all
     assert gpu.flush_clean == [True] and m.metadata["l2_flush"] == "clean"
+    steps = m.metadata["sequence"]["kernels"]
+    assert [k["name"] for k in steps] == ["gemm", "epilogue"] and m.metadata["sequence"]["share"] == 1
     names = [k["name"] for k in m.metadata["kernels"]]
     assert names == ["gemm", "epilogue"] and m.metadata["kernels"][0]["share"] == 0.8
     text = repr(m)

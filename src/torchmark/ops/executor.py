@@ -155,7 +155,8 @@ class _Clock:
         if options.l2_flush:
             from torchmark.timing.l2 import L2Flusher
 
-            self.flush = L2Flusher(self.device).flush
+            # kernel time flushes clean, as ncu does; device time as do_bench (see l2.py)
+            self.flush = L2Flusher(self.device, clean=options.metric == "kernel").flush
         # `ops --ncu` profiles only what runs between cudaProfilerStart and Stop: the
         # timed calls, not the warm-up, the flushes or the graph captures
         self.profiled_range = self.cuda and os.environ.get(PROFILER_RANGE_ENV) == "1"

@@ -32,6 +32,8 @@ CALL_RANGE = "torchmark.call."  # the record_function range around the i-th call
 MIN_PASS_CALLS, MAX_PASS_CALLS = 10, 500  # calls a profiled pass: its trace stays small
 PASS_TARGET_S = 0.02  # host time a pass aims at (the profiler's start and stop amortized)
 MAX_KERNEL_NAMES = 20  # kernels named in the report, by share; the rest summed as "other"
+MAX_SEQUENCES = 8  # distinct launch orders a tally follows; calls past them are counted
+MAX_SEQUENCE_KERNELS = 20  # a launch order longer than this is not reported
 
 _KINDS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
           "cuda_runtime": "runtime", "cuda_driver": "runtime",
@@ -183,15 +185,39 @@ class KernelShare:
     share: float
 
 
+@dataclasses.dataclass(frozen=True)
+class KernelSequence:
+    """The calls' commonest launch order: each position's kernel name and its mean
+    seconds, and the share of the calls with kernels that launched exactly these."""
+
+    kernels: tuple[tuple[str, float], ...]
+    share: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"share": self.share,
+                "kernels": [{"name": n, "seconds": s} for n, s in self.kernels]}
+
+
+@dataclasses.dataclass
+class _Order:
+    """A launch order's calls and its positions' seconds summed over them."""
+
+    calls: int
+    sums: list[float]
+
+
 class KernelTally:
     """Kernels by name over the calls added so far (a count and seconds a name: the
-    calls themselves are not kept), and their copies' seconds."""
+    calls themselves are not kept), their copies' seconds, and the seconds of each
+    position of the calls' launch orders (up to MAX_SEQUENCES distinct ones)."""
 
     def __init__(self) -> None:
         self.calls = 0
         self.with_kernels = 0
         self.copies_s = 0.0
         self._totals: dict[str, list[float]] = {}
+        # launch order (its names): the calls that ran it, seconds summed a position
+        self._sequences: dict[tuple[str, ...], _Order] = {}
 
     def add(self, calls: Iterable[CallKernels]) -> None:
         for call in calls:
@@ -202,6 +228,31 @@ class KernelTally:
                 entry = self._totals.setdefault(name, [0, 0.0])
                 entry[0] += 1
                 entry[1] += seconds
+            self._follow(call)
+
+    def _follow(self, call: CallKernels) -> None:
+        names = tuple(name for name, _ in call.kernels)
+        if not names or len(names) > MAX_SEQUENCE_KERNELS:
+            return
+        order = self._sequences.get(names)
+        if order is None:
+            if len(self._sequences) >= MAX_SEQUENCES:
+                return
+            order = self._sequences[names] = _Order(0, [0.0] * len(names))
+        order.calls += 1
+        for i, (_, seconds) in enumerate(call.kernels):
+            order.sums[i] += seconds
+
+    def sequence(self) -> KernelSequence | None:
+        """The commonest launch order among the calls with kernels, each position's mean
+        seconds (None: no call launched a kernel, or the order is longer than
+        MAX_SEQUENCE_KERNELS)."""
+        if not self._sequences or not self.with_kernels:
+            return None
+        names, order = max(self._sequences.items(), key=lambda item: item[1].calls)
+        return KernelSequence(
+            kernels=tuple((n, t / order.calls) for n, t in zip(names, order.sums, strict=True)),
+            share=order.calls / self.with_kernels)
 
     def shares(self, limit: int = MAX_KERNEL_NAMES) -> list[KernelShare]:
         """Largest share first; beyond `limit` names, the rest as one "(other kernels)"
@@ -307,8 +358,9 @@ NO_ACTIVITY = ("the profiler recorded no CUDA activity, not even a kernel launch
 @dataclasses.dataclass(frozen=True)
 class KernelRun:
     """What measure_kernel_time gives: per-call kernel seconds, the kernels' shares,
-    the copies' mean seconds a call, the stop decision, the passes and their size, and
-    the device events whose launch was not found (not counted)."""
+    the copies' mean seconds a call, the stop decision, the passes and their size, the
+    device events whose launch was not found (not counted), and the calls' commonest
+    launch order with each kernel's mean seconds."""
 
     times: list[float]
     shares: list[KernelShare]
@@ -317,6 +369,7 @@ class KernelRun:
     passes: int
     calls_per_pass: int
     unplaced: int
+    sequence: KernelSequence | None = None
 
 
 def measure_kernel_time(call: Callable[[], Any], options: KernelTimeOptions,
@@ -372,7 +425,7 @@ def _measure(torch: Any, call: Callable[[], Any], options: KernelTimeOptions,
     return KernelRun(times=sampled.times, shares=tally.shares(),
                      copies_s=tally.copies_s / max(tally.calls, 1),
                      decision=sampled.decision, passes=passes[0], calls_per_pass=n,
-                     unplaced=unplaced[0])
+                     unplaced=unplaced[0], sequence=tally.sequence())
 
 
 def kernel_metadata(run: KernelRun, l2: str, device: str) -> dict[str, Any]:
@@ -381,4 +434,5 @@ def kernel_metadata(run: KernelRun, l2: str, device: str) -> dict[str, Any]:
             "device": device, "stop": run.decision.to_dict(),
             "kernels": [dataclasses.asdict(k) for k in run.shares],
             "copies_s": run.copies_s, "passes": run.passes,
-            "calls_per_pass": run.calls_per_pass, "unplaced": run.unplaced}
+            "calls_per_pass": run.calls_per_pass, "unplaced": run.unplaced,
+            "sequence": run.sequence.to_dict() if run.sequence else None}

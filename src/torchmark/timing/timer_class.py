@@ -386,8 +386,10 @@ class Timer:
         """Kernel time per call: the sum of the durations of the CUDA kernels `stmt`
         launches, from the GPU's own timestamps (CUPTI, through torch.profiler), as nsys
         and ncu report them; the gaps between them are not counted (device_time counts
-        them), nor are copies and memsets (reported beside). `l2`, `device` and the
-        stopping rule as device_time's. The metadata names the kernels and their share.
+        them), nor are copies and memsets (reported beside). `device` and the stopping
+        rule as device_time's; `l2="cold"` flushes clean, as ncu's --cache-control all
+        (a buffer twice the L2 read through: see timing/l2.py). The metadata names the
+        kernels and their share.
         """
         from torchmark.timing.device_time import require_cuda
         from torchmark.timing.kernel_time import (
