@@ -369,6 +369,33 @@ def check(name: str, row: dict[str, object], clean: dict, warm: dict) -> list[st
     return out
 
 
+ONE_FIGURE = r"""
+import sys
+from torchmark import Timer
+m = Timer(sys.argv[1], sys.argv[2]).kernel_time(l2="cold", max_run_time=float(sys.argv[3]))
+print(repr(m.median))
+"""
+
+
+def spread_line(name: str, here: float, ncu: NcuCase | None, processes: int) -> str:
+    """`name`'s kernel time (cold) in `processes` fresh processes, against this process's
+    and ncu's: a process reads its own figure (the same kernel, flush and machine), and
+    the spread bounds how closely any two processes, ncu's among them, can agree."""
+    stmt, setup = CASES[name]
+    figures = []
+    for _ in range(processes):
+        done = subprocess.run([sys.executable, "-c", ONE_FIGURE, stmt, setup, "1.0"],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            return f"{name:<30} failed: {(done.stderr or done.stdout)[-300:]}"
+        figures.append(float(done.stdout.strip().splitlines()[-1]))
+    figures.sort()
+    middle = figures[len(figures) // 2]
+    against = f"; median / ncu {middle / ncu.duration:.3f}" if ncu else ""
+    return (f"{name:<30} {_us(figures[0])} {_us(middle)} {_us(figures[-1])}  (this process "
+            f"{here * 1e6:.2f}{against}; max / min {figures[-1] / figures[0]:.3f})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute")
@@ -376,6 +403,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="1 s a measurement, not 3")
     parser.add_argument("--ncu-log", default=None, metavar="DIR",
                         help="keep ncu's raw output there (ncu_all.csv, ncu_none.csv)")
+    parser.add_argument("--spread", type=int, default=0, metavar="N",
+                        help="for the calls of 20 us or more, kernel time (cold) again in N "
+                             "fresh processes: how far apart two processes read")
     args = parser.parse_args()
     import torch
 
@@ -441,6 +471,13 @@ def main() -> int:
               f"{clean[name][2] if name in clean else '?'}; event cost "
               f"{float(cost) * 1e6:.2f} us; batch of {row['batch_calls']})"
               if cost is not None else f"  {name}: {listed}")
+    if args.spread > 0:
+        print(f"kernel time (cold) in {args.spread} fresh processes, us a call "
+              "(min / median / max; this process; ncu duration, all):", flush=True)
+        for name, row in rows.items():
+            if float(row["kernel_cold"]) >= SMALL:
+                print(spread_line(name, float(row["kernel_cold"]), clean.get(name),
+                                  args.spread), flush=True)
     print("checks:")
     failed = 0
     for name, row in rows.items():

@@ -65,7 +65,8 @@ simulated() {
 
 kernel() {
     section "gpu_kernel_time (kernel / device / batch time against ncu and do_bench)"
-    timeout 360 python3 benchmarks/gpu_kernel_time.py --quick --ncu-log "$OUT" 2>&1 \
+    timeout 420 python3 benchmarks/gpu_kernel_time.py --quick --spread 3 --ncu-log "$OUT" \
+        2>&1 \
         | tee "$OUT/gpu_kernel_time.log" \
         | tee -a "$OUT/summary.txt"
 }

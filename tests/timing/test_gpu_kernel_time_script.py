@@ -118,3 +118,14 @@ def test_without_cuda_it_exits_2_with_a_message():
     done = subprocess.run([sys.executable, str(PATH), "--no-ncu"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2 and "no CUDA device here" in done.stderr
+
+
+def test_the_spread_over_fresh_processes_is_read_from_their_output():
+    module = script()
+    module.ONE_FIGURE = "import sys; print('noise'); print(repr(float(sys.argv[3]) * 1e-4))"
+    ncu = ncu_case(module, [("softmax", 1.25e-4, 1.2e-4)])
+    line = module.spread_line("softmax 8192x4096", 1.1e-4, ncu, 3)
+    assert "100.00" in line and "this process 110.00" in line
+    assert "median / ncu 0.800" in line and "max / min 1.000" in line
+    module.ONE_FIGURE = "raise SystemExit('no CUDA here')"
+    assert "failed: no CUDA here" in module.spread_line("softmax 8192x4096", 1e-4, None, 2)
