@@ -21,16 +21,16 @@ runs several kernels, a small matmul) it prints:
   kernels are the rows between two markers (blank columns, and a note, where ncu is
   missing or fails).
 
-Checks printed (PASS / FAIL / n/a):
-- kernel time (cold) within 3% of ncu's duration (--cache-control all) where that is
-  >= 20 us a call;
-- below 20 us: kernel time between ncu's SM-active time and its duration (2% margin):
-  cold against --cache-control all for a call of one kernel; hot against
-  --cache-control none for a call of several (ncu flushes before each kernel, so there
-  a call's later kernels find their inputs evicted, as in no run of the call);
+Checks printed (PASS / FAIL / n/a), kernel by kernel where torchmark's launch order and
+ncu's name the same kernels (see kernel_checks), else for the call as a whole (cold
+against --cache-control all):
+- kernel time within 3% of ncu's duration where that is >= 20 us;
+- below 20 us: kernel time between ncu's SM-active time and its duration (2% margin);
 - device time (cold, blocking) within 2% of do_bench where do_bench reads >= 50 us.
+With --spread N, the calls of 20 us or more are timed again in N fresh processes.
 
     python benchmarks/gpu_kernel_time.py [--no-ncu] [--cases NAME,...] [--quick]
+                                         [--ncu-log DIR] [--spread N]
 
 Exits 2 with a message on a machine without CUDA.
 """
@@ -312,28 +312,53 @@ def within(name: str, ours: float, duration: float, active: float | None,
             "between, 2% margin)")
 
 
+def kernel_base(name: str) -> str:
+    """A kernel's function name without namespaces, template arguments or parameters:
+    CUPTI and ncu spell the rest differently ("at::native::" against "native::",
+    "(anonymous namespace)" against "<unnamed>")."""
+    for anonymous in ("(anonymous namespace)::", "<unnamed>::"):
+        name = name.replace(anonymous, "")
+    cut = min((i for i in (name.find("<"), name.find("(")) if i >= 0), default=len(name))
+    return name[:cut].split()[-1].split("::")[-1] if name[:cut].split() else name
+
+
+def _same_kernels(ours: list[tuple[str, float]], theirs: list[tuple[str, float, float | None]]
+                  ) -> bool:
+    return [kernel_base(n) for n, _ in ours] == [kernel_base(n) for n, *_ in theirs]
+
+
+def _at_median(steps: list[tuple[str, float]], median: float) -> list[float]:
+    """Each position's mean scaled so that they sum to the call's median (the figure
+    the table shows): for a one-kernel call, the median itself."""
+    total = sum(seconds for _, seconds in steps)
+    return [seconds * median / total if total > 0 else seconds for _, seconds in steps]
+
+
 def kernel_checks(name: str, row: dict[str, object], clean: NcuCase | None,
                   warm: NcuCase | None) -> list[str] | None:
     """The issue's targets kernel by kernel ("for kernels >= 20 us"), where both sides
-    give the call's launch order with as many kernels (else None). The first kernel
-    pairs cold with --cache-control all; later ones hot with --cache-control none, as
-    ncu flushes before each kernel, not each call: there a later kernel finds its
-    inputs, the call's own earlier outputs, evicted, as in no run of the call."""
+    give the call's launch order and name the same kernels in it (else None). The first
+    kernel pairs cold with --cache-control all; later ones hot with --cache-control
+    none, as ncu flushes before each kernel, not each call: there a later kernel finds
+    its inputs, the call's own earlier outputs, evicted, as in no run of the call."""
     cold, hot = row.get("steps_cold"), row.get("steps_hot")
-    if not (cold and hot and clean and clean.steps and len(cold) == len(clean.steps)):
+    if not (cold and hot and clean and clean.steps and _same_kernels(cold, clean.steps)):
         return None
-    if len(cold) > 1 and not (warm and warm.steps and len(hot) == len(cold) ==
-                              len(warm.steps)):
+    if len(cold) > 1 and not (warm and warm.steps and _same_kernels(hot, warm.steps) and
+                              _same_kernels(cold, warm.steps)):
         return None
+    ours_cold = _at_median(cold, float(row["kernel_cold"]))
+    ours_hot = _at_median(hot, float(row["kernel_hot"]))
     out = []
-    for i, (kernel, seconds) in enumerate(cold):
-        label = f"{name} #{i + 1} {kernel[:40]}" if len(cold) > 1 else name
+    for i, (kernel, _) in enumerate(cold):
+        label = f"{name} #{i + 1} {kernel_base(kernel)[:40]}" if len(cold) > 1 else name
         if i == 0:
             _, duration, active = clean.steps[0]
-            out.append(within(label, seconds, duration, active, "cold, --cache-control all"))
+            out.append(within(label, ours_cold[0], duration, active,
+                              "cold, --cache-control all"))
         else:
             _, duration, active = warm.steps[i]  # type: ignore[union-attr]
-            out.append(within(label, hot[i][1], duration, active,
+            out.append(within(label, ours_hot[i], duration, active,
                               "hot, --cache-control none"))
     return out
 
@@ -384,11 +409,18 @@ def spread_line(name: str, here: float, ncu: NcuCase | None, processes: int) -> 
     stmt, setup = CASES[name]
     figures = []
     for _ in range(processes):
-        done = subprocess.run([sys.executable, "-c", ONE_FIGURE, stmt, setup, "1.0"],
-                              capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            return f"{name:<30} failed: {(done.stderr or done.stdout)[-300:]}"
-        figures.append(float(done.stdout.strip().splitlines()[-1]))
+        try:
+            done = subprocess.run([sys.executable, "-c", ONE_FIGURE, stmt, setup, "1.0"],
+                                  capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            return f"{name:<30} failed: a process ran past 120 s"
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or not lines:
+            return f"{name:<30} failed: {(done.stderr or done.stdout or 'no output')[-300:]}"
+        try:
+            figures.append(float(lines[-1]))
+        except ValueError:
+            return f"{name:<30} failed: printed {lines[-1][:100]!r}, not a figure"
     figures.sort()
     middle = figures[len(figures) // 2]
     against = f"; median / ncu {middle / ncu.duration:.3f}" if ncu else ""
@@ -471,6 +503,12 @@ def main() -> int:
               f"{clean[name][2] if name in clean else '?'}; event cost "
               f"{float(cost) * 1e6:.2f} us; batch of {row['batch_calls']})"
               if cost is not None else f"  {name}: {listed}")
+    print("checks:")
+    failed = 0
+    for name, row in rows.items():
+        for line in check(name, row, clean, warm):
+            failed += line.startswith("FAIL")
+            print(f"  {line}")
     if args.spread > 0:
         print(f"kernel time (cold) in {args.spread} fresh processes, us a call "
               "(min / median / max; this process; ncu duration, all):", flush=True)
@@ -478,12 +516,6 @@ def main() -> int:
             if float(row["kernel_cold"]) >= SMALL:
                 print(spread_line(name, float(row["kernel_cold"]), clean.get(name),
                                   args.spread), flush=True)
-    print("checks:")
-    failed = 0
-    for name, row in rows.items():
-        for line in check(name, row, clean, warm):
-            failed += line.startswith("FAIL")
-            print(f"  {line}")
     for note in notes:
         print(f"note: {note}")
     print(f"{failed} check(s) failed, {len(names) - len(rows)} case(s) failed to measure")

@@ -13,7 +13,8 @@
 #     kernel (gpu_kernel_time.py --quick: its figures first, then ncu's, each bounded),
 #     tests (pytest -m cuda), cli, flush (gpu_l2_flush.py: about a minute), simulated,
 #     measure (gpu_vs_do_bench --ncu: issue 8's)
-# Issue 28 alone, within 8 minutes:  sh benchmarks/gpu_session.sh kernel tests cli
+# Issue 28 alone (about 5 minutes on an H100; the sections' time limits add up to more):
+#     sh benchmarks/gpu_session.sh kernel tests cli
 set -u
 SECTIONS=${*:-kernel tests cli flush simulated measure}
 OUT=${OUT:-/tmp/gpu_session}
@@ -97,6 +98,7 @@ cli() {
     timeout 60 python3 -m torchmark timeit --device cuda --mode blocking --minus-event-cost \
         --no-store -s "x = torch.ones(1024, device='cuda')" "torch.relu(x)" 2>&1 \
         | tee -a "$OUT/summary.txt"
+    rm -f /tmp/ops_kernel.jsonl /tmp/ops_cuda.jsonl  # a warm machine keeps the last run's
     timeout 90 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --metric kernel \
         -o /tmp/ops_kernel --no-store 2>&1 | tee -a "$OUT/summary.txt"
     timeout 120 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --l2-flush \

@@ -109,6 +109,7 @@ def test_executor_on_a_simulated_gpu(fake_gpu, mode, flush, graph):
     if mode == "continuous_events":  # device time: the kernel, never the flush
         assert forward["times"] == pytest.approx([3e-6] * 5)
     assert (fake_gpu.flushes > 0) == flush
+    assert fake_gpu.flush_clean == [False] * flush  # --metric time: do_bench's zero fill
     assert fake_gpu.devices_used == {1} and fake_gpu.current == 0
 
 

@@ -188,7 +188,8 @@ class KernelShare:
 @dataclasses.dataclass(frozen=True)
 class KernelSequence:
     """The calls' commonest launch order: each position's kernel name and its mean
-    seconds, and the share of the calls with kernels that launched exactly these."""
+    seconds, and the share of the calls with kernels that launched exactly these (a low
+    share: the calls' orders vary, or the commonest was not followed)."""
 
     kernels: tuple[tuple[str, float], ...]
     share: float
@@ -244,9 +245,11 @@ class KernelTally:
             order.sums[i] += seconds
 
     def sequence(self) -> KernelSequence | None:
-        """The commonest launch order among the calls with kernels, each position's mean
-        seconds (None: no call launched a kernel, or the order is longer than
-        MAX_SEQUENCE_KERNELS)."""
+        """The commonest of the launch orders followed (the first MAX_SEQUENCES distinct
+        ones of at most MAX_SEQUENCE_KERNELS kernels; the order the GPU ran them, which
+        on one stream is the order they were launched), each position's mean seconds;
+        its share says how many of the calls with kernels ran it. None when no order was
+        followed."""
         if not self._sequences or not self.with_kernels:
             return None
         names, order = max(self._sequences.items(), key=lambda item: item[1].calls)

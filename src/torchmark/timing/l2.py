@@ -18,7 +18,7 @@ def l2_size_bytes(device) -> int:
 class L2Flusher:
     """`flush()` evicts the timed call's data from the L2 of `device` (call it outside the
     timed region). The two ways leave the L2 in different states, and a memory-bound call
-    of 100 us reads up to 5% apart after them (an H100, docs/gpu.md):
+    of 100 us reads 4 to 5% apart after them (an H100, docs/gpu.md):
 
     - default, as triton's do_bench: a buffer the size of the L2 zeroed, so the L2 ends
       full of that buffer's dirty lines and the timed call pays their write-back as it
