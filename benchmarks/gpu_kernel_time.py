@@ -46,6 +46,8 @@ import sys
 import tempfile
 from typing import NamedTuple
 
+from torchmark.timing.kernel_time import kernel_base
+
 SIZES = (1 << 10, 1 << 14, 1 << 17, 1 << 20)  # 1K .. 1M elements
 
 
@@ -310,16 +312,6 @@ def within(name: str, ours: float, duration: float, active: float | None,
     return (f"{'PASS' if ok else 'FAIL'}  {name}: ncu SM-active {active * 1e6:.2f}, kernel "
             f"{ours * 1e6:.2f}, ncu duration {duration * 1e6:.2f} us ({pairing}; target: "
             "between, 2% margin)")
-
-
-def kernel_base(name: str) -> str:
-    """A kernel's function name without namespaces, template arguments or parameters:
-    CUPTI and ncu spell the rest differently ("at::native::" against "native::",
-    "(anonymous namespace)" against "<unnamed>")."""
-    for anonymous in ("(anonymous namespace)::", "<unnamed>::"):
-        name = name.replace(anonymous, "")
-    cut = min((i for i in (name.find("<"), name.find("(")) if i >= 0), default=len(name))
-    return name[:cut].split()[-1].split("::")[-1] if name[:cut].split() else name
 
 
 def _same_kernels(ours: list[tuple[str, float]], theirs: list[tuple[str, float, float | None]]

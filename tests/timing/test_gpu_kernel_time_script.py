@@ -101,8 +101,6 @@ def test_a_one_kernel_call_is_checked_on_its_median_and_names_match_loosely():
     module = script()
     cupti = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*, int)"
     ncu = "void native::<unnamed>::cunn_SoftMaxForward<4, float, float>(T4 *, int)"
-    assert module.kernel_base(cupti) == module.kernel_base(ncu) == "cunn_SoftMaxForward"
-    assert module.kernel_base("sm80_xmma_gemm_f32") == "sm80_xmma_gemm_f32"
     clean = {"softmax": ncu_case(module, [(ncu, 113e-6, 111e-6)])}
     # the mean a position (118 us) is pulled up by a few slow calls; the median is 114.9
     row = {"kernel_cold": 114.9e-6, "kernel_hot": 117e-6, "bench": None, "device": 118e-6,

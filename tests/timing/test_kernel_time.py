@@ -159,6 +159,14 @@ def test_shares_count_launches_per_call_and_sum_the_rest():
     assert sum(s.share for s in cut) == pytest.approx(1.0)
 
 
+def test_kernel_base_drops_namespaces_templates_and_parameters():
+    cupti = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*, int)"
+    ncu = "void native::<unnamed>::cunn_SoftMaxForward<4, float, float>(T4 *, int)"
+    assert kernel_time.kernel_base(cupti) == kernel_time.kernel_base(ncu) == "cunn_SoftMaxForward"
+    assert kernel_time.kernel_base("sm80_xmma_gemm_f32") == "sm80_xmma_gemm_f32"
+    assert kernel_time.kernel_base("") == ""
+
+
 def test_the_commonest_launch_order_and_each_position_s_mean():
     tally = KernelTally()
     assert tally.sequence() is None
@@ -227,6 +235,7 @@ def test_kernel_time_on_the_fake_gpu(fake_gpu, monkeypatch):
     text = repr(m)
     assert "Kernel time (CUPTI: sum of the call's kernel durations" in text
     assert "L2 cold (flushed clean)" in text
+    assert "Launch order (100% of calls), us each: gemm 8, epilogue 2" in text
     assert "80.0%  gemm" in text
     with pytest.raises(ValueError, match="kernel times"):
         m.host_measurement()

@@ -355,6 +355,22 @@ class Measurement:
             lines.append(f"  Blocking: {report.spin_note}")
         return lines
 
+    def _launch_order_lines(self, meta: dict[str, Any]) -> list[str]:
+        """A call of 2 to 8 kernels: its launch order, each kernel's mean time."""
+        from torchmark.timing.kernel_time import kernel_base
+
+        sequence: dict[str, Any] = _typed(meta.get("sequence"), dict) or {}
+        steps: list[Any] = _typed(sequence.get("kernels"), list) or []
+        share = _finite(sequence.get("share"))
+        if not 1 < len(steps) <= 8 or share is None or not all(
+                isinstance(k, dict) and isinstance(k.get("name"), str) and
+                _finite(k.get("seconds")) is not None for k in steps):
+            return []
+        unit, scale = select_unit(min(float(k["seconds"]) for k in steps))
+        order = ", ".join(f"{kernel_base(k['name'])} {float(k['seconds']) / scale:.3g}"
+                          for k in steps)
+        return [f"  Launch order ({share:.0%} of calls), {unit} each: {order}"]
+
     def _kernel_lines(self) -> list[str]:
         """Kernel time: what it sums, the stop rule, the kernels by share, copies."""
         meta: dict[str, Any] = self.metadata if isinstance(self.metadata, dict) else {}
@@ -376,6 +392,7 @@ class Measurement:
             lines.append(f"    {share:6.1%}  {short}{count}")
         if len(kernels) > 5:
             lines.append(f"    ... {len(kernels) - 5} more kernel names in the metadata")
+        lines.extend(self._launch_order_lines(meta))
         copies = _finite(meta.get("copies_s"))
         if copies:
             unit, scale = select_unit(copies)
