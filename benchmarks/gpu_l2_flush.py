@@ -8,7 +8,8 @@ and after the read, all in one process:
 
 - zero L2 / zero 2xL2: a buffer of 1x / 2x the L2's size zeroed (dirty lines left);
 - read 2xL2: a buffer of twice the L2's size read through (written back, clean);
-- zero+read: both, in that order; idle: the device synchronized, then 2 ms of sleep.
+- zero+read: both, in that order; idle 2ms: no flush, the device synchronized, then
+  2 ms of sleep; zero+idle: the zero fill, then that.
 
     python benchmarks/gpu_l2_flush.py [--max-run-time S]
 
@@ -61,7 +62,8 @@ def flushes(torch) -> dict[str, Callable[[], None]]:
         time.sleep(0.002)
 
     return {"zero L2": zero1.zero_, "zero 2xL2": zero2.zero_, "read 2xL2": read,
-            "zero+read": lambda: (zero1.zero_(), read()), "idle 2ms": idle}
+            "zero+read": lambda: (zero1.zero_(), read()), "idle 2ms": idle,
+            "zero+idle": lambda: (zero1.zero_(), idle())}
 
 
 @contextlib.contextmanager
