@@ -56,11 +56,18 @@ def _few_samples_hint(results) -> list[str]:
     """Why some cases got no verdict, and how to give them one."""
     from torchmark.compare.ab import MIN_SAMPLES
 
+    lines = []
+    processes = [r for r in results if r.verdict == "too few processes"]
+    if processes:
+        fewest = min(min(r.processes) for r in processes)
+        lines.append(f"too few processes: {len(processes)} case(s) were timed in as few as "
+                     f"{fewest} process(es) on a side; an interval at this confidence needs "
+                     "more (4 a side at 95%): `timeit --processes 5` or more")
     few = [r for r in results if r.verdict == "too few samples"]
     if not few:
-        return []
+        return lines
     fewest = min(min(len(r.baseline.times), len(r.candidate.times)) for r in few)
-    return [f"too few samples: {len(few)} case(s) have as few as {fewest} time(s) on a "
+    return lines + [f"too few samples: {len(few)} case(s) have as few as {fewest} time(s) on a "
             f"side; a verdict needs {MIN_SAMPLES}. Measure longer (`timeit --min-run-time`, "
             "a larger min_run_time) or, for `ops` results, run with more iterations "
             f"(`-i {MIN_SAMPLES}` or more) in `--exec-mode discrete` (continuous keeps one "
@@ -106,15 +113,21 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
     lines += _unmatched(only_a, only_b, errors) + _few_samples_hint(results)
     counts = {v: sum(r.verdict == v for r in results)
               for v in ("faster", "slower", "unsure", "no significant change",
-                        "too few samples")}
+                        "too few samples", "too few processes")}
     lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
                  "in common")
     if any(not r.paired and not r.exact for r in results):
+        over = ("; cases timed over several processes (`timeit --processes`) are compared "
+                "by their processes' medians: Hodges-Lehmann's ratio, an exact interval, the "
+                "exact Mann-Whitney p" if any(r.processes[0] for r in results) else
+                "; and a side timed in one process read that process's speed, drawn at its "
+                "start (pure-Python loops differ by up to 20%): `timeit --processes 5` on "
+                "both sides puts that in the interval")
         lines.append(f"note: the two sides were measured at different times, so drift "
                      f"between them (another job, a warmer CPU) is not controlled: a "
                      f"change is called only beyond {SEQUENTIAL_SPREADS:g} times the two "
                      f"runs' spreads, else \"unsure\" (docs/ab.md); `torchmark timeit A "
-                     f"--vs B` or measure_ab() interleave the two and cancel drift")
+                     f"--vs B` or measure_ab() interleave the two and cancel drift{over}")
     return lines
 
 
@@ -354,7 +367,8 @@ def _gate(results, only_a, errors, fail_above) -> int:
         return 1
     if fail_above is not None:
         worse = [r for r in results if r.verdict == "slower" and r.change > fail_above / 100]
-        unknown = [r for r in results if r.verdict == "too few samples"]
+        unknown = [r for r in results if r.verdict in ("too few samples",
+                                                       "too few processes")]
         if worse:
             click.echo(f"{len(worse)} case(s) significantly slower by more than "
                        f"{fail_above:g}%: {', '.join(r.name for r in worse)}", err=True)

@@ -61,13 +61,17 @@ def _check_device(ctx, param, value: str) -> str:
               help="With --device cuda: stop at this relative standard deviation.")
 @click.option("--max-run-time", type=FiniteRange(min=0), default=5.0, show_default=True,
               help="With --device cuda: stop after this many seconds regardless.")
+@click.option("--processes", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Time STMT in N fresh processes, one after the other, --min-run-time in "
+                   "all (wall time only): a process's speed is drawn at its start, and "
+                   "`ab` compares two such runs by their processes' medians (docs/ab.md).")
 @click.option("--vs", "candidate", default=None, metavar="STMT",
               help="Also time this statement, in blocks interleaved with STMT's, and say "
                    "whether it is faster or slower (measure_ab; host time only).")
 @recording_options
 def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, description, env, save,
                device, metric, l2, mode, batch_calls, batch_graph, minus_event_cost, rsd,
-               max_run_time, candidate, db, no_store):
+               max_run_time, processes, candidate, db, no_store):
     """Time STMT with blocked_autorange and print the Measurement.
 
     Several STMT arguments are joined as lines, as in `python -m timeit`.
@@ -91,8 +95,12 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         if gpu_only:
             raise click.UsageError(f"{', '.join(gpu_only)}: for GPU time only; add "
                                    "--device cuda (or drop them)")
+    if processes is not None and device != "cpu":
+        raise click.UsageError("--processes times wall time on the host; it does not take "
+                               "--device or --metric device/kernel")
     if candidate is not None:
         given_ = [name for name, value in (("--device", device != "cpu"), ("--save", save),
+                                          ("--processes", processes is not None),
                                           ("--sub-label", sub_label),
                                           ("--description", description), ("--env", env))
                  if value]
@@ -122,7 +130,10 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     with recorder(db, no_store, env=env) as rec:  # --env labels the run as TORCHMARK_ENV
         gpu = {"l2": l2, "mode": mode, "batch_calls": batch_calls, "batch_graph": batch_graph,
                "subtract_event_overhead": minus_event_cost}
-        _time(timer, rec, save, device, metric, gpu, rsd, min_run_time, max_run_time)
+        if processes is not None:
+            _in_processes(timer, rec, save, processes, min_run_time)
+        else:
+            _time(timer, rec, save, device, metric, gpu, rsd, min_run_time, max_run_time)
 
 
 def _device_for(metric: str | None, device: str, device_given: bool) -> str:
@@ -186,6 +197,27 @@ def _time(timer, rec, save, device, metric, gpu, rsd, min_run_time, max_run_time
             raise
     click.echo(results[0].summary())
     _keep(rec, save, results)
+
+
+def _in_processes(timer, rec, save, processes: int, min_run_time: float) -> None:
+    """Measure in fresh processes (compare/processes.py), print, record and save."""
+    import sys
+
+    from torchmark.compare.processes import measure_in_processes
+    from torchmark.core.errors import MeasurementError
+
+    spec = timer.task_spec
+    with _block_progress(min_run_time) as advance:
+        try:
+            m = measure_in_processes(
+                spec.stmt, spec.setup, processes=processes, min_run_time=min_run_time,
+                num_threads=spec.num_threads, label=spec.label, sub_label=spec.sub_label,
+                description=spec.description, env=spec.env,
+                callback=lambda _, number, seconds: advance(seconds), command=sys.argv)
+        except MeasurementError as e:  # the statement raised in a worker: one line
+            raise click.ClickException(str(e)) from None
+    click.echo(m.summary())
+    _keep(rec, save, [m])
 
 
 def _keep(rec, save: str | None, results: list) -> None:

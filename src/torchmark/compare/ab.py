@@ -13,7 +13,12 @@ p-value is under 1 - confidence, and the change is at least `min_effect`; otherw
 significant change". With too few samples for an interval at that confidence (under 5
 a side; under 6 pairs at 95%) the verdict is "too few samples". Instruction counts have
 no sampling noise: `counts_test` compares them exactly (the median of the per-pair ratios,
-the range of the per-pair ratios as its interval, no p-value).
+the range of the per-pair ratios as its interval, no p-value). Two runs taken over
+several fresh processes each (`measure_in_processes`, `timeit --processes`) are judged by
+their per-process medians, since a process's speed is drawn at its start: the ratio is
+Hodges-Lehmann's over the processes, its interval distribution-free, the p-value the
+exact Mann-Whitney U test's (compare/replicates.py); "too few processes" when they
+cannot give an interval at that confidence (4 and 4 can at 95%).
 
 Both assume the samples of each side are independent draws: true for blocked_autorange's
 blocks on a quiet machine, not for a run that drifted (a machine that warmed up, a
@@ -32,6 +37,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from torchmark.compare.replicates import exact_u_p, shift_interval
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.stats import select_unit
 from torchmark.timing.measurement import Measurement
@@ -69,6 +75,9 @@ class ABResult:
     # an A/B across environments): a direction is called only when their median moved by
     # min_effect that way too, else "unsure"
     replicate_ratios: tuple[float, ...] = ()
+    # unpaired runs over several fresh processes each (measure_in_processes): compared
+    # by their per-process medians, these many a side (0, 0: by the samples)
+    processes: tuple[int, int] = (0, 0)
 
     @property
     def exact(self) -> bool:
@@ -84,10 +93,15 @@ class ABResult:
     def drift_margin(self) -> float:
         """The smallest change an unpaired (sequential) comparison calls: drift between
         the two runs is not controlled, so a change must be far beyond their spread
-        (SEQUENTIAL_SPREADS times the sum of their IQR / median). 0 for paired samples,
-        whose pairs were taken side by side, and for exact counts."""
+        (SEQUENTIAL_SPREADS times the sum of their IQR / median; for runs over
+        processes, of the median process's own). 0 for paired samples, whose pairs were
+        taken side by side, and for exact counts."""
         if self.paired or self.exact:
             return 0.0
+        spreads = [m.process_spreads for m in (self.baseline, self.candidate)]
+        if self.processes[0] and all(spreads):  # within each process: the lottery that
+            # sets a process's speed is the test's own business
+            return SEQUENTIAL_SPREADS * sum(float(np.median(s)) for s in spreads)
         spread = sum(m.iqr / m.median if m.median > 0 else math.inf
                      for m in (self.baseline, self.candidate))
         return SEQUENTIAL_SPREADS * spread
@@ -103,7 +117,7 @@ class ABResult:
         within what drift between two unpaired runs could cause, or one that the median
         replicate does not show), or "too few samples"."""
         if math.isnan(self.ci_low) or math.isnan(self.ci_high):
-            return "too few samples"
+            return "too few processes" if self.processes[0] else "too few samples"
         significant = self.exact or self.p_value < 1 - self.confidence
         direction = None
         if significant and self.ci_high < 1.0 and self.change <= -self.min_effect:
@@ -160,7 +174,7 @@ class ABResult:
             "confidence": self.confidence, "p_value": finite(self.p_value),
             "min_effect": self.min_effect, "paired": self.paired, "abba": self.abba,
             "metric": self.metric, "replicate_ratios": list(self.replicate_ratios),
-            "verdict": self.verdict,
+            "processes": list(self.processes), "verdict": self.verdict,
         }
 
     def estimate(self) -> str:
@@ -184,6 +198,11 @@ class ABResult:
             return (f"{self.name}: candidate / baseline = median ratio of "
                     f"{units} {self.estimate()} "
                     f"(baseline median {self.baseline.median / scale:.4g} {unit})")
+        if self.processes[0]:
+            return (f"{self.name}: {self.baseline.median / scale:.4g} {unit} -> "
+                    f"{self.candidate.median / scale:.4g} {unit}, ratio of the "
+                    f"{self.processes[0]} and {self.processes[1]} processes' medians "
+                    f"{self.estimate()}")
         return (f"{self.name}: {self.baseline.median / scale:.4g} {unit} -> "
                 f"{self.candidate.median / scale:.4g} {unit}, ratio {self.estimate()}")
 
@@ -236,6 +255,8 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
         raise ValueError("ab_test: abba=True is a way of pairing: give paired=True too")
     if paired:
         return _paired(a, b, baseline, candidate, confidence, float(min_effect), name, abba)
+    if len(baseline.process_medians) >= 2 and len(candidate.process_medians) >= 2:
+        return _processes(baseline, candidate, confidence, float(min_effect), name)
     ratio = candidate.median / baseline.median
     low, high = median_ratio_interval(a, b, confidence, resamples=resamples, seed=seed)
     return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
@@ -314,6 +335,20 @@ def _paired(a: np.ndarray, b: np.ndarray, baseline: Measurement, candidate: Meas
                     ci_high=high, confidence=confidence,
                     p_value=sign_test_p(int((ratios > 1).sum()), int((ratios < 1).sum())),
                     min_effect=min_effect, paired=True, abba=abba)
+
+
+def _processes(baseline: Measurement, candidate: Measurement, confidence: float,
+               min_effect: float, name: str | None) -> ABResult:
+    """ab_test of two runs over several processes each: their per-process medians as
+    replicates (compare/replicates.py), on logs: the ratio is Hodges-Lehmann's, the
+    interval distribution-free, the p-value the exact Mann-Whitney U test's."""
+    a = [math.log(t) for t in baseline.process_medians]
+    b = [math.log(t) for t in candidate.process_medians]
+    shift, low, high = shift_interval(a, b, confidence)
+    return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
+                    candidate=candidate, ratio=math.exp(shift), ci_low=math.exp(low),
+                    ci_high=math.exp(high), confidence=confidence, p_value=exact_u_p(a, b),
+                    min_effect=min_effect, processes=(len(a), len(b)))
 
 
 def _binomial_half_cdf(n: int) -> Iterator[float]:

@@ -204,16 +204,24 @@ def default_labels(baseline: str, candidate: str) -> tuple[str, str]:
     return baseline, candidate
 
 
+def worker_path(folder: Path) -> Path:
+    """`folder` made ready for EnvWorkers: its "path", their PYTHONPATH, holds the
+    driver's torchmark package only."""
+    (folder / "path").mkdir()
+    (folder / "path" / "torchmark").symlink_to(Path(__file__).resolve().parents[1])
+    return folder
+
+
 class EnvWorker:
     """A worker in one environment (a PipedChild), started on construction."""
 
     def __init__(self, python: str, role: str, folder: Path, log_name: str,
-                 pair: str = "") -> None:
+                 pair: str = "", kind: str = "env") -> None:
         self.python, self.role = python, role
         # the environment names start errors (every worker of it fails alike); the
         # worker pair too names what goes wrong while measuring
-        self.env_name = f"env {role} ({python})"
-        self.name = f"env {role} ({python}{', ' + pair if pair else ''})"
+        self.env_name = f"{kind} {role} ({python})".replace("  ", " ")
+        self.name = f"{kind} {role} ({python}{', ' + pair if pair else ''})".replace("  ", " ")
         path = os.pathsep.join([str(folder / "path"),
                                 *filter(None, [os.environ.get("PYTHONPATH")])])
         try:
@@ -292,7 +300,7 @@ class EnvWorker:
         self.child.close(kill=kill)
 
 
-class _RemoteSource:
+class RemoteSource:
     """A worker's Timer as a BlockSource for `interleave`."""
 
     def __init__(self, worker: EnvWorker) -> None:
@@ -381,9 +389,7 @@ def ab_environments(baseline_python: str | os.PathLike[str],
     request = Prepare(stmt, setup, num_threads, label, "", metric,
                       tuple(command) if command is not None else ())
     with tempfile.TemporaryDirectory(prefix="torchmark-ab-") as tmp:
-        folder = Path(tmp)
-        (folder / "path").mkdir()  # the worker's PYTHONPATH: the driver's torchmark only
-        (folder / "path" / "torchmark").symlink_to(Path(__file__).resolve().parents[1])
+        folder = worker_path(Path(tmp))
         workers: list[EnvWorker] = []  # A, B of pair 0, A, B of pair 1, ...
         ok = False
         try:
@@ -467,7 +473,7 @@ def _wall_pairs(pairs: Sequence[tuple[EnvWorker, EnvWorker]], prepared: Sequence
         pinned = list(cpus) if cpus is not None else idlest_cpus(num_threads) or None
         for w in pair:
             used.update(w.pin(pinned))
-        sources = (_RemoteSource(pair[0]), _RemoteSource(pair[1]))
+        sources = (RemoteSource(pair[0]), RemoteSource(pair[1]))
         if numbers is None:  # sized for the whole budget: as long as one pair's would be
             numbers = block_numbers(sources, min_run_time)
         else:

@@ -317,6 +317,37 @@ class Measurement:
             return None
         return DeviceReport.from_dict(self.metadata or {})
 
+    @property
+    def process_medians(self) -> list[float]:
+        """Per-run medians of the fresh processes the times came from, in the order they
+        ran (`measure_in_processes`, `timeit --processes`); [] for a one-process
+        measurement."""
+        return self._process_figures("medians", positive=True)
+
+    @property
+    def process_spreads(self) -> list[float]:
+        """Each of those processes' own spread: the IQR of its per-run times over their
+        median ([] where not recorded)."""
+        return self._process_figures("spreads", positive=False)
+
+    def _process_figures(self, key: str, positive: bool) -> list[float]:
+        meta = self.metadata if isinstance(self.metadata, dict) else {}
+        processes = _typed(meta.get("processes"), dict) or {}
+        values = [_finite(v) for v in _typed(processes.get(key), list) or []]
+        if None in values or (positive and not all(values)):
+            return []  # a figure missing, negative or not a number: none are trusted
+        return [float(v) for v in values if v is not None]
+
+    def _process_lines(self) -> list[str]:
+        """A measurement over several processes: how far apart their medians were."""
+        medians = self.process_medians
+        if len(medians) < 2:
+            return []
+        low, high = min(medians), max(medians)
+        unit, scale = select_unit(low)
+        return [f"  {len(medians)} processes, their medians {low / scale:.4g} to "
+                f"{high / scale:.4g} {unit} (max / min {high / low:.3f})"]
+
     def clock_lines(self) -> list[str]:
         """For device-time measurements: the quantity, clock, cache state, stopping rule,
         host time (docs/gpu.md)."""
@@ -324,7 +355,7 @@ class Measurement:
             return self._kernel_lines()
         report = self.device_report
         if report is None:
-            return []
+            return self._process_lines()
         rule, reason = (report.stop.rule, report.stop.reason) if report.stop else (None, None)
         if self.quantity == "batch":
             how = f"{report.batch_calls} calls back to back" + \
