@@ -17,6 +17,7 @@ _EXPORTS = {
     "ab_test": "torchmark.compare.ab",
     "ab_environments": "torchmark.compare.env_ab",
     "EnvABResult": "torchmark.compare.env_ab",
+    "measure_in_processes": "torchmark.compare.processes",
     "CallgrindStats": "torchmark.callgrind.stats",
     "CopyIfCallgrind": "torchmark.callgrind.globals_bridge",
     "FunctionCount": "torchmark.callgrind.function_counts",
