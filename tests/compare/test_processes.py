@@ -8,7 +8,7 @@ import pytest
 
 from torchmark.compare.ab import ab_test
 from torchmark.compare.processes import measure_in_processes
-from torchmark.compare.replicates import exact_u_p, relative_spread, shift_interval, u_counts
+from torchmark.compare.replicates import exact_u_p, shift_interval, u_counts
 from torchmark.core.errors import UsageError
 from torchmark.core.task_spec import TaskSpec
 from torchmark.timing.measurement import Measurement
@@ -22,6 +22,8 @@ def test_the_u_distribution_is_counted_exactly():
     assert exact_u_p([1, 2, 3, 4, 5], [1.5, 2.5, 3.5, 4.5, 5.5]) == pytest.approx(0.6905, abs=1e-4)
     assert exact_u_p([1, 2, 3, 4, 5, 6], [3.5, 7, 8, 9]) == pytest.approx(1 / 15)
     assert exact_u_p([1, 1], [1, 1]) == 1.0  # ties: half a pair each
+    # one tie: U = 0.5, taken at U = 1 (the less extreme side): 4 / 252, as scipy's exact
+    assert exact_u_p([1, 2, 3, 4, 5], [5, 6, 7, 8, 9]) == pytest.approx(4 / 252)
     assert exact_u_p([], [1.0]) == 1.0
 
 
@@ -31,15 +33,14 @@ def test_the_shift_and_its_interval_come_from_the_pairwise_differences():
     assert (estimate, low, high) == (5.0, 2.0, 8.0)  # differences 1, 2, 2, 3, ... 8, 8, 9
     assert math.isnan(shift_interval([1, 2, 3], [6, 7, 8], 0.95)[1])  # 3 and 3: none at 95%
     assert not math.isnan(shift_interval([1, 2, 3, 4], [6, 7, 8, 9], 0.95)[1])
-    assert relative_spread([1.0, 1.0, 1.0]) == 0 and relative_spread([2.0]) == 0
-    assert relative_spread([0.9, 1.0, 1.1]) == pytest.approx(0.1)
 
 
 def run(medians, spread=0.002):
     """A run of len(medians) processes: 20 blocks of 1000 runs each around its median,
     each process's own spread (IQR / median) recorded as measure_in_processes does."""
     times = [m * 1000 * (1 + spread * ((i % 5) - 2)) for m in medians for i in range(20)]
-    spreads = [relative_spread(times[:20])] * len(medians)
+    first = Measurement(1000, times[:20], TaskSpec("f(x)", "pass"))
+    spreads = [first.iqr / first.median] * len(medians)
     return Measurement(1000, times, TaskSpec("f(x)", "pass", label="f"), metadata={
         "processes": {"count": len(medians), "medians": medians, "spreads": spreads}})
 
@@ -71,6 +72,18 @@ def test_runs_over_processes_are_judged_by_their_process_medians():
     assert ab_test(base, single).processes == (0, 0)
 
 
+def test_two_runs_over_processes_in_one_file_pool_their_processes():
+    from torchmark.compare.ab import pair_measurements
+
+    a1, a2 = run([10e-6, 11e-6, 12e-6]), run([10.5e-6, 11.5e-6])
+    b = run([20e-6, 21e-6, 22e-6, 23e-6, 24e-6])
+    [(_, pooled, _)], _, _ = pair_measurements([a1, a2], [b])
+    assert pooled.process_medians == [10e-6, 11e-6, 12e-6, 10.5e-6, 11.5e-6]
+    assert ab_test(pooled, b).processes == (5, 5)
+    huge = run([1e300] * 5)  # medians a file may hold: a ratio past a float is inf
+    assert ab_test(run([1e-300] * 5), huge).ratio == math.inf
+
+
 def test_measure_in_processes_times_each_in_a_fresh_worker():
     blocks = []
     m = measure_in_processes("sum(range(100))", processes=3, min_run_time=0.15,
@@ -84,8 +97,9 @@ def test_measure_in_processes_times_each_in_a_fresh_worker():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(processes=0), "processes must be a positive int"),
-    (dict(processes=True), "processes must be a positive int"),
+    (dict(processes=0), "processes must be an int from 1 to 64"),
+    (dict(processes=True), "processes must be an int from 1 to 64"),
+    (dict(processes=65), "processes must be an int from 1 to 64"),
     (dict(min_run_time=0), "min_run_time must be a number above 0"),
     (dict(stmt=b"x"), "stmt must be a str"),
 ])
@@ -120,10 +134,24 @@ def test_timeit_processes_saves_runs_that_ab_compares_by_their_processes(tmp_pat
         "no significant change", "unsure", "faster", "slower")
 
 
+def test_runs_over_processes_in_the_store_are_compared_by_their_processes(tmp_path, capsys):
+    import json
+
+    from torchmark.cli.main import main
+
+    db = str(tmp_path / "runs.db")
+    for _ in range(2):
+        assert main(["timeit", "--processes", "4", "--min-run-time", "0.1", "--db", db,
+                     "sum(range(100))"]) == 0
+    capsys.readouterr()
+    assert main(["ab", "run:1", "run:2", "--db", db, "--format", "jsonl"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["processes"] == [4, 4]
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--device", "cuda"], "--processes times wall time on the host"),
     (["--vs", "x + 2"], "it does not take --processes"),
-    (["--processes", "0"], "0 is not in the range x>=1"),
+    (["--processes", "0"], "0 is not in the range 1<=x<=64"),
 ])
 def test_timeit_processes_refusals(extra, message, capsys):
     from torchmark.cli.main import main

@@ -62,7 +62,7 @@ def _few_samples_hint(results) -> list[str]:
         fewest = min(min(r.processes) for r in processes)
         lines.append(f"too few processes: {len(processes)} case(s) were timed in as few as "
                      f"{fewest} process(es) on a side; an interval at this confidence needs "
-                     "more (4 a side at 95%): `timeit --processes 5` or more")
+                     "more (4 and 4 at 95%): `timeit --processes 5` or more")
     few = [r for r in results if r.verdict == "too few samples"]
     if not few:
         return lines
@@ -103,9 +103,12 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
     right = [False, True, True, True, False, True, False]
     rows = [_row(r) for r in results]
     if head is None:
-        head = (f"baseline: {names[0]}; candidate: {names[1]}; ratio = candidate / "
-                f"baseline median, bootstrap interval; changes under {min_effect * 100:g}% "
-                "count as no change")
+        how = ("ratio = candidate / baseline median, bootstrap interval (over processes: "
+               "their medians' Hodges-Lehmann ratio, exact interval)"
+               if any(r.processes[0] for r in results) else
+               "ratio = candidate / baseline median, bootstrap interval")
+        head = (f"baseline: {names[0]}; candidate: {names[1]}; {how}; changes under "
+                f"{min_effect * 100:g}% count as no change")
     if markdown_table:
         lines = [head, "", *markdown(header, rows, right)]
     else:
@@ -373,8 +376,9 @@ def _gate(results, only_a, errors, fail_above) -> int:
             click.echo(f"{len(worse)} case(s) significantly slower by more than "
                        f"{fail_above:g}%: {', '.join(r.name for r in worse)}", err=True)
         if unknown:  # a gate that cannot tell must not pass
-            click.echo(f"{len(unknown)} case(s) with too few samples to check against "
-                       f"--fail-above: {', '.join(r.name for r in unknown)}", err=True)
+            click.echo(f"{len(unknown)} case(s) with too few samples (or processes) to "
+                       f"check against --fail-above: {', '.join(r.name for r in unknown)}",
+                       err=True)
         # a case the baseline has and the candidate lacks (its run failed), or one that
         # cannot be compared, cannot be checked either
         unchecked = only_a + [e.split(": ", 1)[0] for e in errors]

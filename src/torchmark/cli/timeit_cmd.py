@@ -61,7 +61,7 @@ def _check_device(ctx, param, value: str) -> str:
               help="With --device cuda: stop at this relative standard deviation.")
 @click.option("--max-run-time", type=FiniteRange(min=0), default=5.0, show_default=True,
               help="With --device cuda: stop after this many seconds regardless.")
-@click.option("--processes", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--processes", type=click.IntRange(1, 64), default=None, metavar="N",
               help="Time STMT in N fresh processes, one after the other, --min-run-time in "
                    "all (wall time only): a process's speed is drawn at its start, and "
                    "`ab` compares two such runs by their processes' medians (docs/ab.md).")

@@ -115,7 +115,8 @@ class ABResult:
     def verdict(self) -> str:
         """"faster", "slower", "no significant change", "unsure" (a significant change
         within what drift between two unpaired runs could cause, or one that the median
-        replicate does not show), or "too few samples"."""
+        replicate does not show), "too few samples", or, for runs compared by their
+        processes, "too few processes"."""
         if math.isnan(self.ci_low) or math.isnan(self.ci_high):
             return "too few processes" if self.processes[0] else "too few samples"
         significant = self.exact or self.p_value < 1 - self.confidence
@@ -345,9 +346,13 @@ def _processes(baseline: Measurement, candidate: Measurement, confidence: float,
     a = [math.log(t) for t in baseline.process_medians]
     b = [math.log(t) for t in candidate.process_medians]
     shift, low, high = shift_interval(a, b, confidence)
+
+    def exp(x: float) -> float:  # medians read from a file may be far apart
+        return math.inf if x >= 700 else math.exp(x)  # nan stays nan
+
     return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
-                    candidate=candidate, ratio=math.exp(shift), ci_low=math.exp(low),
-                    ci_high=math.exp(high), confidence=confidence, p_value=exact_u_p(a, b),
+                    candidate=candidate, ratio=exp(shift), ci_low=exp(low),
+                    ci_high=exp(high), confidence=confidence, p_value=exact_u_p(a, b),
                     min_effect=min_effect, processes=(len(a), len(b)))
 
 
@@ -495,7 +500,15 @@ def pair_measurements(
     def pooled(group: list[Measurement]) -> Measurement:
         if len(group) == 1:
             return group[0]
-        return Measurement(1, [t for m in group for t in m.times], group[0].task_spec)
+        metadata = None
+        if all(m.process_medians and m.process_spreads for m in group):  # runs over
+            # processes: their processes, all of them (ab_test compares by those)
+            metadata = {"processes": {
+                "count": sum(len(m.process_medians) for m in group),
+                "medians": [x for m in group for x in m.process_medians],
+                "spreads": [x for m in group for x in m.process_spreads]}}
+        return Measurement(1, [t for m in group for t in m.times], group[0].task_spec,
+                           metadata)
 
     pairs = [(names[k], pooled(g), pooled(side_b[k])) for k, g in side_a.items() if k in side_b]
     only_a = [names[k] for k in side_a if k not in side_b]

@@ -217,7 +217,7 @@ class EnvWorker:
 
     def __init__(self, python: str, role: str, folder: Path, log_name: str,
                  pair: str = "", kind: str = "env") -> None:
-        self.python, self.role = python, role
+        self.python, self.role, self.kind = python, role, kind
         # the environment names start errors (every worker of it fails alike); the
         # worker pair too names what goes wrong while measuring
         self.env_name = f"{kind} {role} ({python})".replace("  ", " ")
@@ -244,11 +244,13 @@ class EnvWorker:
                 f"did not start (exit status {e.exit_code})"
             last = [line for line in e.log_tail.splitlines() if line.strip()][-1:]
             raise UsageError(f"{self.env_name}: {how}" + (f": {last[0].strip()}" if last else "")
-                             + "; is it a Python interpreter (3.10 or later)?") from None
+                             + ("; is it a Python interpreter (3.10 or later)?"
+                                if self.kind == "env" else "")) from None
         if isinstance(reply, StartFailed):
             self.close()
-            raise UsageError(f"{self.env_name}: {reply.error}; install torch there or name "
-                             "another interpreter")
+            raise UsageError(f"{self.env_name}: {reply.error}" +
+                             ("; install torch there or name another interpreter"
+                              if self.kind == "env" else ""))
         if not isinstance(reply, WorkerReady):
             self.close(kill=True)
             raise MeasurementError(f"{self.name}: answered {type(reply).__name__} to its start")

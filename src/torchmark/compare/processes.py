@@ -26,13 +26,13 @@ from torchmark.compare.env_ab import (
     worker_path,
 )
 from torchmark.compare.env_messages import Prepare, Prepared
-from torchmark.compare.replicates import relative_spread
 from torchmark.core.errors import MeasurementError, UsageError
 from torchmark.core.procs import idlest_cpus
 from torchmark.timing.measurement import Measurement
 
 DEFAULT_PROCESSES = 5  # the fewest that can give a two-sided p under 0.01 (ab_test)
 MIN_BLOCKS = 5  # blocks a process, at least
+MAX_PROCESSES = 64  # all start at once, each importing torch
 
 # called after each timed block: (process index, runs in the block, seconds it took)
 ProcessCallback = Callable[[int, int, float], None]
@@ -52,9 +52,10 @@ def measure_in_processes(stmt: str = "pass", setup: str = "pass", *,
         if not isinstance(code, str):
             raise UsageError(f"measure_in_processes: {name} must be a str, got "
                              f"{type(code).__name__}")
-    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
-        raise UsageError(f"measure_in_processes: processes must be a positive int, got "
-                         f"{processes!r}")
+    if isinstance(processes, bool) or not isinstance(processes, int) or \
+            not 1 <= processes <= MAX_PROCESSES:
+        raise UsageError(f"measure_in_processes: processes must be an int from 1 to "
+                         f"{MAX_PROCESSES}, got {processes!r}")
     if isinstance(min_run_time, bool) or not isinstance(min_run_time, (int, float)) \
             or not min_run_time > 0:
         raise UsageError(f"measure_in_processes: min_run_time must be a number above 0, "
@@ -89,7 +90,7 @@ def measure_in_processes(stmt: str = "pass", setup: str = "pass", *,
     each = [Measurement(number, times, spec) for times in blocks]
     return Measurement(number, [t for times in blocks for t in times], spec, metadata={
         "processes": {"count": processes, "medians": [m.median for m in each],
-                      "spreads": [relative_spread(m.times) for m in each], "cpus": cpus}})
+                      "spreads": [m.iqr / m.median for m in each], "cpus": cpus}})
 
 
 def _time_each(workers: list[EnvWorker], min_run_time: float, num_threads: int,

@@ -44,8 +44,9 @@ def exact_u_p(baseline: Sequence[float], candidate: Sequence[float]) -> float:
     u = sum((b > a) + 0.5 * (b == a) for a in baseline for b in candidate)
     counts = u_counts(n, m)
     total = math.comb(n + m, n)
-    below = sum(counts[:math.floor(u) + 1]) / total
-    above = sum(counts[math.ceil(u):]) / total
+    # a half-integer U (ties) is taken at the whole U on its less extreme side, each tail
+    below = sum(counts[:math.ceil(u) + 1]) / total
+    above = sum(counts[math.floor(u):]) / total
     return min(1.0, 2 * min(below, above))
 
 
@@ -68,9 +69,3 @@ def shift_interval(baseline: Sequence[float], candidate: Sequence[float],
     return estimate, float(differences[k - 1]), float(differences[-k])
 
 
-def relative_spread(values: Sequence[float]) -> float:
-    """The interquartile range of `values` over their median (0 for fewer than 2)."""
-    if len(values) < 2:
-        return 0.0
-    q25, median, q75 = np.percentile(np.asarray(values, dtype=np.float64), [25, 50, 75])
-    return float((q75 - q25) / median) if median > 0 else math.inf

@@ -339,7 +339,7 @@ class Store:
                 machine: str | None = None, env: str | None = None,
                 samples: bool = False) -> list[dict[str, Any]]:
         """Result rows with their run's time, commit, machine and env (and the raw
-        samples, unpacked, with `samples=True`), oldest first."""
+        samples, unpacked, and the result's extra, with `samples=True`), oldest first."""
         r, res, c = schema.runs, schema.results, schema.cases
         columns = [res.c.id, res.c.run_id, res.c.case_id, res.c.metric, res.c.unit,
                    res.c.number_per_run, res.c.n, res.c.median, res.c.mean, res.c.iqr,
@@ -348,7 +348,7 @@ class Store:
                    c.c.frontend, c.c.stmt, c.c.label, c.c.sub_label, c.c.description,
                    c.c.threads, c.c.device]
         if samples:
-            columns.append(res.c.samples)
+            columns += [res.c.samples, res.c.extra]
         query = sa.select(*columns).join(r, r.c.id == res.c.run_id).join(
             c, c.c.id == res.c.case_id)
         if case is not None:
@@ -519,10 +519,14 @@ class Store:
                             sub_label=row["sub_label"], description=row["description"],
                             env=row["run_env"], num_threads=row["threads"])
             number = int(row["number_per_run"])
-            # the quantity (docs/gpu.md) kept, so Compare never merges two of one case
-            metadata = _QUANTITY_METADATA[row["metric"]]
+            # the quantity (docs/gpu.md) kept, so Compare never merges two of one case;
+            # and the processes of a run over several (`ab` compares by them)
+            metadata = dict(_QUANTITY_METADATA[row["metric"]] or {})
+            kept = (row.get("extra") or {}).get("metadata")
+            if isinstance(kept, dict) and isinstance(kept.get("processes"), dict):
+                metadata["processes"] = kept["processes"]
             out.append(Measurement(number, [s * number for s in row["samples"]], spec,
-                                   dict(metadata) if metadata else None))
+                                   metadata or None))
         return out
 
     def info(self) -> dict[str, Any]:
