@@ -202,3 +202,33 @@ def test_kernel_and_batch_time_are_gated_apart_from_device_time(db, capsys):
     assert "[kernel]" in text and "[batch]" in text and "[device]" in text
     assert main(["history", "--db", db, "--metric", "kernel", case.id]) == 0
     assert "kernel" in capsys.readouterr().out
+
+
+def over_processes(case: Case, medians: list[float], spread: float = 0.001) -> Result:
+    """A run timed over len(medians) processes (`timeit --processes`): 10 samples each
+    around its median, the medians in the metadata as measure_in_processes keeps them."""
+    samples = tuple(m * (1 + spread * (i - 5)) for m in medians for i in range(10))
+    return Result(case=case, metric="wall", samples=samples, number_per_run=100, unit="s",
+                  extra={"metadata": {"processes": {"count": len(medians),
+                                                    "medians": medians}}})
+
+
+def test_runs_over_processes_are_gated_on_their_processes_medians():
+    from torchmark.regressions.gate import compare_case
+
+    base = [1.0e-5, 1.05e-5, 1.1e-5, 1.15e-5, 1.2e-5]
+    # four processes 10% slower, one that drew a fast layout: the pooled samples'
+    # bootstrap interval lies past 5% ("regressed"), the processes' interval reaches
+    # below 1: they do not show it
+    drawn = over_processes(CASES[0], [m * 1.1 for m in base[1:]] + [1.0e-5])
+    row = compare_case(over_processes(CASES[0], base), drawn, 0.05)
+    assert row.verdict == "unsure" and row.low < 1.0 < row.high
+    pooled = compare_case(dataclasses.replace(over_processes(CASES[0], base), extra={}),
+                          dataclasses.replace(drawn, extra={}), 0.05)
+    assert pooled.verdict == "regressed"
+    slow = over_processes(CASES[0], [m * 1.3 for m in base])
+    row = compare_case(over_processes(CASES[0], base), slow, 0.05)
+    assert row.verdict == "regressed" and row.ratio == pytest.approx(1.3, rel=0.01)
+    few = compare_case(over_processes(CASES[0], base[:3]), over_processes(CASES[0], base[:3]),
+                       0.05)
+    assert few.verdict == "unchecked" and "too few processes" in few.note

@@ -6,7 +6,10 @@ they are gated on their medians: any increase beyond the threshold regresses. Wa
 device times are noisy, so they are gated on the bootstrap interval of the ratio of the
 medians (from the raw samples): "regressed" only when the whole interval lies beyond
 the threshold, "unsure" when the ratio does but the interval reaches back under it, and
-"unchecked" when a side has too few samples for an interval.
+"unchecked" when a side has too few samples for an interval. Runs timed over several
+processes (`timeit --processes`) are gated on their processes' medians instead: the
+Hodges-Lehmann ratio and its exact interval (compare/replicates.py), as `ab` compares
+them.
 """
 
 from __future__ import annotations
@@ -93,8 +96,18 @@ def compare_case(base: Result, cand: Result, max_slowdown: float, *,
     if b <= 0:
         return row(b, c, math.nan, math.nan, math.nan, "unchecked", "a baseline of zero")
     ratio = c / b
+    processes = [_process_medians(r) for r in (base, cand)]
     if base.metric == "instructions":  # exact: the medians decide
         low = high = ratio
+    elif all(len(p) >= 2 for p in processes):  # runs over several processes: by those
+        from torchmark.compare.replicates import shift_interval
+
+        shift, low, high = shift_interval([math.log(x) for x in processes[0]],
+                                          [math.log(x) for x in processes[1]], confidence)
+        ratio, low, high = (math.exp(min(x, 700)) for x in (shift, low, high))
+        if math.isnan(low):
+            return row(b, c, ratio, low, high, "unchecked",
+                       "too few processes for an interval (4 and 4 give one at 95%)")
     else:
         low, high = median_ratio_interval(base.samples, cand.samples, confidence, seed=seed)
         if math.isnan(low):
@@ -110,6 +123,18 @@ def compare_case(base: Result, cand: Result, max_slowdown: float, *,
     else:
         verdict = "within"
     return row(b, c, ratio, low, high, verdict)
+
+
+def _process_medians(result: Result) -> list[float]:
+    """A run over several processes (`timeit --processes`): each one's median a run;
+    [] for another."""
+    from torchmark.core.errors import UsageError
+    from torchmark.timing.results import result_to_measurement
+
+    try:
+        return result_to_measurement(result).process_medians
+    except UsageError:
+        return []
 
 
 def _median(samples: Sequence[float]) -> float:
