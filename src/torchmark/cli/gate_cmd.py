@@ -36,7 +36,8 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, markdown_file,
 
     Instruction counts are gated exactly (any increase beyond the threshold); wall and
     device times by the bootstrap interval of the ratio of their medians, from the raw
-    samples: regressed when the whole interval lies beyond the threshold, unsure (not
+    samples (runs over several processes, `timeit --processes`: by their processes'
+    medians): regressed when the whole interval lies beyond the threshold, unsure (not
     failing) when only the ratio does."""
     from pathlib import Path
 
