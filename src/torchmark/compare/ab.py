@@ -37,7 +37,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from torchmark.compare.replicates import exact_u_p, shift_interval
+from torchmark.compare.replicates import exact_u_p, ratio_interval
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.stats import select_unit
 from torchmark.timing.measurement import Measurement
@@ -199,13 +199,10 @@ class ABResult:
             return (f"{self.name}: candidate / baseline = median ratio of "
                     f"{units} {self.estimate()} "
                     f"(baseline median {self.baseline.median / scale:.4g} {unit})")
-        if self.processes[0]:
-            return (f"{self.name}: {self.baseline.median / scale:.4g} {unit} -> "
-                    f"{self.candidate.median / scale:.4g} {unit}, ratio of the "
-                    f"{self.processes[0]} and {self.processes[1]} processes' medians "
-                    f"{self.estimate()}")
+        what = (f"ratio of the {self.processes[0]} and {self.processes[1]} processes' "
+                "medians" if self.processes[0] else "ratio")
         return (f"{self.name}: {self.baseline.median / scale:.4g} {unit} -> "
-                f"{self.candidate.median / scale:.4g} {unit}, ratio {self.estimate()}")
+                f"{self.candidate.median / scale:.4g} {unit}, {what} {self.estimate()}")
 
 
 def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float = 0.95,
@@ -343,16 +340,11 @@ def _processes(baseline: Measurement, candidate: Measurement, confidence: float,
     """ab_test of two runs over several processes each: their per-process medians as
     replicates (compare/replicates.py), on logs: the ratio is Hodges-Lehmann's, the
     interval distribution-free, the p-value the exact Mann-Whitney U test's."""
-    a = [math.log(t) for t in baseline.process_medians]
-    b = [math.log(t) for t in candidate.process_medians]
-    shift, low, high = shift_interval(a, b, confidence)
-
-    def exp(x: float) -> float:  # medians read from a file may be far apart
-        return math.inf if x >= 700 else math.exp(x)  # nan stays nan
-
+    a, b = baseline.process_medians, candidate.process_medians
+    ratio, low, high = ratio_interval(a, b, confidence)
     return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
-                    candidate=candidate, ratio=exp(shift), ci_low=exp(low),
-                    ci_high=exp(high), confidence=confidence, p_value=exact_u_p(a, b),
+                    candidate=candidate, ratio=ratio, ci_low=low, ci_high=high,
+                    confidence=confidence, p_value=exact_u_p(a, b),  # ranks: logs or not
                     min_effect=min_effect, processes=(len(a), len(b)))
 
 

@@ -220,8 +220,9 @@ class EnvWorker:
         self.python, self.role, self.kind = python, role, kind
         # the environment names start errors (every worker of it fails alike); the
         # worker pair too names what goes wrong while measuring
-        self.env_name = f"{kind} {role} ({python})".replace("  ", " ")
-        self.name = f"{kind} {role} ({python}{', ' + pair if pair else ''})".replace("  ", " ")
+        who = " ".join(filter(None, [kind, role]))
+        self.env_name = f"{who} ({python})"
+        self.name = f"{who} ({python}{', ' + pair if pair else ''})"
         path = os.pathsep.join([str(folder / "path"),
                                 *filter(None, [os.environ.get("PYTHONPATH")])])
         try:

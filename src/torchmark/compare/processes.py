@@ -47,7 +47,8 @@ def measure_in_processes(stmt: str = "pass", setup: str = "pass", *,
     """Wall time of `stmt` (after `setup`) in `processes` fresh processes of this
     interpreter, `min_run_time` seconds in all (see the module docstring). The
     Measurement's times are every process's blocks; its metadata's "processes" holds
-    their count, each one's median a run and the CPUs each ran on."""
+    their count, each one's median a run, its own spread (IQR / median) and the CPUs
+    each ran on."""
     for name, code in (("stmt", stmt), ("setup", setup)):
         if not isinstance(code, str):
             raise UsageError(f"measure_in_processes: {name} must be a str, got "

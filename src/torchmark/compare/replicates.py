@@ -69,3 +69,13 @@ def shift_interval(baseline: Sequence[float], candidate: Sequence[float],
     return estimate, float(differences[k - 1]), float(differences[-k])
 
 
+def ratio_interval(baseline: Sequence[float], candidate: Sequence[float],
+                   confidence: float) -> tuple[float, float, float]:
+    """Hodges-Lehmann's ratio candidate / baseline of two sets of positive replicates and
+    its interval (`shift_interval` on their logs): (ratio, low, high), low and high nan
+    when too few; a ratio past the floats (replicates read from a file may be far
+    apart) is inf."""
+    shifted = shift_interval([math.log(x) for x in baseline],
+                             [math.log(x) for x in candidate], confidence)
+    ratio, low, high = (math.inf if x >= 700 else math.exp(x) for x in shifted)  # nan: nan
+    return ratio, low, high

@@ -100,11 +100,9 @@ def compare_case(base: Result, cand: Result, max_slowdown: float, *,
     if base.metric == "instructions":  # exact: the medians decide
         low = high = ratio
     elif all(len(p) >= 2 for p in processes):  # runs over several processes: by those
-        from torchmark.compare.replicates import shift_interval
+        from torchmark.compare.replicates import ratio_interval
 
-        shift, low, high = shift_interval([math.log(x) for x in processes[0]],
-                                          [math.log(x) for x in processes[1]], confidence)
-        ratio, low, high = (math.exp(min(x, 700)) for x in (shift, low, high))
+        ratio, low, high = ratio_interval(processes[0], processes[1], confidence)
         if math.isnan(low):
             return row(b, c, ratio, low, high, "unchecked",
                        "too few processes for an interval (4 and 4 give one at 95%)")
