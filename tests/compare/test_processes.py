@@ -82,6 +82,11 @@ def test_two_runs_over_processes_in_one_file_pool_their_processes():
     assert ab_test(pooled, b).processes == (5, 5)
     huge = run([1e300] * 5)  # medians a file may hold: a ratio past a float is inf
     assert ab_test(run([1e-300] * 5), huge).ratio == math.inf
+    # a file claiming more processes than a run takes is not believed (the exact test's
+    # cost grows with the square of the count a side), nor are runs pooled past that
+    assert run([1e-5] * 65).process_medians == []
+    [(_, many, _)], _, _ = pair_measurements([run([1e-5] * 40), run([1e-5] * 40)], [b])
+    assert many.process_medians == [] and ab_test(many, b).processes == (0, 0)
 
 
 def test_measure_in_processes_times_each_in_a_fresh_worker():

@@ -40,7 +40,7 @@ import numpy as np
 from torchmark.compare.replicates import exact_u_p, ratio_interval
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.stats import select_unit
-from torchmark.timing.measurement import Measurement
+from torchmark.timing.measurement import MAX_PROCESSES, Measurement
 
 MIN_SAMPLES = 5  # fewer samples on a side (unpaired): no interval, "too few samples"
 # Two measurements taken one after the other (unpaired) share no control of drift: their
@@ -493,7 +493,8 @@ def pair_measurements(
         if len(group) == 1:
             return group[0]
         metadata = None
-        if all(m.process_medians and m.process_spreads for m in group):  # runs over
+        if all(m.process_medians and m.process_spreads for m in group) and sum(
+                len(m.process_medians) for m in group) <= MAX_PROCESSES:  # runs over
             # processes: their processes, all of them (ab_test compares by those)
             metadata = {"processes": {
                 "count": sum(len(m.process_medians) for m in group),

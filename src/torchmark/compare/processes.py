@@ -28,11 +28,10 @@ from torchmark.compare.env_ab import (
 from torchmark.compare.env_messages import Prepare, Prepared
 from torchmark.core.errors import MeasurementError, UsageError
 from torchmark.core.procs import idlest_cpus
-from torchmark.timing.measurement import Measurement
+from torchmark.timing.measurement import MAX_PROCESSES, Measurement
 
 DEFAULT_PROCESSES = 5  # the fewest that can give a two-sided p under 0.01 (ab_test)
 MIN_BLOCKS = 5  # blocks a process, at least
-MAX_PROCESSES = 64  # all start at once, each importing torch
 
 # called after each timed block: (process index, runs in the block, seconds it took)
 ProcessCallback = Callable[[int, int, float], None]
