@@ -90,8 +90,10 @@ import torch
 cases = json.loads(sys.argv[1])
 calls = int(sys.argv[2])
 prepared = []
-for name, stmt, setup in cases:
-    ns = {"torch": torch}
+for name, stmt, setup, pad_mib in cases:
+    # pad_mib: a buffer allocated first, kept with the case (where its tensors land)
+    ns = {"torch": torch, "_pad": torch.empty(pad_mib << 20, dtype=torch.uint8,
+                                               device="cuda")}
     exec(setup, ns)
     code = compile(stmt, "<stmt>", "exec")
     for _ in range(3):  # warm-up (cuDNN's choice, lazy init): not profiled
@@ -215,10 +217,12 @@ def split_cases(rows: list[dict[str, object]], names: list[str], calls: int
     return out
 
 
-def ncu_figures(names: list[str], cache_control: str, log_dir: str | None = None
+def ncu_figures(names: list[str], cache_control: str, log_dir: str | None = None,
+                cases: list[tuple[str, str, str, int]] | None = None, log_name: str = "",
                 ) -> tuple[dict[str, NcuCase], str]:
-    """{case: its figures} under ncu, and a note; ncu's raw
-    output kept in `log_dir` (ncu_<cache_control>.csv) when given."""
+    """{case: its figures} under ncu, and a note; ncu's raw output kept in `log_dir`
+    (ncu_<log_name><cache_control>.csv) when given. `cases`: (name, stmt, setup, MiB allocated
+    before the setup) each, in place of CASES' (named by `names`, no padding)."""
     ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu"
                                   if os.access("/usr/local/cuda/bin/ncu", os.X_OK) else None)
     if ncu is None:
@@ -229,7 +233,9 @@ def ncu_figures(names: list[str], cache_control: str, log_dir: str | None = None
         script = os.path.join(folder, "child.py")
         with open(script, "w") as f:
             f.write(CHILD)
-        cases = [(n, *CASES[n]) for n in names]
+        if cases is None:
+            cases = [(n, *CASES[n], 0) for n in names]
+        names = [case[0] for case in cases]
         # a bound on what ncu profiles: the markers and every case's calls (conv2d and
         # softmax run a few kernels a call)
         bound = len(names) * (NCU_CALLS * 8 + 1) + 1
@@ -242,7 +248,7 @@ def ncu_figures(names: list[str], cache_control: str, log_dir: str | None = None
         except subprocess.TimeoutExpired:
             return {}, f"ncu --cache-control {cache_control} timed out after {NCU_TIMEOUT_S} s"
     if log_dir is not None:
-        with open(os.path.join(log_dir, f"ncu_{cache_control}.csv"), "w") as f:
+        with open(os.path.join(log_dir, f"ncu_{log_name}{cache_control}.csv"), "w") as f:
             f.write(out.stdout + "\n--- stderr ---\n" + out.stderr)
     if out.returncode != 0:
         return {}, (f"ncu --cache-control {cache_control} exited {out.returncode}: "
