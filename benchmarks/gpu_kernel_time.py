@@ -29,8 +29,17 @@ against --cache-control all):
 - device time (cold, blocking) within 2% of do_bench where do_bench reads >= 50 us.
 With --spread N, the calls of 20 us or more are timed again in N fresh processes.
 
+Where a case's tensors land in device memory moves a large kernel's figure by a few per
+cent (layer_norm 8192x4096 cold: 123.7 to 129.0 us over eight placements in one process),
+on both sides: one copy here against one in ncu's child compares two placements. With
+--placements, the calls of 20 us or more are each prepared PADS times, the copies' tensors
+placed after buffers of different sizes, all alive together, in this process and in an
+ncu child that prepares the same copies in the same order; the targets are then checked on
+each kernel position's medians over the placements, and the one-copy checks printed as
+information.
+
     python benchmarks/gpu_kernel_time.py [--no-ncu] [--cases NAME,...] [--quick]
-                                         [--ncu-log DIR] [--spread N]
+                                         [--ncu-log DIR] [--spread N] [--placements]
 
 Exits 2 with a message on a machine without CUDA.
 """
@@ -41,6 +50,7 @@ import argparse
 import csv
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -361,10 +371,13 @@ def kernel_checks(name: str, row: dict[str, object], clean: NcuCase | None,
     return out
 
 
-def check(name: str, row: dict[str, object], clean: dict, warm: dict) -> list[str]:
+def check(name: str, row: dict[str, object], clean: dict, warm: dict,
+          placed: list[str] | None = None) -> list[str]:
     """The case's checks: kernel by kernel where the launch orders align (see
     kernel_checks), else the call's kernel time (cold) against ncu's (--cache-control
-    all); then the hot figure (info) and device time against do_bench."""
+    all); then the hot figure (info) and device time against do_bench. `placed`: the
+    checks on medians over placements (placement_checks), which then stand in for those
+    on this process's one copy (printed as info)."""
     figures = clean.get(name)
     out = kernel_checks(name, row, figures, warm.get(name))
     if out is None:
@@ -378,6 +391,9 @@ def check(name: str, row: dict[str, object], clean: dict, warm: dict) -> list[st
         call = within(name, float(row["kernel_cold"]), figures.duration, figures.active,
                       "the call, cold, --cache-control all")
         out.append(f"info  {call[:4].strip()} for the call as a whole: {call[6:]}")
+    if placed:
+        out = placed + [f"info  {line[:4]} in this process's one copy: {line[6:]}"
+                        if line[:4] in ("PASS", "FAIL") else line for line in out]
     hot = warm.get(name)
     if hot is not None:
         out.append(f"info  {name}: kernel time (hot) / ncu duration (--cache-control "
@@ -390,6 +406,121 @@ def check(name: str, row: dict[str, object], clean: dict, warm: dict) -> list[st
         out.append(f"{'PASS' if abs(ratio - 1) <= 0.02 else 'FAIL'}  {name}: device time "
                    f"(cold, blocking) / do_bench = {ratio:.3f} (target within 2%)")
     return out
+
+
+# -- placements: each case prepared several times, its tensors placed differently ----------
+
+PADS = (0, 2, 6, 14, 30, 62, 126, 254)  # MiB allocated before a copy's tensors
+PLACEMENT_RUN_S = 0.5  # at most, a copy's measurement
+
+
+def placement_copies(names: list[str]) -> list[tuple[str, str, str, int]]:
+    """Every case of `names` at every padding: (label, stmt, setup, pad MiB), in the order
+    both this process and the ncu child prepare them (all kept alive together)."""
+    return [(f"{name} @{pad}", *CASES[name], pad) for name in names for pad in PADS]
+
+
+def placement_orders(prepared: list[tuple[str, str, str, int]]
+                     ) -> dict[str, tuple[list[tuple[str, float]], list[tuple[str, float]]]]:
+    """{label: (cold launch order, hot launch order)}: each position's (name, seconds),
+    scaled so that a call's positions sum to its median; each copy printed as it comes."""
+    import torch
+
+    from torchmark import Timer
+
+    spaces = []
+    for label, stmt, setup, pad in prepared:  # as the ncu child prepares them
+        space = {"torch": torch,
+                 "_pad": torch.empty(pad << 20, dtype=torch.uint8, device="cuda")}
+        exec(setup, space)
+        spaces.append((label, stmt, space))
+    out = {}
+    for label, stmt, space in spaces:
+        timer = Timer(stmt, globals=space)
+        pair = []
+        for l2 in ("cold", "hot"):
+            m = timer.kernel_time(l2=l2, min_run_time=0.01, max_run_time=PLACEMENT_RUN_S)
+            steps = _our_steps(m) or []
+            pair.append(list(zip([n for n, _ in steps],
+                                 _at_median(steps, m.median), strict=True)))
+        out[label] = (pair[0], pair[1])
+        print(f"  {label:<40} cold {_us(sum(s for _, s in pair[0]))}  hot "
+              f"{_us(sum(s for _, s in pair[1]))}", flush=True)
+    return out
+
+
+class Position(NamedTuple):
+    """One kernel position of a case's calls over the placements: its name, torchmark's
+    figures, ncu's durations and SM-active times (None where ncu gave none)."""
+
+    kernel: str
+    ours: list[float]
+    duration: list[float]
+    active: list[float | None]
+
+
+def placement_positions(name: str, mine: dict, clean: dict[str, NcuCase],
+                        warm: dict[str, NcuCase]) -> list[Position]:
+    """`name`'s kernel positions over the placements where both sides ran the same
+    kernels: the first kernel cold against --cache-control all, later ones hot against
+    --cache-control none (as kernel_checks pairs them)."""
+    positions: list[Position] = []
+    for pad in PADS:
+        label = f"{name} @{pad}"
+        cold, hot = mine.get(label, ([], []))
+        a = clean[label].steps if label in clean else None
+        n = warm[label].steps if label in warm else None
+        if not (cold and a and n and _same_kernels(cold, a) and _same_kernels(hot, n)):
+            print(f"  {label}: launch orders differ or are missing: left out")
+            continue
+        if not positions:
+            positions = [Position(kernel_base(k), [], [], []) for k, _ in cold]
+        for i, position in enumerate(positions):
+            ours, theirs = (cold[i], a[i]) if i == 0 else (hot[i], n[i])
+            position.ours.append(ours[1])
+            position.duration.append(theirs[1])
+            position.active.append(theirs[2])
+    return positions
+
+
+def _spread(values: list[float]) -> str:
+    return f"{min(values) * 1e6:.2f}..{max(values) * 1e6:.2f}"
+
+
+def placement_checks(name: str, positions: list[Position]) -> list[str]:
+    """The targets on each position's medians over the placements (see within)."""
+    out = []
+    for i, p in enumerate(positions):
+        label = f"{name} #{i + 1} {p.kernel[:40]}" if len(positions) > 1 else name
+        active = None if None in p.active else statistics.median(p.active)  # type: ignore[type-var]
+        pairing = (f"medians over {len(p.ours)} placements, "
+                   + ("cold, --cache-control all" if i == 0 else "hot, --cache-control none"))
+        out.append(f"{within(label, statistics.median(p.ours), statistics.median(p.duration), active, pairing)}"
+                   f" [torchmark {_spread(p.ours)}, ncu {_spread(p.duration)} us]")
+    return out
+
+
+def placements(names: list[str], log_dir: str | None) -> dict[str, list[str]]:
+    """The placement study of `names`: each copy's figures printed, then {case: its
+    checks on the medians over placements}."""
+    prepared = placement_copies(names)
+    print(f"placements: {len(names)} case(s) x {len(PADS)} (tensors after "
+          f"{', '.join(map(str, PADS))} MiB); torchmark's kernel time, us a call:", flush=True)
+    mine = placement_orders(prepared)
+    clean: dict[str, NcuCase] = {}
+    warm: dict[str, NcuCase] = {}
+    for control, into in (("all", clean), ("none", warm)):
+        figures, note = ncu_figures([], control, log_dir, cases=prepared,
+                                    log_name="placement_")
+        into.update(figures)
+        print(f"note: placements, {note}", flush=True)
+    print("placements, ncu's duration a call, us (all, none):")
+    for label, *_ in prepared:
+        c, w = clean.get(label), warm.get(label)
+        print(f"  {label:<40} {_us(c.duration if c else None)} "
+              f"{_us(w.duration if w else None)}")
+    return {name: placement_checks(name, placement_positions(name, mine, clean, warm))
+            for name in names}
 
 
 ONE_FIGURE = r"""
@@ -436,6 +567,10 @@ def main() -> int:
     parser.add_argument("--spread", type=int, default=0, metavar="N",
                         help="for the calls of 20 us or more, kernel time (cold) again in N "
                              "fresh processes: how far apart two processes read")
+    parser.add_argument("--placements", action="store_true",
+                        help=f"for the calls of 20 us or more, each prepared {len(PADS)} "
+                             "times, its tensors placed after buffers of different sizes, "
+                             "here and under ncu; the targets checked on the medians")
     args = parser.parse_args()
     import torch
 
@@ -501,10 +636,20 @@ def main() -> int:
               f"{clean[name][2] if name in clean else '?'}; event cost "
               f"{float(cost) * 1e6:.2f} us; batch of {row['batch_calls']})"
               if cost is not None else f"  {name}: {listed}")
+    placed: dict[str, list[str]] = {}
+    if args.placements:
+        big = [name for name, row in rows.items() if float(row["kernel_cold"]) >= SMALL]
+        if args.no_ncu:
+            notes.append("--placements needs ncu: skipped")
+        elif big:
+            try:
+                placed = placements(big, args.ncu_log)
+            except Exception as e:  # the figures above stay
+                notes.append(f"placements failed: {type(e).__name__}: {e}")
     print("checks:")
     failed = 0
     for name, row in rows.items():
-        for line in check(name, row, clean, warm):
+        for line in check(name, row, clean, warm, placed.get(name)):
             failed += line.startswith("FAIL")
             print(f"  {line}")
     if args.spread > 0:

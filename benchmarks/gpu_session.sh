@@ -66,7 +66,7 @@ simulated() {
 
 kernel() {
     section "gpu_kernel_time (kernel / device / batch time against ncu and do_bench)"
-    timeout 420 python3 benchmarks/gpu_kernel_time.py --quick --spread 3 --ncu-log "$OUT" \
+    timeout 480 python3 benchmarks/gpu_kernel_time.py --quick --spread 3 --placements --ncu-log "$OUT" \
         2>&1 \
         | tee "$OUT/gpu_kernel_time.log" \
         | tee -a "$OUT/summary.txt"
