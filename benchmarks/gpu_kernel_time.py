@@ -32,7 +32,7 @@ With --spread N, the calls of 20 us or more are timed again in N fresh processes
 Where a case's tensors land in device memory moves a large kernel's figure by a few per
 cent (layer_norm 8192x4096 cold: 123.7 to 129.0 us over eight placements in one process),
 on both sides: one copy here against one in ncu's child compares two placements. With
---placements, the calls of 20 us or more are each prepared PADS times, the copies' tensors
+--placements, the calls of 20 us or more are each prepared eight times (PADS), the copies' tensors
 placed after buffers of different sizes, all alive together, in this process and in an
 ncu child that prepares the same copies in the same order; the targets are then checked on
 each kernel position's medians over the placements, and the one-copy checks printed as
