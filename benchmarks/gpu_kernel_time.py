@@ -32,11 +32,11 @@ With --spread N, the calls of 20 us or more are timed again in N fresh processes
 Where a case's tensors land in device memory moves a large kernel's figure by a few per
 cent (layer_norm 8192x4096 cold: 123.7 to 129.0 us over eight placements in one process),
 on both sides: one copy here against one in ncu's child compares two placements. With
---placements, the calls of 20 us or more are each prepared eight times (PADS), the copies' tensors
-placed after buffers of different sizes, all alive together, in this process and in an
-ncu child that prepares the same copies in the same order; the targets are then checked on
-each kernel position's medians over the placements, and the one-copy checks printed as
-information.
+--placements, the calls of 20 us or more are each prepared eight times (PADS), the
+copies' tensors placed after buffers of different sizes, all alive together, in this
+process and in an ncu child that prepares the same copies in the same order; the targets
+are then checked on each kernel position's medians over the placements, and the one-copy
+checks printed as information.
 
     python benchmarks/gpu_kernel_time.py [--no-ncu] [--cases NAME,...] [--quick]
                                          [--ncu-log DIR] [--spread N] [--placements]
@@ -495,8 +495,9 @@ def placement_checks(name: str, positions: list[Position]) -> list[str]:
         active = None if None in p.active else statistics.median(p.active)  # type: ignore[type-var]
         pairing = (f"medians over {len(p.ours)} placements, "
                    + ("cold, --cache-control all" if i == 0 else "hot, --cache-control none"))
-        out.append(f"{within(label, statistics.median(p.ours), statistics.median(p.duration), active, pairing)}"
-                   f" [torchmark {_spread(p.ours)}, ncu {_spread(p.duration)} us]")
+        line = within(label, statistics.median(p.ours), statistics.median(p.duration),
+                      active, pairing)
+        out.append(f"{line} [torchmark {_spread(p.ours)}, ncu {_spread(p.duration)} us]")
     return out
 
 
