@@ -34,9 +34,10 @@ cent (layer_norm 8192x4096 cold: 123.7 to 129.0 us over eight placements in one 
 on both sides: one copy here against one in ncu's child compares two placements. With
 --placements, the calls of 20 us or more are each prepared eight times (PADS), the
 copies' tensors placed after buffers of different sizes, all alive together, in this
-process and in an ncu child that prepares the same copies in the same order; the targets
-are then checked on each kernel position's medians over the placements, and the one-copy
-checks printed as information.
+process and in an ncu child that prepares copies the same way (the addresses each gets
+may differ: the two sides sample placements, they do not pair them); the targets are then
+checked on each kernel position's medians over the placements (at least MIN_PLACEMENTS
+usable copies), and the one-copy checks printed as information.
 
     python benchmarks/gpu_kernel_time.py [--no-ncu] [--cases NAME,...] [--quick]
                                          [--ncu-log DIR] [--spread N] [--placements]
@@ -49,6 +50,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -423,7 +425,8 @@ def placement_copies(names: list[str]) -> list[tuple[str, str, str, int]]:
 def placement_orders(prepared: list[tuple[str, str, str, int]]
                      ) -> dict[str, tuple[list[tuple[str, float]], list[tuple[str, float]]]]:
     """{label: (cold launch order, hot launch order)}: each position's (name, seconds),
-    scaled so that a call's positions sum to its median; each copy printed as it comes."""
+    scaled so that a call's positions sum to its median; the copies prepared in order,
+    measured in a shuffled one, each printed as it comes."""
     import torch
 
     from torchmark import Timer
@@ -434,6 +437,9 @@ def placement_orders(prepared: list[tuple[str, str, str, int]]
                  "_pad": torch.empty(pad << 20, dtype=torch.uint8, device="cuda")}
         exec(setup, space)
         spaces.append((label, stmt, space))
+    # measured in a shuffled order (seeded), so that a drift over time does not line up
+    # with the padding
+    random.Random(0).shuffle(spaces)
     out = {}
     for label, stmt, space in spaces:
         timer = Timer(stmt, globals=space)
@@ -461,22 +467,28 @@ class Position(NamedTuple):
 
 def placement_positions(name: str, mine: dict, clean: dict[str, NcuCase],
                         warm: dict[str, NcuCase]) -> list[Position]:
-    """`name`'s kernel positions over the placements where both sides ran the same
-    kernels: the first kernel cold against --cache-control all, later ones hot against
-    --cache-control none (as kernel_checks pairs them)."""
+    """`name`'s kernel positions over the placements: the first kernel cold against
+    --cache-control all, later ones hot against --cache-control none (as kernel_checks
+    pairs them; a one-kernel call needs no `none` figure). The first usable copy fixes the
+    kernels; a copy whose launch orders (either side, cold or hot) name others is left
+    out, with a line saying so."""
     positions: list[Position] = []
     for pad in PADS:
         label = f"{name} @{pad}"
         cold, hot = mine.get(label, ([], []))
         a = clean[label].steps if label in clean else None
         n = warm[label].steps if label in warm else None
-        if not (cold and a and n and _same_kernels(cold, a) and _same_kernels(hot, n)):
+        usable = bool(cold and a and _same_kernels(cold, a) and _same_kernels(hot, a)
+                      and (len(cold) == 1 or (n and _same_kernels(cold, n))))
+        if usable and positions:
+            usable = [kernel_base(k) for k, _ in cold] == [p.kernel for p in positions]
+        if not usable:
             print(f"  {label}: launch orders differ or are missing: left out")
             continue
         if not positions:
             positions = [Position(kernel_base(k), [], [], []) for k, _ in cold]
         for i, position in enumerate(positions):
-            ours, theirs = (cold[i], a[i]) if i == 0 else (hot[i], n[i])
+            ours, theirs = (cold[i], a[i]) if i == 0 else (hot[i], n[i])  # type: ignore[index]
             position.ours.append(ours[1])
             position.duration.append(theirs[1])
             position.active.append(theirs[2])
@@ -487,8 +499,18 @@ def _spread(values: list[float]) -> str:
     return f"{min(values) * 1e6:.2f}..{max(values) * 1e6:.2f}"
 
 
+MIN_PLACEMENTS = 4  # usable copies a case needs for checks on medians
+
+
 def placement_checks(name: str, positions: list[Position]) -> list[str]:
-    """The targets on each position's medians over the placements (see within)."""
+    """The targets on each position's medians over the placements (see within); none
+    (the one-copy checks then stand) where fewer than MIN_PLACEMENTS copies were usable,
+    with a line saying so."""
+    usable = len(positions[0].ours) if positions else 0
+    if usable < MIN_PLACEMENTS:
+        print(f"  {name}: {usable} usable placement(s) of {len(PADS)}, fewer than "
+              f"{MIN_PLACEMENTS}: checked on this process's one copy")
+        return []
     out = []
     for i, p in enumerate(positions):
         label = f"{name} #{i + 1} {p.kernel[:40]}" if len(positions) > 1 else name
