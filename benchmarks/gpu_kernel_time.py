@@ -37,7 +37,9 @@ copies' tensors placed after buffers of different sizes, all alive together, in 
 process and in an ncu child that prepares copies the same way (the addresses each gets
 may differ: the two sides sample placements, they do not pair them); the targets are then
 checked on each kernel position's medians over the placements (at least MIN_PLACEMENTS
-usable copies), and the one-copy checks printed as information.
+usable copies), and the one-copy checks printed as information. Each such case is also
+timed twice the table's way (`Timer(stmt, setup)`) once the copies are freed, as a
+diagnostic of a row that lies outside the placements' range.
 
     python benchmarks/gpu_kernel_time.py [--no-ncu] [--cases NAME,...] [--quick]
                                          [--ncu-log DIR] [--spread N] [--placements]
@@ -523,6 +525,21 @@ def placement_checks(name: str, positions: list[Position]) -> list[str]:
     return out
 
 
+def timer_way(names: list[str]) -> None:
+    """Each case measured twice as the table's row was (`Timer(stmt, setup)`: the setup run
+    again for the measurement, its tensors taken from the allocator's cache), printed
+    beside the placements: whether a slow row reproduces after the copies are freed."""
+    from torchmark import Timer
+
+    print("the Timer's own setup, after the placements were freed, kernel time cold, us:")
+    for name in names:
+        stmt, setup = CASES[name]
+        figures = [Timer(stmt, setup).kernel_time(l2="cold", min_run_time=0.01,
+                                                  max_run_time=PLACEMENT_RUN_S).median
+                   for _ in range(2)]
+        print(f"  {name:<40} {_us(figures[0])} {_us(figures[1])}", flush=True)
+
+
 def placements(names: list[str], log_dir: str | None) -> dict[str, list[str]]:
     """The placement study of `names`: each copy's figures printed, then {case: its
     checks on the medians over placements}."""
@@ -530,6 +547,7 @@ def placements(names: list[str], log_dir: str | None) -> dict[str, list[str]]:
     print(f"placements: {len(names)} case(s) x {len(PADS)} (tensors after "
           f"{', '.join(map(str, PADS))} MiB); torchmark's kernel time, us a call:", flush=True)
     mine = placement_orders(prepared)
+    timer_way(names)
     clean: dict[str, NcuCase] = {}
     warm: dict[str, NcuCase] = {}
     for control, into in (("all", clean), ("none", warm)):
