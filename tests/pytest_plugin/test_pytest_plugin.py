@@ -559,3 +559,11 @@ def test_pedantic_device_rounds_under_a_simulated_gpu(pytester, fake_gpu, tmp_pa
     assert (iterations.number_per_run, len(iterations.samples)) == (4, 3)
     assert iterations.summary.median == pytest.approx(10e-6)
     assert 1 in fake_gpu.devices_used  # the marker's device
+
+
+def test_help_lists_the_plugins_options(pytester):
+    # a "%" in an option's help is an argparse format code: "5% or" once broke --help
+    out = _run(pytester, "--help")
+    assert out.ret == 0
+    text = out.stdout.str()
+    assert "--torchmark-fail-slower" in text and "(5% or 0.05)" in text

@@ -43,7 +43,7 @@ def pytest_addoption(parser: Any) -> None:
                          "results file.")
     group.addoption("--torchmark-fail-slower", metavar="SHARE", default=None,
                     help="Fail the session when a case is slower than the baseline by more "
-                         "than this (5% or 0.05), with confidence.")
+                         "than this (5%% or 0.05), with confidence.")
     group.addoption("--torchmark-metric", choices=METRICS, default=None,
                     help="What to measure: wall time (default), device time (CUDA "
                          "events), or instructions (callgrind: exact). A marker's metric "
