@@ -62,6 +62,35 @@ def test_every_legacy_format_imports_once(store_url):
     store.close()
 
 
+def test_a_file_two_runs_saved_to_imports_as_two_runs_and_not_twice(store_url, tmp_path):
+    import dataclasses
+
+    from torchmark import Timer
+    from torchmark.core.provenance import Provenance
+    from torchmark.records import results_of
+    from torchmark.timing.files import save_measurements
+
+    store = Store(store_url)
+    path = tmp_path / "ab.json"
+    before = Provenance.capture(env="before", command=["timeit"])
+    after = dataclasses.replace(before, env="after", started="2026-01-02T03:04:05+0000")
+    for provenance, stmt in ((before, "x * 2"), (after, "x + x")):  # as timeit --save
+        m = Timer(stmt, "x = torch.ones(4)").blocked_autorange(min_run_time=0.01)
+        run = store.start_run(provenance)
+        store.record(results_of([m]), run)
+        store.finish_run(run)
+        save_measurements(path, [m], append=True, provenance=provenance)
+    assert store.import_file(path) == 0  # both already recorded when they were saved
+    assert store.info()["results"] == 2
+    store.close()
+    fresh = Store(f"sqlite:///{tmp_path / 'fresh.db'}")
+    assert fresh.import_file(path) == 2
+    assert sorted((r["env"], r["results"]) for r in fresh.runs()) == \
+        [("after", 1), ("before", 1)]  # one run a provenance, not one run for the file
+    assert fresh.import_file(path) == 0
+    fresh.close()
+
+
 def _record_many(url: str, worker: int, runs: int, per_run: int) -> None:
     store = Store(url)
     for _ in range(runs):

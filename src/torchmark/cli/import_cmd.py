@@ -22,5 +22,5 @@ def import_cmd(files, db):
         added = store.import_file(path)
         total += added
         click.echo(f"{path}: {added} result{'s' if added != 1 else ''}"
-                   + ("" if added else " (already imported)"))
+                   + ("" if added else " (already in the store)"))
     click.echo(f"{total} result{'s' if total != 1 else ''} added to {store.where}")

@@ -260,9 +260,12 @@ class Store:
         self._insert_ignoring_duplicates(conn, schema.cases, list(seen.values()))
 
     def import_file(self, path: str | os.PathLike) -> int:
-        """Every result of a torchmark file (any format it has written) as one run keyed
-        by the file's content: importing the same file again adds nothing. How many
-        results were added."""
+        """Every result of a torchmark file (any format it has written) that the store
+        does not hold yet, one run a provenance the file names (a file appended to by two
+        runs, `--env before` then `--env after`, gives two runs), the first keyed by the
+        file's content: importing the same file again adds nothing, and neither do
+        results already recorded when the file was written (`timeit --save` does both).
+        How many results were added."""
         from torchmark.records import load_results
         from torchmark.records.files import file_provenance
 
@@ -273,19 +276,48 @@ class Store:
                             .where(schema.runs.c.import_key == key)).first():
                 return 0
         results = load_results(path)
-        # where the file was made, as far as it says (a header's machine, torch and
-        # commit); a file that says nothing is recorded as made on an unknown machine
-        provenance = next((r.provenance for r in results if r.provenance), None) or \
-            file_provenance(path) or _unknown_origin(path)
-        provenance = self._known_machine(provenance)
-        try:
-            run_id = self.start_run(provenance, import_key=key, status="running",
-                                    tags={"imported_from": str(path)})
-        except sa.exc.IntegrityError:  # another process imported it meanwhile
-            return 0
-        self.record(results, run_id)
-        self.finish_run(run_id, "ok")
-        return len(results)
+        stored = self._already_stored(results)
+        groups: dict[str | None, list[Result]] = {}
+        for i, r in enumerate(results):
+            if i not in stored:
+                groups.setdefault(r.provenance.to_json() if r.provenance else None,
+                                  []).append(r)
+        added = 0
+        for n, members in enumerate(groups.values()):
+            # where the results were made, as far as the file says (a header's machine,
+            # torch and commit); a file that says nothing: an unknown machine
+            provenance = self._known_machine(
+                members[0].provenance or file_provenance(path) or _unknown_origin(path))
+            run_key = key if n == 0 else hashlib.sha256(data + b"\0%d" % n).hexdigest()
+            try:
+                run_id = self.start_run(provenance, import_key=run_key, status="running",
+                                        tags={"imported_from": str(path)})
+            except sa.exc.IntegrityError:  # another process imported it meanwhile
+                return added
+            self.record(members, run_id)
+            self.finish_run(run_id, "ok")
+            added += len(members)
+        return added
+
+    def _already_stored(self, results: list[Result]) -> set[int]:
+        """The indexes of `results` the store holds already: the same case, metric and
+        samples in a run that started when the result's provenance says it did."""
+        starts = {_utc(r.provenance.started) for r in results if r.provenance}
+        cases = sorted({r.case.id for r in results if r.provenance})
+        if not cases:
+            return set()
+        res, runs = schema.results, schema.runs
+        held: set[tuple[str, str, bytes, str]] = set()
+        with self.engine.connect() as conn:
+            for first in range(0, len(cases), 500):
+                held.update((row.case_id, row.metric, bytes(row.samples), row.started)
+                            for row in conn.execute(
+                    sa.select(res.c.case_id, res.c.metric, res.c.samples, runs.c.started)
+                    .join(runs, runs.c.id == res.c.run_id)
+                    .where(res.c.case_id.in_(cases[first:first + 500]),
+                           runs.c.started.in_(sorted(starts)))))
+        return {i for i, r in enumerate(results) if r.provenance and
+                (r.case.id, r.metric, pack(r.samples), _utc(r.provenance.started)) in held}
 
     def _known_machine(self, provenance: Provenance) -> Provenance:
         """A file's header names its machine without all of it (no memory size, so its
