@@ -470,7 +470,7 @@ def test_a_sequential_change_within_the_runs_spread_is_unsure():
     assert r.drift_margin == pytest.approx(SEQUENTIAL_SPREADS * (a.iqr / a.median
                                                                  + b.iqr / b.median))
     assert r.verdict == "unsure"  # ... but not beyond what drift can do
-    assert r.describe_verdict().startswith("unsure (+") and "interleave" in \
+    assert r.describe_verdict().startswith("unsure (+") and "under the drift margin of" in \
         r.describe_verdict()
     far = ab_test(a, _runs(1.5e-6, 0.04, seed=2))
     assert far.verdict == "slower"
