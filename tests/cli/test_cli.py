@@ -98,6 +98,7 @@ def test_compare_keeps_files_with_the_same_task_apart(capsys, tmp_path):
     (["ops", "-c", "x.json", "--threads", "5000"], "--threads"),
     (["timeit", "--setup"], "requires an argument. (see 'torchmark timeit --help')"),
     (["suite", "run", "--workers"], "(see 'torchmark suite run --help')"),
+    (["--db", "x.db", "runs"], "a command's options go after its name"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, message):
     code, out, err = run(capsys, *argv)

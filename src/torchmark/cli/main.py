@@ -75,11 +75,20 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+# options many commands take, which a user may put before the command's name
+# (`torchmark --db URL runs`)
+COMMAND_OPTIONS = ("--db", "--no-store", "--env", "--json", "--resume-run")
+
+
 def _help_hint(error: click.UsageError, argv: list[str]) -> str:
     """Where to read about the command the error is about: its context's, else (click
     gives some option errors none) the command named on the command line."""
     if error.ctx is not None and " " in error.ctx.command_path:
         return f" (see 'torchmark {error.ctx.command_path.split(' ', 1)[1]} --help')"
+    if isinstance(error, click.NoSuchOption) and error.ctx is not None \
+            and error.ctx.command is cli and error.option_name in COMMAND_OPTIONS:
+        return (f" (a command's options go after its name: 'torchmark COMMAND "
+                f"{error.option_name} ...'; see 'torchmark --help')")
     path: list[str] = []
     group: click.Command = cli
     for arg in argv:
