@@ -71,7 +71,7 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
         from torchmark.core.provenance import Provenance
 
         held = save_stats(save, stats, rec.provenance or Provenance.capture())
-        click.echo(f"\nsaved to {save} ({held} counts in it)")
+        click.echo(f"\nsaved to {save} ({held} count{'s' if held != 1 else ''} in it)")
     from torchmark.callgrind.collector import keep_alive_seconds
 
     idle = keep_alive_seconds()
