@@ -18,11 +18,15 @@ from rich.progress import (
 
 
 def progress_bar(disable: bool = False) -> Progress:
-    """A Progress on stderr; tasks carry a `failed` field."""
+    """A Progress on stderr, shown where progress is wanted (a terminal, or
+    TORCHMARK_PROGRESS=1: core/announce.py); tasks carry a `failed` field. Disabled, its
+    console still prints (the failures RecordTicker reports)."""
+    from torchmark.core.announce import progress_wanted
+
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("failed: {task.fields[failed]}"), TimeElapsedColumn(),
                     TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True),
-                    disable=disable)
+                    disable=disable or not progress_wanted())
 
 
 class RecordTicker:
