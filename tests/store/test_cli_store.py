@@ -117,3 +117,13 @@ def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):
     assert header.startswith("run_id,started,case_id")
     assert main(["compare", "run:9", "--db", db]) == 2
     assert "run 9: the store holds no time results" in capsys.readouterr().err
+    # runs labelled before and after (two fields differ: the env and the run) still pair
+    for env in ("before", "after"):
+        assert main(["timeit", "x * y", "-s", "x = torch.ones(8); y = x.clone()",
+                     "--min-run-time", "0.05", "--label", "mul", "--env", env,
+                     "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["compare", "run:3", "run:4", "--db", db, "--no-color"]) == 0
+    out = capsys.readouterr().out
+    assert "run 3 (before)" in out and "run 4 (after)" in out
+    assert "no cases in common" not in out and "only in the baseline" not in out

@@ -33,9 +33,11 @@ def is_run_id(token: str) -> bool:
 
 
 def run_measurements(token: str, db: str | None) -> list[Measurement]:
-    """A stored run's time results as Measurements, each tagged with the run (its env
-    when it has none, so two runs of one case pair up in `ab` and sit side by side in
-    `compare`)."""
+    """A stored run's time results as Measurements, each tagged with the run in its
+    description ("run 12"), so that two runs of one case pair up in `ab` and sit side by
+    side in `compare`. Where the run's results share one env label, it moves into that
+    tag ("run 12 (before)"): runs labelled `before` and `after` differ in one field, not
+    two, and still pair."""
     import dataclasses
 
     from torchmark.store import open as open_store
@@ -45,9 +47,13 @@ def run_measurements(token: str, db: str | None) -> list[Measurement]:
     if not found:
         raise ValueError(f"run {run}: the store holds no time results of it (`torchmark "
                          "runs` lists the runs)")
+    envs = {m.task_spec.env for m in found}
+    env = envs.pop() if len(envs) == 1 else None
+    spec = {"description": f"run {run} ({env})", "env": None} if env else \
+        {"description": f"run {run}"}
     return [Measurement(m.number_per_run, m.raw_times,
-                        dataclasses.replace(m.task_spec, description=f"run {run}"),
-                        m.metadata) for m in found]
+                        dataclasses.replace(m.task_spec, **spec), m.metadata)
+            for m in found]
 
 
 def _cell(m: Measurement) -> tuple:
