@@ -416,7 +416,8 @@ def test_timeit_vs_prints_both_and_a_verdict(capsys):
                          "--min-run-time", "0.05")
     assert code == 0, err
     assert out.startswith("sum(range(10))\n") and "\nsum(range(3000))\n" in out
-    assert out.splitlines()[-1].startswith("candidate / baseline (median of ")
+    assert out.splitlines()[-1].startswith(
+        "candidate / baseline (--vs 'sum(range(3000))' / 'sum(range(10))', median of ")
     assert "slower by" in out.splitlines()[-1]
     code, _, err = run(capsys, "timeit", "pass", "--vs", "pass", "--save", "x.json",
                        "--env", "A")

@@ -270,8 +270,8 @@ def _versus(baseline: str, candidate: str, setup: str, num_threads: int,
                       {"the statement": a, "the --vs statement": b})
     rec.add(results_of([result.baseline, result.candidate]))
     click.echo(f"{result.baseline.summary()}\n\n{result.candidate.summary()}\n")
-    click.echo(f"candidate / baseline (median of {len(result.baseline.times)} paired "
-               f"blocks): {result.estimate()}")
+    click.echo(f"candidate / baseline (--vs {candidate!r} / {baseline!r}, median of "
+               f"{len(result.baseline.times)} paired blocks): {result.estimate()}")
 
 
 def _raised_in(error: BaseException, timers: dict) -> str:
