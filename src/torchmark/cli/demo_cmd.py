@@ -54,6 +54,8 @@ def demo_cmd(quick, min_run_time, device, out_dir, db, no_store):
     compare.colorize()
     color = sys.stdout.isatty()
     click.echo(compare.render(color=color), nl=False, color=color)
+    click.echo("Rows are [b, n]: b pairs of vectors of n floats, each pair's dot product; "
+               "columns: mul/sum and bmm.")
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = Path(out_dir) / f"batched_dot-{stamp}.jsonl"
