@@ -473,6 +473,9 @@ def test_a_sequential_change_within_the_runs_spread_is_unsure():
     assert r.verdict == "unsure"  # ... but not beyond what drift can do
     assert r.describe_verdict().startswith("unsure (+") and "under the drift margin of" in \
         r.describe_verdict()
+    # a table's cell: the change and the margin; the table's note explains them once
+    assert r.brief_verdict() == (f"unsure ({r.change:+.1%}, under the drift margin of "
+                                 f"{r.drift_margin:.0%})")
     far = ab_test(a, _runs(1.5e-6, 0.04, seed=2))
     assert far.verdict == "slower"
     paired = ab_test(a, b, paired=True)  # side by side: no drift margin

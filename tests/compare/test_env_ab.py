@@ -255,6 +255,7 @@ def test_a_change_the_median_worker_pair_does_not_show_is_unsure():
     assert one_pair.verdict == "unsure"
     assert one_pair.describe_verdict().startswith(
         "unsure (+3.0% over all samples, but the median of 5 replicates moved +0.1%: ")
+    assert one_pair.brief_verdict() == "unsure (+3.0%; median of replicates +0.1%)"
     assert one_pair.to_dict()["replicate_ratios"] == [1.001, 0.999, 1.15, 1.0, 1.002]
     assert pooled.to_dict()["replicate_ratios"] == [] and math.isnan(pooled.replicate_median)
 

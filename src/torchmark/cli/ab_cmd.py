@@ -31,7 +31,7 @@ def _row(result) -> list[str]:
     p = ("-" if math.isnan(result.p_value)  # exact counts: no sampling to test
          else "<0.001" if result.p_value < 0.001 else f"{result.p_value:.3f}")
     return [result.name, value(result.baseline.median), value(result.candidate.median),
-            f"{result.ratio:.3f}", interval, p, result.describe_verdict()]
+            f"{result.ratio:.3f}", interval, p, result.brief_verdict()]
 
 
 def _split_by_env(measurements, path):
@@ -119,6 +119,11 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
                         "too few samples", "too few processes")}
     lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
                  "in common")
+    if any(r.verdict == "unsure" and r.replicate_ratios for r in results):
+        lines.append("note: \"unsure\" with a median of replicates: the change shows over "
+                     "all samples but not in the median worker pair; processes of one "
+                     "environment differ in speed from one start to the next; measure with "
+                     "more worker pairs")
     if any(not r.paired and not r.exact for r in results):
         over = ("; cases timed over several processes (`timeit --processes`) are compared "
                 "by their processes' medians: Hodges-Lehmann's ratio, an exact interval, the "

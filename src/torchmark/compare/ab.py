@@ -160,6 +160,18 @@ class ABResult:
                     "measure_ab or timeit --vs)")
         return verdict
 
+    def brief_verdict(self) -> str:
+        """describe_verdict for a table's cell: an "unsure" without its explanation,
+        which the table's notes give once ("unsure (+3.1%, under the drift margin of
+        9%)")."""
+        if self.verdict == "unsure" and self.replicate_ratios:
+            return (f"unsure ({self.change:+.1%}; median of replicates "
+                    f"{self.replicate_median - 1:+.1%})")
+        if self.verdict == "unsure":
+            return (f"unsure ({self.change:+.1%}, under the drift margin of "
+                    f"{self.drift_margin:.0%})")
+        return self.describe_verdict()
+
     def to_dict(self) -> dict:
         """A JSON-ready summary (medians in seconds, or instructions a run for exact counts;
         no interval or no p-value: None)."""
