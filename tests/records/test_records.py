@@ -4,6 +4,7 @@ file format torchmark has written loads as Results (fixtures in tests/fixtures/f
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -97,7 +98,16 @@ def test_ops_and_replay_runs(tmp_path):
                                                                              tensor]}]}]}})
     run(config, RunOptions(warmup=1, iterations=3), out=tmp_path / "ops.jsonl")
     ops = load_results(tmp_path / "ops.jsonl")
-    assert [(r.case.frontend, r.case.id) for r in ops] == [("ops", "torch.add|0|0|0#forward")]
+    [only] = ops
+    assert only.case.frontend == "ops"
+    assert re.fullmatch(r"torch\.add\|0\|0\|0@[0-9a-f]{12}#forward", only.case.id)
+    # the same position in a config of other shapes is another case
+    other = config_from_data({"torch.add": {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": [8]}, {"type": "tensor", "shape": [8]}]}]}]}})
+    run(other, RunOptions(warmup=1, iterations=3), out=tmp_path / "ops8.jsonl")
+    [eight] = load_results(tmp_path / "ops8.jsonl")
+    assert eight.case.id.split("@")[0] == only.case.id.split("@")[0]
+    assert eight.case.id != only.case.id
     trace = tmp_path / "t.json"
     with record(trace, with_timing=False):
         torch.ones(3).add(1).relu_()

@@ -148,8 +148,9 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     if not prefix:
         raise click.UsageError("-o/--output-prefix: give a path prefix (PREFIX.jsonl)")
     out = f"{prefix}.jsonl"
-    # the stored run's finished cases (its results are per phase: case#forward, ...)
-    done = {case.split("#")[0] for case in resumed_cases(db, no_store, resume_run)}
+    # the stored run's finished cases (its results are per phase: ID@DIGEST#forward, ...)
+    done = {case.split("#")[0].split("@")[0]
+            for case in resumed_cases(db, no_store, resume_run)}
     if not resume_file:
         prepare_output(out, SCHEMA, "ops results", "-o")
     # beside the results: with --resume, beside the file resumed (not -o's prefix)

@@ -10,6 +10,8 @@ Files written before (version 1: one `record` line a case) still read."""
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,11 +27,21 @@ VERSION = 2  # 1: a "record" line a case; 2: a case's Results
 PHASES = ("forward", "backward")
 
 
+def workload_digest(record: Mapping[str, Any], device: str, threads: int) -> str:
+    """12 hex digits of what a record measured (its op, its config: shapes, dtypes,
+    values; the device and threads), so that the same position in two configs (case 0 of
+    a 512x512 sweep and of a 64x64 one) are two cases in the store, not one."""
+    what = json.dumps({"op": record.get("op"), "config": record.get("config") or {},
+                       "device": device, "threads": threads}, sort_keys=True, default=str)
+    return hashlib.sha256(what.encode()).hexdigest()[:12]
+
+
 def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None = None, *,
                    provenance: Provenance | None = None) -> list[Result]:
     """An ops (or replay) record as Results: one a timed pass (forward, backward), or one
     carrying the failure. The case id is the record's own (op|config|build|input, or a
-    replayed node's name|id), `#forward` / `#backward` after it for a pass. `header`
+    replayed node's name|id), then `@` and its workload_digest, then `#forward` /
+    `#backward` for a pass. `header`
     (the file's) says the device, threads and whether it was a replay; a record measured
     on another node carries that node's provenance."""
     header = header or {}
@@ -38,7 +50,8 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
     device = str(options.get("device") or "cpu")
     threads = int(options.get("threads") or header.get("threads") or 1)
     config = record.get("config") or {}
-    case = Case(id=str(record["id"]), frontend=frontend, stmt=str(record.get("op", "")),
+    case = Case(id=f"{record['id']}@{workload_digest(record, device, threads)}",
+                frontend=frontend, stmt=str(record.get("op", "")),
                 threads=threads, device=device,
                 params={"config": config} if config else {})
     # CUDA runs time events, or with --metric kernel their kernels (docs/gpu.md)
