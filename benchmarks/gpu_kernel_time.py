@@ -231,12 +231,12 @@ def split_cases(rows: list[dict[str, object]], names: list[str], calls: int
     return out
 
 
-def ncu_figures(names: list[str], cache_control: str, log_dir: str | None = None,
-                cases: list[tuple[str, str, str, int]] | None = None, log_name: str = "",
+def ncu_figures(cases: list[tuple[str, str, str, int]], cache_control: str,
+                log_dir: str | None = None, log_name: str = "",
                 ) -> tuple[dict[str, NcuCase], str]:
-    """{case: its figures} under ncu, and a note; ncu's raw output kept in `log_dir`
-    (ncu_<log_name><cache_control>.csv) when given. `cases`: (name, stmt, setup, MiB allocated
-    before the setup) each, in place of CASES' (named by `names`, no padding)."""
+    """{case: its figures} under ncu, and a note, for `cases`: (name, stmt, setup, MiB
+    allocated before the setup) each; ncu's raw output kept in `log_dir`
+    (ncu_<log_name><cache_control>.csv) when given."""
     ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu"
                                   if os.access("/usr/local/cuda/bin/ncu", os.X_OK) else None)
     if ncu is None:
@@ -247,8 +247,6 @@ def ncu_figures(names: list[str], cache_control: str, log_dir: str | None = None
         script = os.path.join(folder, "child.py")
         with open(script, "w") as f:
             f.write(CHILD)
-        if cases is None:
-            cases = [(n, *CASES[n], 0) for n in names]
         names = [case[0] for case in cases]
         # a bound on what ncu profiles: the markers and every case's calls (conv2d and
         # softmax run a few kernels a call)
@@ -551,8 +549,7 @@ def placements(names: list[str], log_dir: str | None) -> dict[str, list[str]]:
     clean: dict[str, NcuCase] = {}
     warm: dict[str, NcuCase] = {}
     for control, into in (("all", clean), ("none", warm)):
-        figures, note = ncu_figures([], control, log_dir, cases=prepared,
-                                    log_name="placement_")
+        figures, note = ncu_figures(prepared, control, log_dir, log_name="placement_")
         into.update(figures)
         print(f"note: placements, {note}", flush=True)
     print("placements, ncu's duration a call, us (all, none):")
@@ -649,7 +646,8 @@ def main() -> int:
         notes.append("ncu skipped (--no-ncu): ncu columns blank")
     else:
         for control, into in (("all", clean), ("none", warm)):
-            figures, note = ncu_figures(names, control, args.ncu_log)
+            figures, note = ncu_figures([(n, *CASES[n], 0) for n in names], control,
+                                        args.ncu_log)
             into.update(figures)
             notes.append(note)
             print(f"note: {note}", flush=True)

@@ -106,6 +106,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
     from torchmark.ops.loading import load_config
     from torchmark.ops.registry import load_plugin
     from torchmark.ops.report import describe_config, quantity_of, record_notes, records_table
+    from torchmark.ops.results_file import case_place
     from torchmark.ops.runner import SCHEMA, run, select_cases
 
     for module in plugins:
@@ -149,8 +150,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         raise click.UsageError("-o/--output-prefix: give a path prefix (PREFIX.jsonl)")
     out = f"{prefix}.jsonl"
     # the stored run's finished cases (its results are per phase: ID@DIGEST#forward, ...)
-    done = {case.split("#")[0].split("@")[0]
-            for case in resumed_cases(db, no_store, resume_run)}
+    done = {case_place(case) for case in resumed_cases(db, no_store, resume_run)}
     if not resume_file:
         prepare_output(out, SCHEMA, "ops results", "-o")
     # beside the results: with --resume, beside the file resumed (not -o's prefix)

@@ -142,7 +142,8 @@ class ABResult:
 
     def describe_verdict(self) -> str:
         """The verdict with its size, the same quantity as the ratio shown beside it:
-        "faster by 21.3%", "no significant change (+0.4%)", "unsure (+3.1%, under the drift margin ...)"."""
+        "faster by 21.3%", "no significant change (+0.4%)", "unsure (+3.1%, under the
+        drift margin ...)"."""
         verdict = self.verdict
         if verdict in ("faster", "slower"):
             return f"{verdict} by {abs(self.change):.1%}"
@@ -154,11 +155,13 @@ class ABResult:
                     f"{self.replicate_median - 1:+.1%}: processes of one environment differ "
                     "in speed from one start to the next; measure with more worker pairs)")
         if verdict == "unsure":
-            return (f"unsure ({self.change:+.1%}, under the drift margin of "
-                    f"{self.drift_margin:.0%}: the two were measured one after the other, "
-                    "and drift between them is not controlled; interleave them with "
+            return (f"unsure ({self._under_drift()}: the two were measured one after the "
+                    "other, and drift between them is not controlled; interleave them with "
                     "measure_ab or timeit --vs)")
         return verdict
+
+    def _under_drift(self) -> str:
+        return f"{self.change:+.1%}, under the drift margin of {self.drift_margin:.0%}"
 
     def brief_verdict(self) -> str:
         """describe_verdict for a table's cell: an "unsure" without its explanation,
@@ -168,8 +171,7 @@ class ABResult:
             return (f"unsure ({self.change:+.1%}; median of replicates "
                     f"{self.replicate_median - 1:+.1%})")
         if self.verdict == "unsure":
-            return (f"unsure ({self.change:+.1%}, under the drift margin of "
-                    f"{self.drift_margin:.0%})")
+            return f"unsure ({self._under_drift()})"
         return self.describe_verdict()
 
     def to_dict(self) -> dict:

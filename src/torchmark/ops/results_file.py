@@ -36,14 +36,19 @@ def workload_digest(record: Mapping[str, Any], device: str, threads: int) -> str
     return hashlib.sha256(what.encode()).hexdigest()[:12]
 
 
+def case_place(case_id: str) -> str:
+    """The record id (the case's place in its config) of a case id record_results made:
+    `ID@DIGEST#forward` -> `ID`."""
+    return case_id.split("#")[0].split("@")[0]
+
+
 def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None = None, *,
                    provenance: Provenance | None = None) -> list[Result]:
     """An ops (or replay) record as Results: one a timed pass (forward, backward), or one
     carrying the failure. The case id is the record's own (op|config|build|input, or a
     replayed node's name|id), then `@` and its workload_digest, then `#forward` /
-    `#backward` for a pass. `header`
-    (the file's) says the device, threads and whether it was a replay; a record measured
-    on another node carries that node's provenance."""
+    `#backward` for a pass. `header` (the file's) says the device, threads and whether it
+    was a replay; a record measured on another node carries that node's provenance."""
     header = header or {}
     options = header.get("run_options") or {}
     frontend = "replay" if header.get("source") == "replay" else "ops"
