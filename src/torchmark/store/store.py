@@ -302,20 +302,22 @@ class Store:
     def _already_stored(self, results: list[Result]) -> set[int]:
         """The indexes of `results` the store holds already: the same case, metric and
         samples in a run that started when the result's provenance says it did."""
-        starts = {_utc(r.provenance.started) for r in results if r.provenance}
+        starts = sorted({_utc(r.provenance.started) for r in results if r.provenance})
         cases = sorted({r.case.id for r in results if r.provenance})
         if not cases:
             return set()
         res, runs = schema.results, schema.runs
         held: set[tuple[str, str, bytes, str]] = set()
-        with self.engine.connect() as conn:
-            for first in range(0, len(cases), 500):
-                held.update((row.case_id, row.metric, bytes(row.samples), row.started)
-                            for row in conn.execute(
-                    sa.select(res.c.case_id, res.c.metric, res.c.samples, runs.c.started)
-                    .join(runs, runs.c.id == res.c.run_id)
-                    .where(res.c.case_id.in_(cases[first:first + 500]),
-                           runs.c.started.in_(sorted(starts)))))
+        with self.engine.connect() as conn:  # at most 500 + 500 parameters a query
+            for c in range(0, len(cases), 500):
+                for t in range(0, len(starts), 500):
+                    held.update((row.case_id, row.metric, bytes(row.samples), row.started)
+                                for row in conn.execute(
+                        sa.select(res.c.case_id, res.c.metric, res.c.samples,
+                                  runs.c.started)
+                        .join(runs, runs.c.id == res.c.run_id)
+                        .where(res.c.case_id.in_(cases[c:c + 500]),
+                               runs.c.started.in_(starts[t:t + 500]))))
         return {i for i, r in enumerate(results) if r.provenance and
                 (r.case.id, r.metric, pack(r.samples), _utc(r.provenance.started)) in held}
 
