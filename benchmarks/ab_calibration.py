@@ -54,7 +54,7 @@ def trial(case: tuple, min_run_time: float) -> dict[str, str]:
     b = torch_benchmark.Timer(stmt_b, setup_b).blocked_autorange(min_run_time=min_run_time)
     change = b.median / a.median - 1
     out[METHODS[0]] = ("slower" if change > 0 else "faster") if abs(change) > 0.01 else \
-        "no significant change"
+        "same"
     a = torchmark.Timer(stmt_a, setup_a).blocked_autorange(min_run_time=min_run_time)
     b = torchmark.Timer(stmt_b, setup_b).blocked_autorange(min_run_time=min_run_time)
     out[METHODS[1]] = ab_test(a, b).verdict

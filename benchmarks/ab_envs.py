@@ -25,7 +25,7 @@ Each repetition runs, on one pair (`same-a` vs `same-b`: identical; `same-a` vs
 Regimes: "quiet"; "loaded": a busy-loop process (`python -c "while True: pass"`) loads a
 core during the second half of each A/B: started when env B's process is started
 (torch's workflow), or when the interleaved A/B has done half of its blocks.
-A verdict is correct when an identical pair reads "no significant change" or "unsure",
+A verdict is correct when an identical pair reads "same" or "unsure",
 and the 3% pair "slower". This machine is shared: before each repetition the script
 waits (up to `--patience` s) until other processes use at most 0.3 CPUs, and it prints
 how much they used during each repetition. `--counts` adds one A/B of each pair by instruction counts
@@ -65,7 +65,7 @@ with open(sys.argv[4], "wb") as f:
 INTERLEAVED = "interleaved (torchmark ab --python)"
 SEQ_AB = "torch sequential, ab_test rule"
 SEQ_EYE = "torch sequential, eyeball 1%"
-VERDICTS = ("slower", "faster", "no significant change", "unsure")
+VERDICTS = ("slower", "faster", "same", "unsure")
 
 
 def make_env(folder: Path, n: int) -> str:
@@ -176,13 +176,13 @@ def sequential(a: str, b: str, min_run_time: float, loaded: bool,
     ma, mb = measurements
     change = mb.median / ma.median - 1
     eyeball = ("slower" if change > 0 else "faster") if abs(change) > 0.01 else \
-        "no significant change"
+        "same"
     return ab_test(ma, mb).verdict, eyeball
 
 
 def correct(pair: str, verdict: str) -> bool:
     return verdict == "slower" if pair == "3% slower" else \
-        verdict in ("no significant change", "unsure")
+        verdict in ("same", "unsure")
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ two candidate runs, each `torchmark timeit` invoked as a user would (a fresh com
 - "N processes": the same with `--processes N` (T in all, shared by the processes);
 
 and compares (`ab_test`, as `torchmark ab A.json B.json` does) the baseline against a
-run of the same statement (A/A: correct is "no significant change" or "unsure") and
+run of the same statement (A/A: correct is "same" or "unsure") and
 against a run of SLOWER, which does the same work and a quarter more (correct:
 "slower"). The statement is pure Python (`sum(range(1000))`), the kind whose speed
 depends most on the process. Prints, per design, how often each verdict came out and
@@ -99,7 +99,7 @@ def main() -> int:
     print(f"{'design':<14} {'pair':<5} {'correct':>8}  verdicts")
     for (design, pair), counts in verdicts.items():
         right = sum(n for v, n in counts.items()
-                    if (v in ("no significant change", "unsure") if pair == "A/A"
+                    if (v in ("same", "unsure") if pair == "A/A"
                         else v == "slower"))
         listed = ", ".join(f"{n} {v}" for v, n in counts.most_common())
         print(f"{design:<14} {pair:<5} {right:>4}/{sum(counts.values()):<3}  {listed}")

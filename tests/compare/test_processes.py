@@ -8,10 +8,10 @@ import pytest
 
 from torchmark.compare.ab import ab_test
 from torchmark.compare.processes import measure_in_processes
-from torchmark.compare.replicates import exact_u_p, shift_interval, u_counts
 from torchmark.core.errors import UsageError
 from torchmark.core.task_spec import TaskSpec
 from torchmark.timing.measurement import Measurement
+from torchmark.verdicts.replicates import exact_u_p, shift_interval, u_counts
 
 
 def test_the_u_distribution_is_counted_exactly():
@@ -50,7 +50,7 @@ def test_runs_over_processes_are_judged_by_their_process_medians():
     # the same five draws in another order: the processes tell nothing apart, however
     # many samples each holds
     same = ab_test(base, run([11.5e-6, 10e-6, 11e-6, 12e-6, 10.5e-6]))
-    assert same.processes == (5, 5) and same.verdict == "no significant change"
+    assert same.processes == (5, 5) and same.verdict == "unsure"
     assert same.ratio == pytest.approx(1.0) and same.p_value == pytest.approx(1.0)
     assert "ratio of the 5 and 5 processes' medians" in str(same)
     assert same.to_dict()["processes"] == [5, 5]
@@ -64,9 +64,10 @@ def test_runs_over_processes_are_judged_by_their_process_medians():
     tight = [10e-6, 10.01e-6, 10.02e-6, 10.03e-6, 10.04e-6]
     drifted = ab_test(run(tight, 0.02), run([m * 1.1 for m in tight], 0.02))
     assert drifted.p_value < 0.01 and drifted.drift_margin == pytest.approx(0.24, rel=0.05)
-    assert drifted.verdict == "unsure" and "one after the other" in drifted.describe_verdict()
+    assert drifted.verdict == "unsure" and \
+        "within what two runs of the same code differ by" in drifted.describe_verdict()
     few = ab_test(run([10e-6, 11e-6, 12e-6]), run([20e-6, 21e-6, 22e-6]))
-    assert few.verdict == "too few processes"
+    assert few.verdict == "unmeasured" and "too few processes" in few.judged.reason
     # a one-process run on one side: the samples are compared, as before
     single = Measurement(1000, [t * 1.3 for t in base.raw_times[:20]], base.task_spec)
     assert ab_test(base, single).processes == (0, 0)
@@ -139,7 +140,7 @@ def test_timeit_processes_runs_saved_and_stored_are_compared_by_their_processes(
     for sides in (list(map(str, files)), ["run:1", "run:2"]):  # the store keeps them too
         assert main(["ab", *sides, "--db", db, "--format", "jsonl"]) == 0
         line = json.loads(capsys.readouterr().out.splitlines()[0])
-        assert line["processes"] == [2, 2] and line["verdict"] == "too few processes"
+        assert line["processes"] == [2, 2] and line["verdict"] == "unmeasured"
 
 
 @pytest.mark.parametrize("extra, message", [

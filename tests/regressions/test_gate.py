@@ -56,7 +56,7 @@ def test_a_clear_slowdown_fails_and_writes_a_markdown_table(db, tmp_path, capsys
     assert gate(db, "--baseline", str(base), "--candidate", str(cand),
                 "--markdown", str(md)) == 1
     out = capsys.readouterr()
-    assert "1 regressed" in out.out and "regressed" in out.err
+    assert "1 slower, 3 unsure" in out.out and "1 case(s) slower" in out.err
     text = md.read_text()
     assert "| add: n=2 | wall |" in text and "+24.9%" in text and "n=1" not in text
     # the same comparison named by commit, and by `latest`
@@ -71,7 +71,7 @@ def test_a_clear_speedup_passes(db, capsys):
     base = record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "a1")
     cand = record(store, [wall(c, 0.7e-5, 20 + i) for i, c in enumerate(CASES)], "b2")
     assert gate(db, "--baseline", f"run:{base}", "--candidate", f"run:{cand}") == 0
-    assert "4 improved" in capsys.readouterr().out
+    assert "4 faster" in capsys.readouterr().out
 
 
 def test_noise_only_passes(db, capsys):
@@ -102,7 +102,12 @@ def test_refs_by_env_and_file_and_case_patterns(db, tmp_path):
     record(store, slower, "a1", env="after")
     assert gate(db, "--baseline", "env:before", "--candidate", "env:after") == 1
     assert gate(db, "--baseline", "env:before", "--candidate", "env:after",
-                "--cases", "add: n=[123]") == 0
+                "--cases", "add: n=[123]", "--glob") == 0
+    # a title is found as it is, without --glob: brackets are no pattern
+    assert gate(db, "--baseline", "env:before", "--candidate", "env:after",
+                "--cases", "add: n=0") == 1
+    assert gate(db, "--baseline", "env:before", "--candidate", "env:after",
+                "--cases", "add: n=[123]") == 2
     path = tmp_path / "cand.jsonl"
     save_results(path, slower)
     assert gate(db, "--baseline", "env:before", "--candidate", str(path)) == 1
@@ -131,10 +136,18 @@ def test_compare_of_two_stored_runs_gives_each_case_a_verdict(db, capsys):
                           for i, c in enumerate(CASES)], "b2")
     assert main(["compare", f"run:{base}", f"run:{cand}", "--db", db]) == 0
     out = capsys.readouterr().out
-    verdicts = [line for line in out.splitlines() if line.startswith("add / n=")]
+    verdicts = [line for line in out.splitlines() if line.startswith("add: n=")
+                and "[wall]:" not in line]
     assert len(verdicts) == 4
-    assert verdicts[0].startswith("add / n=0") and "slower by 29.8%" in verdicts[0]
-    assert sum("no significant change" in v for v in verdicts) == 3
+    assert verdicts[0].startswith("add: n=0") and "+29.8%" in verdicts[0] and \
+        verdicts[0].endswith("slower")
+    assert sum(v.endswith("unsure") for v in verdicts) == 3
+    # the gate at the same threshold says the same, case by case
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand),
+                "--max-slowdown", "1%") == 1
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("add: n=") and "[wall]:" not in line]
+    assert sorted(rows) == sorted(verdicts)
 
 
 def test_an_ambiguous_commit_prefix_is_refused(db, capsys):
@@ -146,18 +159,23 @@ def test_an_ambiguous_commit_prefix_is_refused(db, capsys):
     assert gate(db, "--baseline", "commit:abc1", "--candidate", "commit:abc2") == 0
 
 
-def test_unchecked_cases_are_named_and_can_fail_the_gate(db, tmp_path, capsys):
+def test_a_case_that_was_not_measured_fails_the_gate_unless_allowed(db, tmp_path, capsys):
+    """A 7.4x slowdown measured with too few samples for an interval is unmeasured: it
+    fails the gate (a gate never passes what it could not check)."""
     store = Store(db)
-    base = record(store, [wall(CASES[0], 1e-5, 0, n=3)], "a1")
-    cand = record(store, [wall(CASES[0], 2e-5, 1, n=3)], "b2")  # 2x, but 3 samples a side
+    base = record(store, [wall(CASES[0], 1e-5, 0, n=12)], "a1")
+    cand = record(store, [wall(CASES[0], 7.4e-5, 1, n=3)], "b2")  # 7.4x, 3 samples
     md = tmp_path / "gate.md"
     assert gate(db, "--baseline", str(base), "--candidate", str(cand),
-                "--markdown", str(md)) == 0
-    assert "warning: 1 case(s) not checked: add: n=0" in capsys.readouterr().err
-    assert "Not checked (1): add: n=0" in md.read_text()
+                "--markdown", str(md)) == 1
+    out = capsys.readouterr()
+    assert "1 unmeasured" in out.out and "+642.0%" in out.out
+    assert "add: n=0 [wall]: unmeasured: too few samples for an interval (12 and 3; 5 a " \
+           "side needed)" in out.out
+    assert "gate: 1 case(s) unmeasured" in out.err
+    assert "1 case(s) failed the gate" in md.read_text() and "unmeasured" in md.read_text()
     assert gate(db, "--baseline", str(base), "--candidate", str(cand),
-                "--fail-unchecked") == 1
-    assert "gate: 1 case(s) unchecked" in capsys.readouterr().err
+                "--allow-unmeasured") == 0
 
 
 def test_sides_from_two_machines_are_named_and_warned_about(db, capsys):
@@ -193,7 +211,7 @@ def test_kernel_and_batch_time_are_gated_apart_from_device_time(db, capsys):
     capsys.readouterr()
     assert gate(db, "--baseline", str(base), "--candidate", str(cand)) == 1
     out = capsys.readouterr().out
-    assert "1 regressed" in out and "kernel" in out
+    assert "1 slower" in out and "kernel" in out
     measurements = Store(db).measurements(cand)
     assert sorted(m.quantity for m in measurements) == ["batch", "device", "kernel"]
     from torchmark import Compare
@@ -218,17 +236,15 @@ def test_runs_over_processes_are_gated_on_their_processes_medians():
 
     base = [1.0e-5, 1.05e-5, 1.1e-5, 1.15e-5, 1.2e-5]
     # four processes 10% slower, one that drew a fast layout: the pooled samples'
-    # bootstrap interval lies past 5% ("regressed"), the processes' interval reaches
+    # bootstrap interval lies past 5%, the processes' interval reaches
     # below 1: they do not show it
     drawn = over_processes(CASES[0], [m * 1.1 for m in base[1:]] + [1.0e-5])
     row = compare_case(over_processes(CASES[0], base), drawn, 0.05)
-    assert row.verdict == "unsure" and row.low < 1.0 < row.high
-    pooled = compare_case(dataclasses.replace(over_processes(CASES[0], base), extra={}),
-                          dataclasses.replace(drawn, extra={}), 0.05)
-    assert pooled.verdict == "regressed"
+    assert row.kind == "unsure" and row.verdict.low < 1.0 < row.verdict.high
+    assert row.verdict.method.startswith("Hodges-Lehmann ratio of 5 and 5 processes")
     slow = over_processes(CASES[0], [m * 1.3 for m in base])
     row = compare_case(over_processes(CASES[0], base), slow, 0.05)
-    assert row.verdict == "regressed" and row.ratio == pytest.approx(1.3, rel=0.01)
+    assert row.kind == "slower" and row.verdict.ratio == pytest.approx(1.3, rel=0.01)
     few = compare_case(over_processes(CASES[0], base[:3]), over_processes(CASES[0], base[:3]),
                        0.05)
-    assert few.verdict == "unchecked" and "too few processes" in few.note
+    assert few.kind == "unmeasured" and "too few processes" in few.verdict.reason

@@ -54,16 +54,18 @@ def _unmatched(only_a: list[str], only_b: list[str], errors: list[str]) -> list[
 
 def _few_samples_hint(results) -> list[str]:
     """Why some cases got no verdict, and how to give them one."""
-    from torchmark.compare.ab import MIN_SAMPLES
+    from torchmark.verdicts.intervals import MIN_SAMPLES
 
     lines = []
-    processes = [r for r in results if r.verdict == "too few processes"]
+    unmeasured = [r for r in results if r.verdict == "unmeasured"]
+    processes = [r for r in unmeasured if "processes" in r.judged.reason]
     if processes:
-        fewest = min(min(r.processes) for r in processes)
+        fewest = min(min(len(r.baseline.process_medians), len(r.candidate.process_medians))
+                     for r in processes)
         lines.append(f"too few processes: {len(processes)} case(s) were timed in as few as "
                      f"{fewest} process(es) on a side; an interval at this confidence needs "
                      "more (4 and 4 at 95%): `timeit --processes 5` or more")
-    few = [r for r in results if r.verdict == "too few samples"]
+    few = [r for r in unmeasured if "too few samples" in r.judged.reason]
     if not few:
         return lines
     fewest = min(min(len(r.baseline.times), len(r.candidate.times)) for r in few)
@@ -95,7 +97,6 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
                   head: str | None = None) -> list[str]:
     """The verdicts as a table (text or Markdown) with what was left out and the counts;
     `head`: the first line (default: the sides' names and how the ratio is taken)."""
-    from torchmark.compare.ab import SEQUENTIAL_SPREADS
     from torchmark.compare.plain_table import align, markdown
 
     header = ["case", "baseline", "candidate", "ratio", f"{confidence * 100:g}% CI", "p",
@@ -114,29 +115,35 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
     else:
         lines = [head, *align(header, rows, right, rule=True)]
     lines += _unmatched(only_a, only_b, errors) + _few_samples_hint(results)
-    counts = {v: sum(r.verdict == v for r in results)
-              for v in ("faster", "slower", "unsure", "no significant change",
-                        "too few samples", "too few processes")}
-    lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no cases "
-                 "in common")
+    lines.append(verdict_counts(r.verdict for r in results) or "no cases in common")
     if any(r.verdict == "unsure" and r.replicate_ratios for r in results):
         lines.append("note: \"unsure\" with a median of replicates: the change shows over "
                      "all samples but not in the median worker pair; processes of one "
                      "environment differ in speed from one start to the next; measure with "
                      "more worker pairs")
-    if any(not r.paired and not r.exact for r in results):
+    unpaired = [r for r in results if not r.paired and not r.exact]
+    if unpaired:
+        sources = sorted({r.judged.drift.detail or r.judged.drift.source for r in unpaired})
         over = ("; cases timed over several processes (`timeit --processes`) are compared "
                 "by their processes' medians: Hodges-Lehmann's ratio, an exact interval, the "
                 "exact Mann-Whitney p" if any(r.processes[0] for r in results) else
                 "; and a side timed in one process read that process's speed, drawn at its "
                 "start (pure-Python loops differ by up to 20%): `timeit --processes 5` on "
                 "both sides puts that in the interval")
-        lines.append(f"note: the two sides were measured at different times, so drift "
-                     f"between them (another job, a warmer CPU) is not controlled: a "
-                     f"change is called only beyond {SEQUENTIAL_SPREADS:g} times the two "
-                     f"runs' spreads, else \"unsure\" (docs/ab.md); `torchmark timeit A "
-                     f"--vs B` or measure_ab() interleave the two and cancel drift{over}")
+        lines.append(f"note: the two sides were measured at different times, so each "
+                     f"interval is widened by the drift between two runs of the same code "
+                     f"({'; '.join(sources)}): a change within it is \"unsure\" "
+                     f"(docs/ab.md); `torchmark timeit A --vs B` or measure_ab() interleave "
+                     f"the two and cancel drift{over}")
     return lines
+
+
+def verdict_counts(verdicts) -> str:
+    """"2 slower, 5 same": how many of each verdict, in the engine's order."""
+    from torchmark.verdicts import VERDICTS
+
+    found = list(verdicts)
+    return ", ".join(f"{n} {v}" for v in VERDICTS if (n := found.count(v)))
 
 
 # env mode only: option name -> the parameter's name
@@ -156,9 +163,10 @@ _ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "n
                                       "fraction (0.01) or a percent (1%).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv", "jsonl"]),
               default="text", show_default=True)
-@click.option("--fail-above", type=FiniteRange(min=0), default=None,
-              help="Exit 1 when a case is significantly slower by more than this percent, "
-                   "or cannot be checked (too few samples, missing from the candidate, not "
+@click.option("--fail-above", type=Proportion(0, 10, high_open=True), default=None,
+              help="The verdicts' threshold (a fraction, 0.05, or a percent, 5%; it "
+                   "replaces --min-effect): exit 1 when a case is slower by more, failed, "
+                   "or cannot be checked (unmeasured, missing from the candidate, not "
                    "comparable).")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Of the bootstrap's resampling.")
@@ -215,6 +223,8 @@ def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_lab
     counts: one pair, compared exactly); the two sides are recorded in the store as two
     runs, env-labelled."""
     source = click.get_current_context().get_parameter_source
+    if fail_above is not None:  # the verdicts are the gate's: one threshold
+        min_effect = fail_above
     if pythons:
         return _environments(args, pythons, env_labels, setup, num_threads, min_run_time,
                              rounds, worker_pairs, metric, number, label, no_store, db,
@@ -369,36 +379,27 @@ def _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect, 
 
 
 def _gate(results, only_a, errors, fail_above) -> int:
-    """--fail-above: 1 when a case is slower by more than it, or cannot be checked."""
-    if fail_above is not None and not results:
+    """--fail-above: 1 when a case is slower (at that threshold), failed, or could not
+    be checked (unmeasured, missing from the candidate, not comparable)."""
+    if fail_above is None:
+        return 0
+    if not results:
         click.echo("no case was compared: nothing to check --fail-above against", err=True)
         return 1
-    if fail_above is not None:
-        worse = [r for r in results if r.verdict == "slower" and r.change > fail_above / 100]
-        unknown = [r for r in results if r.verdict in ("too few samples",
-                                                       "too few processes")]
-        if worse:
-            click.echo(f"{len(worse)} case(s) significantly slower by more than "
-                       f"{fail_above:g}%: {', '.join(r.name for r in worse)}", err=True)
-        if unknown:  # a gate that cannot tell must not pass
-            click.echo(f"{len(unknown)} case(s) with too few samples (or processes) to "
-                       f"check against --fail-above: {', '.join(r.name for r in unknown)}",
-                       err=True)
-        # a case the baseline has and the candidate lacks (its run failed), or one that
-        # cannot be compared, cannot be checked either
-        unchecked = only_a + [e.split(": ", 1)[0] for e in errors]
-        if unchecked:
-            click.echo(f"{len(unchecked)} case(s) of the baseline not checked against "
-                       f"--fail-above (missing from the candidate, or not comparable): "
-                       f"{', '.join(unchecked)}", err=True)
-        unsure = [r for r in results if r.verdict == "unsure" and r.change > fail_above / 100]
-        if unsure:  # a gate that cannot tell does not pass: drift or a regression
-            why = ("the median worker pair does not show it (measure with more worker "
-                   "pairs to tell)" if all(r.replicate_ratios for r in unsure) else
-                   "within what drift between the two runs explains (unsure; measure them "
-                   "interleaved to tell)")
-            click.echo(f"{len(unsure)} case(s) slower by more than {fail_above:g}% but "
-                       f"{why}: {', '.join(r.name for r in unsure)}", err=True)
-        if worse or unknown or unchecked or unsure:
-            return 1
-    return 0
+    for kind, what in (("slower", f"slower by more than {fail_above:.1%}"),
+                       ("failed", "failed in the candidate"),
+                       ("unmeasured", "not measured well enough for a verdict (too few "
+                                      "samples or processes, or a baseline that failed)")):
+        found = [r.name for r in results if r.verdict == kind]
+        if found:
+            click.echo(f"{len(found)} case(s) {what}: {', '.join(found)}", err=True)
+    # a case the baseline has and the candidate lacks (its run failed), or one that
+    # cannot be compared, cannot be checked either
+    unchecked = only_a + [e.split(": ", 1)[0] for e in errors]
+    if unchecked:
+        click.echo(f"{len(unchecked)} case(s) of the baseline not checked against "
+                   f"--fail-above (missing from the candidate, or not comparable): "
+                   f"{', '.join(unchecked)}", err=True)
+    from torchmark.verdicts import FAILS_A_GATE
+
+    return 1 if unchecked or any(r.verdict in FAILS_A_GATE for r in results) else 0

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from torchmark.cli.params import Proportion
 from torchmark.cli.store_options import db_option
 
 
@@ -19,15 +20,19 @@ from torchmark.cli.store_options import db_option
               help="Colour the text table (default: when stdout is a terminal).")
 @click.option("--rowwise", is_flag=True, help="Colour against the best in each row.")
 @click.option("--warnings", "highlight", is_flag=True, help="Mark high-variance cells.")
+@click.option("--threshold", type=Proportion(0, 10, high_open=True), default=0.01,
+              show_default=True, help="Two stored runs: the smallest change a verdict "
+                                      "calls (a fraction, 0.01, or a percent, 1%).")
 @db_option
-def compare_cmd(files, fmt, trim, color, rowwise, highlight, db):
+def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, db):
     """Print a Compare table of the measurements in FILES (JSON from `timeit --save`,
     `demo`, or `torchmark.timing.files.save_measurements`; or `torchmark ops` results,
     a column per file; or runs of the store: `run:N`, or N). When files hold the same
     task (one statement saved before and after a change), each file gets its own column
     (or, where the measurements have descriptions, its name in their env) instead of
     pooling into one cell. Two runs of the store also get each case's verdict (faster,
-    slower, no significant change, unsure) with the ratio's interval, as `ab` gives it."""
+    slower, same, unsure, unmeasured, failed) from the verdict engine, as `gate` gives
+    it at the same threshold."""
     from torchmark.cli.measurement_files import (
         is_run_id,
         read_measurement_files,
@@ -54,11 +59,29 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, db):
     else:
         click.echo(compare.render(color=use_color), nl=False, color=use_color)
     if len(files) == 2 and all(is_run_id(f) for f in files) and fmt != "csv":
-        # two stored runs: each case's verdict from the raw samples, as `ab` gives it
-        from torchmark.cli.ab_cmd import compare_sides, verdict_lines
+        click.echo("\n".join(["", *run_verdicts(files, threshold, db,
+                                                 markdown=fmt == "markdown")]))
 
-        results, only_a, only_b, errors = compare_sides(groups, 0.95, 0.01, 0)
-        click.echo("\n".join(["", *verdict_lines(results, only_a, only_b, errors,
-                                                  [f"run {f.removeprefix('run:')}"
-                                                   for f in files], 0.95, 0.01,
-                                                  markdown_table=fmt == "markdown")]))
+
+def run_verdicts(runs: list[str], threshold: float, db: str | None,
+                 markdown: bool = False) -> list[str]:
+    """Each case of two stored runs judged by the verdict engine as the gate judges it
+    (the drift from the case's A/A history where the store holds one): a table, the
+    reasons, the counts."""
+    from torchmark.cli.store_options import open_store
+    from torchmark.compare.verdict_table import markdown_table, text_table
+    from torchmark.regressions.aa_history import history_drifts
+    from torchmark.regressions.gate import gate
+    from torchmark.regressions.refs import resolve_side
+
+    store = open_store(db)
+    base, cand = (resolve_side(f"run:{r.removeprefix('run:')}", store) for r in runs)
+    drifts = history_drifts(store, {(r.case.id, r.metric) for r in cand.results},
+                            machine=cand.machine, env=cand.env,
+                            exclude={*base.runs, *cand.runs})
+    report = gate(base.results, cand.results, max_slowdown=threshold, drifts=drifts)
+    head = (f"baseline: {base.describe()}; candidate: {cand.describe()}; threshold "
+            f"{threshold:.1%}")
+    table = (markdown_table if markdown else text_table)(report.rows)
+    counts = ", ".join(f"{n} {v}" for v, n in report.counts().items()) or "no case in common"
+    return [head, *([""] if markdown else []), *table, counts]

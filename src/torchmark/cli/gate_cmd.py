@@ -10,39 +10,44 @@ from torchmark.cli.store_options import db_option
 
 @click.command("gate")
 @click.option("--baseline", required=True, metavar="REF",
-              help="A run id (12 or run:12), latest, commit:SHA, env:LABEL, or a results "
-                   "file.")
+              help="A run id (12 or run:12), latest, commit:SHA (every run of the commit, "
+                   "pooled), env:LABEL, or a results file.")
 @click.option("--candidate", required=True, metavar="REF", help="As --baseline.")
 @click.option("--max-slowdown", type=Proportion(0, 10, high_open=True), default=0.05,
               show_default=True,
               help="The slowdown allowed: a fraction (0.05) or a percent (5%).")
-@click.option("--metric", type=click.Choice(["wall", "instructions", "device", "kernel", "batch"]), default=None,
+@click.option("--metric", type=click.Choice(["wall", "instructions", "device", "kernel",
+                                             "batch", "memory"]), default=None,
               help="Gate one metric (default: every metric both sides hold).")
-@click.option("--cases", "patterns", multiple=True, metavar="PATTERN",
-              help="Only the cases whose id or name matches this shell pattern (repeatable).")
+@click.option("--cases", "patterns", multiple=True, metavar="CASE",
+              help="Only this case: its id or title exactly (repeatable); shell patterns "
+                   "with --glob.")
+@click.option("--glob", is_flag=True, help="--cases are shell patterns (add_*[128]).")
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False), default=None,
-              help="Also write the verdict (offending cases as a table) as Markdown, for a "
+              help="Also write the verdict (failing cases as a table) as Markdown, for a "
                    "pull-request comment.")
-@click.option("--fail-unchecked", is_flag=True,
-              help="A case the gate cannot check (under 5 samples a side, a baseline that "
-                   "failed) fails it too.")
+@click.option("--allow-unmeasured", is_flag=True,
+              help="A case that could not be measured well enough for a verdict (too few "
+                   "samples or processes, a baseline that failed) does not fail the gate.")
 @click.option("--confidence", type=Proportion(0.5, 1, low_open=True, high_open=True),
               default=0.95, show_default=True, help="Of the ratio's interval (times).")
 @db_option
-def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, markdown_file,
-             fail_unchecked, confidence, db):
-    """Exit 0 when no case of the candidate is slower than the baseline beyond
-    --max-slowdown with confidence, 1 when one is (or failed), 2 for bad usage.
+def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown_file,
+             allow_unmeasured, confidence, db):
+    """Exit 0 when no case of the candidate is slower than the baseline by more than
+    --max-slowdown, 1 when one is, failed, or could not be measured (unless
+    --allow-unmeasured), 2 for bad usage.
 
-    Instruction counts are gated exactly (any increase beyond the threshold); wall and
-    device times by the bootstrap interval of the ratio of their medians, from the raw
-    samples (runs over several processes, `timeit --processes`: by their processes'
-    medians): regressed when the whole interval lies beyond the threshold, unsure (not
-    failing) when only the ratio does."""
+    Each case is judged by the verdict engine: instruction counts exactly, times by the
+    interval of the ratio of their medians (runs over several processes, `timeit
+    --processes`: of their processes' medians) widened by the drift between two runs of
+    the same code: from the case's A/A history in the store (consecutive runs of one
+    clean commit on the candidate's machine; `torchmark calibrate` adds them), else
+    from the runs' own spreads. A change within that drift is unsure, never slower."""
     from pathlib import Path
 
-    from torchmark.compare.plain_table import align
-    from torchmark.regressions.gate import HEADER, RIGHT, gate, markdown, table_rows
+    from torchmark.compare.verdict_table import markdown_table, text_table
+    from torchmark.regressions.gate import gate
     from torchmark.regressions.refs import resolve_side
 
     store = None
@@ -52,44 +57,63 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, markdown_file,
         store = open_store(db)
     base = resolve_side(baseline, store)
     cand = resolve_side(candidate, store)
+    drifts = {}
+    if store is not None:
+        from torchmark.regressions.aa_history import history_drifts
+
+        drifts = history_drifts(store, {(r.case.id, r.metric) for r in cand.results},
+                                machine=cand.machine, env=cand.env,
+                                exclude={*base.runs, *cand.runs}, confidence=confidence)
     report = gate(base.results, cand.results, max_slowdown=max_slowdown, metric=metric,
-                  cases=patterns, confidence=confidence)
+                  cases=patterns, glob=glob, confidence=confidence, drifts=drifts,
+                  allow_unmeasured=allow_unmeasured)
     if not report.rows:
         raise click.UsageError(
             f"{baseline} and {candidate} hold no case in common"
             + (f" with metric {metric}" if metric else "")
-            + (f" matching {', '.join(patterns)}" if patterns else ""))
+            + (f" {'matching' if glob else 'named'} {', '.join(patterns)}" if patterns
+               else "") + ("" if glob or not patterns else " (--glob for patterns)"))
     click.echo(f"baseline: {base.describe()}")
     click.echo(f"candidate: {cand.describe()}")
     if base.machines and cand.machines and set(base.machines) != set(cand.machines):
         click.echo(f"warning: the two sides ran on different machines ({', '.join(base.machines)}"
                    f"; {', '.join(cand.machines)}): a difference may be the machine's",
                    err=True)
-    click.echo(f"a case fails when it is more than {max_slowdown:.1%} slower with "
-               f"{confidence:.0%} confidence")
-    for line in align(HEADER, table_rows(report.rows), RIGHT, rule=True):
+    click.echo(f"a case fails when it is slower by more than {max_slowdown:.1%} beyond "
+               f"the drift between runs ({confidence:.0%} interval), failed, or "
+               f"{'unmeasured (allowed here)' if allow_unmeasured else 'unmeasured'}")
+    for line in text_table(report.rows):
         click.echo(line)
     for side, names in (("baseline", report.only_baseline),
                         ("candidate", report.only_candidate)):
         if names:
             click.echo(f"only in the {side}: {', '.join(names)}")
     click.echo(", ".join(f"{n} {v}" for v, n in report.counts().items()))
-    unchecked = [r for r in report.rows if r.verdict == "unchecked"]
-    if unchecked:
-        click.echo(f"{'' if fail_unchecked else 'warning: '}{len(unchecked)} case(s) not "
-                   f"checked: {', '.join(r.title for r in unchecked)} (measure longer for "
-                   "5 samples a side or more)", err=True)
     if markdown_file:
         try:
-            Path(markdown_file).write_text(markdown(report, baseline, candidate))
+            Path(markdown_file).write_text(markdown(report, baseline, candidate,
+                                                    markdown_table))
         except OSError as e:
             raise click.UsageError(f"--markdown {markdown_file}: {e.strerror}") from None
-    failing = [r for r in report.rows if r.verdict in ("regressed", "failed")
-               or (fail_unchecked and r.verdict == "unchecked")]
-    if failing:
-        counts = {v: sum(r.verdict == v for r in failing)
-                  for v in ("regressed", "failed", "unchecked")}
-        click.echo("gate: " + ", ".join(f"{n} case(s) {v}" for v, n in counts.items() if n),
-                   err=True)
+    if report.failing:
+        counts = {v: sum(r.kind == v for r in report.failing)
+                  for v in ("slower", "failed", "unmeasured")}
+        hint = (" (measure longer for an interval, or --allow-unmeasured)"
+                if counts["unmeasured"] else "")
+        click.echo("gate: " + ", ".join(f"{n} case(s) {v}" for v, n in counts.items() if n)
+                   + hint, err=True)
         return 1
     return 0
+
+
+def markdown(report, baseline: str, candidate: str, table) -> str:
+    """The verdict as Markdown for a pull-request comment: the failing cases as a
+    table (a line saying so when there are none)."""
+    head = (f"**torchmark gate**: candidate `{candidate}` against baseline `{baseline}`, "
+            f"threshold {report.max_slowdown:.1%} slower")
+    counts = ", ".join(f"{n} {v}" for v, n in report.counts().items()) or "no case"
+    if report.passed:
+        return f"{head}: passed ({counts}).\n"
+    lines = [f"{head}: **{len(report.failing)} case(s) failed the gate** ({counts})", "",
+             *table(report.failing)]
+    return "\n".join(lines) + "\n"

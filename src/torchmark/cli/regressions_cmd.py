@@ -12,7 +12,7 @@ from torchmark.cli.store_options import db_option
 
 
 def _rows(changes) -> list[list[str]]:
-    from torchmark.regressions.gate import format_value
+    from torchmark.compare.verdict_table import format_value
 
     rows = []
     for c in changes:

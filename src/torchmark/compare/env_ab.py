@@ -454,9 +454,8 @@ def _pooled(pairs: Sequence[ABResult], confidence: float, min_effect: float) -> 
 
     a = side([p.baseline for p in pairs])
     b = side([p.candidate for p in pairs])
-    pooled = ab_test(a, b, confidence=confidence, min_effect=min_effect, paired=True,
-                     abba=True)
-    return dataclasses.replace(pooled, replicate_ratios=tuple(p.ratio for p in pairs))
+    return ab_test(a, b, confidence=confidence, min_effect=min_effect, paired=True,
+                   abba=True, replicate_ratios=[p.ratio for p in pairs])
 
 
 def _wall_pairs(pairs: Sequence[tuple[EnvWorker, EnvWorker]], prepared: Sequence[Prepared],

@@ -66,6 +66,18 @@ class Case:
     def __hash__(self) -> int:
         return hash((self.id, self.frontend))
 
+    def named(self, patterns: Sequence[str], glob: bool = False) -> bool:
+        """Whether one of `patterns` names this case: its id or its title exactly, or,
+        with `glob`, a shell pattern of either (no patterns name every case)."""
+        if not patterns:
+            return True
+        names = (self.id, self.title)
+        if glob:
+            import fnmatch
+
+            return any(fnmatch.fnmatchcase(name, p) for p in patterns for name in names)
+        return any(name in patterns for name in names)
+
     @property
     def title(self) -> str:
         """A one-line name for people: the label (and sub-label), else the statement's

@@ -27,13 +27,38 @@ VERSION = 2  # 1: a "record" line a case; 2: a case's Results
 PHASES = ("forward", "backward")
 
 
-def workload_digest(record: Mapping[str, Any], device: str, threads: int) -> str:
+def workload_digest(record: Mapping[str, Any], device: str, threads: int,
+                    exec_mode: str = "discrete") -> str:
     """12 hex digits of what a record measured (its op, its config: shapes, dtypes,
-    values; the device and threads), so that the same position in two configs (case 0 of
-    a 512x512 sweep and of a 64x64 one) are two cases in the store, not one."""
-    what = json.dumps({"op": record.get("op"), "config": record.get("config") or {},
-                       "device": device, "threads": threads}, sort_keys=True, default=str)
+    values; the device, threads and an exec mode other than discrete, which measures
+    something else), so that the same position in two configs (case 0 of a 512x512 sweep
+    and of a 64x64 one) are two cases in the store, not one."""
+    workload = {"op": record.get("op"), "config": record.get("config") or {},
+                "device": device, "threads": threads}
+    if exec_mode != "discrete":
+        workload["exec_mode"] = exec_mode
+    what = json.dumps(workload, sort_keys=True, default=str)
     return hashlib.sha256(what.encode()).hexdigest()[:12]
+
+
+TITLE_CHARS = 160  # a case's shapes in its title, at most (configs may come from others)
+
+
+def case_labels(record: Mapping[str, Any], exec_mode: str) -> tuple[str, str]:
+    """The sub-label (its inputs: shapes and dtypes) and description (the exec mode) that
+    name an ops or replay case for people: torch.mm: 128x64 float, 64x32 float
+    [discrete]."""
+    from torchmark.ops.report import describe_config
+
+    config = record.get("config")
+    try:
+        inputs = describe_config(dict(config)) if isinstance(config, Mapping) else ""
+    except (KeyError, TypeError, AttributeError):  # a config of another shape
+        inputs = ""
+    inputs = " ".join(inputs.split())
+    if len(inputs) > TITLE_CHARS:
+        inputs = inputs[:TITLE_CHARS - 3] + "..."
+    return inputs or str(record.get("id", "")), exec_mode
 
 
 def case_place(case_id: str) -> str:
@@ -55,10 +80,13 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
     device = str(options.get("device") or "cpu")
     threads = int(options.get("threads") or header.get("threads") or 1)
     config = record.get("config") or {}
-    case = Case(id=f"{record['id']}@{workload_digest(record, device, threads)}",
-                frontend=frontend, stmt=str(record.get("op", "")),
-                threads=threads, device=device,
-                params={"config": config} if config else {})
+    exec_mode = str(options.get("exec_mode") or "discrete")
+    inputs, mode = case_labels(record, exec_mode)
+    case = Case(id=f"{record['id']}@{workload_digest(record, device, threads, exec_mode)}",
+                frontend=frontend, stmt=str(record.get("op", "")), sub_label=inputs,
+                description=mode, threads=threads, device=device,
+                params={"config": config, "exec_mode": exec_mode} if config else
+                {"exec_mode": exec_mode})
     # CUDA runs time events, or with --metric kernel their kernels (docs/gpu.md)
     metric = "kernel" if options.get("metric") == "kernel" else \
         "device" if device.startswith("cuda") else "wall"
@@ -82,7 +110,8 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
         # continuous mode keeps one mean over all its calls: that sample covers them all
         number = int(iterations) if len(times) == 1 and isinstance(iterations, int) \
             and iterations > 1 else 1
-        made.append((Case(**{**case.__dict__, "id": f"{case.id}#{phase}"}), times, number,
+        made.append((Case(**{**case.__dict__, "id": f"{case.id}#{phase}",
+                             "description": f"{phase}, {mode}"}), times, number,
                      (note,) if note else (), extra))
     parts = max(len(made), 1)
     if not made:

@@ -50,7 +50,7 @@ def measure(timer: Any, options: BenchOptions, case: Case) -> Result:
                                                     min_run_time=options.min_run_time),
                                   frontend="pytest")
     else:  # enough blocks for the gate's interval of the ratio, however long each is
-        from torchmark.compare.ab import MIN_SAMPLES
+        from torchmark.verdicts.intervals import MIN_SAMPLES
 
         result = from_measurement(timer.blocked_autorange(min_run_time=options.min_run_time,
                                                           min_blocks=MIN_SAMPLES),

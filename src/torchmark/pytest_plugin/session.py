@@ -14,9 +14,9 @@ import pytest
 from torchmark.core.errors import TorchmarkError, UsageError, error_line
 from torchmark.core.result import Result
 from torchmark.pytest_plugin.options import Settings
+from torchmark.verdicts import DEFAULT_THRESHOLD
 
 REPORT_ATTR = "torchmark_results"  # a test report's Results, as JSON texts
-DISPLAY_SLOWDOWN = 0.05  # the verdicts' threshold without --torchmark-fail-slower
 
 
 class BenchmarkSession:
@@ -27,6 +27,7 @@ class BenchmarkSession:
         self.command = command
         self.results: list[Result] = []
         self.baseline: list[Result] | None = None
+        self.baseline_runs: tuple[int, ...] = ()  # the store's runs the baseline read
         self.notes: list[str] = []  # what went wrong writing the results
         self.provenance: Any = None
         self.run_id: int | None = None
@@ -38,7 +39,7 @@ class BenchmarkSession:
         means the newest run before it); a UsageError when it names nothing."""
         from pathlib import Path
 
-        from torchmark.regressions.refs import resolve_ref
+        from torchmark.regressions.refs import resolve_side
 
         ref = self.settings.baseline
         assert ref is not None
@@ -48,7 +49,9 @@ class BenchmarkSession:
 
             store = open_store(self.settings.store)
         try:
-            self.baseline = resolve_ref(ref, store)
+            side = resolve_side(ref, store)
+            self.baseline = list(side.results)
+            self.baseline_runs = side.runs
         finally:
             if store is not None:
                 store.close()
@@ -88,8 +91,8 @@ class BenchmarkSession:
 
             threshold = self.settings.fail_slower
             self.gate_report = gate(self.baseline, self.results,
-                                    max_slowdown=DISPLAY_SLOWDOWN if threshold is None
-                                    else threshold)
+                                    max_slowdown=DEFAULT_THRESHOLD if threshold is None
+                                    else threshold, drifts=self._drifts())
             # a gate that compared nothing (a baseline of other cases, another metric)
             # fails as one that found a regression: `torchmark gate` refuses it too
             unmatched = not self.gate_report.rows
@@ -102,6 +105,27 @@ class BenchmarkSession:
             if threshold is not None and (unmatched or not self.gate_report.passed) and \
                     session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _drifts(self) -> dict[tuple[str, str], Any]:
+        """The drift between two runs of the same code of each case, from its A/A
+        history in the store on this machine (none without a store, or where the
+        history is too short: the engine then estimates it from the runs)."""
+        if self.settings.no_store or self.provenance is None:
+            return {}
+        from torchmark.regressions.aa_history import history_drifts
+        from torchmark.store import open as open_store
+
+        try:
+            with open_store(self.settings.store) as store:
+                return history_drifts(store, {(r.case.id, r.metric) for r in self.results},
+                                      machine=self.provenance.machine.fingerprint,
+                                      env=self.provenance.env,
+                                      exclude={*self.baseline_runs, *filter(None, [
+                                          self.run_id])})
+        except Exception as e:  # a store that cannot be read: the runs' own spreads
+            self.notes.append(f"torchmark: the store's A/A history could not be read "
+                              f"({error_line(e)}); drift estimated from the runs")
+            return {}
 
     def _record(self, interrupted: bool = False) -> None:
         """The session's results as one run (marked interrupted after Ctrl-C)."""
@@ -133,11 +157,12 @@ class BenchmarkSession:
         report = self.gate_report
         if report is not None and self.settings.fail_slower is not None and \
                 not report.passed:
-            names = ", ".join(row.title for row in report.regressed)
+            names = ", ".join(f"{row.title} ({row.kind})" for row in report.failing)
             terminalreporter.write_line(
-                f"torchmark: {len(report.regressed)} case(s) more than "
-                f"{self.settings.fail_slower:.1%} slower than the baseline "
-                f"{self.settings.baseline} (or failed): {names}", red=True, bold=True)
+                f"torchmark: {len(report.failing)} case(s) slower than the baseline "
+                f"{self.settings.baseline} by more than {self.settings.fail_slower:.1%}, "
+                f"failed, or not measured well enough for a verdict: {names}",
+                red=True, bold=True)
 
 
 def start(config: Any, settings: Settings) -> None:

@@ -37,14 +37,13 @@ def summary_lines(results: Sequence[Result], baseline: Sequence[Result] | None,
                   gate_report: Any, baseline_ref: str | None) -> list[str]:
     """The summary's lines (see the module docstring)."""
     from torchmark.compare.plain_table import align
-    from torchmark.regressions.gate import format_value, table_rows
+    from torchmark.compare.verdict_table import cells, format_value, reasons
 
     groups: dict[tuple[str | None, str], list[Result]] = {}
     for r in results:
         groups.setdefault((r.case.label, r.metric), []).append(r)
     base = {(r.case.id, r.metric): r for r in baseline or () if r.ok}
-    rows_by_case = {(row.case_id, row.metric): cells for row, cells in
-                    zip(gate_report.rows, table_rows(gate_report.rows), strict=True)} \
+    rows_by_case = {(row.case_id, row.metric): row for row in gate_report.rows} \
         if gate_report is not None else {}
     lines: list[str] = []
     for (group, metric), members in groups.items():
@@ -74,13 +73,15 @@ def summary_lines(results: Sequence[Result], baseline: Sequence[Result] | None,
                 rows.append(row)
             lines += align(header, rows, [False] + [True] * (len(header) - 1), rule=True)
             lines.append(f"Counts are in {members[0].unit} a run.")
-        verdicts = [[r.case.sub_label or r.case.title, *cells[4:7]] for r in members
-                    if (cells := rows_by_case.get((r.case.id, r.metric)))]
-        if verdicts:
+        judged = [(r.case.sub_label or r.case.title, verdict) for r in members
+                  if (verdict := rows_by_case.get((r.case.id, r.metric)))]
+        if judged:
             lines.append(f"against the baseline {baseline_ref}:")
             lines += ["  " + line for line in align(
-                ["case", "change", "95% CI of ratio", "verdict"], verdicts,
-                [False, True, False, False], rule=True)]
+                ["case", "change", "interval", "drift", "verdict"],
+                [[name, *cells(verdict)[4:]] for name, verdict in judged],
+                [False, True, False, False, False], rule=True)]
+            lines += ["  " + line for line in reasons(verdict for _, verdict in judged)]
         for r in members:
             if r.failure is not None:
                 lines.append(f"failed: {r.case.title}: {r.failure.error}")

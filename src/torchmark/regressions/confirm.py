@@ -3,10 +3,11 @@ it still measures at the new level or back at the old one.
 
 The build before the change is usually gone, so the case is re-run as it is now and its
 fresh samples are set against the stored raw samples of the last good and the first bad
-run (the bootstrap interval of each ratio, as `ab` computes it): confirmed when the
-fresh samples sit with the first bad run (no different from it, or much nearer it than
-the last good one in log space), not confirmed when they sit with the last good one,
-unsure halfway. Cases are re-measured from what
+run by the verdict engine (as `ab` and the gate compare two runs): confirmed when the
+fresh samples moved the change's way from the last good run and sit with the first bad
+one (the same as it, or much nearer it than the last good one in log space), not
+confirmed when they sit with the last good one, unsure otherwise (a run of too few
+samples, or drift too wide to tell). Cases are re-measured from what
 the store keeps of them: `timeit` statements and C++ snippets (wall time) and callgrind
 cases (instruction counts); other front-ends cannot be re-run from the store alone.
 """
@@ -55,36 +56,31 @@ def remeasure(case: Any, metric: str, min_run_time: float = 1.0) -> list[float]:
 def judge(now: Sequence[float], good: Sequence[float], bad: Sequence[float],
           metric: str) -> tuple[str, str]:
     """Whether fresh samples side with the first bad run (confirmed) or the last good one
-    (not-confirmed); with why."""
-    from torchmark.compare.ab import median_ratio_interval
+    (not-confirmed); with why. The verdict engine sets the fresh samples against each
+    run, the smallest change that counts a quarter of the step (in log space): the same
+    as the last good run is not-confirmed; moved the change's way from it beyond the
+    drift, and the same as the first bad run or much nearer it, confirmed; else
+    unsure."""
+    from torchmark.verdicts import Side
+    from torchmark.verdicts import judge as verdict_of
 
     level = statistics.median(now)
     before, after = statistics.median(good), statistics.median(bad)
-    if metric == "instructions" or min(len(now), len(good), len(bad)) < 5:
-        # exact counts (or too few samples for intervals): within a quarter of the step
-        # (in log space) of one level, that level; elsewhere, unsure
-        step = abs(math.log(after / before))
-        text = f"now {level:.6g}, last good {before:.6g}, first bad {after:.6g}"
-        if abs(math.log(level / after)) <= step / 4:
-            return "confirmed", text + ": at the first bad run's level"
-        if abs(math.log(level / before)) <= step / 4:
-            return "not-confirmed", text + ": at the last good run's level"
-        return "unsure", text + ": at neither level"
-    vs_good = median_ratio_interval(good, now)
-    vs_bad = median_ratio_interval(bad, now)
-    text = (f"now / last good {level / before:.3f} [{vs_good[0]:.3f}, {vs_good[1]:.3f}], "
-            f"now / first bad {level / after:.3f} [{vs_bad[0]:.3f}, {vs_bad[1]:.3f}]")
-    moved = (level > before) == (after > before)  # on the side the change went
-    if vs_good[0] <= 1 <= vs_good[1]:
-        return "not-confirmed", text  # no different from the last good run
-    if vs_bad[0] <= 1 <= vs_bad[1] and moved:
-        return "confirmed", text  # no different from the first bad run
-    # different from both (the machine is busier or quieter now): the level it is much
-    # nearer to, in log space, decides; halfway between, it cannot tell
+    step = abs(math.log(after / before))
+    threshold = math.expm1(step / 4)
+    vs_good = verdict_of(Side(good), Side(now), metric=metric, threshold=threshold)
+    vs_bad = verdict_of(Side(bad), Side(now), metric=metric, threshold=threshold)
+    way = "slower" if after > before else "faster"
+    text = (f"now {level:.6g}, last good {before:.6g}, first bad {after:.6g}; now against "
+            f"the last good run: {vs_good.kind} ({vs_good.reason}); against the first bad "
+            f"run: {vs_bad.kind}")
     near_good, near_bad = abs(math.log(level / before)), abs(math.log(level / after))
-    if near_bad < near_good / 2 and moved:
+    if vs_good.kind == "same":
+        return "not-confirmed", text
+    if vs_good.kind == way and (vs_bad.kind == "same" or near_bad < near_good / 2):
         return "confirmed", text
-    if near_good < near_bad / 2:
+    back = "faster" if way == "slower" else "slower"
+    if vs_bad.kind == back and near_good < near_bad / 2:
         return "not-confirmed", text
     return "unsure", text
 

@@ -23,6 +23,8 @@ class Side:
     runs: tuple[int, ...]  # the store's runs used (none for a file)
     machines: tuple[str, ...]  # hostnames (or fingerprints) the results were measured on
     note: str = ""  # how several runs, or replicates in a file, were reduced to one side
+    machine: str | None = None  # the fingerprint of the machine (where one is known)
+    env: str | None = None  # the env label of its runs
 
     def describe(self) -> str:
         where = (f"run{'s' if len(self.runs) > 1 else ''} "
@@ -38,11 +40,11 @@ def resolve_ref(ref: str, store: Any | None) -> list[Result]:
 
 
 def resolve_side(ref: str, store: Any | None) -> Side:
-    """The results `ref` names (REF_FORMS). A commit or env label may span several runs:
-    each (case, metric) is taken from the newest run that holds it, among the runs of
-    the machine that made the newest one (times from two machines are not one side). A
-    commit prefix must name one commit. A file holding a case several times (appended
-    runs) gives its samples pooled."""
+    """The results `ref` names (REF_FORMS), among the runs of the machine that made the
+    newest one it names (times from two machines are not one side). A commit names
+    every run made at it, their samples pooled case by case (a prefix must name one
+    commit); an env label, each (case, metric) from the newest run that holds it. A file
+    holding a case several times (appended runs) gives its samples pooled."""
     path = Path(ref)
     if path.exists():
         return _file_side(ref, path)
@@ -70,20 +72,58 @@ def resolve_side(ref: str, store: Any | None) -> Side:
                          "(`torchmark runs` lists them)")
     machine = runs[0]["machine"]
     same = [run for run in runs if run["machine"] == machine]
-    note = (f"{len(runs) - len(same)} run(s) on other machines left out"
-            if len(same) < len(runs) else "")
+    notes = [f"{len(runs) - len(same)} run(s) on other machines left out"
+             if len(same) < len(runs) else ""]
+    if ref.startswith("commit:"):  # every run of the commit: their samples pooled
+        results, used = _pooled_runs(store, same)
+        if len(used) > 1:
+            notes.append(f"{len(used)} runs of the commit pooled")
+    else:
+        results, used = _newest_of_each(store, same)
+    if not results:
+        raise UsageError(f"{ref!r}: run {runs[0]['id']} holds no results")
+    return Side(ref, tuple(results), tuple(used),
+                (runs[0]["hostname"] or machine or "an unknown machine",),
+                "; ".join(filter(None, notes)), machine, runs[0]["env"])
+
+
+def _newest_of_each(store: Any, runs: list[dict[str, Any]]) -> tuple[list[Result], list[int]]:
+    """Each (case, metric) from the newest of `runs` (newest first) that holds it, and
+    the runs used."""
     newest: dict[tuple[str, str], Result] = {}
     used = []
-    for run in same:  # newest first: an older run fills only what newer ones lack
+    for run in runs:  # newest first: an older run fills only what newer ones lack
         before = len(newest)
         for result in store.result_records(run=run["id"]):
             newest.setdefault((result.case.id, result.metric), result)
         if len(newest) > before:
             used.append(run["id"])
-    if not newest:
-        raise UsageError(f"{ref!r}: run {runs[0]['id']} holds no results")
-    return Side(ref, tuple(newest.values()), tuple(used),
-                (runs[0]["hostname"] or machine or "an unknown machine",), note)
+    return list(newest.values()), used
+
+
+def _pooled_runs(store: Any, runs: list[dict[str, Any]]) -> tuple[list[Result], list[int]]:
+    """Each (case, metric) with the samples of every one of `runs` that measured it
+    pooled (a failure only where no run measured it), and the runs used."""
+    pooled: dict[tuple[str, str], Result] = {}
+    used = []
+    for run in runs:
+        records = store.result_records(run=run["id"])
+        if records:
+            used.append(run["id"])
+        for result in records:
+            key = (result.case.id, result.metric)
+            pooled[key] = _pool(pooled[key], result) if key in pooled else result
+    return list(pooled.values()), used
+
+
+def _pool(first: Result, other: Result) -> Result:
+    """Two results of one case as one: their samples together; a failed one gives way to
+    one with samples."""
+    if not other.ok:
+        return first
+    if not first.ok:
+        return other
+    return dataclasses.replace(first, samples=first.samples + other.samples)
 
 
 def _file_side(ref: str, path: Path) -> Side:
@@ -95,12 +135,13 @@ def _file_side(ref: str, path: Path) -> Side:
         key = (result.case.id, result.metric)
         if key in pooled:
             replicated.add(key)
-            first = pooled[key]
-            pooled[key] = dataclasses.replace(first, samples=first.samples + result.samples)
+            pooled[key] = _pool(pooled[key], result)
         else:
             pooled[key] = result
-    machines = sorted({r.provenance.machine.hostname for r in pooled.values()
-                       if r.provenance is not None})
+    provenances = [r.provenance for r in pooled.values() if r.provenance is not None]
+    machines = sorted({p.machine.hostname for p in provenances})
     note = (f"{len(replicated)} case(s) held several times: their samples pooled"
             if replicated else "")
-    return Side(ref, tuple(pooled.values()), (), tuple(machines), note)
+    first = provenances[0] if provenances else None
+    return Side(ref, tuple(pooled.values()), (), tuple(machines), note,
+                first.machine.fingerprint if first else None, first.env if first else None)

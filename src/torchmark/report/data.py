@@ -42,12 +42,13 @@ def _ab(store: Any, run_a: int, run_b: int, cases: Sequence[str]) -> dict[str, A
     from torchmark.regressions.gate import gate
 
     report = gate(store.result_records(run=run_a), store.result_records(run=run_b),
-                  max_slowdown=0.0, cases=cases)
-    rows = sorted(report.rows, key=lambda r: r.ratio if math.isfinite(r.ratio) else 0)
+                  max_slowdown=0.0, cases=cases, glob=True)
+    rows = sorted(report.rows,
+                  key=lambda r: r.verdict.ratio if math.isfinite(r.verdict.ratio) else 0)
     return {"baseline": run_a, "candidate": run_b,
-            "rows": [{"case": r.title, "metric": r.metric, "ratio": _finite(r.ratio),
-                      "low": _finite(r.low), "high": _finite(r.high), "verdict": r.verdict}
-                     for r in rows]}
+            "rows": [{"case": r.title, "metric": r.metric, "ratio": _finite(r.verdict.ratio),
+                      "low": _finite(r.verdict.lower), "high": _finite(r.verdict.upper),
+                      "verdict": r.kind} for r in rows]}
 
 
 def _distributions(store: Any, run: int, patterns: Sequence[str]) -> dict[str, Any]:

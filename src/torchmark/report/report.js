@@ -143,7 +143,7 @@
   }
   function abPlot(div) {
     const rows = data.ab.rows.filter((r) => r.ratio !== null);
-    const colors = { regressed: "#cf222e", improved: "#1a7f37", unsure: "#bf8700" };
+    const colors = { slower: "#cf222e", faster: "#1a7f37", unsure: "#bf8700", unmeasured: "#8250df", failed: "#cf222e" };
     Plotly.newPlot(div, [{
       type: "scatter", mode: "markers", orientation: "h",
       x: rows.map((r) => r.ratio), y: rows.map((r, i) => `${i + 1}. ${esc(r.case)} [${esc(r.metric)}]`),

@@ -371,16 +371,18 @@ class Store:
     def results(self, *, case: str | None = None, run: int | None = None,
                 metric: str | None = None, since: str | None = None,
                 machine: str | None = None, env: str | None = None,
-                samples: bool = False) -> list[dict[str, Any]]:
-        """Result rows with their run's time, commit, machine and env (and the raw
-        samples, unpacked, and the result's extra, with `samples=True`), oldest first."""
+                samples: bool = False,
+                cases: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Result rows with their run's time, commit (and whether the tree was dirty),
+        machine and env (and the raw samples, unpacked, and the result's extra, with
+        `samples=True`), oldest first. `cases`: only these case ids."""
         r, res, c = schema.runs, schema.results, schema.cases
         columns = [res.c.id, res.c.run_id, res.c.case_id, res.c.metric, res.c.unit,
                    res.c.number_per_run, res.c.n, res.c.median, res.c.mean, res.c.iqr,
                    res.c.min, res.c.max, res.c.warnings, res.c.failure, r.c.started,
-                   r.c.git_commit, r.c.machine, r.c.env.label("run_env"), r.c.torch_version,
-                   c.c.frontend, c.c.stmt, c.c.label, c.c.sub_label, c.c.description,
-                   c.c.threads, c.c.device]
+                   r.c.git_commit, r.c.git_dirty, r.c.machine, r.c.env.label("run_env"),
+                   r.c.torch_version, c.c.frontend, c.c.stmt, c.c.label, c.c.sub_label,
+                   c.c.description, c.c.threads, c.c.device]
         if samples:
             columns += [res.c.samples, res.c.extra]
         query = sa.select(*columns).join(r, r.c.id == res.c.run_id).join(
@@ -392,8 +394,15 @@ class Store:
         if metric is not None:
             query = query.where(res.c.metric == metric)
         query = _filtered(query, r, since, machine, env).order_by(r.c.started, res.c.id)
+        ids = sorted(set(cases)) if cases is not None else [None]
+        rows = []
         with self.engine.connect() as conn:
-            rows = [dict(row._mapping) for row in conn.execute(query)]
+            for start in range(0, len(ids), 500):  # bounded IN lists
+                chunk = ids[start:start + 500]
+                rows += [dict(row._mapping) for row in conn.execute(
+                    query if chunk == [None] else query.where(res.c.case_id.in_(chunk)))]
+        if cases is not None and len(ids) > 500:
+            rows.sort(key=lambda row: (row["started"], row["id"]))
         if samples:
             for row in rows:
                 row["samples"] = unpack(row["samples"])

@@ -12,6 +12,7 @@ from torchmark.core.bounded_input import brief_repr, load_json
 from torchmark.core.stats import population_std, quantile, select_unit
 from torchmark.core.task_spec import TASK_SPEC_FIELDS, TaskSpec, plain_int
 from torchmark.timing.stopping import StopDecision
+from torchmark.verdicts.replicates import MAX_REPLICATES
 
 SCHEMA_NAME = "torchmark.measurement"
 SCHEMA_VERSION = 1
@@ -124,8 +125,8 @@ class DeviceReport:
 
 
 # processes a measurement over several may hold (measure_in_processes starts at most
-# this many; more read from a file are not trusted)
-MAX_PROCESSES = 64
+# this many; more read from a file are not trusted): the verdict engine's own bound
+MAX_PROCESSES = MAX_REPLICATES
 
 
 def _finite(value: Any) -> float | None:

@@ -16,6 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# the most replicates (processes) a side that are compared as such: the exact U
+# distribution costs the square of the count a side, so a file claiming thousands of
+# processes could stall a comparison for hours
+MAX_REPLICATES = 64
+
 
 @functools.lru_cache(maxsize=64)
 def u_counts(n: int, m: int) -> tuple[int, ...]:

@@ -1,0 +1,59 @@
+"""Tables of verdicts, a row a case: its name, metric, the two medians, the change, the
+interval that decided (the ratio's, widened by the drift between runs), the drift and
+the verdict; as aligned text or Markdown, with a line of why for each case that is
+slower, failed or unmeasured. The gate, the pytest plugin and `compare` print them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from torchmark.verdicts import CaseVerdict
+
+HEADER = ["case", "metric", "baseline", "candidate", "change", "interval", "drift",
+          "verdict"]
+RIGHT = [False, False, True, True, True, False, False, False]
+EXPLAINED = ("slower", "failed", "unmeasured")  # the kinds whose reason is printed
+
+
+def format_value(x: float, unit: str) -> str:
+    """A value in its unit: times scaled (12.5 us), counts with separators."""
+    if not math.isfinite(x):
+        return "-"
+    if unit == "s":
+        from torchmark.core.stats import select_unit
+
+        name, scale = select_unit(x)
+        return f"{x / scale:.4g} {name}"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.4g}"
+
+
+def cells(row: CaseVerdict) -> list[str]:
+    """The row as text cells, in HEADER's order."""
+    v = row.verdict
+    change = f"{v.change:+.1%}" if math.isfinite(v.ratio) else "-"
+    drift = v.drift.describe().split(" (")[0] if v.measured else "-"
+    return [row.title, row.metric, format_value(row.baseline, row.unit),
+            format_value(row.candidate, row.unit), change, v.interval(), drift, v.kind]
+
+
+def text_table(rows: Sequence[CaseVerdict]) -> list[str]:
+    """The rows as an aligned table, then why each explained row got its verdict."""
+    from torchmark.compare.plain_table import align
+
+    return align(HEADER, [cells(r) for r in rows], RIGHT, rule=True) + reasons(rows)
+
+
+def markdown_table(rows: Sequence[CaseVerdict]) -> list[str]:
+    """The rows as a Markdown table, then the reasons as a list."""
+    from torchmark.compare.plain_table import markdown
+
+    return markdown(HEADER, [cells(r) for r in rows], RIGHT) + \
+        ([""] + [f"- {line}" for line in reasons(rows)] if reasons(rows) else [])
+
+
+def reasons(rows: Iterable[CaseVerdict]) -> list[str]:
+    """"TITLE [metric]: slower: REASON" for each row that is slower, failed or
+    unmeasured."""
+    return [f"{r.title} [{r.metric}]: {r.verdict.kind}: {r.verdict.reason}" for r in rows
+            if r.verdict.kind in EXPLAINED]

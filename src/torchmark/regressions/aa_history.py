@@ -1,0 +1,63 @@
+"""The drift between two runs of the same code, from each case's A/A history in the
+store: consecutive runs of one build (the same commit with a clean tree, the same torch)
+on one machine and env, whose ratios show how far runs differ when nothing changed.
+`torchmark calibrate` adds such runs on purpose; CI jobs that re-run an unchanged
+commit add them as they go."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Collection, Iterable
+from typing import Any
+
+from torchmark.verdicts import Drift
+from torchmark.verdicts.drift import from_history
+
+
+def aa_ratios(rows: Iterable[dict[str, Any]], exclude: Collection[int] = ()
+              ) -> dict[tuple[str, str], list[float]]:
+    """(case id, metric) -> log(later / earlier) of each pair of consecutive results
+    (oldest first, as `Store.results` gives them) of one build: the same commit, both
+    trees clean, the same torch. Rows of the runs in `exclude` (the runs being judged)
+    and failed results are left out first."""
+    series: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["run_id"] in exclude or row["failure"] is not None or \
+                not (row["median"] or 0) > 0:
+            continue
+        series.setdefault((row["case_id"], row["metric"]), []).append(row)
+    out: dict[tuple[str, str], list[float]] = {}
+    for key, points in series.items():
+        ratios = [math.log(b["median"] / a["median"]) for a, b in itertools.pairwise(points)
+                  if _build(a) is not None and _build(a) == _build(b)]
+        if ratios:
+            out[key] = ratios
+    return out
+
+
+def _build(row: dict[str, Any]) -> tuple[str, str | None] | None:
+    """What identifies the code a run measured; None when it cannot be told (no commit,
+    or a dirty tree)."""
+    if not row.get("git_commit") or row.get("git_dirty") is not False:
+        return None
+    return row["git_commit"], row.get("torch_version")
+
+
+def history_drifts(store: Any, keys: Collection[tuple[str, str]], *, machine: str | None,
+                   env: str | None, exclude: Collection[int] = (),
+                   confidence: float = 0.95) -> dict[tuple[str, str], Drift]:
+    """(case id, metric) -> the drift its A/A history on `machine` (fingerprint) and
+    `env` shows, for the keys whose history holds enough pairs (verdicts/drift.py)."""
+    if not keys:
+        return {}
+    rows = [row for row in store.results(cases=sorted({case for case, _ in keys}),
+                                         machine=machine, env=env)
+            if row["run_env"] == env]  # env None: the runs without a label only
+    out = {}
+    for key, ratios in aa_ratios(rows, exclude).items():
+        if key in keys:
+            drift = from_history(ratios, confidence)
+            if drift is not None:
+                out[key] = drift
+    return out

@@ -1,0 +1,107 @@
+"""How far two runs of the same code differ on a machine (the drift a verdict allows
+for), estimated from what is at hand, best first:
+
+- `from_history`: the case's own A/A history, the ratios of consecutive runs of one
+  build on one machine (what `torchmark calibrate` adds to the store): the drift is the
+  bound that `confidence` of such ratios stay within (a t quantile of their root mean
+  square on the log scale, so a handful of pairs gives a wider bound than many);
+- `from_processes`: runs timed over several fresh processes, whose comparison is already
+  by the processes' medians: SEQUENTIAL_SPREADS times the median process's own spread,
+  each side;
+- `from_spreads`: SEQUENTIAL_SPREADS times the sum of the two runs' spreads (IQR /
+  median): on a 2-core machine with a busy core, two runs of one statement a moment
+  apart differed by 2 to 75% while each run's IQR was 1 to 70% of its median.
+
+Paired samples (interleaved blocks) and exact counts have no drift of their own:
+`NONE_PAIRED`, `NONE_EXACT`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
+
+SEQUENTIAL_SPREADS = 3.0
+MIN_HISTORY_PAIRS = 3  # A/A pairs of runs the history needs before it is believed
+SOURCES = ("history", "processes", "spreads", "paired", "exact", "given")
+
+
+@dataclasses.dataclass(frozen=True)
+class Drift:
+    """The relative change two runs of the same code may show (0.05: 5% either way) and
+    where the figure comes from (`source`, one of SOURCES; `detail` for people)."""
+
+    value: float
+    source: str
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"Drift: source must be one of {', '.join(SOURCES)}, got "
+                             f"{self.source!r}")
+        if not self.value >= 0:  # nan too
+            raise ValueError(f"Drift: value must be a number >= 0, got {self.value!r}")
+
+    def describe(self) -> str:
+        """"±4.2% (A/A history: 6 pairs of runs)", "none (paired blocks)"."""
+        if self.value == 0:
+            return f"none ({self.detail or self.source})"
+        return f"±{self.value:.1%} ({self.detail or self.source})"
+
+
+NONE_PAIRED = Drift(0.0, "paired", "paired blocks, interleaved")
+NONE_EXACT = Drift(0.0, "exact", "exact counts")
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile (Cornish-Fisher expansion around the normal's: within 0.1%
+    of the exact value from 3 degrees of freedom up), without scipy."""
+    z = statistics.NormalDist().inv_cdf(p)
+    terms = ((z ** 3 + z) / 4,
+             (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+             (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+             (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
+    return z + sum(g / df ** (k + 1) for k, g in enumerate(terms))
+
+
+def from_history(log_ratios: Sequence[float], confidence: float = 0.95,
+                 detail: str = "") -> Drift | None:
+    """The drift that A/A pairs of runs show: `log_ratios` are log(later / earlier) of
+    consecutive runs of one build; None with fewer than MIN_HISTORY_PAIRS."""
+    values = [x for x in log_ratios if math.isfinite(x)]
+    if len(values) < MIN_HISTORY_PAIRS:
+        return None
+    rms = math.sqrt(math.fsum(x * x for x in values) / len(values))
+    bound = t_quantile((1 + confidence) / 2, len(values)) * rms
+    return Drift(math.expm1(min(bound, 700.0)), "history",
+                 detail or f"A/A history: {len(values)} pairs of runs of one build")
+
+
+def from_spreads(baseline: Sequence[float], candidate: Sequence[float]) -> Drift:
+    """SEQUENTIAL_SPREADS times the sum of the two runs' spreads (IQR / median)."""
+    spread = sum(_spread(side) for side in (baseline, candidate))
+    return Drift(SEQUENTIAL_SPREADS * spread, "spreads",
+                 f"{SEQUENTIAL_SPREADS:g} x the two runs' spreads")
+
+
+def from_processes(baseline_spreads: Sequence[float],
+                   candidate_spreads: Sequence[float]) -> Drift:
+    """SEQUENTIAL_SPREADS times the median process's own spread (IQR / median), each
+    side summed: the lottery that sets a process's speed is already in the comparison by
+    processes. Without the spreads (files from before they were kept), none beyond
+    that."""
+    if not (baseline_spreads and candidate_spreads):
+        return Drift(0.0, "processes", "the processes' medians as replicates")
+    spread = sum(statistics.median(s) for s in (baseline_spreads, candidate_spreads))
+    return Drift(SEQUENTIAL_SPREADS * spread, "processes",
+                 f"{SEQUENTIAL_SPREADS:g} x the median process's spread")
+
+
+def _spread(samples: Sequence[float]) -> float:
+    """IQR / median of samples (inf for a median of 0)."""
+    values = sorted(samples)
+    if len(values) < 2:
+        return 0.0
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return (q3 - q1) / median if median > 0 else math.inf

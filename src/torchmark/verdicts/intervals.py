@@ -1,0 +1,112 @@
+"""Intervals and tests on the samples of one run a side: the percentile bootstrap of a
+ratio of medians (unpaired samples), the distribution-free interval of a median (paired
+ratios), the sign test and the Mann-Whitney U test. numpy only; deterministic (a fixed
+seed for the bootstrap)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+MIN_SAMPLES = 5  # fewer samples on a side (unpaired): no interval
+_BOOTSTRAP_CELLS = 4_000_000  # resampled values held in memory at once
+
+
+def median_ratio_interval(baseline: Sequence[float] | np.ndarray,
+                          candidate: Sequence[float] | np.ndarray, confidence: float = 0.95,
+                          *, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The percentile-bootstrap interval of median(candidate) / median(baseline), each
+    side resampled independently with a fixed seed; (nan, nan) with under MIN_SAMPLES
+    samples on a side."""
+    a = np.asarray(baseline, dtype=np.float64)
+    b = np.asarray(candidate, dtype=np.float64)
+    if min(len(a), len(b)) < MIN_SAMPLES:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = _bootstrap_medians(b, resamples, rng) / _bootstrap_medians(a, resamples, rng)
+    ratios = ratios[~np.isnan(ratios)]
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def _bootstrap_medians(times: np.ndarray, resamples: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """The medians of `resamples` resamples (with replacement) of `times`."""
+    out = np.empty(resamples)
+    chunk = max(1, _BOOTSTRAP_CELLS // len(times))
+    for start in range(0, resamples, chunk):
+        rows = min(chunk, resamples - start)
+        picks = rng.integers(0, len(times), size=(rows, len(times)))
+        out[start:start + rows] = np.median(times[picks], axis=1)
+    return out
+
+
+def _binomial_half_cdf(n: int) -> Iterator[float]:
+    """P(X <= 0), P(X <= 1), ... for X ~ Binomial(n, 1/2), computed in log space."""
+    total, log_scale = 0.0, math.lgamma(n + 1) + n * math.log(0.5)
+    for k in range(n + 1):
+        total += math.exp(log_scale - math.lgamma(k + 1) - math.lgamma(n - k + 1))
+        yield min(total, 1.0)
+
+
+def median_interval(sorted_values: Sequence[float] | np.ndarray,
+                    confidence: float) -> tuple[float, float]:
+    """The distribution-free interval for a median: the k-th smallest and k-th largest
+    values, k the largest with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2. Its
+    coverage is at least `confidence` whatever the distribution; (nan, nan) when n is
+    too small for any (at 95%: under 6 values)."""
+    n, tail = len(sorted_values), (1 - confidence) / 2
+    k = 0
+    for below, cdf in enumerate(_binomial_half_cdf(n)):
+        if cdf > tail or below >= n // 2:
+            break
+        k = below + 1  # P(X <= below) <= tail: the (below+1)-th value is a bound
+    if k == 0:
+        return math.nan, math.nan
+    return float(sorted_values[k - 1]), float(sorted_values[n - k])
+
+
+def sign_test_p(above: int, below: int) -> float:
+    """Two-sided p-value of the exact sign test: `above` of `above + below` values (ties
+    left out) lie above the hypothesised median."""
+    n = above + below
+    if n == 0:
+        return 1.0
+    tail = next(itertools.islice(_binomial_half_cdf(n), min(above, below), None))
+    return min(1.0, 2 * tail)
+
+
+def mann_whitney_p(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
+    """Two-sided p-value of the Mann-Whitney U test (normal approximation with tie and
+    continuity corrections); 1.0 when there is nothing to tell apart."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    n1, n2 = len(a), len(b)
+    if n1 == 0 or n2 == 0:
+        return 1.0
+    ranks, tie_sizes = _average_ranks(np.concatenate([a, b]))
+    u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    tie_term = float((tie_sizes ** 3 - tie_sizes).sum()) / (n * (n - 1)) if n > 1 else 0.0
+    variance = n1 * n2 / 12 * ((n + 1) - tie_term)
+    if variance <= 0:
+        return 1.0
+    z = max(abs(u - n1 * n2 / 2) - 0.5, 0.0) / math.sqrt(variance)
+    return min(1.0, math.erfc(z / math.sqrt(2)))
+
+
+def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """1-based ranks, tied values sharing their average rank; and the size of each tie
+    group."""
+    order = np.argsort(values, kind="mergesort")
+    sorted_values = values[order]
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    sizes = np.diff(np.r_[starts, len(values)])
+    average = starts + (sizes + 1) / 2  # the mean of ranks start+1 .. start+size
+    ranks = np.empty(len(values))
+    ranks[order] = np.repeat(average, sizes)
+    return ranks, sizes.astype(np.float64)
