@@ -60,7 +60,7 @@ import sys
 import tempfile
 from typing import NamedTuple
 
-from torchmark.timing.kernel_time import kernel_base
+from torchmark.timing.kernel_names import kernel_base
 
 SIZES = (1 << 10, 1 << 14, 1 << 17, 1 << 20)  # 1K .. 1M elements
 

@@ -173,9 +173,9 @@ def test_fuzz_user_fuzzer_and_errors(capsys):
                           (["fuzz", "os:path"], "refused: it is a module, not a Fuzzer"),
                           (["fuzz", "os:system"], "refused: it is a builtin_function"),
                           (["fuzz", "subprocess:run"], "without a `seed` parameter"),
-                          (["fuzz", "torchmark.fuzzing.catalog:import_user_module"],
+                          (["fuzz", "torchmark.op_fuzzers.catalog:import_user_module"],
                            "a function defined in torchmark.core.user_modules"),
-                          (["fuzz", "torchmark.fuzzing.catalog:_builtin"], "not a public"),
+                          (["fuzz", "torchmark.op_fuzzers.catalog:_builtin"], "not a public"),
                           (["fuzz", "torchmark.fuzzing.catalog:torch"], "refused: it is a "
                                                                      "module"),
                           (["fuzz", "no_such_module:x"], "cannot load fuzzer"),

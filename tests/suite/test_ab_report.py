@@ -24,7 +24,9 @@ def test_deltas_sorted_by_size_and_flagged_above_threshold():
     assert [d.id for d in report.deltas] == ["c", "b", "a"]
     assert [round(d.change, 4) for d in report.deltas] == [-0.2, 0.05, 0.005]
     assert [d.id for d in report.flagged] == ["c", "b"]
-    assert [d.id for d in report.regressions_above(0.04)] == ["b"]
+    assert [d.verdict.kind for d in report.deltas] == ["faster", "slower", "same"]
+    assert [d.id for d in compare_results(A, B, threshold=0.06).slower] == []
+    assert [d.id for d in compare_results(A, B, threshold=0.04).slower] == ["b"]
     assert report.only_a == ["gone"] and report.only_b == ["new"]
     assert report.failed[0][0] == "broken" and "B: boom" in report.failed[0][1]
     assert report.broken == ["broken"]
@@ -34,22 +36,25 @@ def test_text_and_markdown_renderings():
     report = compare_results(A, B)
     text = render_text(report)
     lines = text.splitlines()
-    assert lines[0].split() == ["change", "A", "instr/run", "B", "instr/run", "spread", "case"]
-    assert lines[1].split()[:2] == ["!", "-20.00%"] and lines[1].endswith(" c")
+    assert lines[0].split() == ["change", "A", "instr/run", "B", "instr/run", "spread",
+                                "verdict", "case"]
+    assert lines[1].split()[0] == "-20.00%" and lines[1].split()[-2:] == ["faster", "c"]
     assert "only in A (1): gone" in text and "not compared: broken" in text
     md = render_markdown(report)
     assert md.startswith("**Instruction counts**: 3 cases compared, 2 changed by more than 1.0%")
-    assert "| ! | +5.00% | 2,000 | 2,100 | 0.00% | `b` |" in md
+    assert "| +5.00% | 2,000 | 2,100 | 0.00% | slower | `b` |" in md
 
 
 def test_zero_counts_on_both_sides_are_no_change():
     report = compare_results([record("z", 0)], [record("z", 0)])
     assert report.deltas[0].change == 0.0 and not report.flagged
+    assert report.deltas[0].verdict.kind == "same"
 
 
-def test_change_within_the_repeat_spread_is_marked_uncertain():
+def test_change_within_the_repeat_spread_is_unsure():
     report = compare_results([record("a", 1000, spread=0.03)], [record("a", 1020)])
-    assert render_text(report).splitlines()[1].split()[0] == "?"
+    assert render_text(report).splitlines()[1].split()[-2] == "unsure"
+    assert "+2.0%" in report.deltas[0].verdict.reason
 
 
 def _write(path, records):
@@ -64,15 +69,16 @@ def test_cli_compare_gates_on_growth(tmp_path, capsys):
     assert main(["suite", "compare", str(a), str(b)]) == 0
     capsys.readouterr()
     # a case that counted in A and failed in B fails the gate, whatever the threshold
-    assert main(["suite", "compare", str(a), str(b), "--fail-above", "10"]) == 1
+    assert main(["suite", "compare", str(a), str(b), "--fail-above", "10%"]) == 1
     err = capsys.readouterr().err
-    assert "1 case(s) counted in A failed in B: broken" in err and "grew" not in err
-    assert main(["suite", "compare", str(a), str(b), "--fail-above", "2"]) == 1
+    assert "1 case(s) counted in A failed in B: broken" in err and "slower" not in err
+    assert main(["suite", "compare", str(a), str(b), "--fail-above", "2%"]) == 1
     err = capsys.readouterr().err
-    assert "1 case(s) grew by more than 2.0%: b" in err
+    assert "1 case(s) slower by more than 2.0%: b" in err
     fixed = tmp_path / "fixed.jsonl"
     _write(fixed, [r for r in B if r["id"] != "broken"])
-    assert main(["suite", "compare", str(a), str(fixed), "--fail-above", "10"]) == 0
+    assert main(["suite", "compare", str(a), str(fixed), "--fail-above", "0.1"]) == 0
+    assert main(["suite", "compare", str(a), str(fixed), "--fail-above", "10"]) == 2
     assert main(["suite", "compare", str(a), str(b), "--format", "markdown", "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert "`c`" in out and "`b`" not in out

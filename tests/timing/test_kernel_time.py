@@ -8,6 +8,7 @@ import torch
 from torchmark import Timer
 from torchmark.core.errors import UsageError
 from torchmark.timing import kernel_time
+from torchmark.timing.kernel_names import kernel_base
 from torchmark.timing.kernel_time import (
     CALL_RANGE,
     CallKernels,
@@ -162,9 +163,9 @@ def test_shares_count_launches_per_call_and_sum_the_rest():
 def test_kernel_base_drops_namespaces_templates_and_parameters():
     cupti = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*, int)"
     ncu = "void native::<unnamed>::cunn_SoftMaxForward<4, float, float>(T4 *, int)"
-    assert kernel_time.kernel_base(cupti) == kernel_time.kernel_base(ncu) == "cunn_SoftMaxForward"
-    assert kernel_time.kernel_base("sm80_xmma_gemm_f32") == "sm80_xmma_gemm_f32"
-    assert kernel_time.kernel_base("") == ""
+    assert kernel_base(cupti) == kernel_base(ncu) == "cunn_SoftMaxForward"
+    assert kernel_base("sm80_xmma_gemm_f32") == "sm80_xmma_gemm_f32"
+    assert kernel_base("") == ""
 
 
 def test_the_commonest_launch_order_and_each_position_s_mean():

@@ -97,7 +97,7 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
                   head: str | None = None) -> list[str]:
     """The verdicts as a table (text or Markdown) with what was left out and the counts;
     `head`: the first line (default: the sides' names and how the ratio is taken)."""
-    from torchmark.compare.plain_table import align, markdown
+    from torchmark.core.plain_table import align, markdown
 
     header = ["case", "baseline", "candidate", "ratio", f"{confidence * 100:g}% CI", "p",
               "verdict"]

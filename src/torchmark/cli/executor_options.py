@@ -36,7 +36,7 @@ def executor_options(retries_help: str) -> Callable[[Callable[..., Any]], Callab
 def executor_from(executor: str, ray_address: str | None, ray_resources: str | None,
                   retries: int, workers: int = 1, wall: bool = True) -> Any:
     """The executor the options ask for (bad input: a UsageError, exit 2)."""
-    from torchmark.executors.options import make_executor
+    from torchmark.executors.make import make_executor
 
     return make_executor(executor, workers=workers, address=ray_address,
                          resources=ray_resources, retries=retries, wall=wall)

@@ -9,7 +9,7 @@ import click
 from torchmark.cli.executor_options import executor_from, executor_options, node_provenance
 from torchmark.cli.params import FiniteRange
 from torchmark.cli.store_options import recorder, recording_options
-from torchmark.compare.plain_table import align
+from torchmark.core.plain_table import align
 from torchmark.core.threads import MAX_THREADS
 
 
@@ -69,7 +69,8 @@ def fuzz_cmd(name, seed, count, fmt, all_params, stmt, setup, min_run_time, thre
     memory is allocated: the layouts are computed on the meta device.
     """
     from torchmark.core.errors import USER_CODE_FAILURES, error_line
-    from torchmark.fuzzing.catalog import describe_case, make_fuzzer
+    from torchmark.fuzzing.catalog import describe_case
+    from torchmark.op_fuzzers.catalog import make_fuzzer
 
     fuzzer = make_fuzzer(name, 0 if seed is None else seed)
     if seed is not None and fuzzer.seed != seed:

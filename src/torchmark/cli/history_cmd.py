@@ -35,7 +35,7 @@ def history_cmd(case, metric, as_json, db):
     import fnmatch
 
     from torchmark.cli.store_options import open_store
-    from torchmark.compare.plain_table import align
+    from torchmark.core.plain_table import align
     from torchmark.core.stats import select_unit
 
     store = open_store(db)

@@ -70,7 +70,7 @@ def regressions_cmd(since, cases, machine, env, metric, q, aa, improvements, con
     bad run (commit, torch build), and whether later runs recovered. Each (case, metric,
     machine, env) is its own series, so a change of machine is no regression."""
     from torchmark.cli.store_options import open_store
-    from torchmark.compare.plain_table import align
+    from torchmark.core.plain_table import align
     from torchmark.regressions.history import calibrated, load_series, scan, with_marks
     from torchmark.regressions.thresholds import MIN_SEGMENT
 

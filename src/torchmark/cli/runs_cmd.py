@@ -19,7 +19,7 @@ from torchmark.cli.store_options import db_option
 def runs_cmd(since, machine, env, limit, as_json, db):
     """One line a run: id, time, command, commit, torch, machine, results, status."""
     from torchmark.cli.store_options import open_store
-    from torchmark.compare.plain_table import align
+    from torchmark.core.plain_table import align
 
     runs = open_store(db).runs(since=since, machine=machine, env=env, limit=limit)
     if as_json:

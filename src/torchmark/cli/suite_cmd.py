@@ -8,7 +8,7 @@ from collections import defaultdict
 import click
 
 from torchmark.cli.executor_options import executor_from, executor_options, node_provenance
-from torchmark.cli.params import FiniteRange
+from torchmark.cli.params import FiniteRange, Proportion
 from torchmark.cli.store_options import (
     recorder,
     recording_options,
@@ -173,30 +173,33 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
 @suite_cmd.command("compare")
 @click.argument("a", type=click.Path(dir_okay=False))
 @click.argument("b", type=click.Path(dir_okay=False))
-@click.option("--threshold", type=FiniteRange(min=0), default=1.0, show_default=True,
-              help="Flag changes above this many percent.")
+@click.option("--threshold", type=Proportion(0, 10, high_open=True), default=0.01,
+              show_default=True, help="The smallest change a verdict calls: a fraction "
+                                      "(0.01) or a percent (1%).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
               show_default=True)
 @click.option("--top", type=click.IntRange(min=1), default=None,
               help="Show only the N largest changes.")
-@click.option("--fail-above", type=FiniteRange(min=0), default=None,
-              help="Exit 1 when a case's count grew by more than this many percent, or a "
-                   "case counted in A failed in B.")
+@click.option("--fail-above", type=Proportion(0, 10, high_open=True), default=None,
+              help="The verdicts' threshold (it replaces --threshold): exit 1 when a "
+                   "case's count is slower by more, or a case counted in A failed in B.")
 def compare_cmd(a, b, threshold, fmt, top, fail_above):
-    """Per-case instruction-count deltas from A to B, largest first."""
+    """Per-case instruction-count changes from A to B, largest first, each with its
+    verdict (exact counts; a change within the repeats' spread is unsure)."""
     from torchmark.suite.ab_report import compare_results, render_markdown, render_text
     from torchmark.suite.results import read_records
 
     try:
-        report = compare_results(read_records(a), read_records(b), threshold / 100,
+        report = compare_results(read_records(a), read_records(b),
+                                 threshold if fail_above is None else fail_above,
                                  names=(a, b))
     except OverflowError as e:  # an integer too large for a float
         raise ValueError(f"{a} / {b}: a number is too large ({e})") from None
     click.echo(render_markdown(report, top) if fmt == "markdown" else render_text(report, top))
     if fail_above is not None:
-        worse = report.regressions_above(fail_above / 100)
+        worse = report.slower
         if worse:
-            click.echo(f"{len(worse)} case(s) grew by more than {fail_above}%: "
+            click.echo(f"{len(worse)} case(s) slower by more than {fail_above:.1%}: "
                        + ", ".join(d.id for d in worse[:5]), err=True)
         if report.broken:  # a case that stopped working must not pass the gate
             click.echo(f"{len(report.broken)} case(s) counted in A failed in B: "

@@ -1,7 +1,8 @@
 """Compare tables and their renderers.
 
-`Compare` and `Colorize` are imported on first use, so that a command needing only the
-plain-table helpers (`torchmark runs`) does not import the Timer with them.
+`Compare` and `Colorize` are imported on first use, so that a command needing only a
+renderer of this package (the verdict tables of `gate`) does not import the Timer with
+them.
 """
 
 from __future__ import annotations

@@ -39,14 +39,14 @@ def cells(row: CaseVerdict) -> list[str]:
 
 def text_table(rows: Sequence[CaseVerdict]) -> list[str]:
     """The rows as an aligned table, then why each explained row got its verdict."""
-    from torchmark.compare.plain_table import align
+    from torchmark.core.plain_table import align
 
     return align(HEADER, [cells(r) for r in rows], RIGHT, rule=True) + reasons(rows)
 
 
 def markdown_table(rows: Sequence[CaseVerdict]) -> list[str]:
     """The rows as a Markdown table, then the reasons as a list."""
-    from torchmark.compare.plain_table import markdown
+    from torchmark.core.plain_table import markdown
 
     return markdown(HEADER, [cells(r) for r in rows], RIGHT) + \
         ([""] + [f"- {line}" for line in reasons(rows)] if reasons(rows) else [])

@@ -7,7 +7,8 @@ Ray run starts."""
 
 from torchmark.executors.base import Executor, Item, Job, Outcome
 from torchmark.executors.local import LocalExecutor
-from torchmark.executors.options import RayOptions, make_executor
+from torchmark.executors.make import make_executor
+from torchmark.executors.options import RayOptions
 
 __all__ = ["Executor", "Item", "Job", "LocalExecutor", "Outcome", "RayOptions",
            "make_executor"]

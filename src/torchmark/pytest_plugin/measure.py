@@ -171,7 +171,7 @@ def _device_rounds(one_round: Callable[..., None], args: tuple[Any, ...],
     import torch
 
     from torchmark.timing import l2
-    from torchmark.timing.device_time import indexed_cuda_device
+    from torchmark.timing.cuda_device import indexed_cuda_device
     from torchmark.timing.gpu_sampler import GpuSampler
 
     device = indexed_cuda_device(options.device if options.device.startswith("cuda")

@@ -36,8 +36,8 @@ def _title(group: str | None, metric: str) -> str:
 def summary_lines(results: Sequence[Result], baseline: Sequence[Result] | None,
                   gate_report: Any, baseline_ref: str | None) -> list[str]:
     """The summary's lines (see the module docstring)."""
-    from torchmark.compare.plain_table import align
     from torchmark.compare.verdict_table import cells, format_value, reasons
+    from torchmark.core.plain_table import align
 
     groups: dict[tuple[str | None, str], list[Result]] = {}
     for r in results:

@@ -1,4 +1,5 @@
-"""A/B reports: per-case instruction-count deltas between two results files."""
+"""A/B reports: per-case instruction-count changes between two results files, each
+judged by the verdict engine (exactly; a case's repeats' spread as its drift)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from torchmark.compare.plain_table import align
 from torchmark.core.bounded_input import brief_repr
+from torchmark.core.plain_table import align
+from torchmark.verdicts import Drift, Side, Verdict, judge
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,6 +19,7 @@ class Delta:
     a: float  # instructions per run
     b: float
     spread: float  # the larger repeat spread of the two sides
+    verdict: Verdict
 
     @property
     def change(self) -> float:
@@ -37,10 +40,12 @@ class ABReport:
 
     @property
     def flagged(self) -> list[Delta]:
-        return [d for d in self.deltas if abs(d.change) > self.threshold]
+        """The cases that changed beyond the threshold (slower or faster)."""
+        return [d for d in self.deltas if d.verdict.kind in ("slower", "faster")]
 
-    def regressions_above(self, fraction: float) -> list[Delta]:
-        return [d for d in self.deltas if d.change > fraction]
+    @property
+    def slower(self) -> list[Delta]:
+        return [d for d in self.deltas if d.verdict.kind == "slower"]
 
 
 def _by_id(records: Sequence[dict[str, Any]], side: str) -> dict[str, dict[str, Any]]:
@@ -68,8 +73,9 @@ def _counts(record: dict[str, Any], side: str) -> tuple[float, float]:
 
 def compare_results(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]],
                     threshold: float = 0.01, names: tuple[str, str] = ("A", "B")) -> ABReport:
-    """Deltas of instructions per run for the cases both sides counted. `names` name the
-    two sides in errors about malformed records."""
+    """Deltas of instructions per run for the cases both sides counted, each with its
+    verdict at `threshold` (0.01: 1%). `names` name the two sides in errors about
+    malformed records."""
     if threshold < 0:
         raise ValueError(f"threshold must be >= 0, got {threshold}")
     a_map, b_map = _by_id(a, names[0]), _by_id(b, names[1])
@@ -85,25 +91,27 @@ def compare_results(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]],
                 broken.append(case_id)
             continue
         (per_a, spread_a), (per_b, spread_b) = _counts(ra, names[0]), _counts(rb, names[1])
-        deltas.append(Delta(case_id, per_a, per_b, max(spread_a, spread_b)))
+        spread = max(spread_a, spread_b)
+        drift = Drift(spread, "spreads", "the repeats' spread") if spread > 0 else None
+        deltas.append(Delta(case_id, per_a, per_b, spread,
+                            judge(Side((per_a,)), Side((per_b,)), metric="instructions",
+                                  threshold=threshold, drift=drift)))
     deltas.sort(key=lambda d: (-abs(d.change), d.id))
     return ABReport(deltas, [i for i in a_map if i not in b_map],
                     [i for i in b_map if i not in a_map], failed, threshold, broken)
 
 
-def _row(d: Delta, threshold: float) -> list[str]:
-    flag = "!" if abs(d.change) > threshold else ""
-    if flag and abs(d.change) <= d.spread:
-        flag = "?"  # beyond the threshold, but within the repeats' own spread
-    return [flag, f"{d.change:+.2%}", f"{d.a:,.0f}", f"{d.b:,.0f}", f"{d.spread:.2%}", d.id]
+def _row(d: Delta) -> list[str]:
+    return [f"{d.change:+.2%}", f"{d.a:,.0f}", f"{d.b:,.0f}", f"{d.spread:.2%}",
+            d.verdict.kind, d.id]
 
 
-HEADERS = ["", "change", "A instr/run", "B instr/run", "spread", "case"]
+HEADERS = ["change", "A instr/run", "B instr/run", "spread", "verdict", "case"]
 
 
 def render_text(report: ABReport, limit: int | None = None) -> str:
-    rows = [_row(d, report.threshold) for d in report.deltas[:limit]]
-    lines = align(HEADERS, rows, right=[True] * 5 + [False])
+    rows = [_row(d) for d in report.deltas[:limit]]
+    lines = align(HEADERS, rows, right=[True] * 4 + [False, False])
     lines += _footer(report)
     return "\n".join(lines)
 
@@ -112,10 +120,10 @@ def render_markdown(report: ABReport, limit: int | None = None) -> str:
     flagged = report.flagged
     lines = [f"**Instruction counts**: {len(report.deltas)} cases compared, {len(flagged)} "
              f"changed by more than {report.threshold:.1%}.", ""]
-    lines.append("| " + " | ".join(h or "flag" for h in HEADERS) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * 4 + ["---"]) + "|")
+    lines.append("| " + " | ".join(HEADERS) + " |")
+    lines.append("|" + "|".join(["---:"] * 4 + ["---", "---"]) + "|")
     for d in report.deltas[:limit]:
-        cells = _row(d, report.threshold)
+        cells = _row(d)
         cells[-1] = f"`{cells[-1]}`"
         lines.append("| " + " | ".join(cells) + " |")
     extra = _footer(report)

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torchmark.core.errors import UsageError
+from torchmark.timing.cuda_device import WARM_UP_S, indexed_cuda_device, require_cuda
 from torchmark.timing.gpu_sampler import GpuSampler, Sampled, TimedPass, capture_graph
 from torchmark.timing.measurement import DeviceReport, SmClockSummary
 from torchmark.timing.stopping import StopRule
@@ -102,14 +103,6 @@ class DeviceTimeOptions:
                 f"graph_calls=1, or l2='hot'")
 
 
-def require_cuda() -> None:
-    import torch
-
-    if not torch.cuda.is_available():
-        raise RuntimeError("device time needs a CUDA device, and torch.cuda.is_available() is "
-                           "False here; use blocked_autorange() for host time")
-
-
 def cuda_device(device: Any) -> Any:
     """`device` ("cuda", "cuda:1", 1, a torch.device) as a torch.device of type cuda, or
     a ValueError naming what was given."""
@@ -127,15 +120,6 @@ def cuda_device(device: Any) -> Any:
         raise UsageError(f"device time: {parsed} does not exist here "
                          f"({torch.cuda.device_count()} CUDA device(s))")
     return parsed
-
-
-def indexed_cuda_device(device: Any = None) -> Any:
-    """`device` (None or "cuda": the current one) as a torch.device with its index."""
-    import torch
-
-    device = torch.device(device or "cuda")
-    return device if device.index is not None else \
-        torch.device("cuda", torch.cuda.current_device())
 
 
 def device_of_tensors(namespace: dict[str, Any]) -> Any:
@@ -200,9 +184,6 @@ class SmClock:
             self.note = f"SM clock check stopped ({type(e).__name__}: {e})"
             return None
         return mhz / self.max_mhz
-
-
-WARM_UP_S = 0.025  # as triton's do_bench: long enough for clocks and caches to settle
 
 
 def measure_device_time(call: Callable[[], Any], options: DeviceTimeOptions,

@@ -185,18 +185,6 @@ class KernelShare:
     share: float
 
 
-def kernel_base(name: str) -> str:
-    """A kernel's function name without namespaces, template arguments or parameters
-    ("void at::native::vectorized_elementwise_kernel<4, ...>(...)" ->
-    "vectorized_elementwise_kernel"): tools spell the rest differently (CUPTI
-    "at::native::" and "(anonymous namespace)", ncu "native::" and "<unnamed>")."""
-    for anonymous in ("(anonymous namespace)::", "<unnamed>::"):
-        name = name.replace(anonymous, "")
-    cut = min((i for i in (name.find("<"), name.find("(")) if i >= 0), default=len(name))
-    words = name[:cut].split()
-    return words[-1].split("::")[-1] if words else name
-
-
 @dataclasses.dataclass(frozen=True)
 class KernelSequence:
     """The calls' commonest launch order: each position's kernel name and its mean
@@ -392,7 +380,7 @@ def measure_kernel_time(call: Callable[[], Any], options: KernelTimeOptions,
     """Kernel seconds per call of `call` on a CUDA device (see the module docstring)."""
     import torch
 
-    from torchmark.timing.device_time import indexed_cuda_device, require_cuda
+    from torchmark.timing.cuda_device import indexed_cuda_device, require_cuda
 
     require_cuda()
     device = indexed_cuda_device(device)
@@ -402,7 +390,7 @@ def measure_kernel_time(call: Callable[[], Any], options: KernelTimeOptions,
 
 def _measure(torch: Any, call: Callable[[], Any], options: KernelTimeOptions,
              device: Any) -> KernelRun:
-    from torchmark.timing.device_time import WARM_UP_S
+    from torchmark.timing.cuda_device import WARM_UP_S
     from torchmark.timing.gpu_sampler import GpuSampler, sample_until
 
     flush = None

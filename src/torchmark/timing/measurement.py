@@ -397,7 +397,7 @@ class Measurement:
 
     def _launch_order_lines(self, meta: dict[str, Any]) -> list[str]:
         """A call of 2 to 8 kernels: its launch order, each kernel's mean time."""
-        from torchmark.timing.kernel_time import kernel_base
+        from torchmark.timing.kernel_names import kernel_base
 
         sequence: dict[str, Any] = _typed(meta.get("sequence"), dict) or {}
         steps: list[Any] = _typed(sequence.get("kernels"), list) or []

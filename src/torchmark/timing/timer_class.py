@@ -353,11 +353,8 @@ class Timer:
         times, the stopping rule that ended sampling, the sample count and the clock
         check.
         """
-        from torchmark.timing.device_time import (
-            DeviceTimeOptions,
-            measure_device_time,
-            require_cuda,
-        )
+        from torchmark.timing.cuda_device import require_cuda
+        from torchmark.timing.device_time import DeviceTimeOptions, measure_device_time
 
         if self._language is not Language.PYTHON:
             raise UsageError("Timer.device_time: only Python statements (C++ snippets time "
@@ -391,7 +388,7 @@ class Timer:
         (a buffer twice the L2 read through: see timing/l2.py). The metadata names the
         kernels and their share.
         """
-        from torchmark.timing.device_time import require_cuda
+        from torchmark.timing.cuda_device import require_cuda
         from torchmark.timing.kernel_time import (
             KernelTimeOptions,
             kernel_metadata,

@@ -87,6 +87,11 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
     exact = metric in EXACT_METRICS
     default_drift = drifts.NONE_EXACT if exact else drifts.NONE_PAIRED
     problem = _unusable(baseline, candidate)
+    if problem is not None and exact and _all_zero(baseline) and _all_zero(candidate):
+        # nothing counted on either side (an empty statement's allocations): no change
+        return Verdict("same", 1.0, 1.0, 1.0, 1.0, 1.0, drift or default_drift,
+                       float(threshold), confidence, "exact: nothing on either side",
+                       "0 on both sides: no change", math.nan)
     if problem is not None:
         kind, reason = problem
         return _no_ratio(kind, reason, drift or default_drift, **settings)
@@ -167,6 +172,11 @@ def _unusable(baseline: Side, candidate: Side) -> tuple[str, str] | None:
     if statistics.median(candidate.samples) <= 0:
         return "unmeasured", "the candidate's median is zero: no ratio can be formed"
     return None
+
+
+def _all_zero(side: Side) -> bool:
+    return side.failure is None and len(side.samples) > 0 and \
+        all(s == 0 for s in side.samples)
 
 
 def _no_ratio(kind: str, reason: str, drift: Drift, ratio: float = math.nan, *,
