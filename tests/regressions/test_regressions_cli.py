@@ -147,3 +147,41 @@ def test_nothing_to_check_is_not_all_clear(tmp_path, measured, capsys):
     out = capsys.readouterr()
     assert "1 series checked (1 with under 8 runs" in out.err
     assert main(["regressions", "--db", db, "--note", "why"]) == 2
+
+
+def test_a_2x_step_at_run_9_is_reported_at_run_9_with_its_dirty_marker(tmp_path, capsys):
+    """20 runs of 5 to 30 samples with 10% noise, a 2x step at run 9 (a dirty tree), and
+    a run of a single sample after it reading as the old level: the change is at run 9,
+    the single-sample run is left out and named, the commit keeps its '+'."""
+    import numpy as np
+
+    from torchmark.core.result import Case, Result
+
+    db = f"sqlite:///{tmp_path / 'step.db'}"
+    store = Store(db)
+    base = Provenance.capture(env="ci")
+    first = dt.datetime(2026, 9, 1, tzinfo=dt.timezone.utc)
+    case = Case(id="timeit:step", frontend="timeit", stmt="f()", label="step")
+    rng = np.random.default_rng(9)
+    for k in range(20):
+        level = 2e-5 if k >= 8 else 1e-5
+        n = 1 if k == 10 else int(rng.integers(5, 30))
+        samples = level * np.exp(rng.normal(0, 0.1, n)) if n > 1 else [1e-5]
+        provenance = dataclasses.replace(base, git_commit=f"{k:02d}" + "d" * 38,
+                                         git_dirty=k == 8,
+                                         started=(first + dt.timedelta(hours=k)).isoformat())
+        run = store.start_run(provenance)
+        store.record([Result(case=case, metric="wall", samples=tuple(samples))], run)
+        store.finish_run(run, "ok")
+    store.close()
+    assert main(["regressions", "--db", db, "--json"]) == 0
+    [change] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (change["last_good"]["run_id"], change["first_bad"]["run_id"]) == (8, 9)
+    assert change["first_bad"]["dirty"] is True and change["few_samples"] == [11]
+    assert main(["regressions", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "run 9 08dddddd+" in out and "run 8 07dddddd " in out
+    assert "1 run(s) of fewer than 3 samples left out of the detection: run(s) 11" in out
+    assert main(["history", "--db", db, "step"]) == 0
+    out = capsys.readouterr().out
+    assert "08dddddddd+" in out and "1 (few)" in out

@@ -35,7 +35,7 @@ def test_timeit_records_and_the_store_commands_read_it(tmp_path, capsys):
     assert main(["history", case, "--db", db]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{case} [wall]") and out.count(" us ") == 2
-    assert main(["history", "mul*", "--db", db]) == 0  # a pattern of names
+    assert main(["history", "mul*", "--glob", "--db", db]) == 0  # a pattern of names
     assert capsys.readouterr().out == out
     assert main(["show", f"run:{runs[0]['id']}", "--db", db]) == 0
     capsys.readouterr()

@@ -23,32 +23,35 @@ def sparkline(values: list[float]) -> str:
 
 @click.command("history")
 @click.argument("case")
+@click.option("--glob", is_flag=True, help="CASE is a shell pattern of ids and names "
+                                           "('mul: n=*').")
 @click.option("--metric", type=click.Choice(["wall", "device", "kernel", "batch", "instructions", "memory"]),
               default=None, help="One metric (default: all the case has).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines.")
 @db_option
-def history_cmd(case, metric, as_json, db):
-    """CASE's median a run, oldest first, with commit and machine, and a sparkline: one
-    table a metric, machine and env (values from two machines are two histories). CASE:
-    a case id (as `show RUN --format json` and `regressions` give it), or a shell pattern
-    matched against ids and names ("mul: n=*")."""
-    import fnmatch
-
+def history_cmd(case, glob, metric, as_json, db):
+    """CASE's median a run, oldest first, with its sample count, commit ("+": the tree
+    had uncommitted changes) and machine, and a sparkline: one table a metric, machine
+    and env (values from two machines are two histories). CASE: a case id (as `show RUN
+    --format json` and `regressions` give it) or its name exactly; with --glob, a shell
+    pattern matched against ids and names. A run of fewer than 3 samples is marked: its
+    median is a sample or two, and change-point detection leaves it out."""
     from torchmark.cli.store_options import open_store
     from torchmark.core.plain_table import align
+    from torchmark.core.provenance import commit_label
+    from torchmark.core.result import cases_named
     from torchmark.core.stats import select_unit
 
     store = open_store(db)
     titles = store.case_titles()
-    ids = [case] if case in titles else sorted(
-        i for i, title in titles.items()
-        if fnmatch.fnmatchcase(i, case) or fnmatch.fnmatchcase(title, case))
+    ids = cases_named(titles, [case], glob)
     points = [{"case_id": i, **p} for i in ids for p in store.history(i, metric)]
     if not points:
         raise click.UsageError(
             f"the store holds no {metric + ' ' if metric else ''}results of a case "
             f"{case!r} (`torchmark regressions` and `torchmark show RUN --format json` "
-            "give case ids; a pattern such as 'mul*' matches names)")
+            "give case ids and names" + ("" if glob else "; --glob takes a pattern such "
+                                         "as 'mul*'") + ")")
     if as_json:
         for point in points:
             click.echo(json.dumps(point, default=str))
@@ -68,9 +71,10 @@ def history_cmd(case, metric, as_json, db):
                    f"({where})")
         rows = [[str(p["run_id"]), p["started"][:19].replace("T", " "),
                  f"{p['median'] / scale:.4g} {unit}" if p["median"] is not None else
-                 f"failed: {p['failure']}", (p["git_commit"] or "")[:10],
+                 f"failed: {p['failure']}",
+                 f"{p['n']}{' (few)' if p['median'] is not None and p['n'] < 3 else ''}",
+                 commit_label(p["git_commit"], p["git_dirty"]),
                  p["torch_version"] or ""] for p in series]
-        for line in align(["run", "started (UTC)", "median", "commit", "torch"], rows,
-                          [True, False, True, False, False], rule=True):
+        for line in align(["run", "started (UTC)", "median", "samples", "commit", "torch"],
+                          rows, [True, False, True, True, False, False], rule=True):
             click.echo(line)
-

@@ -24,8 +24,8 @@ def _rows(changes) -> list[list[str]]:
             f"{format_value(p.before, c.series.unit)} -> "
             f"{format_value(p.after, c.series.unit)}",
             f"{p.ratio - 1:+.1%}", interval,
-            f"run {good.run_id} {(good.commit or '')[:8]}",
-            f"run {bad.run_id} {(bad.commit or '')[:8]} {bad.torch or ''}".rstrip(),
+            f"run {good.run_id} {good.commit_label}".rstrip(),
+            f"run {bad.run_id} {bad.commit_label} {bad.torch or ''}".rstrip(),
             f"yes (run {c.recovered_at.run_id})" if c.recovered_at else "no",
             c.mark or "", c.key])
     return rows
@@ -37,8 +37,10 @@ HEADER = ["case", "metric", "level", "change", "95% CI of ratio", "last good", "
 
 @click.command("regressions")
 @click.option("--since", default=None, help="Only runs started on or after this date (ISO).")
-@click.option("--case", "cases", multiple=True, metavar="PATTERN",
-              help="Only cases whose id or name matches this shell pattern (repeatable).")
+@click.option("--case", "cases", multiple=True, metavar="CASE",
+              help="Only this case: its id or name exactly (repeatable); shell patterns "
+                   "with --glob.")
+@click.option("--glob", is_flag=True, help="--case values are shell patterns.")
 @click.option("--machine", default=None, help="A machine fingerprint or hostname.")
 @click.option("--env", default=None, help="An environment label.")
 @click.option("--metric", type=click.Choice(["wall", "device", "kernel", "batch", "instructions", "memory"]),
@@ -63,12 +65,14 @@ HEADER = ["case", "metric", "level", "change", "95% CI of ratio", "last good", "
 @click.option("--note", default="", help="Why (stored with --dismiss / --acknowledge).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, one a change.")
 @db_option
-def regressions_cmd(since, cases, machine, env, metric, q, aa, improvements, confirm,
+def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvements, confirm,
                     min_run_time, dismiss, acknowledge, note, as_json, db):
     """Every change detected across the store's history, newest first: the case, its
     metric, the level before and after with the ratio's interval, the last good and first
-    bad run (commit, torch build), and whether later runs recovered. Each (case, metric,
-    machine, env) is its own series, so a change of machine is no regression."""
+    bad run (commit, "+" for a tree with uncommitted changes; torch build), and whether
+    later runs recovered. Each (case, metric, machine, env) is its own series, so a
+    change of machine is no regression; runs of fewer than 3 samples are left out of the
+    detection, and named."""
     from torchmark.cli.store_options import open_store
     from torchmark.core.plain_table import align
     from torchmark.regressions.history import calibrated, load_series, scan, with_marks
@@ -80,12 +84,12 @@ def regressions_cmd(since, cases, machine, env, metric, q, aa, improvements, con
         raise click.UsageError("a change is either dismissed or acknowledged, not both: "
                                f"{', '.join(sorted(set(dismiss) & set(acknowledge)))}")
     store = open_store(db)
-    thresholds = calibrated(store, aa, cases=cases) if aa else None
+    thresholds = calibrated(store, aa, cases=cases, glob=glob) if aa else None
     for name, limits in (thresholds or {}).items():
         click.echo(f"calibrated on {aa}: {name}: changes under {limits.min_effect:.2%} "
                    f"ignored, run-to-run noise at least {limits.noise_floor:.2%}", err=True)
     series = load_series(store, cases=cases, metric=metric, since=since, machine=machine,
-                         env=env)
+                         env=env, glob=glob)
     if not series:
         raise click.UsageError("no results match (" + ", ".join(
             f"{name} {value}" for name, value in (
@@ -132,4 +136,10 @@ def regressions_cmd(since, cases, machine, env, metric, q, aa, improvements, con
     for line in align(HEADER, _rows(changes), [False, False, False, True, False, False,
                                               False, False, False, False], rule=True):
         click.echo(line)
+    for change in changes:
+        if change.few_samples:
+            click.echo(f"{change.key}: {len(change.few_samples)} run(s) of fewer than 3 "
+                       f"samples left out of the detection: run(s) "
+                       f"{', '.join(map(str, change.few_samples[:10]))}"
+                       f"{' ...' if len(change.few_samples) > 10 else ''}")
     return 0

@@ -11,8 +11,10 @@ from torchmark.cli.store_options import db_option
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The HTML file to write (replaced).")
 @click.option("--since", default=None, help="Only runs started on or after this date (ISO).")
-@click.option("--case", "cases", multiple=True, metavar="PATTERN",
-              help="Only cases whose id or name matches this shell pattern (repeatable).")
+@click.option("--case", "cases", multiple=True, metavar="CASE",
+              help="Only this case: its id or name exactly (repeatable); shell patterns "
+                   "with --glob.")
+@click.option("--glob", is_flag=True, help="--case values are shell patterns.")
 @click.option("--run", type=click.IntRange(min=1), default=None,
               help="The run whose raw samples are shown [default: the newest].")
 @click.option("--ab", nargs=2, type=click.IntRange(min=1), default=None,
@@ -20,7 +22,7 @@ from torchmark.cli.store_options import db_option
               help="The two runs of the A/B view [default: the newest run and the newest "
                    "earlier one sharing a case with it].")
 @db_option
-def report_cmd(output, since, cases, run, ab, db):
+def report_cmd(output, since, cases, glob, run, ab, db):
     """Write one HTML file that works offline (plotly.js embedded): the runs, the
     regressions (each linking to its case), every case's history with its change points
     and the spread of its raw samples, an A/B view of two runs, and one run's raw
@@ -33,7 +35,7 @@ def report_cmd(output, since, cases, run, ab, db):
         if not store.has_run(wanted):
             raise click.UsageError(f"the store at {store.where} holds no run {wanted} "
                                    "(`torchmark runs` lists them)")
-    path = write_report(store, output, since=since, cases=cases, run=run,
+    path = write_report(store, output, since=since, cases=cases, glob=glob, run=run,
                         ab=tuple(ab) if ab else None)
     size = path.stat().st_size
     click.echo(f"wrote {path} ({size / 1e6:.1f} MB)")

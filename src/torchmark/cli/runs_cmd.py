@@ -20,6 +20,7 @@ def runs_cmd(since, machine, env, limit, as_json, db):
     """One line a run: id, time, command, commit, torch, machine, results, status."""
     from torchmark.cli.store_options import open_store
     from torchmark.core.plain_table import align
+    from torchmark.core.provenance import commit_label
 
     runs = open_store(db).runs(since=since, machine=machine, env=env, limit=limit)
     if as_json:
@@ -28,7 +29,7 @@ def runs_cmd(since, machine, env, limit, as_json, db):
         return
     rows = [[str(r["id"]), r["started"][:19].replace("T", " "),
              " ".join(r["command"][1:3]) if r["command"] else "",
-             (r["git_commit"] or "")[:10] + ("+" if r["git_dirty"] else ""),
+             commit_label(r["git_commit"], r["git_dirty"]),
              r["torch_version"] or "", (r["machine"] or "")[:8], r["env"] or "",
              str(r["results"]), r["status"]] for r in runs]
     header = ["run", "started (UTC)", "command", "commit", "torch", "machine", "env",

@@ -231,3 +231,9 @@ def _git_state(folder: str | None = None) -> tuple[str | None, bool | None]:
         return None, None
     status = git("status", "--porcelain", "--untracked-files=no")
     return commit.strip(), (bool(status.strip()) if status is not None else None)
+
+
+def commit_label(commit: str | None, dirty: bool | None, width: int = 10) -> str:
+    """A commit as tables show it: its first `width` characters, and "+" when the tree
+    had uncommitted changes ("9828482c3a+"); "" without a commit."""
+    return (commit or "")[:width] + ("+" if commit and dirty else "")

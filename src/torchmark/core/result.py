@@ -69,14 +69,7 @@ class Case:
     def named(self, patterns: Sequence[str], glob: bool = False) -> bool:
         """Whether one of `patterns` names this case: its id or its title exactly, or,
         with `glob`, a shell pattern of either (no patterns name every case)."""
-        if not patterns:
-            return True
-        names = (self.id, self.title)
-        if glob:
-            import fnmatch
-
-            return any(fnmatch.fnmatchcase(name, p) for p in patterns for name in names)
-        return any(name in patterns for name in names)
+        return names_match((self.id, self.title), patterns, glob)
 
     @property
     def title(self) -> str:
@@ -90,6 +83,31 @@ class Case:
         if self.threads > 1:
             name += f" ({self.threads} threads)"
         return name
+
+
+def cases_named(titles: Mapping[str, str], patterns: Sequence[str],
+                glob: bool = False) -> list[str]:
+    """The case ids that `patterns` name among `titles` (id -> title), in natural order
+    of their titles: each pattern an id or a title exactly, or with `glob`, a shell
+    pattern of either (brackets in a title such as "test_relu_sum[256]" are then a
+    pattern, not itself); no patterns: every case."""
+    from torchmark.core.stats import natural_key
+
+    return sorted((case_id for case_id, title in titles.items()
+                   if names_match((case_id, title), patterns, glob)),
+                  key=lambda case_id: natural_key(titles[case_id]))
+
+
+def names_match(names: Sequence[str], patterns: Sequence[str], glob: bool = False) -> bool:
+    """Whether one of `patterns` is one of `names` (with `glob`: a shell pattern of one);
+    no patterns match anything."""
+    if not patterns:
+        return True
+    if glob:
+        import fnmatch
+
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns for name in names)
+    return any(name in patterns for name in names)
 
 
 def timer_case(spec: TaskSpec, frontend: str, device: str = "cpu",

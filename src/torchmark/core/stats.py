@@ -61,6 +61,14 @@ def trim_sigfig(x: float, n: int) -> float:
     return float(round(x / scale) * scale)
 
 
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders the numbers in `text` by value: "0_9" before "0_10"."""
+    import re
+
+    return tuple((0, int(part)) if part.isdigit() else (1, part)
+                 for part in re.split(r"(\d+)", text) if part)
+
+
 def ordered_unique(elements: Iterable[Any]) -> list[Any]:
     """Unique elements in order of first appearance."""
     return list(dict.fromkeys(elements))

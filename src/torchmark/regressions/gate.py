@@ -19,6 +19,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from torchmark.core.result import Result
+from torchmark.core.stats import natural_key
 from torchmark.verdicts import VERDICTS, CaseVerdict, Drift, Side, judge
 from torchmark.verdicts.replicates import MAX_REPLICATES
 
@@ -115,11 +116,3 @@ def _index(results: Sequence[Result], metric: str | None, patterns: Sequence[str
            glob: bool) -> dict[tuple[str, str], Result]:
     return {(r.case.id, r.metric): r for r in results
             if (metric is None or r.metric == metric) and r.case.named(patterns, glob)}
-
-
-def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
-    """A sort key that orders the numbers in `text` by value: "0_9" before "0_10"."""
-    import re
-
-    return tuple((0, int(part)) if part.isdigit() else (1, part)
-                 for part in re.split(r"(\d+)", text) if part)

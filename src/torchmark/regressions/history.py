@@ -10,12 +10,12 @@ with its last good and first bad run and whether later runs recovered.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from torchmark.regressions.detect import ChangePoint, Thresholds, detect, select_fdr
+from torchmark.regressions.thresholds import MIN_SEGMENT
 
 HIGHER_IS_WORSE = {"wall": True, "device": True, "kernel": True, "batch": True,
                    "instructions": True, "memory": True}
@@ -34,6 +34,14 @@ class Point:
     n: int
     commit: str | None
     torch: str | None
+    dirty: bool | None = None  # the tree had uncommitted changes
+
+    @property
+    def commit_label(self) -> str:
+        """The commit as tables show it ("9828482c+": dirty)."""
+        from torchmark.core.provenance import commit_label
+
+        return commit_label(self.commit, self.dirty, 8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +73,8 @@ class Change:
     recovered_at: Point | None  # the first run back at the old level, if any
     mark: str | None = None  # dismissed, acknowledged, confirmed, not-confirmed
     note: str = ""
+    # the series' runs of fewer than 3 samples, left out of detection
+    few_samples: tuple[int, ...] = ()
 
     @property
     def key(self) -> str:
@@ -80,7 +90,8 @@ class Change:
                 "last_good": dataclasses.asdict(self.last_good),
                 "first_bad": dataclasses.asdict(self.first_bad),
                 "recovered_at": dataclasses.asdict(self.recovered_at)
-                if self.recovered_at else None, "mark": self.mark, "note": self.note}
+                if self.recovered_at else None, "mark": self.mark, "note": self.note,
+                "few_samples": list(self.few_samples)}
 
 
 def _quartiles(samples: Sequence[float]) -> tuple[float, float]:
@@ -94,21 +105,23 @@ def _quartiles(samples: Sequence[float]) -> tuple[float, float]:
 
 def load_series(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
                 since: str | None = None, machine: str | None = None,
-                env: str | None = None, samples: bool = True) -> list[Series]:
+                env: str | None = None, samples: bool = True,
+                glob: bool = False) -> list[Series]:
     """Every (case, metric, machine, env) series of the store, oldest point first;
-    `cases`: shell patterns matched against case ids and titles. Failed results are left
-    out (a failure is no point of a level). `samples`: keep each run's raw samples."""
-    rows = store.results(metric=metric, since=since, machine=machine, env=env,
-                         samples=True)
+    `cases`: case ids or titles (with `glob`, shell patterns of them). Failed results
+    are left out (a failure is no point of a level). `samples`: keep each run's raw
+    samples."""
+    from torchmark.core.result import cases_named
+
     titles = store.case_titles()
+    wanted = set(cases_named(titles, cases, glob)) if cases else None
+    rows = store.results(metric=metric, since=since, machine=machine, env=env,
+                         samples=True, cases=sorted(wanted) if wanted is not None else None)
     grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
         if row["failure"] is not None or row["median"] is None:
             continue
         case_id = row["case_id"]
-        if cases and not any(fnmatch.fnmatchcase(name, p) for p in cases
-                             for name in (case_id, titles[case_id])):
-            continue
         key = (case_id, row["metric"], row["unit"], row["machine"], row["run_env"])
         grouped.setdefault(key, []).append(row)
     out = []
@@ -118,7 +131,7 @@ def load_series(store: Any, *, cases: Sequence[str] = (), metric: str | None = N
             low, high = _quartiles(row["samples"])
             points.append(Point(row["run_id"], row["started"], float(row["median"]), low,
                                 high, int(row["n"]), row["git_commit"],
-                                row["torch_version"]))
+                                row["torch_version"], row["git_dirty"]))
         out.append(Series(case_id, titles[case_id], name, unit, on, label, tuple(points),
                           tuple(tuple(r["samples"]) for r in group) if samples else None))
     return out
@@ -135,17 +148,26 @@ def _recovered(series: Series, change: ChangePoint,
 
 
 def series_changes(series: Series, found: Sequence[ChangePoint]) -> list[Change]:
-    """The change points of one series as Changes (improvements included)."""
+    """The change points of one series as Changes (improvements included); the last
+    good run is the last before the change that detection used (runs of fewer than 3
+    samples are left out, and named)."""
+    from torchmark.regressions.noise import few_samples
+
     worse_up = HIGHER_IS_WORSE.get(series.metric, True)
+    few = set(few_samples(series.samples))
+    if len(series.points) - len(few) < 2 * MIN_SEGMENT:  # detection kept them all
+        few = set()
     out = []
     for cp in found:
         kind = "regression" if (cp.ratio > 1) == worse_up else "improvement"
-        out.append(Change(series, cp, kind, series.points[cp.index - 1],
-                          series.points[cp.index], _recovered(series, cp, found)))
+        before = max((i for i in range(cp.index) if i not in few), default=cp.index - 1)
+        out.append(Change(series, cp, kind, series.points[before], series.points[cp.index],
+                          _recovered(series, cp, found),
+                          few_samples=tuple(series.points[i].run_id for i in sorted(few))))
     return out
 
 
-def calibrated(store: Any, aa: str, *, cases: Sequence[str] = (),
+def calibrated(store: Any, aa: str, *, cases: Sequence[str] = (), glob: bool = False,
                alarms_per_1000: float = 1.0) -> dict[str, Thresholds]:
     """Thresholds per metric measured on A/A history: the series of the runs labelled
     `env:LABEL`, or made at `commit:SHA` (one build measured again and again, so every
@@ -156,7 +178,7 @@ def calibrated(store: Any, aa: str, *, cases: Sequence[str] = (),
     kind, _, value = aa.partition(":")
     if kind not in ("env", "commit") or not value:
         raise UsageError(f"A/A history must be env:LABEL or commit:SHA, got {aa!r}")
-    found = load_series(store, cases=cases, env=value if kind == "env" else None)
+    found = load_series(store, cases=cases, env=value if kind == "env" else None, glob=glob)
     if kind == "commit":
         found = [_only_commit(s, value) for s in found]
     builds = {(p.commit, p.torch) for s in found for p in s.points}
@@ -186,7 +208,7 @@ def _only_commit(series: Series, prefix: str) -> Series:
 
 def scan(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
          since: str | None = None, machine: str | None = None, env: str | None = None,
-         q: float = 0.05, improvements: bool = False,
+         q: float = 0.05, improvements: bool = False, glob: bool = False,
          series: Sequence[Series] | None = None,
          thresholds: dict[str, Thresholds] | None = None) -> list[Change]:
     """Every change across the store's series, newest first: detected per series, then
@@ -195,7 +217,7 @@ def scan(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
     `thresholds`: per metric, from `calibrated` (the metric's defaults otherwise)."""
     if series is None:
         series = load_series(store, cases=cases, metric=metric, since=since,
-                             machine=machine, env=env)
+                             machine=machine, env=env, glob=glob)
     limits = thresholds or {}
     found = [detect(s.values, samples=s.samples, metric=s.metric,
                     thresholds=limits.get(s.metric)) for s in series]

@@ -96,9 +96,11 @@ def row_quantiles(rows: np.ndarray, qs: Sequence[float]) -> list[np.ndarray]:
 
 
 def run_errors(samples: Sequence[Sequence[float]] | None, n: int) -> np.ndarray:
-    """Each run's standard error on the log scale, from the interquartile range of its
-    raw samples (those not positive and finite left out); a run with fewer than 3 takes
-    the median of the others; zeros without samples."""
+    """Each run's standard error on the log scale: the spread of a sample (from the
+    interquartile range of the run's raw samples, those not positive and finite left
+    out) over the square root of its sample count. A run with fewer than 3 samples takes
+    the median spread of the others over the root of its own count, so a run of one
+    sample weighs little against runs of many; zeros without samples."""
     if samples is None:
         return np.zeros(n)
     if len(samples) != n:
@@ -118,7 +120,16 @@ def run_errors(samples: Sequence[Sequence[float]] | None, n: int) -> np.ndarray:
     logs[~np.isfinite(logs)] = np.nan  # a sample of 0, below 0, inf or NaN: left out
     usable = np.count_nonzero(~np.isnan(logs), axis=1)
     q1, q3 = row_quantiles(logs, (0.25, 0.75))
-    spread = q3 - q1
+    spread = IQR_TO_SD * (q3 - q1)  # of one sample
     known = usable >= 3
-    errors = MEDIAN_SE * IQR_TO_SD * spread / np.sqrt(np.maximum(usable, 1))
-    return np.where(known, errors, np.median(errors[known]) if known.any() else 0.0)
+    typical = float(np.median(spread[known])) if known.any() else 0.0
+    spread = np.where(known, spread, typical)
+    return MEDIAN_SE * spread / np.sqrt(np.maximum(usable, 1))
+
+
+def few_samples(samples: Sequence[Sequence[float]] | None) -> list[int]:
+    """The indices of the runs with fewer than 3 raw samples (their medians are a sample
+    or two: weighed by their count, and flagged where a change is reported)."""
+    if samples is None:
+        return []
+    return [i for i, run in enumerate(samples) if run is not None and len(run) < 3]

@@ -38,11 +38,12 @@ def _series(s: Series, index: int, changes: Sequence[Change],
     }
 
 
-def _ab(store: Any, run_a: int, run_b: int, cases: Sequence[str]) -> dict[str, Any]:
+def _ab(store: Any, run_a: int, run_b: int, cases: Sequence[str],
+        glob: bool) -> dict[str, Any]:
     from torchmark.regressions.gate import gate
 
     report = gate(store.result_records(run=run_a), store.result_records(run=run_b),
-                  max_slowdown=0.0, cases=cases, glob=True)
+                  max_slowdown=0.0, cases=cases, glob=glob)
     rows = sorted(report.rows,
                   key=lambda r: r.verdict.ratio if math.isfinite(r.verdict.ratio) else 0)
     return {"baseline": run_a, "candidate": run_b,
@@ -51,14 +52,11 @@ def _ab(store: Any, run_a: int, run_b: int, cases: Sequence[str]) -> dict[str, A
                       "verdict": r.kind} for r in rows]}
 
 
-def _distributions(store: Any, run: int, patterns: Sequence[str]) -> dict[str, Any]:
-    import fnmatch
-
+def _distributions(store: Any, run: int, patterns: Sequence[str],
+                   glob: bool) -> dict[str, Any]:
     cases: list[dict[str, Any]] = []
     for r in store.result_records(run=run):
-        if not r.samples or (patterns and not any(
-                fnmatch.fnmatchcase(name, p) for p in patterns
-                for name in (r.case.id, r.case.title))):
+        if not r.samples or not r.case.named(patterns, glob):
             continue
         if len(cases) == MAX_DISTRIBUTION_CASES:
             break
@@ -69,14 +67,14 @@ def _distributions(store: Any, run: int, patterns: Sequence[str]) -> dict[str, A
 
 
 def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
-           run: int | None = None, ab: tuple[int, int] | None = None,
+           glob: bool = False, run: int | None = None, ab: tuple[int, int] | None = None,
            q: float = 0.05) -> dict[str, Any]:
-    """Everything the page shows. `run`: the run whose raw samples are shown (default: the
-    newest); `ab`: the two runs of the A/B view (default: the two newest runs holding a
-    case in common)."""
+    """Everything the page shows. `cases`: ids or titles (shell patterns with `glob`);
+    `run`: the run whose raw samples are shown (default: the newest); `ab`: the two runs
+    of the A/B view (default: the two newest runs holding a case in common)."""
     runs = store.runs(since=since)
     hosts = store.hostnames()
-    series = load_series(store, cases=cases, since=since)
+    series = load_series(store, cases=cases, since=since, glob=glob)
     changes = scan(store, series=series, q=q, improvements=True)
     by_series: dict[int, list[Change]] = {}
     index_of = {id(s): i for i, s in enumerate(series)}
@@ -98,14 +96,15 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
                      "low": _finite(c.point.low), "high": _finite(c.point.high),
                      "p_value": c.point.p_value, "last_good": c.last_good.run_id,
                      "first_bad": c.first_bad.run_id,
-                     "commit": (c.first_bad.commit or "")[:10],
+                     "commit": c.first_bad.commit_label,
                      "torch": c.first_bad.torch or "",
                      "machine": hosts.get(c.series.machine or "", c.series.machine),
                      "recovered": c.recovered_at.run_id if c.recovered_at else None,
                      "mark": c.mark, "note": c.note} for c in changes],
         "series": [_series(s, i, by_series.get(i, []), hosts) for i, s in enumerate(series)],
-        "ab": _ab(store, *ab, cases) if ab else None,
-        "distributions": _distributions(store, shown, cases) if shown is not None else None,
+        "ab": _ab(store, *ab, cases, glob) if ab else None,
+        "distributions": _distributions(store, shown, cases, glob) if shown is not None
+        else None,
     }
 
 

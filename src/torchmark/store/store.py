@@ -409,13 +409,14 @@ class Store:
         return rows
 
     def history(self, case_id: str, metric: str | None = None) -> list[dict[str, Any]]:
-        """One value a run for a case (the median of its samples), in time order, with
-        the run's commit, machine, env and torch: what regressions are read from. One
+        """One value a run for a case (the median of its samples, and their count), in
+        time order, with the run's commit (and whether its tree was dirty), machine, env
+        and torch: what regressions are read from. One
         indexed query on (case, metric), joined to runs only."""
         r, res = schema.runs, schema.results
         query = sa.select(res.c.run_id, r.c.started, res.c.metric, res.c.unit, res.c.median,
-                          res.c.iqr, r.c.git_commit, r.c.machine, r.c.env.label("run_env"),
-                          r.c.torch_version, res.c.failure
+                          res.c.iqr, res.c.n, r.c.git_commit, r.c.git_dirty, r.c.machine,
+                          r.c.env.label("run_env"), r.c.torch_version, res.c.failure
                           ).join(r, r.c.id == res.c.run_id).where(res.c.case_id == case_id)
         if metric is not None:
             query = query.where(res.c.metric == metric)
