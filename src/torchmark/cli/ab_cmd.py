@@ -359,15 +359,19 @@ def _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect, 
         for r in results:
             click.echo(json.dumps({**r.to_dict(), **(extra or {})}))
     elif fmt == "csv":
+        from torchmark.core.neutralise import csv_cell
+
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(["name", "baseline_median_s", "candidate_median_s", "ratio", "ci_low",
                          "ci_high", "p_value", "verdict"])
         for r in results:
             d = r.to_dict()
-            writer.writerow([r.name, *(f"{d[k]:.6g}" if d[k] is not None else "" for k in (
-                "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high",
-                "p_value")), r.verdict])
+            writer.writerow([csv_cell(r.name), *(f"{d[k]:.6g}" if d[k] is not None else ""
+                                                 for k in ("baseline_median",
+                                                           "candidate_median", "ratio",
+                                                           "ci_low", "ci_high", "p_value")),
+                             r.verdict])
         click.echo(out.getvalue(), nl=False)
     else:
         click.echo("\n".join([*preamble, *verdict_lines(

@@ -16,8 +16,9 @@ from torchmark.cli.store_options import db_option
 @click.option("--env", default=None, help="An environment label.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]),
               default="jsonl", show_default=True,
-              help="jsonl: a result a line with its raw samples; csv and parquet: the "
-                   "summary columns (parquet needs pandas and pyarrow).")
+              help="jsonl: a result a line with its raw samples; csv: the summary "
+                   "columns, each case's title and a column a parameter; parquet: the "
+                   "summary columns (needs pandas and pyarrow).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 @db_option
 def export_cmd(since, machine, env, fmt, output, db):
@@ -25,17 +26,26 @@ def export_cmd(since, machine, env, fmt, output, db):
     from torchmark.cli.store_options import open_store
     from torchmark.store.store import TABLE_COLUMNS
 
-    rows = open_store(db).results(since=since, machine=machine, env=env,
-                                  samples=fmt == "jsonl")
+    store = open_store(db)
+    rows = store.results(since=since, machine=machine, env=env, samples=fmt == "jsonl")
     if fmt == "jsonl":
         with open(output, "w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row, default=str) + "\n")
     elif fmt == "csv":
+        from torchmark.core.neutralise import csv_cell
+
+        params = store.case_params()
+        names = sorted({name for row in rows for name in params.get(row["case_id"], {})})
+        titles = store.case_titles()
         with open(output, "w", encoding="utf-8", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=TABLE_COLUMNS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
+            writer = csv.writer(f)
+            writer.writerow(["title", *TABLE_COLUMNS, *(f"param:{n}" for n in names)])
+            for row in rows:
+                values = params.get(row["case_id"], {})
+                writer.writerow([csv_cell(v) for v in [
+                    titles.get(row["case_id"], ""), *(row.get(k) for k in TABLE_COLUMNS),
+                    *(_param_cell(values[n]) if n in values else "" for n in names)]])
     else:
         try:
             import pandas as pd
@@ -44,3 +54,11 @@ def export_cmd(since, machine, env, fmt, output, db):
                                    "pandas pyarrow (or use jsonl or csv)") from None
         pd.DataFrame([{k: row.get(k) for k in TABLE_COLUMNS} for row in rows]).to_parquet(output)
     click.echo(f"{len(rows)} result{'s' if len(rows) != 1 else ''} -> {output}")
+
+
+def _param_cell(value: object) -> object:
+    """A case parameter in a CSV cell: a number or text as it is, anything else (an ops
+    config) as compact JSON."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

@@ -7,6 +7,7 @@ import io
 from collections.abc import Sequence
 
 from torchmark.compare.layout import TableLayout
+from torchmark.core.neutralise import csv_cell
 
 CSV_FIELDS = (
     "label", "num_threads", "env", "row", "column",
@@ -25,10 +26,9 @@ def render_csv(layouts: Sequence[TableLayout]) -> str:
                 if m is None:
                     continue
                 shown = column.value(m.median / layout.scale, m.significant_figures)
-                writer.writerow([
+                writer.writerow([csv_cell(cell) for cell in (
                     layout.label or "", row.num_threads, row.env or "", row.name,
                     "" if key is None else key,
                     repr(m.median), repr(m.iqr), repr(m.mean), len(m.raw_times),
-                    f"{shown:.{column.decimals}f}", layout.unit,
-                ])
+                    f"{shown:.{column.decimals}f}", layout.unit)])
     return buffer.getvalue()

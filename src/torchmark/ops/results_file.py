@@ -83,7 +83,8 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
     exec_mode = str(options.get("exec_mode") or "discrete")
     inputs, mode = case_labels(record, exec_mode)
     case = Case(id=f"{record['id']}@{workload_digest(record, device, threads, exec_mode)}",
-                frontend=frontend, stmt=str(record.get("op", "")), sub_label=inputs,
+                frontend=frontend, stmt=str(record.get("op", "")),
+                label=str(record.get("op", "")) or None, sub_label=inputs,
                 description=mode, threads=threads, device=device,
                 params={"config": config, "exec_mode": exec_mode} if config else
                 {"exec_mode": exec_mode})

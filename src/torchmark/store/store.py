@@ -446,6 +446,13 @@ class Store:
                                  description=row.description, threads=row.threads).title
                     for row in rows}
 
+    def case_params(self) -> dict[str, dict[str, Any]]:
+        """Every case's id -> its parameters (shapes, dtypes, a test's parametrization)."""
+        c = schema.cases
+        with self.engine.connect() as conn:
+            return {row.id: dict(row.params or {})
+                    for row in conn.execute(sa.select(c.c.id, c.c.params))}
+
     def finished_cases(self, run_id: int) -> set[str]:
         """The ids of the cases a run recorded without failure (to resume it)."""
         res = schema.results
