@@ -31,7 +31,8 @@ def counts(value: float) -> Result:
 
 
 def record(store: Store, results: list[Result], commit: str, env: str = "ci") -> int:
-    provenance = dataclasses.replace(Provenance.capture(env=env), git_commit=commit)
+    provenance = dataclasses.replace(Provenance.capture(env=env), git_commit=commit,
+                                     git_dirty=False)
     run = store.start_run(provenance)
     store.record(results, run)
     store.finish_run(run, "ok")
@@ -248,3 +249,40 @@ def test_runs_over_processes_are_gated_on_their_processes_medians():
     few = compare_case(over_processes(CASES[0], base[:3]), over_processes(CASES[0], base[:3]),
                        0.05)
     assert few.kind == "unmeasured" and "too few processes" in few.verdict.reason
+
+
+def test_the_drift_comes_from_the_case_s_a_a_history(db, capsys):
+    """Tight runs whose medians wander 5% from one run of the same commit to the next: a
+    4% step reads slower by the runs' own spreads, unsure once the store's A/A history
+    shows how far two runs of the same code differ."""
+    store = Store(db)
+    rng = np.random.default_rng(3)
+    case = CASES[0]
+    first = record(store, [wall(case, 1e-5, 0, noise=0.002)], "aaaa1111")
+    cand = record(store, [wall(case, 1.04e-5, 1, noise=0.002)], "bbbb2222")
+    assert gate(db, "--baseline", str(first), "--candidate", str(cand),
+                "--max-slowdown", "3%") == 1
+    assert "3 x the two runs' spreads" in capsys.readouterr().out
+    for k in range(6):  # the candidate's commit, measured again and again
+        record(store, [wall(case, 1.04e-5 * float(np.exp(rng.normal(0, 0.05))), 10 + k,
+                            noise=0.002)], "bbbb2222")
+    assert gate(db, "--baseline", str(first), "--candidate", str(cand),
+                "--max-slowdown", "3%") == 0
+    out = capsys.readouterr().out
+    assert "1 unsure" in out and " history  unsure" in out
+    # compare of the same two runs says the same
+    assert main(["compare", f"run:{first}", f"run:{cand}", "--db", db,
+                 "--threshold", "3%"]) == 0
+    assert "1 unsure" in capsys.readouterr().out
+
+
+def test_calibrate_adds_a_a_runs_and_prints_each_case_s_drift(tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    assert main(["timeit", "x * 2", "-s", "x = torch.ones(64)", "--db", db,
+                 "--min-run-time", "0.05"]) == 0
+    capsys.readouterr()
+    assert main(["calibrate", "--runs", "4", "--min-run-time", "0.05", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "runs 2, 3, 4, 5 added" in out
+    assert "x * 2  wall" in out and "(A/A history: 3 pairs of runs of one build)" in out
+    assert main(["calibrate", "--cases", "nothing", "--db", db]) == 2

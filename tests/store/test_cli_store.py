@@ -114,7 +114,7 @@ def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):
     rows = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and len(rows[0]["samples"]) == rows[0]["n"] > 0
     header = (tmp_path / "all.csv").read_text().splitlines()[0]
-    assert header.startswith("run_id,started,case_id")
+    assert header.startswith("title,run_id,started,case_id")
     assert main(["compare", "run:9", "--db", db]) == 2
     assert "run 9: the store holds no time results" in capsys.readouterr().err
     # runs labelled before and after (two fields differ: the env and the run) still pair

@@ -76,17 +76,20 @@ def _few_samples_hint(results) -> list[str]:
             "mean per case)"]
 
 
-def compare_sides(sides, confidence: float, min_effect: float, seed: int):
+def compare_sides(sides, confidence: float, min_effect: float, seed: int, drifts=None):
     """ab_test of every case the two sides share: the results, the cases found on one
-    side only, and the cases that could not be compared (one line each)."""
+    side only, and the cases that could not be compared (one line each). `drifts`:
+    stored case id -> its drift between runs (sides read from the store)."""
     from torchmark.compare.ab import ab_test, pair_measurements
 
     pairs, only_a, only_b = pair_measurements(sides[0], sides[1])
     results, errors = [], []
     for name, a, b in pairs:
+        stored = b.metadata.get("case_id") if isinstance(b.metadata, dict) else None
         try:
             results.append(ab_test(a, b, confidence=confidence, min_effect=min_effect,
-                                   seed=seed, name=name))
+                                   seed=seed, name=name,
+                                   drift=(drifts or {}).get(stored)))
         except ValueError as e:  # one case that cannot be compared does not stop the rest
             errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")
     return results, only_a, only_b, errors
@@ -260,9 +263,29 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db) -> int:
     for side, name in zip(sides, names, strict=True):
         if not side:
             raise click.UsageError(f"{name}: holds no measurements")
-    results, only_a, only_b, errors = compare_sides(sides, confidence, min_effect, seed)
+    results, only_a, only_b, errors = compare_sides(sides, confidence, min_effect, seed,
+                                                    _stored_drifts(files, sides, db))
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     return _gate(results, only_a, errors, fail_above)
+
+
+def _stored_drifts(files, sides, db) -> dict:
+    """Two runs of the store: each candidate case's drift from its A/A history (as
+    `gate` and `compare` take it); {} for files."""
+    from torchmark.cli.measurement_files import is_run_id
+
+    if len(files) != 2 or not all(is_run_id(f) for f in files):
+        return {}
+    from torchmark.cli.store_options import open_store
+    from torchmark.regressions.aa_history import history_drifts
+    from torchmark.regressions.refs import resolve_side
+
+    store = open_store(db)
+    base, cand = (resolve_side(f"run:{f.removeprefix('run:')}", store) for f in files)
+    drifts = history_drifts(store, {(r.case.id, r.metric) for r in cand.results},
+                            machine=cand.machine, env=cand.env,
+                            exclude={*base.runs, *cand.runs})
+    return {case_id: drift for (case_id, _), drift in drifts.items()}
 
 
 def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, rounds,

@@ -32,7 +32,7 @@ def cells(row: CaseVerdict) -> list[str]:
     """The row as text cells, in HEADER's order."""
     v = row.verdict
     change = f"{v.change:+.1%}" if math.isfinite(v.ratio) else "-"
-    drift = v.drift.describe().split(" (")[0] if v.measured else "-"
+    drift = f"{v.drift.describe().split(' (')[0]} {v.drift.source}" if v.measured else "-"
     return [row.title, row.metric, format_value(row.baseline, row.unit),
             format_value(row.candidate, row.unit), change, v.interval(), drift, v.kind]
 

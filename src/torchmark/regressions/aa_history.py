@@ -1,6 +1,7 @@
 """The drift between two runs of the same code, from each case's A/A history in the
-store: consecutive runs of one build (the same commit with a clean tree, the same torch)
-on one machine and env, whose ratios show how far runs differ when nothing changed.
+store: consecutive runs of one build (the same commit with a clean tree, the same torch,
+or the rounds of one `torchmark calibrate`) on one machine and env, whose ratios show
+how far runs differ when nothing changed.
 `torchmark calibrate` adds such runs on purpose; CI jobs that re-run an unchanged
 commit add them as they go."""
 
@@ -37,8 +38,12 @@ def aa_ratios(rows: Iterable[dict[str, Any]], exclude: Collection[int] = ()
 
 
 def _build(row: dict[str, Any]) -> tuple[str, str | None] | None:
-    """What identifies the code a run measured; None when it cannot be told (no commit,
-    or a dirty tree)."""
+    """What identifies the code a run measured: the rounds of one `torchmark calibrate`
+    (tagged `aa`), else the commit of a clean tree and the torch version; None when it
+    cannot be told (no commit, or a dirty tree)."""
+    tags = row.get("run_tags") or {}
+    if isinstance(tags, dict) and tags.get("aa"):
+        return f"aa:{tags['aa']}", row.get("torch_version")
     if not row.get("git_commit") or row.get("git_dirty") is not False:
         return None
     return row["git_commit"], row.get("torch_version")

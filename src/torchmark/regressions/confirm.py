@@ -45,12 +45,24 @@ def _timer(case: Any) -> Any:
 
 def remeasure(case: Any, metric: str, min_run_time: float = 1.0) -> list[float]:
     """Fresh samples of a stored case: per-run times (s), or instructions a run."""
+    return list(remeasured(case, metric, min_run_time).samples)
+
+
+def remeasured(case: Any, metric: str, min_run_time: float = 1.0) -> Any:
+    """A stored case measured again here, as a Result of the same case (its id kept):
+    wall time by blocked_autorange, or instructions a run over 3 callgrind repeats of
+    100 runs (as `torchmark callgrind` stores them: not denoised)."""
+    from torchmark.core.result import Result
+
     timer = _timer(case)
     if metric == "instructions":
         stats = timer.collect_callgrind(number=100, repeats=3)
-        # as `torchmark callgrind` stores them: not denoised
-        return [s.counts() / s.number_per_run for s in stats]
-    return list(timer.blocked_autorange(min_run_time=min_run_time).times)
+        return Result(case=case, metric="instructions",
+                      samples=tuple(s.counts() / s.number_per_run for s in stats),
+                      number_per_run=stats[0].number_per_run)
+    m = timer.blocked_autorange(min_run_time=min_run_time)
+    return Result(case=case, metric="wall", samples=tuple(m.times),
+                  number_per_run=int(m.number_per_run))
 
 
 def judge(now: Sequence[float], good: Sequence[float], bad: Sequence[float],

@@ -381,8 +381,8 @@ class Store:
                    res.c.number_per_run, res.c.n, res.c.median, res.c.mean, res.c.iqr,
                    res.c.min, res.c.max, res.c.warnings, res.c.failure, r.c.started,
                    r.c.git_commit, r.c.git_dirty, r.c.machine, r.c.env.label("run_env"),
-                   r.c.torch_version, c.c.frontend, c.c.stmt, c.c.label, c.c.sub_label,
-                   c.c.description, c.c.threads, c.c.device]
+                   r.c.torch_version, r.c.tags.label("run_tags"), c.c.frontend, c.c.stmt,
+                   c.c.label, c.c.sub_label, c.c.description, c.c.threads, c.c.device]
         if samples:
             columns += [res.c.samples, res.c.extra]
         query = sa.select(*columns).join(r, r.c.id == res.c.run_id).join(
@@ -573,11 +573,12 @@ class Store:
             # the quantity (docs/gpu.md) kept, so Compare never merges two of one case;
             # and the processes of a run over several (`ab` compares by them)
             metadata = dict(_QUANTITY_METADATA[row["metric"]] or {})
+            metadata["case_id"] = row["case_id"]  # which stored case (its A/A history)
             kept = (row.get("extra") or {}).get("metadata")
             if isinstance(kept, dict) and isinstance(kept.get("processes"), dict):
                 metadata["processes"] = kept["processes"]
             out.append(Measurement(number, [s * number for s in row["samples"]], spec,
-                                   metadata or None))
+                                   metadata))
         return out
 
     def info(self) -> dict[str, Any]:

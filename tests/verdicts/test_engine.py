@@ -1,0 +1,114 @@
+"""The verdict engine: each kind, the drift that widens every interval (and where it
+comes from), and the promise that a change smaller than the drift is never a direction."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from torchmark.verdicts import Drift, Side, judge
+from torchmark.verdicts.drift import from_history, from_spreads, t_quantile
+
+
+def lognormal(median: float, sigma: float, n: int, seed: int) -> list[float]:
+    return list(median * np.exp(np.random.default_rng(seed).normal(0, sigma, n)))
+
+
+def test_each_kind_with_its_reason():
+    base = Side(lognormal(1e-5, 0.01, 40, 1))
+    slower = judge(base, Side(lognormal(1.3e-5, 0.01, 40, 2)), threshold=0.05)
+    assert slower.kind == "slower" and slower.lower > 1.05 ** 0 and slower.ratio > 1.25
+    assert "beyond no change and the threshold of 5.0%" in slower.reason
+    assert judge(Side(lognormal(1.3e-5, 0.01, 40, 2)), base).kind == "faster"
+    same = judge(base, Side(lognormal(1e-5, 0.01, 40, 3)), threshold=0.2)
+    assert same.kind == "same" and "within ±20.0%" in same.reason
+    few = judge(base, Side([7e-5] * 3))
+    assert few.kind == "unmeasured" and few.ratio == pytest.approx(7, rel=0.01)
+    assert few.reason == "too few samples for an interval (40 and 3; 5 a side needed)"
+    failed = judge(base, Side(failure="RuntimeError: boom"))
+    assert failed.kind == "failed" and failed.reason == "the candidate failed: RuntimeError: boom"
+    assert judge(Side(failure="x"), base).kind == "unmeasured"
+    assert judge(Side([0.0] * 10), base).kind == "unmeasured"
+    assert judge(base, Side([-1.0] * 10)).kind == "unmeasured"
+
+
+def test_a_change_within_the_drift_is_unsure_never_a_direction():
+    """Tight runs 4% apart: slower with no drift; unsure once two runs of the same code
+    are known to differ by 10%."""
+    a, b = Side(lognormal(1e-5, 0.002, 40, 4)), Side(lognormal(1.04e-5, 0.002, 40, 5))
+    assert judge(a, b, threshold=0.03).kind == "slower"
+    drifted = judge(a, b, threshold=0.03, drift=Drift(0.10, "history", "6 A/A pairs"))
+    assert drifted.kind == "unsure" and drifted.lower < 1 < drifted.upper
+    assert "within what two runs of the same code differ by" in drifted.reason
+    assert "drift ±10.0% (6 A/A pairs)" in drifted.reason
+    # the promise, over many drifts and changes: never a direction within the drift
+    rng = np.random.default_rng(6)
+    for _ in range(200):
+        d, change = rng.uniform(0, 0.3), rng.uniform(-0.3, 0.3)
+        v = judge(a, Side(lognormal(1e-5 * (1 + change), 0.002, 40, 7)), threshold=0.0,
+                  drift=Drift(d, "given"))
+        if v.kind in ("slower", "faster"):
+            assert abs(math.log(v.ratio)) > math.log1p(d)
+
+
+def test_exact_counts_have_no_sampling_error():
+    up = judge(Side([1_000_000.0]), Side([1_008_000.0]), metric="instructions",
+               threshold=0.005)
+    assert up.kind == "slower" and up.low == up.high == pytest.approx(1.008)
+    assert judge(Side([1e6]), Side([1.004e6]), metric="instructions",
+                 threshold=0.005).kind == "same"
+    zero = judge(Side([0.0]), Side([0.0]), metric="memory")
+    assert zero.kind == "same" and zero.ratio == 1.0
+
+
+def test_runs_over_processes_are_compared_by_their_medians():
+    base = Side(lognormal(1e-5, 0.05, 50, 8), [1.0e-5, 1.05e-5, 1.1e-5, 1.15e-5, 1.2e-5],
+                [0.01] * 5)
+    cand = Side(lognormal(1.3e-5, 0.05, 50, 9), [1.3e-5, 1.36e-5, 1.43e-5, 1.5e-5, 1.56e-5],
+                [0.01] * 5)
+    v = judge(base, cand, threshold=0.05)
+    assert v.kind == "slower" and v.method.startswith("Hodges-Lehmann ratio of 5 and 5")
+    assert v.drift.source == "processes" and v.drift.value == pytest.approx(0.06)
+    few = judge(Side(base.samples, [1.0, 1.1, 1.2]), Side(cand.samples, [1.3, 1.4, 1.5]))
+    assert few.kind == "unmeasured" and "too few processes" in few.reason
+
+
+def test_the_drift_from_history_and_from_spreads():
+    assert from_history([0.01, -0.02]) is None  # too few pairs to believe
+    wide = from_history([0.01, -0.02, 0.015])
+    many = from_history([0.01, -0.02, 0.015] * 10)
+    assert wide is not None and many is not None and wide.value > many.value > 0
+    assert wide.source == "history" and "3 pairs" in wide.detail
+    rms = math.sqrt((0.01 ** 2 + 0.02 ** 2 + 0.015 ** 2) / 3)
+    assert many.value == pytest.approx(math.expm1(t_quantile(0.975, 30) * rms))
+    spreads = from_spreads([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
+    assert spreads.value == pytest.approx(3 * 2 * (2 / 3)) and spreads.source == "spreads"
+
+
+@pytest.mark.parametrize("df, expected", [(3, 3.182446), (5, 2.570582), (10, 2.228139),
+                                          (30, 2.042272), (200, 1.971896)])
+def test_t_quantiles_match_the_reference(df, expected):
+    # scipy.stats.t.ppf(0.975, df)
+    assert t_quantile(0.975, df) == pytest.approx(expected, rel=2e-3)
+
+
+def test_same_sides_same_verdict_whoever_asks(tmp_path):
+    """ab_test, the gate's compare_case and the engine agree on the same two sides."""
+    from torchmark.compare.ab import ab_test
+    from torchmark.core.result import Case, Result
+    from torchmark.core.task_spec import TaskSpec
+    from torchmark.regressions.gate import compare_case
+    from torchmark.timing.measurement import Measurement
+
+    case = Case(id="timeit:x", frontend="timeit", stmt="f()")
+    for seed in range(20):
+        a, b = lognormal(1e-5, 0.03, 30, seed), lognormal(1.06e-5, 0.03, 30, 100 + seed)
+        engine = judge(Side(a), Side(b), threshold=0.03)
+        ab = ab_test(Measurement(1, a, TaskSpec("f()", "pass")), Measurement(1, b, TaskSpec("f()", "pass")),
+                     min_effect=0.03)
+        gated = compare_case(Result(case=case, metric="wall", samples=tuple(a)),
+                             Result(case=case, metric="wall", samples=tuple(b)), 0.03)
+        assert engine.kind == ab.verdict == gated.kind, seed
+        assert engine.reason == ab.judged.reason == gated.verdict.reason
