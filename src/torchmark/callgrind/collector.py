@@ -40,7 +40,7 @@ from torchmark.core.framing import recv_frame, send_frame
 from torchmark.core.private_folder import peer_uid, private_folder
 from torchmark.core.procs import pid_alive
 from torchmark.core.task_spec import TaskSpec
-from torchmark.core.worker import ChildLost, PipedChild
+from torchmark.core.worker import NEUTRAL_CWD, ChildLost, PipedChild
 
 _LOG_TAIL = 3000
 
@@ -513,7 +513,7 @@ class SharedHost(Host):
                                          "--idle", str(self.idle_s)])
             with open(self._log, "wb") as log:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=subprocess.STDOUT,
+                                        stderr=subprocess.STDOUT, cwd=NEUTRAL_CWD,
                                         env=host_env(_client_argv(cmd)),
                                         start_new_session=True)
             self.started_process = proc  # the host this object started (outlives it)

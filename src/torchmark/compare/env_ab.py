@@ -65,7 +65,7 @@ from torchmark.core.errors import MeasurementError, UsageError
 from torchmark.core.procs import idlest_cpus, pin
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
-from torchmark.core.worker import ChildLost, PipedChild
+from torchmark.core.worker import ChildLost, PipedChild, driver_folder_env
 from torchmark.timing.measurement import Measurement
 
 METRICS = ("wall", "instructions")
@@ -231,7 +231,7 @@ class EnvWorker:
                     python, "-m", "torchmark.compare.env_worker", "--requests",
                     str(requests), "--responses", str(responses)],
                 log=folder / log_name, shutdown=Stop(),
-                env=dict(os.environ, PYTHONPATH=path), name="worker")
+                env=dict(os.environ, PYTHONPATH=path, **driver_folder_env()), name="worker")
         except OSError as e:
             raise UsageError(f"{self.env_name}: cannot start it ({e.strerror or e})") from None
 

@@ -32,6 +32,7 @@ from torchmark.compare.env_messages import (
 )
 from torchmark.core.errors import error_line
 from torchmark.core.framing import recv_frame, send_frame
+from torchmark.core.worker import enter_driver_folder
 
 
 class Session:
@@ -104,6 +105,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, required=True)
     parser.add_argument("--responses", type=int, required=True)
     args = parser.parse_args()
+    enter_driver_folder()
     try:
         import torch
     except BaseException as e:  # ImportError, or a broken build failing as it loads

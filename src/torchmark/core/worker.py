@@ -5,7 +5,13 @@ every process it forked); answers awaited with a timeout while it is alive; cras
 timeouts told apart and reported with the log's tail; closed by its shutdown message or a
 kill. The messages are each protocol's own typed records (suite/wall_messages.py,
 callgrind/messages.py, compare/env_messages.py). The suite's wall-time worker, the
-callgrind host and the workers of an A/B across environments are each one."""
+callgrind host and the workers of an A/B across environments are each one.
+
+A child starts in NEUTRAL_CWD, never in the driver's working folder: `python -m` puts the
+folder it starts in first on the import path, where a planted `torch.py` would run in
+every worker (and the folder's name, part of the host's memory, moved instruction
+counts). A worker that runs user code goes back to the driver's folder once started
+(`enter_driver_folder`), for relative file names, without it on the import path."""
 
 from __future__ import annotations
 
@@ -18,6 +24,23 @@ from typing import Any
 from torchmark.core.errors import MeasurementError
 from torchmark.core.framing import TIMED_OUT, recv_frame_within, send_frame
 from torchmark.core.procs import kill_group, pin
+
+NEUTRAL_CWD = "/"  # where every child starts: the same folder whoever starts it
+DRIVER_CWD_ENV = "TORCHMARK_WORKER_CWD"  # the driver's working folder, for the worker
+
+
+def driver_folder_env() -> dict[str, str]:
+    """The variable that tells a worker the driver's working folder."""
+    return {DRIVER_CWD_ENV: os.getcwd()}
+
+
+def enter_driver_folder() -> None:
+    """In a started worker: change to the driver's working folder (relative file names
+    in user code then mean what they meant to the driver); the import path keeps the
+    folder the worker started in."""
+    folder = os.environ.pop(DRIVER_CWD_ENV, None)
+    if folder and os.path.isdir(folder):
+        os.chdir(folder)
 
 
 class ChildLost(MeasurementError):
@@ -50,7 +73,7 @@ class PipedChild:
             with open(self.log, "wb") as out:
                 self.proc = subprocess.Popen(
                     argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                    pass_fds=(requests_r, responses_w),
+                    pass_fds=(requests_r, responses_w), cwd=NEUTRAL_CWD,
                     env=env(argv) if callable(env) else env, start_new_session=True)
         except BaseException:
             for fd in (self.requests_fd, self.responses_fd):

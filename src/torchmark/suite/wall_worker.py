@@ -16,6 +16,7 @@ import os
 import traceback
 
 from torchmark.core.framing import recv_frame, send_frame
+from torchmark.core.worker import enter_driver_folder
 from torchmark.suite.wall_messages import (
     Stop,
     WallFailed,
@@ -44,6 +45,7 @@ def main() -> None:
     parser.add_argument("--responses", type=int, required=True)
     parser.add_argument("--log", help="this worker's log file (its stdout and stderr)")
     args = parser.parse_args()
+    enter_driver_folder()
     import torch  # noqa: F401  (paid once, before the first request)
 
     try:

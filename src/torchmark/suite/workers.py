@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.core.errors import MeasurementError
-from torchmark.core.worker import ChildLost, PipedChild
+from torchmark.core.worker import ChildLost, PipedChild, driver_folder_env
 from torchmark.suite.wall_messages import Stop, WallFailed, WallRequest, WallTimes
 
 START_TIMEOUT_S = 300.0
@@ -36,7 +36,8 @@ class WallWorker:
         self.starts = 0
 
     def _start(self) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+                   **driver_folder_env())
         self._child = PipedChild(
             lambda requests, responses: [
                 sys.executable, "-m", "torchmark.suite.wall_worker", "--requests",
