@@ -286,3 +286,20 @@ def test_calibrate_adds_a_a_runs_and_prints_each_case_s_drift(tmp_path, capsys):
     assert "runs 2, 3, 4, 5 added" in out
     assert "x * 2  wall" in out and "(A/A history: 3 pairs of runs of one build)" in out
     assert main(["calibrate", "--cases", "nothing", "--db", db]) == 2
+
+
+def test_remeasure_measures_an_unmeasured_candidate_until_it_has_an_interval(db, capsys):
+    from torchmark.records import from_measurement
+    from torchmark.timing.timer_class import Timer
+
+    measured = from_measurement(Timer("x * 2", "x = torch.ones(64)").blocked_autorange(
+        min_run_time=0.1))
+    store = Store(db)
+    base = record(store, [measured], "a1")
+    cand = record(store, [dataclasses.replace(measured, samples=measured.samples[:3])], "b2")
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand)) == 1
+    assert "1 unmeasured" in capsys.readouterr().out
+    gate(db, "--baseline", str(base), "--candidate", str(cand), "--remeasure")
+    out = capsys.readouterr()
+    assert "re-measured here until an interval exists: 1 case(s)" in out.err
+    assert "1 unmeasured" not in out.out and "x * 2  wall" in out.out

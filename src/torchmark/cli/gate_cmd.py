@@ -29,11 +29,15 @@ from torchmark.cli.store_options import db_option
 @click.option("--allow-unmeasured", is_flag=True,
               help="A case that could not be measured well enough for a verdict (too few "
                    "samples or processes, a baseline that failed) does not fail the gate.")
+@click.option("--remeasure", is_flag=True,
+              help="Measure the candidate's unmeasured cases again here, longer, until an "
+                   "interval exists (timeit statements, C++ snippets, callgrind counts; "
+                   "for a candidate that is this checkout).")
 @click.option("--confidence", type=Proportion(0.5, 1, low_open=True, high_open=True),
               default=0.95, show_default=True, help="Of the ratio's interval (times).")
 @db_option
 def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown_file,
-             allow_unmeasured, confidence, db):
+             allow_unmeasured, remeasure, confidence, db):
     """Exit 0 when no case of the candidate is slower than the baseline by more than
     --max-slowdown, 1 when one is, failed, or could not be measured (unless
     --allow-unmeasured), 2 for bad usage.
@@ -64,9 +68,17 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
         drifts = history_drifts(store, {(r.case.id, r.metric) for r in cand.results},
                                 machine=cand.machine, env=cand.env,
                                 exclude={*base.runs, *cand.runs}, confidence=confidence)
-    report = gate(base.results, cand.results, max_slowdown=max_slowdown, metric=metric,
-                  cases=patterns, glob=glob, confidence=confidence, drifts=drifts,
-                  allow_unmeasured=allow_unmeasured)
+    options = dict(max_slowdown=max_slowdown, metric=metric, cases=patterns, glob=glob,
+                   confidence=confidence, drifts=drifts, allow_unmeasured=allow_unmeasured)
+    report = gate(base.results, cand.results, **options)
+    if remeasure:
+        again = _remeasured(report, cand.results)
+        if again:
+            click.echo(f"re-measured here until an interval exists: {len(again)} case(s) "
+                       "(not recorded in the store)", err=True)
+            fresh = {(r.case.id, r.metric): r for r in again}
+            report = gate(base.results, [fresh.get((r.case.id, r.metric), r)
+                                         for r in cand.results], **options)
     if not report.rows:
         raise click.UsageError(
             f"{baseline} and {candidate} hold no case in common"
@@ -117,3 +129,26 @@ def markdown(report, baseline: str, candidate: str, table) -> str:
     lines = [f"{head}: **{len(report.failing)} case(s) failed the gate** ({counts})", "",
              *table(report.failing)]
     return "\n".join(lines) + "\n"
+
+
+def _remeasured(report, results) -> list:
+    """The candidate's unmeasured cases that can be re-run from what a result holds
+    (timeit, C++, callgrind), measured again here with twice the time each try (three
+    tries) until they hold enough samples for an interval."""
+    from torchmark.regressions.confirm import RERUNNABLE, remeasured
+    from torchmark.verdicts.intervals import MIN_SAMPLES
+
+    unmeasured = {(r.case_id, r.metric) for r in report.rows if r.kind == "unmeasured"}
+    out = []
+    for result in results:
+        if (result.case.id, result.metric) not in unmeasured or \
+                result.case.frontend not in RERUNNABLE or not result.ok:
+            continue
+        seconds = 0.5
+        for _ in range(3):
+            fresh = remeasured(result.case, result.metric, seconds)
+            if len(fresh.samples) >= MIN_SAMPLES or result.metric == "instructions":
+                break
+            seconds *= 2
+        out.append(fresh)
+    return out
