@@ -57,3 +57,15 @@ def test_the_machine_fingerprint_ignores_momentary_state():
     b = Machine("h", "cpu", 8, 32 << 30, ("H100",), "580.1", "powersave", False)
     assert a.fingerprint == b.fingerprint
     assert a.fingerprint != Machine("other", "cpu", 8, 32 << 30).fingerprint
+
+
+def test_cases_are_named_by_id_or_title_exactly_globs_only_when_asked():
+    from torchmark.core.result import cases_named
+
+    titles = {"a": "test_relu_sum[256]", "b": "op 0_10", "c": "op 0_9", "d": "test_relu_sum[2]"}
+    assert cases_named(titles, ["test_relu_sum[256]"]) == ["a"]  # brackets: itself
+    assert cases_named(titles, ["test_relu_sum[256]"], glob=True) == []  # a class of chars
+    assert cases_named(titles, ["test_relu_sum*"], glob=True) == ["d", "a"]  # natural order
+    assert cases_named(titles, ["op*"], glob=True) == ["c", "b"]  # 0_9 before 0_10
+    assert cases_named(titles, ["b", "op 0_9"]) == ["c", "b"]  # an id, a title
+    assert cases_named(titles, []) == ["c", "b", "d", "a"]

@@ -37,7 +37,11 @@ def test_cpp_time_is_positive_and_below_python(mul_timer):
     cpp = mul_timer.blocked_autorange(min_run_time=0.2)
     py = torchmark.Timer("x * y", "x = torch.ones(128); y = torch.ones(128)") \
         .blocked_autorange(min_run_time=0.2)
-    assert 0 < cpp.median < py.median
+    from torchmark.verdicts import Side, judge
+
+    assert cpp.median > 0
+    # Python's call overhead: C++ takes a fraction of the time, beyond any drift
+    assert judge(Side(py.times), Side(cpp.times), threshold=0.1).kind == "faster"
     assert cpp.task_spec.stmt == "x * y;"
 
 
@@ -340,11 +344,11 @@ def test_a_cpp_timer_leaves_the_callers_thread_count_alone():
 
 
 FIRST_OR_CACHED = """
-import sys
+import json, sys
 from torchmark import Timer
 m = Timer(sys.argv[1], "auto x = torch::ones({77});", language="cpp").blocked_autorange(
     min_run_time=0.5)
-print(m.median, m.number_per_run)
+print(json.dumps({"times": list(m.times), "number": m.number_per_run}))
 """
 
 
@@ -354,16 +358,19 @@ print(m.median, m.number_per_run)
 def test_a_new_snippets_first_measurement_agrees_with_a_cached_one():
     """The compile (and a header build it starts) is done before calibration: a fresh
     process's first measurement of a new snippet read 15.9 us with a block of 1 while the
-    compile ran beside it, the cached one 2.3 us with blocks of 1000."""
+    compile ran beside it, the cached one 2.3 us with blocks of 1000. The two runs are
+    judged by the verdict engine: a 5-7x gap is a direction beyond any drift; two runs of
+    a 2 us statement on a loaded machine (15% apart under xdist) are same or unsure."""
+    import json
     import random
+
+    from torchmark.verdicts import Side, judge
 
     stmt = f"x.add_({random.randrange(10**6) + 0.25});"  # new to the cache
     run = [sys.executable, "-c", FIRST_OR_CACHED, stmt]
     first = subprocess.run(run, capture_output=True, text=True, timeout=600, check=True)
     cached = subprocess.run(run, capture_output=True, text=True, timeout=600, check=True)
-    (first_median, first_number), (cached_median, cached_number) = (
-        [float(v) for v in p.stdout.split()] for p in (first, cached))
-    assert first_number >= cached_number / 10, (first.stdout, cached.stdout)
-    # The bug read 5-7x; two runs of a 2 us statement on a loaded CI machine differ by up
-    # to ~15% (1.64 against 1.88 us under xdist), so the bound is 1.5x, not 10%.
-    assert 1 / 1.5 <= first_median / cached_median <= 1.5, (first_median, cached_median)
+    a, b = (json.loads(p.stdout.strip().splitlines()[-1]) for p in (cached, first))
+    assert b["number"] >= a["number"] / 10, (first.stdout, cached.stdout)
+    verdict = judge(Side(a["times"]), Side(b["times"]), threshold=0.5)
+    assert verdict.kind in ("same", "unsure"), verdict.reason

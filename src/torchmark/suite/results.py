@@ -42,8 +42,13 @@ def record_results(record: Mapping[str, Any], *,
     on another node carries that node's provenance."""
     args = record.get("timer_args") or {}
     labels = record.get("label") or []
+    auto = record.get("auto_labels") or {}
+    # the variant a grouped definition derived: "python eager forward"
+    variant = " ".join(str(auto[k]) for k in ("language", "runtime", "autograd")
+                       if isinstance(auto, Mapping) and auto.get(k)) or None
     case = Case(id=str(record["id"]), frontend="suite", stmt=str(args.get("stmt", "")),
                 setup=str(args.get("setup", "")), label=" / ".join(map(str, labels)) or None,
+                description=variant,
                 threads=int(args.get("num_threads") or 1),
                 params={"auto_labels": record.get("auto_labels") or {},
                         "language": args.get("language", "python")})
