@@ -358,9 +358,10 @@ print(json.dumps({"times": list(m.times), "number": m.number_per_run}))
 def test_a_new_snippets_first_measurement_agrees_with_a_cached_one():
     """The compile (and a header build it starts) is done before calibration: a fresh
     process's first measurement of a new snippet read 15.9 us with a block of 1 while the
-    compile ran beside it, the cached one 2.3 us with blocks of 1000. The two runs are
-    judged by the verdict engine: a 5-7x gap is a direction beyond any drift; two runs of
-    a 2 us statement on a loaded machine (15% apart under xdist) are same or unsure."""
+    compile ran beside it, the cached one 2.3 us with blocks of 1000. The block size is
+    the bug's signature; the two runs' times are judged by the verdict engine at a
+    threshold of 200%: the bug's 5-7x reads slower, while two runs of a 2 us statement
+    on a loaded machine (one read 4.0 us and the other 8.3 us under xdist) do not."""
     import json
     import random
 
@@ -372,5 +373,5 @@ def test_a_new_snippets_first_measurement_agrees_with_a_cached_one():
     cached = subprocess.run(run, capture_output=True, text=True, timeout=600, check=True)
     a, b = (json.loads(p.stdout.strip().splitlines()[-1]) for p in (cached, first))
     assert b["number"] >= a["number"] / 10, (first.stdout, cached.stdout)
-    verdict = judge(Side(a["times"]), Side(b["times"]), threshold=0.5)
-    assert verdict.kind in ("same", "unsure"), verdict.reason
+    verdict = judge(Side(a["times"]), Side(b["times"]), threshold=2.0)
+    assert verdict.kind != "slower", verdict.reason
