@@ -8,7 +8,7 @@ STAMP := $(VENV)/.torchmark-installed
 # TORCH_INDEX=https://download.pytorch.org/whl/cpu gets the CPU build from PyTorch's index.
 TORCH_INDEX ?=
 
-.PHONY: demo test lint setup clean
+.PHONY: demo test test-slow lint setup clean
 
 setup: $(STAMP)
 
@@ -24,13 +24,21 @@ demo: $(STAMP)
 # what tests compile goes here, never to the user's cache (tests/conftest.py says the same)
 TEST_CACHE := $(CURDIR)/build/test-cache
 
+# The tests run on 2 workers (pytest-xdist); those marked slow (valgrind hosts started
+# afresh, C++ compiles, Ray clusters, documents whose blocks run) are left to
+# `make test-slow`, which .ci/run runs after `make test`.
+PYTEST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(VENV)/bin/mypy src/torchmark
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m "not slow"
 	TORCHMARK_CACHE_DIR=$(TEST_CACHE) TORCHMARK_NO_STORE=1 $(PY) examples/tutorial.py --quick
 	TORCHMARK_CACHE_DIR=$(TEST_CACHE) TORCHMARK_NO_STORE=1 $(PY) examples/cpp_snippets.py
 	$(PY) -m pytest -q -p no:cacheprovider examples/pytest_project --torchmark-no-store
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m slow
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples

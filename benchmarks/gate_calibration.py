@@ -130,13 +130,16 @@ def torchmark(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)
 
 
-def judge(env: dict[str, str], db: str, base: int, cand: int) -> tuple[int, dict, dict]:
-    """(gate's exit code, gate's verdicts, compare's verdicts) of one pair."""
+def judge(env: dict[str, str], db: str, base: int, cand: int,
+          table=None) -> tuple[int, dict, dict]:
+    """(gate's exit code, gate's verdicts, compare's verdicts) of one pair; `table`
+    reads a verdict table (default: the pytest benchmarks')."""
+    table = table or verdict_table
     gate = torchmark(env, "gate", "--db", db, "--baseline", str(base), "--candidate",
                      str(cand), "--max-slowdown", THRESHOLD)
     compare = torchmark(env, "compare", f"run:{base}", f"run:{cand}", "--db", db,
                         "--threshold", THRESHOLD)
-    return gate.returncode, verdict_table(gate.stdout), verdict_table(compare.stdout)
+    return gate.returncode, table(gate.stdout), table(compare.stdout)
 
 
 def ops_config(folder: Path) -> Path:
@@ -163,25 +166,19 @@ def ray_pairs(env: dict[str, str], db: str, folder: Path, count: int) -> list[tu
                 raise SystemExit(f"ops --executor {executor} failed:\n{r.stderr[-2000:]}")
             runs.append(int(re.findall(r"run (\d+)", torchmark(env, "runs", "--db", db,
                                                                "--limit", "1").stdout)[0]))
-        code, gate, compare = judge_ops(env, db, *runs)
+        code, gate, compare = judge(env, db, *runs, table=ops_table)
         out.append((code, gate, compare))
     return out
 
 
-def judge_ops(env: dict[str, str], db: str, base: int, cand: int) -> tuple[int, dict, dict]:
-    def table(text: str) -> dict[str, str]:
-        rows = {}
-        for line in text.splitlines():
-            m = re.match(r"^torch\.mm: (\d+)x64 .*\s(\w+)$", line)
-            if m and "[wall]:" not in line:
-                rows[m.group(1)] = m.group(2)
-        return rows
-
-    gate = torchmark(env, "gate", "--db", db, "--baseline", str(base), "--candidate",
-                     str(cand), "--max-slowdown", THRESHOLD)
-    compare = torchmark(env, "compare", f"run:{base}", f"run:{cand}", "--db", db,
-                        "--threshold", THRESHOLD)
-    return gate.returncode, table(gate.stdout), table(compare.stdout)
+def ops_table(text: str) -> dict[str, str]:
+    """the sweep's first dimension -> verdict, from a verdict table of the ops sweep."""
+    rows = {}
+    for line in text.splitlines():
+        m = re.match(r"^torch\.mm: (\d+)x64 .*\s(\w+)$", line)
+        if m and "[wall]:" not in line:
+            rows[m.group(1)] = m.group(2)
+    return rows
 
 
 def main() -> None:

@@ -159,6 +159,7 @@ def test_failures_while_counting_after_the_warm_up_keep_their_reason():
     assert crashed.value.crashed
 
 
+@pytest.mark.slow
 def test_a_dead_host_is_relaunched_at_once_and_the_first_request_waits():
     host = collector.default_host()
     torchmark.Timer("pass").collect_callgrind(number=1)  # running (the last test's host)
@@ -242,6 +243,7 @@ def test_cli_callgrind_and_diff(tmp_path, capsys):
                                                "by zero")
 
 
+@pytest.mark.slow
 def test_shared_host_serves_a_second_process(monkeypatch):
     import subprocess
     import sys

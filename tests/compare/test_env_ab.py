@@ -170,6 +170,7 @@ def test_bad_worker_pairs_are_refused_before_any_worker_starts(kwargs, message):
 @pytest.mark.valgrind
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                     reason="no C compiler for the client-request helper")
+@pytest.mark.slow
 def test_instruction_counts_come_from_each_environment_and_compare_exactly(capsys, envs,
                                                                           tmp_path):
     db = tmp_path / "store.db"

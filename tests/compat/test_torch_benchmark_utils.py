@@ -485,6 +485,7 @@ def test_a_tiny_cpp_snippet_the_compiler_removed_is_a_clear_error(cpp_timers):
 @requires_cxx
 @requires_valgrind
 @requires_cc
+@pytest.mark.slow
 def test_cpp_instruction_counts_are_deterministic(cpp_timers):
     _tiny, guarded = cpp_timers
     stats = [guarded.collect_callgrind() for _ in range(3)]

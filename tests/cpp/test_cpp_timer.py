@@ -76,6 +76,7 @@ def test_cache_hit_in_a_second_process_runs_no_compiler(mul_timer, tmp_path):
     assert not log.exists(), log.read_text()
 
 
+@pytest.mark.slow
 def test_two_processes_building_one_snippet(tmp_path):
     token = uuid.uuid4().hex
     code = f"""
@@ -323,6 +324,7 @@ def test_ctrl_c_stops_a_snippet_that_never_ends(tmp_path):
                                 "while its snippet ran; make a new Timer"]
 
 
+@pytest.mark.slow
 def test_a_damaged_cached_library_is_built_again(tmp_path):
     path = torchmark.Timer(*MODAL, language="cpp")._timer.build()
     size = os.path.getsize(path)
@@ -356,6 +358,7 @@ print(json.dumps({"times": list(m.times), "number": m.number_per_run}))
 @pytest.mark.compiler
 @pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
                     reason="needs a C++ compiler")
+@pytest.mark.slow
 def test_a_new_snippets_first_measurement_agrees_with_a_cached_one():
     """The compile (and a header build it starts) is done before calibration: a fresh
     process's first measurement of a new snippet read 15.9 us with a block of 1 while the

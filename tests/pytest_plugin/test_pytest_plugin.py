@@ -315,6 +315,7 @@ def test_only_and_skip_select_the_benchmarks(pytester):
                                                                               skipped=1)
 
 
+@pytest.mark.slow
 def test_xdist_workers_report_every_result(pytester, tmp_path):
     pytest.importorskip("xdist")
     pytester.makepyfile(test_bench=BENCHMARKS)
@@ -333,6 +334,7 @@ def test_xdist_workers_report_every_result(pytester, tmp_path):
 
 @pytest.mark.valgrind
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.slow
 def test_instructions_metric_counts_alike_twice(pytester, tmp_path):
     pytester.makepyfile(test_counted="""
         import torch

@@ -41,6 +41,7 @@ def records(path):
     return read_records(path)
 
 
+@pytest.mark.slow
 def test_four_runs_then_four_resumes_on_one_file(tmp_path):
     cfg, out = config(tmp_path), tmp_path / "r.jsonl"
     runs = [start("-c", str(cfg), "-o", str(out), "-i", "200", "-w", "1") for _ in range(4)]
