@@ -29,6 +29,8 @@ docs/regressions.md.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import random
 import re
@@ -143,8 +145,6 @@ def judge(env: dict[str, str], db: str, base: int, cand: int,
 
 
 def ops_config(folder: Path) -> Path:
-    import json
-
     path = folder / "sweep.json"
     path.write_text(json.dumps({"torch.mm": {"config": [{"input": [{"args": [
         {"type": "tensor", "dtype": "float", "shape": [n, 64]},
@@ -164,8 +164,8 @@ def ray_pairs(env: dict[str, str], db: str, folder: Path, count: int) -> list[tu
                           "--executor", executor, "-o", str(folder / f"{executor}{k}.jsonl"))
             if r.returncode:
                 raise SystemExit(f"ops --executor {executor} failed:\n{r.stderr[-2000:]}")
-            runs.append(int(re.findall(r"run (\d+)", torchmark(env, "runs", "--db", db,
-                                                               "--limit", "1").stdout)[0]))
+            newest = torchmark(env, "runs", "--db", db, "--limit", "1", "--json").stdout
+            runs.append(int(json.loads(newest.splitlines()[0])["id"]))
         code, gate, compare = judge(env, db, *runs, table=ops_table)
         out.append((code, gate, compare))
     return out
@@ -223,7 +223,7 @@ def main() -> None:
         code, gate, compare = judge(env, db, base, cand)
         cases = {name: (plugin.get(name, "-"), gate.get(name, "-"), compare.get(name, "-"))
                  for name, _, _ in CASES}
-        records.append((kind, side, code, cases))
+        records.append((kind, side, code, cases, (base, cand)))
         print(f"pair {i + 1:2d}/{len(kinds)} {kind} {side or '-':9s} runs {base}/{cand} gate "
               f"exit {code}: " + " ".join(f"{n}={v[1]}" for n, v in cases.items()),
               flush=True)
@@ -231,6 +231,7 @@ def main() -> None:
     if args.ray_pairs and _has_ray():
         ray = ray_pairs(env, db, folder, args.ray_pairs)
     report(records, ray, time.perf_counter() - started)
+    floor(records, db)
     if args.keep:
         print(f"kept: {folder}")
     else:
@@ -259,7 +260,7 @@ def report(records: list, ray: list, seconds: float) -> None:
     counts: dict[str, Counter] = defaultdict(Counter)
     disagree = 0
     compared = 0
-    for kind, _, _, cases in records:
+    for kind, _, _, cases, _ in records:
         for i, (name, _, _) in enumerate(CASES):
             plugin, gate, compare = cases[name]
             compared += 1
@@ -273,12 +274,12 @@ def report(records: list, ray: list, seconds: float) -> None:
         total = sum(c.values())
         print(f"  {what:10s} {command:8s} " + ", ".join(f"{v} {n}" for v, n in c.most_common())
               + f"  ({total} comparisons)")
-    aa_cases = [cases[name][1] for _, _, _, cases in aa for name, _, _ in CASES]
-    slow20 = [cases[name][1] for _, _, _, cases in ab for i, (name, _, _) in enumerate(CASES)
-              if SLOWER.get(i) == 1.2]
-    slow5 = [v for _, _, _, cases in ab for i, (name, _, _) in enumerate(CASES)
+    aa_cases = [cases[name][1] for _, _, _, cases, _ in aa for name, _, _ in CASES]
+    slow20 = [cases[name][1] for _, _, _, cases, _ in ab
+              for i, (name, _, _) in enumerate(CASES) if SLOWER.get(i) == 1.2]
+    slow5 = [v for _, _, _, cases, _ in ab for i, (name, _, _) in enumerate(CASES)
              if SLOWER.get(i) == 1.05 for v in cases[name]]
-    gate_ok = sum(code == 0 for _, _, code, _ in aa)
+    gate_ok = sum(code == 0 for _, _, code, _, _ in aa)
     checks = [
         ("A/A: no slower in >= 95% of case comparisons (gate)",
          1 - aa_cases.count("slower") / max(len(aa_cases), 1), 0.95),
@@ -309,3 +310,44 @@ def report(records: list, ray: list, seconds: float) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def floor(records: list, db: str) -> None:
+    """What no rule can beat on this machine: from the A/A pairs of this run, each
+    case's spread of log ratios between two sessions of the same code (sd), and the
+    largest share of +20% slowdowns any rule could call slower while calling a case of
+    unchanged code slower at most as often as the gate may (one-sided 2.5% over the 10
+    cases of a pair, 0.25% a case): Phi(log 1.2 / sd - z). Beside it, the share the gate
+    called slower."""
+    from statistics import NormalDist, median, pstdev
+
+    from torchmark.store import Store
+
+    store = Store(db)
+    medians = {}
+    for row in store.results():
+        medians[(row["run_id"], row["sub_label"])] = row["median"]
+    store.close()
+    z = NormalDist().inv_cdf(1 - 0.025 / len(CASES))
+    print(f"\nThe floor (A/A sessions of this run; a case called slower by any rule at most "
+          f"{0.025 / len(CASES):.2%} of the time, z = {z:.2f}):")
+    powers, found = [], []
+    for i, (name, _, _) in enumerate(CASES):
+        logs = [math.log(medians[(c, f"test_{name}")] / medians[(b, f"test_{name}")])
+                for kind, _, _, _, (b, c) in records if kind == "A/A"
+                if (b, f"test_{name}") in medians and (c, f"test_{name}") in medians]
+        sd = pstdev(logs) if len(logs) > 1 else math.nan
+        power = NormalDist().cdf(math.log(1.2) / sd - z) if sd > 0 else math.nan
+        line = f"  {name:8s} A/A sd of log ratio {sd:.3f} (median |log ratio| " \
+               f"{median(abs(x) for x in logs):.3f}): best power at +20% {power:.1%}"
+        if SLOWER.get(i) == 1.2:
+            called = [cases[name][1] for kind, _, _, cases, _ in records if kind == "A/B"]
+            share = called.count("slower") / max(len(called), 1)
+            powers.append(power)
+            found.append(share)
+            line += f"; the gate called {share:.1%} slower"
+        print(line)
+    if powers:
+        print(f"  +20% cases: the gate {sum(found) / len(found):.1%} against a floor of "
+              f"{sum(powers) / len(powers):.1%} (ratio "
+              f"{(sum(found) / len(found)) / max(sum(powers) / len(powers), 1e-9):.2f})")

@@ -112,3 +112,33 @@ def test_same_sides_same_verdict_whoever_asks(tmp_path):
                              Result(case=case, metric="wall", samples=tuple(b)), 0.03)
         assert engine.kind == ab.verdict == gated.kind, seed
         assert engine.reason == ab.judged.reason == gated.verdict.reason
+
+
+def test_many_cases_at_once_family_wise_and_the_runs_common_shift():
+    """Ten cases of two runs: each judged at 99.5% so the ten hold at 95%; a candidate
+    run 30% slower as a whole is a disturbed run (its shift is drift), while one case
+    that moved apart from the other nine still reads slower."""
+    from torchmark.verdicts.family import Pair, common_shifts, each_confidence, judge_all
+
+    assert each_confidence(0.95, 10) == pytest.approx(0.995)
+    base = [Side(lognormal(1e-5, 0.01, 30, i)) for i in range(10)]
+    shifted = [Side(lognormal(1.3e-5, 0.01, 30, 50 + i)) for i in range(10)]
+    pairs = [Pair(i, b, c) for i, (b, c) in enumerate(zip(base, shifted))]
+    assert common_shifts(pairs)["wall"] == pytest.approx(math.log(1.3), abs=0.01)
+    verdicts = judge_all(pairs, threshold=0.03)
+    assert {v.kind for v in verdicts.values()} == {"unsure"}
+    assert verdicts[0].confidence == pytest.approx(0.995)
+    assert "the runs' common shift of +30" in verdicts[0].reason
+    alone = [Side(lognormal(1e-5, 0.01, 30, 70 + i)) for i in range(9)] + \
+        [Side(lognormal(1.5e-5, 0.01, 30, 79))]
+    verdicts = judge_all([Pair(i, b, c) for i, (b, c) in enumerate(zip(base, alone))],
+                         threshold=0.03)
+    assert verdicts[9].kind == "slower" and verdicts[0].kind != "slower"
+    # the same ten cases one at a time, each at 95%: the same ratios, narrower intervals
+    single = judge(base[9], alone[9], threshold=0.03)
+    assert single.confidence == 0.95 and single.upper - single.lower < \
+        verdicts[9].upper - verdicts[9].lower
+    # exact counts have no common shift: a change to every case is a change
+    counted = [Pair(i, Side([1e6]), Side([1.1e6]), "instructions") for i in range(6)]
+    assert common_shifts(counted) == {} and \
+        {v.kind for v in judge_all(counted, threshold=0.05).values()} == {"slower"}

@@ -76,22 +76,21 @@ def _few_samples_hint(results) -> list[str]:
             "mean per case)"]
 
 
-def compare_sides(sides, confidence: float, min_effect: float, seed: int, drifts=None):
-    """ab_test of every case the two sides share: the results, the cases found on one
-    side only, and the cases that could not be compared (one line each). `drifts`:
-    stored case id -> its drift between runs (sides read from the store)."""
-    from torchmark.compare.ab import ab_test, pair_measurements
+def compare_sides(sides, confidence: float, min_effect: float, seed: int, histories=None):
+    """Every case the two sides share, judged together (compare/ab.py ab_all): the
+    results, the cases found on one side only, and the cases that could not be compared
+    (one line each). `histories`: stored case id -> its A/A log ratios (sides read from
+    the store)."""
+    from torchmark.compare.ab import ab_all, pair_measurements
 
     pairs, only_a, only_b = pair_measurements(sides[0], sides[1])
-    results, errors = [], []
-    for name, a, b in pairs:
+    by_name = {}
+    for name, _, b in pairs:
         stored = b.metadata.get("case_id") if isinstance(b.metadata, dict) else None
-        try:
-            results.append(ab_test(a, b, confidence=confidence, min_effect=min_effect,
-                                   seed=seed, name=name,
-                                   drift=(drifts or {}).get(stored)))
-        except ValueError as e:  # one case that cannot be compared does not stop the rest
-            errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")
+        if stored in (histories or {}):
+            by_name[name] = histories[stored]
+    results, errors = ab_all(pairs, confidence=confidence, min_effect=min_effect, seed=seed,
+                             histories=by_name)
     return results, only_a, only_b, errors
 
 
@@ -102,7 +101,8 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
     `head`: the first line (default: the sides' names and how the ratio is taken)."""
     from torchmark.core.plain_table import align, markdown
 
-    header = ["case", "baseline", "candidate", "ratio", f"{confidence * 100:g}% CI", "p",
+    each = results[0].confidence if results else confidence  # family-wise, a case
+    header = ["case", "baseline", "candidate", "ratio", f"{each * 100:.4g}% CI", "p",
               "verdict"]
     right = [False, True, True, True, False, True, False]
     rows = [_row(r) for r in results]
@@ -264,28 +264,26 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db) -> int:
         if not side:
             raise click.UsageError(f"{name}: holds no measurements")
     results, only_a, only_b, errors = compare_sides(sides, confidence, min_effect, seed,
-                                                    _stored_drifts(files, sides, db))
+                                                    _stored_histories(files, db))
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     return _gate(results, only_a, errors, fail_above)
 
 
-def _stored_drifts(files, sides, db) -> dict:
-    """Two runs of the store: each candidate case's drift from its A/A history (as
-    `gate` and `compare` take it); {} for files."""
+def _stored_histories(files, db) -> dict:
+    """Two runs of the store: each candidate case's A/A log ratios (as `gate` and
+    `compare` read them), by case id; {} for files."""
     from torchmark.cli.measurement_files import is_run_id
 
     if len(files) != 2 or not all(is_run_id(f) for f in files):
         return {}
     from torchmark.cli.store_options import open_store
-    from torchmark.regressions.aa_history import history_drifts
+    from torchmark.regressions.aa_history import pair_histories
     from torchmark.regressions.refs import resolve_side
 
     store = open_store(db)
     base, cand = (resolve_side(f"run:{f.removeprefix('run:')}", store) for f in files)
-    drifts = history_drifts(store, {(r.case.id, r.metric) for r in cand.results},
-                            machine=cand.machine, env=cand.env,
-                            exclude={*base.runs, *cand.runs})
-    return {case_id: drift for (case_id, _), drift in drifts.items()}
+    return {case_id: ratios
+            for (case_id, _), ratios in pair_histories(store, base, cand).items()}
 
 
 def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, rounds,

@@ -31,9 +31,10 @@ def calibrate_cmd(run, repeats, patterns, glob, min_run_time, db):
     from torchmark.cli.store_options import open_store, recorder
     from torchmark.core.plain_table import align
     from torchmark.core.provenance import Machine
-    from torchmark.regressions.aa_history import history_drifts
+    from torchmark.regressions.aa_history import history_ratios
     from torchmark.regressions.confirm import RERUNNABLE, remeasured
     from torchmark.regressions.refs import resolve_side
+    from torchmark.verdicts.drift import from_history
 
     store = open_store(db)
     side = resolve_side(run if run == "latest" else f"run:{run.removeprefix('run:')}",
@@ -59,9 +60,11 @@ def calibrate_cmd(run, repeats, patterns, glob, min_run_time, db):
         if rec.run_id is not None:
             added.append(rec.run_id)
     keys = {(r.case.id, r.metric) for r in cases}
-    drifts = history_drifts(store, keys, machine=Machine.capture().fingerprint, env=side.env)
-    rows = [[r.case.title, r.metric, drifts[(r.case.id, r.metric)].describe()
-             if (r.case.id, r.metric) in drifts else "-"] for r in cases]
+    histories = history_ratios(store, keys, machine=Machine.capture().fingerprint,
+                               env=side.env)
+    drifts = {key: from_history(ratios) for key, ratios in histories.items()}
+    rows = [[r.case.title, r.metric, drift.describe()
+             if (drift := drifts.get((r.case.id, r.metric))) else "-"] for r in cases]
     click.echo(f"runs {', '.join(map(str, added))} added to {store.where}")
     for line in align(["case", "metric", "drift between two runs of the same code"], rows,
                       rule=True):

@@ -70,16 +70,14 @@ def run_verdicts(runs: list[str], threshold: float, db: str | None,
     reasons, the counts."""
     from torchmark.cli.store_options import open_store
     from torchmark.compare.verdict_table import markdown_table, text_table
-    from torchmark.regressions.aa_history import history_drifts
+    from torchmark.regressions.aa_history import pair_histories
     from torchmark.regressions.gate import gate
     from torchmark.regressions.refs import resolve_side
 
     store = open_store(db)
     base, cand = (resolve_side(f"run:{r.removeprefix('run:')}", store) for r in runs)
-    drifts = history_drifts(store, {(r.case.id, r.metric) for r in cand.results},
-                            machine=cand.machine, env=cand.env,
-                            exclude={*base.runs, *cand.runs})
-    report = gate(base.results, cand.results, max_slowdown=threshold, drifts=drifts)
+    report = gate(base.results, cand.results, max_slowdown=threshold,
+                  histories=pair_histories(store, base, cand))
     head = (f"baseline: {base.describe()}; candidate: {cand.describe()}; threshold "
             f"{threshold:.1%}")
     table = (markdown_table if markdown else text_table)(report.rows)

@@ -47,7 +47,10 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
     --processes`: of their processes' medians) widened by the drift between two runs of
     the same code: from the case's A/A history in the store (consecutive runs of one
     clean commit on the candidate's machine; `torchmark calibrate` adds them), else
-    from the runs' own spreads. A change within that drift is unsure, never slower."""
+    from the runs' own spreads, and by the runs' common shift. A change within that
+    drift is unsure, never slower. Each of n cases is judged at confidence
+    1 - (1 - CONFIDENCE) / n, so unchanged code fails the gate at most 5% of the
+    time however many cases it has (docs/verdicts.md)."""
     from pathlib import Path
 
     from torchmark.compare.verdict_table import markdown_table, text_table
@@ -61,15 +64,14 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
         store = open_store(db)
     base = resolve_side(baseline, store)
     cand = resolve_side(candidate, store)
-    drifts = {}
+    histories = {}
     if store is not None:
-        from torchmark.regressions.aa_history import history_drifts
+        from torchmark.regressions.aa_history import pair_histories
 
-        drifts = history_drifts(store, {(r.case.id, r.metric) for r in cand.results},
-                                machine=cand.machine, env=cand.env,
-                                exclude={*base.runs, *cand.runs}, confidence=confidence)
+        histories = pair_histories(store, base, cand)
     options = dict(max_slowdown=max_slowdown, metric=metric, cases=patterns, glob=glob,
-                   confidence=confidence, drifts=drifts, allow_unmeasured=allow_unmeasured)
+                   confidence=confidence, histories=histories,
+                   allow_unmeasured=allow_unmeasured)
     report = gate(base.results, cand.results, **options)
     if remeasure:
         again = _remeasured(report, cand.results)

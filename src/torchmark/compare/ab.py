@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.stats import select_unit
@@ -194,6 +194,27 @@ def _side(m: Measurement) -> Side:
     return Side(m.times, tuple(m.process_medians), tuple(m.process_spreads or ()))
 
 
+def _checked(baseline: object, candidate: object, *, paired: bool = False,
+             caller: str = "ab_test") -> list[Measurement]:
+    """Both sides as Measurements fit for a ratio (else a ValueError saying why)."""
+    baseline, candidate = _coerced(baseline, candidate, caller)
+    if baseline.median <= 0:
+        raise ValueError(f"{caller}: the baseline's median time is zero; a ratio to it has "
+                         "no meaning")
+    if paired and len(baseline.times) != len(candidate.times):
+        raise ValueError(f"{caller}: paired samples need as many baseline as candidate "
+                         f"times, got {len(baseline.times)} and {len(candidate.times)}")
+    if paired and min(baseline.times) <= 0:
+        raise ValueError(f"{caller}: a baseline time is zero; a ratio to it has no meaning")
+    return [baseline, candidate]
+
+
+def _by_processes(baseline: Measurement, candidate: Measurement) -> tuple[int, int]:
+    """The processes a side each, when both ran over several (compared by them)."""
+    counts = (len(baseline.process_medians), len(candidate.process_medians))
+    return counts if min(counts) >= 2 else (0, 0)
+
+
 def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float = 0.95,
             min_effect: float = 0.01, resamples: int = 2000, seed: int = 0,
             name: str | None = None, paired: bool = False, abba: bool = False,
@@ -218,26 +239,12 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
     `drift`: between two runs of the same code on this machine, when known (a case's
     A/A history in the store); else the engine estimates it from the two sides.
     `replicate_ratios`: the ratios of independent replicates pooled into these samples.
+    Many cases of two runs at once: `ab_all`.
     """
-    baseline, candidate = _coerced(baseline, candidate, "ab_test")
-    if not 0 < confidence < 1:
-        raise ValueError(f"ab_test: confidence must be in (0, 1), got {brief_repr(confidence)}")
-    if not (isinstance(min_effect, (int, float)) and 0 <= min_effect < 10):
-        raise ValueError(f"ab_test: min_effect must be in [0, 10), got {brief_repr(min_effect)}")
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 100:
-        raise ValueError(f"ab_test: resamples must be an int >= 100, got {brief_repr(resamples)}")
-    if baseline.median <= 0:
-        raise ValueError("ab_test: the baseline's median time is zero; a ratio to it has "
-                         "no meaning")
+    _check_options(confidence, min_effect, resamples)
     if abba and not paired:
         raise ValueError("ab_test: abba=True is a way of pairing: give paired=True too")
-    if paired and len(baseline.times) != len(candidate.times):
-        raise ValueError(f"ab_test: paired samples need as many baseline as candidate "
-                         f"times, got {len(baseline.times)} and {len(candidate.times)}")
-    if paired and min(baseline.times) <= 0:
-        raise ValueError("ab_test: a baseline time is zero; a ratio to it has no meaning")
-    by_processes = not paired and len(baseline.process_medians) >= 2 and \
-        len(candidate.process_medians) >= 2
+    baseline, candidate = _checked(baseline, candidate, paired=paired)
     verdict = judge(_side(baseline), _side(candidate), metric="wall",
                     threshold=float(min_effect), confidence=confidence, drift=drift,
                     paired=paired, abba=abba, replicate_ratios=tuple(replicate_ratios),
@@ -245,8 +252,42 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
     return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
                     candidate=candidate, judged=verdict, paired=paired, abba=abba,
                     replicate_ratios=tuple(replicate_ratios),
-                    processes=(len(baseline.process_medians), len(candidate.process_medians))
-                    if by_processes else (0, 0))
+                    processes=(0, 0) if paired else _by_processes(baseline, candidate))
+
+
+def ab_all(pairs: Sequence[tuple[str, Measurement, Measurement]], *,
+           confidence: float = 0.95, min_effect: float = 0.01, seed: int = 0,
+           histories: Mapping[str, Sequence[float]] | None = None
+           ) -> tuple[list[ABResult], list[str]]:
+    """Many cases of two runs (name, baseline, candidate), judged together as the gate
+    judges them (verdicts/family.py: each at the family-wise confidence, the runs'
+    common shift, each case's A/A history from `histories`, name -> log ratios): the
+    results, and a line for each pair that could not be compared."""
+    from torchmark.verdicts.family import Pair, judge_all
+
+    _check_options(confidence, min_effect, 2000)
+    checked: list[tuple[str, Measurement, Measurement]] = []
+    errors = []
+    for name, a, b in pairs:
+        try:
+            a, b = _checked(a, b)
+            checked.append((name, a, b))
+        except ValueError as e:  # one case that cannot be compared does not stop the rest
+            errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")
+    verdicts = judge_all([Pair(name, _side(a), _side(b)) for name, a, b in checked],
+                         threshold=float(min_effect), confidence=confidence,
+                         histories=histories, seed=seed)
+    return [ABResult(name=name, baseline=a, candidate=b, judged=verdicts[name],
+                     processes=_by_processes(a, b)) for name, a, b in checked], errors
+
+
+def _check_options(confidence: float, min_effect: float, resamples: int) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"ab_test: confidence must be in (0, 1), got {brief_repr(confidence)}")
+    if not (isinstance(min_effect, (int, float)) and 0 <= min_effect < 10):
+        raise ValueError(f"ab_test: min_effect must be in [0, 10), got {brief_repr(min_effect)}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 100:
+        raise ValueError(f"ab_test: resamples must be an int >= 100, got {brief_repr(resamples)}")
 
 
 def counts_test(baseline: Measurement, candidate: Measurement, *, min_effect: float = 0.01,

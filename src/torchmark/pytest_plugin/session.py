@@ -92,7 +92,7 @@ class BenchmarkSession:
             threshold = self.settings.fail_slower
             self.gate_report = gate(self.baseline, self.results,
                                     max_slowdown=DEFAULT_THRESHOLD if threshold is None
-                                    else threshold, drifts=self._drifts())
+                                    else threshold, histories=self._histories())
             # a gate that compared nothing (a baseline of other cases, another metric)
             # fails as one that found a regression: `torchmark gate` refuses it too
             unmatched = not self.gate_report.rows
@@ -106,18 +106,17 @@ class BenchmarkSession:
                     session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _drifts(self) -> dict[tuple[str, str], Any]:
-        """The drift between two runs of the same code of each case, from its A/A
-        history in the store on this machine (none without a store, or where the
-        history is too short: the engine then estimates it from the runs)."""
+    def _histories(self) -> dict[tuple[str, str], Any]:
+        """Each case's A/A history in the store on this machine (none without a store:
+        the engine then estimates the drift from the runs)."""
         if self.settings.no_store or self.provenance is None:
             return {}
-        from torchmark.regressions.aa_history import history_drifts
+        from torchmark.regressions.aa_history import history_ratios
         from torchmark.store import open as open_store
 
         try:
             with open_store(self.settings.store) as store:
-                return history_drifts(store, {(r.case.id, r.metric) for r in self.results},
+                return history_ratios(store, {(r.case.id, r.metric) for r in self.results},
                                       machine=self.provenance.machine.fingerprint,
                                       env=self.provenance.env,
                                       exclude={*self.baseline_runs, *filter(None, [

@@ -12,9 +12,6 @@ import math
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from torchmark.verdicts import Drift
-from torchmark.verdicts.drift import from_history
-
 
 def aa_ratios(rows: Iterable[dict[str, Any]], exclude: Collection[int] = ()
               ) -> dict[tuple[str, str], list[float]]:
@@ -49,20 +46,24 @@ def _build(row: dict[str, Any]) -> tuple[str, str | None] | None:
     return row["git_commit"], row.get("torch_version")
 
 
-def history_drifts(store: Any, keys: Collection[tuple[str, str]], *, machine: str | None,
-                   env: str | None, exclude: Collection[int] = (),
-                   confidence: float = 0.95) -> dict[tuple[str, str], Drift]:
-    """(case id, metric) -> the drift its A/A history on `machine` (fingerprint) and
-    `env` shows, for the keys whose history holds enough pairs (verdicts/drift.py)."""
+def history_ratios(store: Any, keys: Collection[tuple[str, str]], *, machine: str | None,
+                   env: str | None, exclude: Collection[int] = ()
+                   ) -> dict[tuple[str, str], list[float]]:
+    """(case id, metric) -> the A/A log ratios of its history on `machine` (fingerprint)
+    and `env`, for the keys that have any; the verdict engine turns them into a drift
+    (verdicts/drift.py: from 3 pairs up)."""
     if not keys:
         return {}
     rows = [row for row in store.results(cases=sorted({case for case, _ in keys}),
                                          machine=machine, env=env)
             if row["run_env"] == env]  # env None: the runs without a label only
-    out = {}
-    for key, ratios in aa_ratios(rows, exclude).items():
-        if key in keys:
-            drift = from_history(ratios, confidence)
-            if drift is not None:
-                out[key] = drift
-    return out
+    return {key: ratios for key, ratios in aa_ratios(rows, exclude).items() if key in keys}
+
+
+def pair_histories(store: Any, baseline: Any, candidate: Any
+                   ) -> dict[tuple[str, str], list[float]]:
+    """The A/A log ratios of the candidate side's cases (regressions/refs.py Sides) on
+    its machine and env, the two sides' own runs left out."""
+    return history_ratios(store, {(r.case.id, r.metric) for r in candidate.results},
+                          machine=candidate.machine, env=candidate.env,
+                          exclude={*baseline.runs, *candidate.runs})

@@ -1,11 +1,12 @@
 """The CI gate: did any case of the candidate get slower than the baseline by more than a
 threshold?
 
-Cases pair up by their stable id and metric, and each pair is judged by the verdict
-engine (torchmark.verdicts) with the threshold as its smallest change: instruction counts
-exactly, times by the interval of their ratio widened by the drift between two runs of
-the same code (the case's A/A history in the store where the caller looked it up, else
-the runs' processes or spreads). The gate fails on a case that is `slower` or `failed`,
+Cases pair up by their stable id and metric, and all pairs are judged together by the
+verdict engine (torchmark.verdicts.family) with the threshold as its smallest change:
+instruction counts exactly, times by the interval of their ratio widened by the drift
+between two runs of the same code (the case's A/A history in the store where the caller
+looked it up, else the runs' processes or spreads) and by the runs' common shift, each
+case at the family-wise confidence of the comparison. The gate fails on a case that is `slower` or `failed`,
 and on one that is `unmeasured` (no interval could be formed: too few samples, a
 baseline that failed) unless unmeasured cases are allowed: a gate never passes what it
 did not measure.
@@ -91,18 +92,24 @@ def _median(result: Result) -> float:
 def gate(baseline: Sequence[Result], candidate: Sequence[Result], *,
          max_slowdown: float = 0.05, metric: str | None = None,
          cases: Sequence[str] = (), glob: bool = False, confidence: float = 0.95,
-         seed: int = 0, drifts: Mapping[tuple[str, str], Drift] | None = None,
+         seed: int = 0, histories: Mapping[tuple[str, str], Sequence[float]] | None = None,
          allow_unmeasured: bool = False) -> GateReport:
-    """Compare every (case, metric) both sides hold. `metric`: only that one (default:
+    """Compare every (case, metric) both sides hold, all at once (verdicts/family.py:
+    family-wise confidence, the runs' common shift). `metric`: only that one (default:
     all). `cases`: case ids or titles (with `glob`, shell patterns of them; default:
-    all). `max_slowdown`: 0.05 lets a case be up to 5% slower. `drifts`: (case id,
-    metric) -> the drift between two runs of the same code, where known."""
+    all). `max_slowdown`: 0.05 lets a case be up to 5% slower. `histories`: (case id,
+    metric) -> the case's A/A log ratios, where the store holds them."""
+    from torchmark.verdicts.family import Pair, judge_all
+
     if not 0 <= max_slowdown < 10:
         raise ValueError(f"max_slowdown must be in [0, 10), got {max_slowdown!r}")
     a, b = _index(baseline, metric, cases, glob), _index(candidate, metric, cases, glob)
-    drifts = drifts or {}
-    rows = [compare_case(a[key], b[key], max_slowdown, confidence=confidence, seed=seed,
-                         drift=drifts.get(key)) for key in a if key in b]
+    keys = [key for key in a if key in b]
+    verdicts = judge_all([Pair(key, side_of(a[key]), side_of(b[key]), key[1])
+                          for key in keys], threshold=max_slowdown, confidence=confidence,
+                         histories=histories, seed=seed)
+    rows = [GateRow(key[0], a[key].case.title, key[1], a[key].unit or b[key].unit,
+                    _median(a[key]), _median(b[key]), verdicts[key]) for key in keys]
     order = {v: i for i, v in enumerate(VERDICTS)}
     rows.sort(key=lambda r: (order[r.kind], -(r.verdict.ratio if math.isfinite(
         r.verdict.ratio) else 0), natural_key(r.title)))

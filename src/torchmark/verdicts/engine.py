@@ -12,8 +12,11 @@ How the ratio (candidate / baseline) and its interval are formed depends on the 
   interval (fixed seed), the Mann-Whitney test.
 
 The interval is then widened by the drift between two runs of the same code (on the log
-scale, the two added in quadrature), given by the caller (the case's A/A history) or
-estimated from the sides (verdicts/drift.py). With L the log ratio, T = log(1 +
+scale; a drift from the A/A history, which holds the sampling error of a run's median
+already, reaches as far as the larger of the two; the others are added in quadrature),
+given by the caller (the case's A/A history) or estimated from the sides
+(verdicts/drift.py), and by the common shift of the runs compared, when the caller
+gives one (verdicts/family.py). With L the log ratio, T = log(1 +
 threshold) and [lo, hi] the widened interval's logs:
 
 - slower: lo > 0 (and the test's p under 1 - confidence) and L >= T; faster: the mirror;
@@ -71,12 +74,14 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
           threshold: float = DEFAULT_THRESHOLD, confidence: float = 0.95,
           drift: Drift | None = None, paired: bool = False, abba: bool = False,
           replicate_ratios: Sequence[float] = (), seed: int = 0,
-          resamples: int = 2000) -> Verdict:
+          resamples: int = 2000, shift: float = 0.0) -> Verdict:
     """The verdict on `candidate` against `baseline` (see the module docstring).
     `threshold`: the smallest relative change that counts (0.05: 5%). `drift`: between
     two runs of the same code, when the caller knows it (else estimated from the sides).
     `paired`: the i-th samples of both sides were taken together; `abba`: the pairs
-    were taken A B, B A, ... (the unit is then the quad of two pairs)."""
+    were taken A B, B A, ... (the unit is then the quad of two pairs). `shift`: the
+    common change (a log ratio) of the runs this case was compared in, as a whole
+    (verdicts/family.py): a disturbed run moves every case, and that much is drift."""
     if not (isinstance(threshold, (int, float)) and 0 <= threshold < 10):
         raise ValueError(f"threshold must be a number in [0, 10), got {threshold!r}")
     if not 0 < confidence < 1:
@@ -151,7 +156,7 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
         p_value = mann_whitney_p(a, b)
         method = "ratio of the medians, bootstrap interval"
     return _decide(ratio, low, high, p_value, drift, method, exact, replicate_ratios,
-                   **settings)
+                   shift, **settings)
 
 
 def _unusable(baseline: Side, candidate: Side) -> tuple[str, str] | None:
@@ -196,17 +201,24 @@ def _exp(x: float) -> float:
 
 
 def _decide(ratio: float, low: float, high: float, p_value: float, drift: Drift,
-            method: str, exact: bool, replicate_ratios: Sequence[float], *,
+            method: str, exact: bool, replicate_ratios: Sequence[float], shift: float, *,
             threshold: float, confidence: float) -> Verdict:
-    """The kind from the widened interval (see the module docstring)."""
+    """The kind from the widened interval (see the module docstring). A drift from the
+    A/A history already holds the sampling error of a run's median, so the interval
+    reaches as far as the larger of the two; the other drifts are estimates of the
+    between-run part alone, added to the sampling error in quadrature."""
     log_ratio = _log(ratio)
-    d, t = math.log1p(drift.value), math.log1p(threshold)
-    lo = log_ratio - math.hypot(log_ratio - _log(low), d)
-    hi = log_ratio + math.hypot(_log(high) - log_ratio, d)
+    d = math.hypot(math.log1p(drift.value), shift)
+    t = math.log1p(threshold)
+    combine = max if drift.source == "history" else math.hypot
+    lo = log_ratio - combine(log_ratio - _log(low), d)
+    hi = log_ratio + combine(_log(high) - log_ratio, d)
     significant = exact or math.isnan(p_value) or p_value < 1 - confidence
     shown = f"{ratio - 1:+.1%} [{_pct(lo)}, {_pct(hi)}]"
     within = f"drift {drift.describe()}" if drift.value > 0 else \
         f"no drift ({drift.detail or drift.source})"
+    if shift:
+        within += f" and the runs' common shift of {math.expm1(shift):+.1%}"
     if significant and lo > 0 and log_ratio >= t - _EPS:
         kind, why = "slower", f"beyond no change and the threshold of {threshold:.1%}"
     elif significant and hi < 0 and log_ratio <= -t + _EPS:
@@ -223,7 +235,7 @@ def _decide(ratio: float, low: float, high: float, p_value: float, drift: Drift,
                                    f"{middle - 1:+.1%} only: processes of one environment "
                                    "differ in speed from one start to the next")
     return Verdict(kind, ratio, low, high, _exp(lo), _exp(hi), drift, threshold, confidence,
-                   method, f"{shown} with {within}: {why}", p_value)
+                   method, f"{shown} with {within}: {why}", p_value, shift)
 
 
 def _unsure_why(log_ratio: float, low: float, high: float, lo: float, hi: float, t: float,

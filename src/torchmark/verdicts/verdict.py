@@ -20,7 +20,8 @@ class Verdict:
     counts), `lower`..`upper` that interval widened by `drift`, which decides.
     `threshold`: the smallest relative change that counts. `p_value`: of the test
     beside the interval (nan where there is none). `method`: how the ratio was formed;
-    `reason`: the decision in one line."""
+    `reason`: the decision in one line; `shift`: the common change of the runs compared,
+    which widened the interval as drift does."""
 
     kind: str
     ratio: float
@@ -34,6 +35,7 @@ class Verdict:
     method: str
     reason: str
     p_value: float = math.nan
+    shift: float = 0.0  # the common change (log) of the runs compared, part of the drift
 
     def __post_init__(self) -> None:
         if self.kind not in VERDICTS:
@@ -64,7 +66,7 @@ class Verdict:
                 "upper": finite(self.upper), "drift": finite(self.drift.value),
                 "drift_source": self.drift.source, "threshold": self.threshold,
                 "confidence": self.confidence, "p_value": finite(self.p_value),
-                "method": self.method, "reason": self.reason}
+                "shift": self.shift, "method": self.method, "reason": self.reason}
 
 
 def _pct(ratio: float) -> str:

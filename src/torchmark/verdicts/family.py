@@ -1,0 +1,86 @@
+"""Many cases of two runs judged at once, as `gate`, `compare RUN_A RUN_B`, `ab` and the
+pytest plugin judge them: one rule, so the same runs get the same verdicts from each.
+
+- **Family-wise confidence.** A comparison of n cases asks n questions; at 95% each, ten
+  unchanged cases read `slower` somewhere in one pair of runs in five. Each case is
+  judged at 1 - (1 - confidence) / n (Bonferroni), so that a comparison of unchanged
+  code says `slower` of any of its cases at most 1 - confidence of the time.
+- **The runs' common shift.** A run measured while the machine was slower (another job,
+  a throttled CPU) moves every case alike. Where a metric has MIN_SHIFT_CASES cases or
+  more (times only: exact counts have no drift), the median of their log ratios is that
+  shift, and it widens every case's interval as drift does (docs/verdicts.md).
+- **The A/A history**, where the caller read one: each case's drift from its own ratios
+  at the family-wise confidence (verdicts/drift.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from torchmark.verdicts.drift import from_history
+from torchmark.verdicts.engine import EXACT_METRICS, Side, judge
+from torchmark.verdicts.verdict import Verdict
+
+MIN_SHIFT_CASES = 5  # cases of one metric a common shift is read from, at least
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    """One case of the two runs: its key (any label the caller matches by), both sides,
+    its metric."""
+
+    key: Hashable
+    baseline: Side
+    candidate: Side
+    metric: str = "wall"
+
+
+def each_confidence(confidence: float, cases: int) -> float:
+    """The confidence each of `cases` cases is judged at (Bonferroni)."""
+    return 1 - (1 - confidence) / max(cases, 1)
+
+
+def common_shifts(pairs: Sequence[Pair]) -> dict[str, float]:
+    """metric -> the median log ratio of its cases' medians, for the time metrics with
+    MIN_SHIFT_CASES measured cases or more."""
+    logs: dict[str, list[float]] = {}
+    for p in pairs:
+        if p.metric in EXACT_METRICS:
+            continue
+        ratio = _median_ratio(p)
+        if ratio is not None:
+            logs.setdefault(p.metric, []).append(math.log(ratio))
+    return {metric: statistics.median(values) for metric, values in logs.items()
+            if len(values) >= MIN_SHIFT_CASES}
+
+
+def _median_ratio(p: Pair) -> float | None:
+    sides = (p.baseline, p.candidate)
+    if any(s.failure is not None or len(s.samples) == 0 for s in sides):
+        return None
+    base, cand = (statistics.median(s.samples) for s in sides)
+    if not (base > 0 and cand > 0 and math.isfinite(base) and math.isfinite(cand)):
+        return None
+    return cand / base
+
+
+def judge_all(pairs: Sequence[Pair], *, threshold: float, confidence: float = 0.95,
+              histories: Mapping[Any, Sequence[float]] | None = None,
+              seed: int = 0, resamples: int = 2000) -> dict[Any, Verdict]:
+    """Each pair's verdict (see the module docstring). `histories`: key -> the case's
+    A/A log ratios (regressions/aa_history.py)."""
+    each = each_confidence(confidence, len(pairs))
+    shifts = common_shifts(pairs)
+    histories = histories or {}
+    out = {}
+    for p in pairs:
+        ratios = histories.get(p.key)
+        drift = from_history(ratios, each) if ratios else None
+        out[p.key] = judge(p.baseline, p.candidate, metric=p.metric, threshold=threshold,
+                           confidence=each, drift=drift, shift=shifts.get(p.metric, 0.0),
+                           seed=seed, resamples=resamples)
+    return out
