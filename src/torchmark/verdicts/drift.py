@@ -12,6 +12,9 @@ for), estimated from what is at hand, best first:
   median): on a 2-core machine with a busy core, two runs of one statement a moment
   apart differed by 2 to 75% while each run's IQR was 1 to 70% of its median.
 
+Both take SEQUENTIAL_SPREADS at 95% and scale it with the normal quantile at a higher
+confidence (a case judged among many: verdicts/family.py).
+
 Paired samples (interleaved blocks) and exact counts have no drift of their own:
 `NONE_PAIRED`, `NONE_EXACT`."""
 
@@ -78,24 +81,33 @@ def from_history(log_ratios: Sequence[float], confidence: float = 0.95,
                  detail or f"A/A history: {len(values)} pairs of runs of one build")
 
 
-def from_spreads(baseline: Sequence[float], candidate: Sequence[float]) -> Drift:
-    """SEQUENTIAL_SPREADS times the sum of the two runs' spreads (IQR / median)."""
+def _factor(confidence: float) -> float:
+    """SEQUENTIAL_SPREADS at 95%, scaled with the normal quantile at other confidences
+    (a case of ten judged at 99.5% gets 1.5 times as wide a drift)."""
+    normal = statistics.NormalDist()
+    return SEQUENTIAL_SPREADS * normal.inv_cdf((1 + confidence) / 2) / normal.inv_cdf(0.975)
+
+
+def from_spreads(baseline: Sequence[float], candidate: Sequence[float],
+                 confidence: float = 0.95) -> Drift:
+    """SEQUENTIAL_SPREADS times the sum of the two runs' spreads (IQR / median), at 95%
+    (wider at a higher `confidence`)."""
+    factor = _factor(confidence)
     spread = sum(_spread(side) for side in (baseline, candidate))
-    return Drift(SEQUENTIAL_SPREADS * spread, "spreads",
-                 f"{SEQUENTIAL_SPREADS:g} x the two runs' spreads")
+    return Drift(factor * spread, "spreads", f"{factor:.3g} x the two runs' spreads")
 
 
-def from_processes(baseline_spreads: Sequence[float],
-                   candidate_spreads: Sequence[float]) -> Drift:
+def from_processes(baseline_spreads: Sequence[float], candidate_spreads: Sequence[float],
+                   confidence: float = 0.95) -> Drift:
     """SEQUENTIAL_SPREADS times the median process's own spread (IQR / median), each
-    side summed: the lottery that sets a process's speed is already in the comparison by
-    processes. Without the spreads (files from before they were kept), none beyond
-    that."""
+    side summed, at 95% (wider at a higher `confidence`): the lottery that sets a
+    process's speed is already in the comparison by processes. Without the spreads
+    (files from before they were kept), none beyond that."""
     if not (baseline_spreads and candidate_spreads):
         return Drift(0.0, "processes", "the processes' medians as replicates")
+    factor = _factor(confidence)
     spread = sum(statistics.median(s) for s in (baseline_spreads, candidate_spreads))
-    return Drift(SEQUENTIAL_SPREADS * spread, "processes",
-                 f"{SEQUENTIAL_SPREADS:g} x the median process's spread")
+    return Drift(factor * spread, "processes", f"{factor:.3g} x the median process's spread")
 
 
 def _spread(samples: Sequence[float]) -> float:

@@ -140,13 +140,13 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
         method = f"Hodges-Lehmann ratio of {len(pa)} and {len(pb)} processes' medians"
         if drift is None:
             drift = drifts.from_processes(baseline.process_spreads,
-                                          candidate.process_spreads)
+                                          candidate.process_spreads, confidence)
         if math.isnan(low):
             return _no_ratio("unmeasured", f"too few processes for an interval at "
                              f"{confidence:.0%} ({len(pa)} and {len(pb)}; 4 and 4 give one "
                              "at 95%)", drift, ratio, **settings)
     else:
-        drift = drift or drifts.from_spreads(baseline.samples, candidate.samples)
+        drift = drift or drifts.from_spreads(baseline.samples, candidate.samples, confidence)
         ratio = float(np.median(b) / np.median(a))
         if min(len(a), len(b)) < MIN_SAMPLES:
             return _no_ratio("unmeasured", f"too few samples for an interval ({len(a)} and "
