@@ -130,8 +130,8 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
         drift = drift or drifts.NONE_PAIRED
         if math.isnan(low):
             return _no_ratio("unmeasured", f"too few {'quads' if abba else 'pairs'} for "
-                             f"an interval at {confidence:.0%} ({len(ratios)})", drift,
-                             ratio, **settings)
+                             f"an interval at {confidence * 100:.4g}% ({len(ratios)})",
+                             drift, ratio, **settings)
     elif all(2 <= len(side.process_medians) <= MAX_REPLICATES
              for side in (baseline, candidate)):
         pa, pb = baseline.process_medians, candidate.process_medians
@@ -143,8 +143,8 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
                                           candidate.process_spreads, confidence)
         if math.isnan(low):
             return _no_ratio("unmeasured", f"too few processes for an interval at "
-                             f"{confidence:.0%} ({len(pa)} and {len(pb)}; 4 and 4 give one "
-                             "at 95%)", drift, ratio, **settings)
+                             f"{confidence * 100:.4g}% ({len(pa)} and {len(pb)}; 4 and 4 "
+                             "give one at 95%)", drift, ratio, **settings)
     else:
         drift = drift or drifts.from_spreads(baseline.samples, candidate.samples, confidence)
         ratio = float(np.median(b) / np.median(a))
