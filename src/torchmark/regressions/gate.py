@@ -6,10 +6,10 @@ verdict engine (torchmark.verdicts.family) with the threshold as its smallest ch
 instruction counts exactly, times by the interval of their ratio widened by the drift
 between two runs of the same code (the case's A/A history in the store where the caller
 looked it up, else the runs' processes or spreads) and by the runs' common shift, each
-case at the family-wise confidence of the comparison. The gate fails on a case that is `slower` or `failed`,
-and on one that is `unmeasured` (no interval could be formed: too few samples, a
-baseline that failed) unless unmeasured cases are allowed: a gate never passes what it
-did not measure.
+case at the family-wise confidence of the comparison. The gate fails on a case that is
+`slower` or `failed`, and on one that is `unmeasured` (no interval could be formed: too
+few samples, a baseline that failed) unless unmeasured cases are allowed: a gate never
+passes what it did not measure.
 """
 
 from __future__ import annotations
