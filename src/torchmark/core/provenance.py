@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from torchmark.core.secrets import mask_argv
+
 SCHEMA_VERSION = 1
 
 
@@ -89,7 +91,7 @@ class Provenance:
                    git_commit=commit, git_dirty=dirty, machine=Machine.capture(),
                    env=env if env is not None else os.environ.get("TORCHMARK_ENV") or None,
                    started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                   command=tuple(sys.argv if command is None else command))
+                   command=mask_argv(sys.argv if command is None else command))
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -100,23 +102,92 @@ class Provenance:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Provenance:
+        """A provenance read from a file (which others may have written): each field
+        of its type, its start a date with its offset no later than now (plus a day of
+        clock skew), its command masked (core/secrets.py); a ValueError saying which
+        field is wrong."""
         if not isinstance(data, Mapping):
             raise ValueError("provenance must be an object")
         version = data.get("schema_version", SCHEMA_VERSION)
         if version != SCHEMA_VERSION:
             raise ValueError(f"provenance schema_version {version!r} is not supported")
-        machine = dict(data.get("machine") or {})
+        raw = data.get("machine")
+        machine = dict(raw) if isinstance(raw, Mapping) else {}
         machine.pop("fingerprint", None)
         machine["gpus"] = tuple(machine.get("gpus") or ())
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
         values["machine"] = Machine(**{k: v for k, v in machine.items()
                                        if k in {f.name for f in dataclasses.fields(Machine)}})
-        values["command"] = tuple(values.get("command") or ())
-        return cls(**values)
+        command = values.get("command") or ()
+        if not isinstance(command, (list, tuple)):
+            raise ValueError("provenance: command must be a list of strings")
+        values["command"] = mask_argv(command)
+        provenance = cls(**values)
+        _check_fields(provenance)
+        return provenance
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
+
+
+MAX_FIELD_CHARS = 4096  # a provenance's text fields, each, at most
+CLOCK_SKEW_S = 86400  # how far in the future a run's start may be (clocks differ)
+_TEXTS = ("torchmark_version", "python", "started")
+_OPTIONAL_TEXTS = ("torch_version", "torch_git", "torch_cuda", "git_commit", "env")
+
+
+def parse_time(text: str) -> Any:
+    """An ISO 8601 time (`2026-11-28T09:36:28+0000`, `...Z`, `...+00:00`) as an aware
+    datetime (UTC when it names no offset); None when it is not one."""
+    import datetime as dt
+
+    for attempt in (lambda t: dt.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S%z"),
+                    lambda t: dt.datetime.fromisoformat(t.replace("Z", "+00:00"))):
+        try:
+            moment = attempt(text)
+        except ValueError:
+            continue
+        return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    return None
+
+
+def _check_fields(p: Provenance) -> None:
+    """Raise a ValueError naming the first field of `p` that is not of its type, too
+    long, or (its start) not a date no later than now plus CLOCK_SKEW_S."""
+    import datetime as dt
+
+    def text(name: str, value: Any, optional: bool = False) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, str) or len(value) > MAX_FIELD_CHARS:
+            raise ValueError(f"provenance: {name} must be a string of at most "
+                             f"{MAX_FIELD_CHARS} characters, got {str(value)[:40]!r}")
+
+    for name in _TEXTS:
+        text(name, getattr(p, name))
+    for name in _OPTIONAL_TEXTS:
+        text(name, getattr(p, name), optional=True)
+    m = p.machine
+    for name in ("hostname", "cpu_model"):
+        text(f"machine.{name}", getattr(m, name))
+    for name in ("cores", "memory_bytes"):
+        value = getattr(m, name)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62:
+            raise ValueError(f"provenance: machine.{name} must be a count, got "
+                             f"{str(value)[:40]!r}")
+    if not all(isinstance(g, str) and len(g) <= MAX_FIELD_CHARS for g in m.gpus):
+        raise ValueError("provenance: machine.gpus must be a list of names")
+    if p.git_dirty not in (None, True, False) or p.torch_debug not in (None, True, False):
+        raise ValueError("provenance: git_dirty and torch_debug must be true, false or null")
+    if len(p.command) > 1000 or not all(len(a) <= MAX_FIELD_CHARS for a in p.command):
+        raise ValueError("provenance: command must be a list of at most 1000 strings")
+    started = parse_time(p.started)
+    if started is None:
+        raise ValueError(f"provenance: started must be a date and time, got "
+                         f"{p.started[:40]!r}")
+    if (started - dt.datetime.now(dt.timezone.utc)).total_seconds() > CLOCK_SKEW_S:
+        raise ValueError(f"provenance: started {p.started[:40]!r} is in the future")
 
 
 def _read(path: str) -> str | None:

@@ -29,6 +29,10 @@ SCHEMA_VERSION = 1
 METRICS = {"wall": "s", "device": "s", "kernel": "s", "batch": "s",
            "instructions": "instructions", "memory": "bytes"}
 FRONTENDS = ("timeit", "callgrind", "cpp", "suite", "ops", "replay", "fuzz", "pytest")
+MAX_ID_CHARS = 2048  # a case id's length, at most
+MAX_CASE_THREADS = 4096
+MAX_SAMPLES = 10_000_000  # samples a result may hold (80 MB packed)
+MAX_NUMBER_PER_RUN = 2**53  # runs a sample: beyond, a float cannot count them
 
 
 def case_id(frontend: str, **what: Any) -> str:
@@ -59,8 +63,21 @@ class Case:
         if self.frontend not in FRONTENDS:
             raise ValueError(f"Case: frontend must be one of {', '.join(FRONTENDS)}, got "
                              f"{self.frontend!r}")
-        if not isinstance(self.id, str) or not self.id:
-            raise ValueError("Case: id must be a non-empty str")
+        if not isinstance(self.id, str) or not self.id or len(self.id) > MAX_ID_CHARS:
+            raise ValueError(f"Case: id must be a non-empty str of at most {MAX_ID_CHARS} "
+                             "characters")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or \
+                not 1 <= self.threads <= MAX_CASE_THREADS:
+            raise ValueError(f"Case {self.id[:80]}: threads must be an int from 1 to "
+                             f"{MAX_CASE_THREADS}, got {str(self.threads)[:40]!r}")
+        for name in ("stmt", "setup", "device"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"Case {self.id[:80]}: {name} must be a str")
+        for name in ("label", "sub_label", "description", "env"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"Case {self.id[:80]}: {name} must be a str or null")
+        if not isinstance(self.params, Mapping):
+            raise ValueError(f"Case {self.id[:80]}: params must be an object")
         object.__setattr__(self, "params", dict(self.params))
 
     def __hash__(self) -> int:
@@ -185,13 +202,32 @@ class Result:
         if isinstance(self.number_per_run, bool) or not isinstance(self.number_per_run, int) \
                 or self.number_per_run < 1:
             raise ValueError(f"Result {self.case.id}: number_per_run must be an int >= 1, "
-                             f"got {self.number_per_run!r}")
+                             f"got {str(self.number_per_run)[:40]!r}")
+        if self.unit != METRICS[self.metric]:
+            raise ValueError(f"Result {self.case.id}: unit must be {METRICS[self.metric]!r} "
+                             f"for {self.metric}, got {str(self.unit)[:40]!r}")
         if self.failure is None and not samples:
             raise ValueError(f"Result {self.case.id}: a result without samples must carry "
                              "its failure")
 
     def __hash__(self) -> int:
         return hash((self.case.id, self.metric, self.samples))
+
+    def storable_problem(self) -> str | None:
+        """Why this result must not enter the store (its samples not positive: times
+        and counts, or negative: bytes; too many of them; a run count past a float's
+        precision), or None. A store holding such a record had every report fail."""
+        if len(self.samples) > MAX_SAMPLES:
+            return f"{len(self.samples)} samples, more than {MAX_SAMPLES}"
+        if self.number_per_run > MAX_NUMBER_PER_RUN:
+            return f"number_per_run {self.number_per_run} is past {MAX_NUMBER_PER_RUN}"
+        least = 0.0 if self.metric == "memory" else math.ulp(0.0)
+        bad = next((s for s in self.samples if s < least), None)
+        if bad is not None:
+            what = "negative" if self.metric == "memory" else "zero or negative"
+            return f"a sample is {what} ({bad!r}): {self.metric} samples must be " \
+                   f"{'>= 0' if self.metric == 'memory' else 'positive'}"
+        return None
 
     @property
     def ok(self) -> bool:
@@ -236,14 +272,29 @@ class Result:
                 isinstance(s, (int, float)) and not isinstance(s, bool) and
                 abs(s) < 1e300 for s in samples):
             raise ValueError(f"{SCHEMA}: 'samples' must be a list of finite numbers")
-        return cls(case=case, metric=data.get("metric", ""),
-                   samples=tuple(samples),
-                   number_per_run=data.get("number_per_run", 1), unit=data.get("unit", ""),
-                   warnings=tuple(data.get("warnings") or ()),
-                   failure=Failure(**failure) if isinstance(failure, Mapping) else None,
-                   provenance=Provenance.from_dict(provenance)
-                   if isinstance(provenance, Mapping) else None,
-                   extra=dict(data.get("extra") or {}))
+        warnings = data.get("warnings") or ()
+        if not isinstance(warnings, (list, tuple)) or not all(
+                isinstance(w, str) for w in warnings):
+            raise ValueError(f"{SCHEMA}: 'warnings' must be a list of strings")
+        extra = data.get("extra") or {}
+        if not isinstance(extra, Mapping):
+            raise ValueError(f"{SCHEMA}: 'extra' must be an object")
+        if isinstance(failure, Mapping) and not all(
+                isinstance(failure.get(k, ""), str) for k in ("error", "output_tail")):
+            raise ValueError(f"{SCHEMA}: 'failure' must hold strings")
+        result = cls(case=case, metric=data.get("metric", ""), samples=tuple(samples),
+                     number_per_run=data.get("number_per_run", 1), unit=data.get("unit", ""),
+                     warnings=tuple(warnings),
+                     failure=Failure(**{k: v for k, v in failure.items()
+                                        if k in ("error", "output_tail")})
+                     if isinstance(failure, Mapping) else None,
+                     provenance=Provenance.from_dict(provenance)
+                     if isinstance(provenance, Mapping) else None,
+                     extra=dict(extra))
+        problem = result.storable_problem()
+        if problem is not None:
+            raise ValueError(f"Result {case.id[:80]}: {problem}")
+        return result
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))

@@ -37,6 +37,8 @@ SETTINGS_PREFIXES = ("TORCH", "PYTORCH_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "
                      "VALGRIND_", "DNNL_", "ONEDNN_", "ATEN_")
 
 
+# never sent: the store's URL (and its password); nodes record nothing themselves
+NOT_SETTINGS = ("TORCHMARK_DB",)
 EXECUTABLE = "sys.executable"  # the driver's interpreter, a key of the settings
 
 
@@ -45,7 +47,8 @@ def measurement_settings(environ: Mapping[str, str]) -> dict[str, str]:
     interpreter's path (the processes a worker starts run it by that name where it is
     the same file: `python` and `python3.11` start Python with argv of other sizes)."""
     return {EXECUTABLE: sys.executable,
-            **{k: v for k, v in environ.items() if k.startswith(SETTINGS_PREFIXES)}}
+            **{k: v for k, v in environ.items()
+               if k.startswith(SETTINGS_PREFIXES) and k not in NOT_SETTINGS}}
 
 
 def _take_settings(settings: dict[str, str]) -> None:

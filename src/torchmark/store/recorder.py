@@ -106,10 +106,11 @@ class RunRecorder:
 
     def _give_up(self, error: BaseException) -> None:
         from torchmark.core.errors import error_line
+        from torchmark.core.secrets import mask
 
-        where = getattr(self.store, "where", self.db or "the default store")
+        where = getattr(self.store, "where", mask(self.db) if self.db else "the default store")
         sys.stderr.write(f"torchmark: note: results not recorded in the store ({where}): "
-                         f"{error_line(error)}\n")
+                         f"{mask(error_line(error))}\n")
         if self.store is not None:
             self.store.close()
         self.store, self.run_id = None, None

@@ -55,6 +55,9 @@ def default_path() -> Path:
 def resolve_url(url: str | None = None) -> str:
     """The store's URL: `url` (--db), else $TORCHMARK_DB, else the default SQLite file. A
     plain path is taken as a SQLite file."""
+    if url is not None and not url.strip():
+        raise UsageError("--db: an empty URL (give a SQLite path or a postgresql+psycopg:// "
+                         "URL, or leave --db out for $TORCHMARK_DB or the default store)")
     chosen = url or os.environ.get("TORCHMARK_DB") or str(default_path())
     if "://" not in chosen:
         path = Path(chosen).expanduser()
@@ -221,6 +224,10 @@ class Store:
 
             items = results_of(items)
         results = items
+        for r in results:
+            problem = r.storable_problem()
+            if problem is not None:  # one such record made every report fail
+                raise StoreError(f"not stored: {r.case.title[:80]}: {problem}")
         if run_id is None:
             provenance = next((r.provenance for r in results if r.provenance), None)
             run_id = self.start_run(provenance, status="ok")
