@@ -349,5 +349,18 @@ def floor(records: list, db: str) -> None:
         print(line)
     if powers:
         print(f"  +20% cases: the gate {sum(found) / len(found):.1%} against a floor of "
-              f"{sum(powers) / len(powers):.1%} (ratio "
+              f"{sum(powers) / len(powers):.1%} (normal model; ratio "
               f"{(sum(found) / len(found)) / max(sum(powers) / len(powers), 1e-9):.2f})")
+    # without the normal model: every A/A log ratio of this run pooled, the threshold
+    # that as few of them pass, and the share of them that a 20% step would lift past it
+    pooled = sorted(math.log(medians[(c, f"test_{name}")] / medians[(b, f"test_{name}")])
+                    for kind, _, _, _, (b, c) in records if kind == "A/A"
+                    for name, _, _ in CASES
+                    if (b, f"test_{name}") in medians and (c, f"test_{name}") in medians)
+    for alpha in (0.025, 0.025 / len(CASES)):
+        if not pooled:
+            break
+        cut = pooled[min(len(pooled) - 1, math.ceil((1 - alpha) * len(pooled)) - 1)]
+        best = sum(x + math.log(1.2) > cut for x in pooled) / len(pooled)
+        print(f"  empirical ({len(pooled)} A/A log ratios): at most {alpha:.2%} of A/A "
+              f"above {cut:+.3f}: best power at +20% {best:.1%}")

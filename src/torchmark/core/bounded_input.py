@@ -76,7 +76,7 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a pipe"), (stat.S_ISCHR, 
           (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _open_regular(path: str | os.PathLike, what: str, limit: int) -> int:
+def open_regular(path: str | os.PathLike, what: str, limit: int) -> int:
     """A descriptor of `path`, opened without blocking and checked to be a regular file of
     at most `limit` bytes (a pipe, /dev/zero or a folder is refused before any read)."""
     try:
@@ -101,7 +101,7 @@ def _open_regular(path: str | os.PathLike, what: str, limit: int) -> int:
 
 def first_line(path: str | os.PathLike, what: str, *, limit: int = 1 << 20) -> bytes:
     """The first line of a regular file (at most `limit` bytes of it; b"" when empty)."""
-    fd = _open_regular(path, what, max_bytes())
+    fd = open_regular(path, what, max_bytes())
     with os.fdopen(fd, "rb") as f:
         return f.readline(limit)
 
@@ -112,7 +112,7 @@ def read_bytes(path: str | os.PathLike, what: str, *, limit: int | None = None) 
     (a pipe or /dev/zero would never end) or is too large. Nothing blocks: the file is
     opened non-blocking and checked before it is read."""
     limit = max_bytes() if limit is None else limit
-    fd = _open_regular(path, what, limit)
+    fd = open_regular(path, what, limit)
     try:
         chunks, total = [], 0
         while True:  # the file may grow after fstat: never read past the limit

@@ -81,6 +81,9 @@ results = sa.Table(
     sa.Column("min", sa.Float),
     sa.Column("max", sa.Float),
     sa.Column("samples", sa.LargeBinary, nullable=False),  # float64, little-endian
+    # sha256 of the case id, metric and samples (32 hex digits): an import skips what
+    # the store holds already
+    sa.Column("content_key", sa.String(32)),
     sa.Column("warnings", sa.JSON, nullable=False),
     sa.Column("failure", sa.Text),
     sa.Column("failure_tail", sa.Text),
@@ -88,6 +91,7 @@ results = sa.Table(
     sa.Column("recorded", sa.Text, nullable=False),
     sa.Index("results_case_metric", "case_id", "metric"),
     sa.Index("results_run", "run_id"),
+    sa.Index("results_content", "content_key"),
 )
 
 # what users (or `regressions --confirm`) said of a detected change, keyed by the change's

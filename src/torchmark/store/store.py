@@ -11,7 +11,6 @@ import datetime as dt
 import hashlib
 import os
 import shutil
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,8 @@ from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 from torchmark.store import schema
 
-HEAD = "0002"  # the newest migration
-REVISIONS = ("0001", "0002")  # every migration this torchmark knows, oldest first
+HEAD = "0003"  # the newest migration
+REVISIONS = ("0001", "0002", "0003")  # every migration this torchmark knows, oldest first
 # what can be said of a detected change (schema.change_marks)
 CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed")
 # the columns of a results table (Store.table, `torchmark export --format csv|parquet`)
@@ -97,6 +96,11 @@ def pack(samples: Sequence[float]) -> bytes:
     import numpy as np
 
     return np.asarray(samples, dtype="<f8").tobytes()
+
+
+def content_key(case_id: str, metric: str, samples: bytes) -> str:
+    """What identifies a result's content: its case, metric and packed samples."""
+    return hashlib.sha256(f"{case_id}\0{metric}\0".encode() + samples).hexdigest()[:32]
 
 
 def unpack(data: bytes) -> list[float]:
@@ -187,24 +191,30 @@ class Store:
                   tags: dict[str, Any] | None = None, import_key: str | None = None,
                   status: str = "running") -> int:
         """A new run (its provenance captured now when not given); its id."""
-        provenance = provenance or Provenance.capture()
         with self.engine.begin() as conn:
-            self._machine(conn, provenance)
-            row = {"started": _utc(provenance.started), "status": status,
-                   "command": list(provenance.command),
-                   "torchmark_version": provenance.torchmark_version,
-                   "torch_version": provenance.torch_version,
-                   "torch_git": provenance.torch_git, "torch_cuda": provenance.torch_cuda,
-                   "python": provenance.python, "git_commit": provenance.git_commit,
-                   "git_dirty": provenance.git_dirty,
-                   "machine": provenance.machine_fingerprint,
-                   "governor": provenance.machine.governor,
-                   "turbo": provenance.machine.turbo, "env": provenance.env,
-                   "tags": dict(tags or {}), "provenance": provenance.to_dict(),
-                   "import_key": import_key}
-            key = conn.execute(schema.runs.insert().values(**row)).inserted_primary_key
-            assert key is not None
-            return int(key[0])
+            return self.insert_run(conn, provenance or Provenance.capture(), tags=tags,
+                                   import_key=import_key, status=status)
+
+    def insert_run(self, conn: sa.Connection, provenance: Provenance, *,
+                   tags: dict[str, Any] | None = None, import_key: str | None = None,
+                   status: str = "running") -> int:
+        """start_run within the caller's transaction `conn`."""
+        self._machine(conn, provenance)
+        row = {"started": _utc(provenance.started), "status": status,
+               "command": list(provenance.command),
+               "torchmark_version": provenance.torchmark_version,
+               "torch_version": provenance.torch_version,
+               "torch_git": provenance.torch_git, "torch_cuda": provenance.torch_cuda,
+               "python": provenance.python, "git_commit": provenance.git_commit,
+               "git_dirty": provenance.git_dirty,
+               "machine": provenance.machine_fingerprint,
+               "governor": provenance.machine.governor,
+               "turbo": provenance.machine.turbo, "env": provenance.env,
+               "tags": dict(tags or {}), "provenance": provenance.to_dict(),
+               "import_key": import_key}
+        key = conn.execute(schema.runs.insert().values(**row)).inserted_primary_key
+        assert key is not None
+        return int(key[0])
 
     def finish_run(self, run_id: int, status: str = "ok") -> None:
         if status not in RUN_STATUSES:
@@ -231,13 +241,22 @@ class Store:
         if run_id is None:
             provenance = next((r.provenance for r in results if r.provenance), None)
             run_id = self.start_run(provenance, status="ok")
-        now = utc_now()
         with self.engine.begin() as conn:
-            self._cases(conn, results)
-            rows = [_result_row(r, run_id, now) for r in results]
-            if rows:
-                conn.execute(schema.results.insert(), rows)
+            self.insert_results(conn, results, run_id, utc_now())
         return len(results)
+
+    def insert_results(self, conn: sa.Connection, results: list[Result], run_id: int,
+                       now: str) -> None:
+        """`results` (and their cases) under `run_id`, within the caller's transaction."""
+        self._cases(conn, results)
+        rows = [_result_row(r, run_id, now) for r in results]
+        if rows:
+            conn.execute(schema.results.insert(), rows)
+
+    @staticmethod
+    def now() -> str:
+        """The store's time now (UTC text that sorts as time does)."""
+        return utc_now()
 
     def _insert_ignoring_duplicates(self, conn: sa.Connection, table: sa.Table,
                                     rows: list[dict[str, Any]]) -> None:
@@ -266,69 +285,43 @@ class Store:
                                    "params": r.to_dict()["case"]["params"]})
         self._insert_ignoring_duplicates(conn, schema.cases, list(seen.values()))
 
-    def import_file(self, path: str | os.PathLike) -> int:
+    def import_file(self, path: str | os.PathLike, max_bytes: int | None = None) -> int:
         """Every result of a torchmark file (any format it has written) that the store
-        does not hold yet, one run a provenance the file names (a file appended to by two
-        runs, `--env before` then `--env after`, gives two runs), the first keyed by the
-        file's content: importing the same file again adds nothing, and neither do
-        results already recorded when the file was written (`timeit --save` does both).
-        How many results were added."""
-        from torchmark.records import load_results
-        from torchmark.records.files import file_provenance
+        does not hold yet, in one transaction, one run a provenance the file names;
+        bounded and validated before anything is stored (store/importing.py). Importing
+        the same file again adds nothing, and neither do results already recorded when
+        the file was written. How many results were added."""
+        from torchmark.store.importing import Importer
 
-        data = Path(path).read_bytes()
-        key = hashlib.sha256(data).hexdigest()
-        with self.engine.connect() as conn:
-            if conn.execute(sa.select(schema.runs.c.id)
-                            .where(schema.runs.c.import_key == key)).first():
-                return 0
-        results = load_results(path)
-        stored = self._already_stored(results)
-        groups: dict[str | None, list[Result]] = {}
-        for i, r in enumerate(results):
-            if i not in stored:
-                groups.setdefault(r.provenance.to_json() if r.provenance else None,
-                                  []).append(r)
-        added = 0
-        for n, members in enumerate(groups.values()):
-            # where the results were made, as far as the file says (a header's machine,
-            # torch and commit); a file that says nothing: an unknown machine
-            provenance = self._known_machine(
-                members[0].provenance or file_provenance(path) or _unknown_origin(path))
-            run_key = key if n == 0 else hashlib.sha256(data + b"\0%d" % n).hexdigest()
-            try:
-                run_id = self.start_run(provenance, import_key=run_key, status="running",
-                                        tags={"imported_from": str(path)})
-            except sa.exc.IntegrityError:  # another process imported it meanwhile
-                return added
-            self.record(members, run_id)
-            self.finish_run(run_id, "ok")
-            added += len(members)
-        return added
+        return Importer(self, path, max_bytes).run()
 
-    def _already_stored(self, results: list[Result]) -> set[int]:
+    def held_results(self, conn: sa.Connection, results: list[Result],
+                     fallback: Provenance) -> set[int]:
         """The indexes of `results` the store holds already: the same case, metric and
-        samples in a run that started when the result's provenance says it did."""
-        starts = sorted({_utc(r.provenance.started) for r in results if r.provenance})
-        cases = sorted({r.case.id for r in results if r.provenance})
-        if not cases:
-            return set()
-        res, runs = schema.results, schema.runs
-        held: set[tuple[str, str, bytes, str]] = set()
-        with self.engine.connect() as conn:  # at most 500 + 500 parameters a query
-            for c in range(0, len(cases), 500):
-                for t in range(0, len(starts), 500):
-                    held.update((row.case_id, row.metric, bytes(row.samples), row.started)
-                                for row in conn.execute(
-                        sa.select(res.c.case_id, res.c.metric, res.c.samples,
-                                  runs.c.started)
-                        .join(runs, runs.c.id == res.c.run_id)
-                        .where(res.c.case_id.in_(cases[c:c + 500]),
-                               runs.c.started.in_(starts[t:t + 500]))))
-        return {i for i, r in enumerate(results) if r.provenance and
-                (r.case.id, r.metric, pack(r.samples), _utc(r.provenance.started)) in held}
+        samples (their content key); for exact metrics also in a run that started near
+        the result's (`fallback`: the start of results that carry no provenance)."""
+        from torchmark.store.importing import exact, within_window
 
-    def _known_machine(self, provenance: Provenance) -> Provenance:
+        keys = [content_key(r.case.id, r.metric, pack(r.samples)) for r in results]
+        wanted = sorted(set(keys))
+        res, runs = schema.results, schema.runs
+        held: dict[str, list[str]] = {}
+        for start in range(0, len(wanted), 500):
+            for row in conn.execute(
+                    sa.select(res.c.content_key, runs.c.started)
+                    .join(runs, runs.c.id == res.c.run_id)
+                    .where(res.c.content_key.in_(wanted[start:start + 500]))):
+                held.setdefault(row.content_key, []).append(row.started)
+        out = set()
+        for i, (r, key) in enumerate(zip(results, keys, strict=True)):
+            if key not in held:
+                continue
+            started = _utc((r.provenance or fallback).started)
+            if not exact(r.metric) or any(within_window(started, s) for s in held[key]):
+                out.add(i)
+        return out
+
+    def known_machine(self, conn: sa.Connection, provenance: Provenance) -> Provenance:
         """A file's header names its machine without all of it (no memory size, so its
         fingerprint differs): the store's machine of that hostname, CPU model and core
         count, when it knows exactly one, so imported runs join that machine's series."""
@@ -338,10 +331,9 @@ class Store:
         if m.memory_bytes or m.hostname == "unknown":
             return provenance
         t = schema.machines
-        with self.engine.connect() as conn:
-            found = conn.execute(sa.select(t).where(
-                t.c.hostname == m.hostname, t.c.cpu_model == m.cpu_model,
-                t.c.cores == m.cores)).all()
+        found = conn.execute(sa.select(t).where(
+            t.c.hostname == m.hostname, t.c.cpu_model == m.cpu_model,
+            t.c.cores == m.cores)).all()
         if len(found) != 1:
             return provenance
         row = found[0]
@@ -610,18 +602,6 @@ class Store:
         self.close()
 
 
-def _unknown_origin(path: str | os.PathLike) -> Provenance:
-    """The provenance of a file that records none: an unknown machine and build."""
-    from torchmark.core.provenance import Machine
-
-    return Provenance(torchmark_version="unknown", torch_version=None, torch_git=None,
-                      torch_cuda=None, torch_cudnn=None, torch_debug=None,
-                      python="unknown", git_commit=None, git_dirty=None,
-                      machine=Machine("unknown", "unknown", 0, 0), env=None,
-                      started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                      command=("torchmark", "import", str(path)))
-
-
 def _since(text: str) -> str:
     """--since as the store's UTC text: a date (2026-11-01) or an ISO time with its
     offset; anything else is a usage error."""
@@ -654,9 +634,12 @@ def _result_row(r: Result, run_id: int, now: str) -> dict[str, Any]:
     summary = r.summary
     stats = {k: getattr(summary, k) if summary else None
              for k in ("median", "mean", "iqr", "min", "max")}
+    samples = pack(r.samples)
     return {"run_id": run_id, "case_id": r.case.id, "metric": r.metric, "unit": r.unit,
             "env": r.case.env, "number_per_run": r.number_per_run, "n": len(r.samples),
-            **stats, "samples": pack(r.samples), "warnings": list(r.warnings),
+            **stats, "samples": samples, "content_key": content_key(r.case.id, r.metric,
+                                                                    samples),
+            "warnings": list(r.warnings),
             "failure": r.failure.error if r.failure else None,
             "failure_tail": r.failure.output_tail if r.failure else None,
             "extra": r.to_dict()["extra"], "recorded": now}
