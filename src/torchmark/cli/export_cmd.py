@@ -16,29 +16,39 @@ from torchmark.cli.store_options import db_option
 @click.option("--env", default=None, help="An environment label.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]),
               default="jsonl", show_default=True,
-              help="jsonl: a result a line with its raw samples; csv: the summary "
+              help="jsonl: a results file (every result with its raw samples and its "
+                   "run's provenance: `torchmark import` reads it back); csv: the summary "
                    "columns, each case's title and a column a parameter; parquet: the "
                    "summary columns (needs pandas and pyarrow).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
 @db_option
 def export_cmd(since, machine, env, fmt, output, db):
-    """Write the store's results (one row a run, case and metric) to OUTPUT."""
+    """Write the store's results (one row a run, case and metric) to OUTPUT, replaced
+    whole when done (a reader never sees half a file)."""
     from torchmark.cli.store_options import open_store
+    from torchmark.core.atomic_files import atomic_output
     from torchmark.store.store import TABLE_COLUMNS
 
     store = open_store(db)
-    rows = store.results(since=since, machine=machine, env=env, samples=fmt == "jsonl")
     if fmt == "jsonl":
-        with open(output, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, default=str) + "\n")
-    elif fmt == "csv":
+        from torchmark.core.results_file import results_text
+
+        count = 0
+        with atomic_output(output) as f:
+            f.write(results_text([]))
+            for results in store.iter_runs_results(since=since, machine=machine, env=env):
+                f.write(results_text(results, header=False))
+                count += len(results)
+        click.echo(f"{count} result{'s' if count != 1 else ''} -> {output}")
+        return
+    rows = store.results(since=since, machine=machine, env=env)
+    if fmt == "csv":
         from torchmark.core.neutralise import csv_cell
 
         params = store.case_params()
         names = sorted({name for row in rows for name in params.get(row["case_id"], {})})
         titles = store.case_titles()
-        with open(output, "w", encoding="utf-8", newline="") as f:
+        with atomic_output(output, newline="") as f:
             writer = csv.writer(f)
             writer.writerow(["title", *TABLE_COLUMNS, *(f"param:{n}" for n in names)])
             for row in rows:
@@ -52,7 +62,9 @@ def export_cmd(since, machine, env, fmt, output, db):
         except ImportError:
             raise click.UsageError("--format parquet needs pandas and pyarrow: pip install "
                                    "pandas pyarrow (or use jsonl or csv)") from None
-        pd.DataFrame([{k: row.get(k) for k in TABLE_COLUMNS} for row in rows]).to_parquet(output)
+        with atomic_output(output, "wb") as f:
+            pd.DataFrame([{k: row.get(k) for k in TABLE_COLUMNS} for row in rows]
+                         ).to_parquet(f)
     click.echo(f"{len(rows)} result{'s' if len(rows) != 1 else ''} -> {output}")
 
 

@@ -104,9 +104,11 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
             click.echo(f"only in the {side}: {', '.join(names)}")
     click.echo(", ".join(f"{n} {v}" for v, n in report.counts().items()))
     if markdown_file:
+        from torchmark.core.atomic_files import write_atomically
+
         try:
-            Path(markdown_file).write_text(markdown(report, baseline, candidate,
-                                                    markdown_table))
+            write_atomically(markdown_file, markdown(report, baseline, candidate,
+                                                      markdown_table))
         except OSError as e:
             raise click.UsageError(f"--markdown {markdown_file}: {e.strerror}") from None
     if report.failing:

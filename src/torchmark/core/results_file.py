@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from torchmark.core.atomic_files import write_atomically
 from torchmark.core.bounded_input import brief, first_line, load_json
 from torchmark.core.errors import UsageError
 from torchmark.core.jsonl import cut_torn_line, iter_lines
@@ -60,9 +61,7 @@ def save_results(path: str | os.PathLike, results: Iterable[Result], append: boo
                              f"line is not a {RESULTS_FILE_SCHEMA} header); refusing to "
                              "append Results to it")
         kept = older(path) if held and older is not None else []
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(results_text(kept + results), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomically(path, results_text(kept + results))
 
 
 def results_text(results: Iterable[Result], header: bool = True) -> str:

@@ -2,7 +2,9 @@
 write one file at once (records lost, lines torn, resumed cases run twice). The lock is
 filelock's (flock on a hidden `.NAME.lock` beside the file, released by the kernel when
 the process dies); the holder writes its pid and command line into it, so that a refused
-run can name the other process."""
+run can name the other process, and removes it when it lets go (filelock's waiters then
+take a new one: no `.NAME.lock` is left beside every results file). A lock path that is a
+symbolic link is refused, never followed."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import time
 from pathlib import Path
 
 from torchmark.core.bounded_input import brief
-from torchmark.core.errors import BusyError
+from torchmark.core.errors import BusyError, UsageError
+from torchmark.core.secrets import mask_argv
 
 
 def lock_path(path: str | os.PathLike) -> Path:
@@ -37,14 +40,23 @@ class ResultsLock:
         from filelock import Timeout
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        where = lock_path(self.path)
+        if where.is_symlink():
+            raise UsageError(f"{self.what} {brief(str(self.path))}: its lock {where.name} is "
+                             "a symbolic link; torchmark never follows one there (remove "
+                             "it)")
         try:
             self._lock.acquire(timeout=wait)
         except Timeout:
             raise BusyError(f"{self.what} {brief(str(self.path))}: another torchmark run is "
                             f"writing it ({self._holder()}); wait for it to end, or write "
                             "another file") from None
-        with open(lock_path(self.path), "w", encoding="utf-8") as f:
-            f.write(f"pid {os.getpid()}: {brief(' '.join(sys.argv), 300)}\n")
+        except OSError as e:
+            raise UsageError(f"{self.what} {brief(str(self.path))}: cannot lock it "
+                             f"({e.strerror or e})") from None
+        fd = os.open(where, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"pid {os.getpid()}: {brief(' '.join(mask_argv(sys.argv)), 300)}\n")
         return self
 
     def _holder(self, patience: float = 1.0) -> str:
@@ -62,8 +74,12 @@ class ResultsLock:
             time.sleep(0.02)
 
     def release(self) -> None:
-        """Let the file go (again: nothing happens)."""
+        """Let the file go, its lock file removed first (again: nothing happens)."""
         if self._lock.is_locked:
+            try:  # still held: a waiter that then wins the old inode sees it gone
+                lock_path(self.path).unlink()
+            except OSError:
+                pass
             self._lock.release(force=True)
 
     def __enter__(self) -> ResultsLock:

@@ -60,10 +60,12 @@ def _mark_cut(out: Path) -> None:
     so a replay can tell its time-weighted coverage covers the ops before that only."""
     import json
 
+    from torchmark.core.atomic_files import write_atomically
+
     try:
         data = json.loads(out.read_text())
         data[CUT_KEY] = True
-        out.write_text(json.dumps(data))
+        write_atomically(out, json.dumps(data))
     except (OSError, ValueError, TypeError):  # no file, or not an object: nothing to mark
         pass
 

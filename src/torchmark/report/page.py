@@ -50,12 +50,10 @@ def render(data: dict[str, Any], title: str = "torchmark report") -> str:
 
 def write_report(store: Any, path: str | os.PathLike, **options: Any) -> Path:
     """Gather the store's history (report.data.gather's options) and write the page to
-    `path` (replaced whole: written beside it, then renamed). The path written."""
+    `path` (replaced whole: core/atomic_files.py). The path written."""
+    from torchmark.core.atomic_files import write_atomically
     from torchmark.report.data import gather
 
     path = Path(path)
-    page = render(gather(store, **options))
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(page, encoding="utf-8")
-    os.replace(partial, path)
+    write_atomically(path, render(gather(store, **options)))
     return path

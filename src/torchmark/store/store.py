@@ -11,7 +11,7 @@ import datetime as dt
 import hashlib
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -503,6 +503,21 @@ class Store:
                     provenance=Provenance.from_dict(row.provenance)
                     if row.provenance else None, extra=row.extra or {}))
         return out
+
+    def iter_runs_results(self, *, since: str | None = None, machine: str | None = None,
+                          env: str | None = None) -> Iterator[list[Result]]:
+        """Every run's results as Result records (with their run's provenance), run by
+        run in the order they started: what `export` writes, one run in memory at a
+        time."""
+        r = schema.runs
+        query = _filtered(sa.select(r.c.id), r, since, machine, env).order_by(r.c.started,
+                                                                             r.c.id)
+        with self.engine.connect() as conn:
+            ids = list(conn.execute(query).scalars())
+        for run_id in ids:
+            results = self.result_records(run=run_id)
+            if results:
+                yield results
 
     def finished_runs(self, *, commit: str | None = None, env: str | None = None,
                       machine: str | None = None, run: int | None = None,
