@@ -114,9 +114,11 @@ def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):
         assert "2 results ->" in capsys.readouterr().out
     lines = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
     assert lines[0] == {"schema": "torchmark.results", "version": 1}  # a results file
-    rows = lines[1:]
+    # each run's line holds its provenance once, its results follow it
+    assert [line["schema"].split(".")[1] for line in lines[1:]] == ["run", "result"] * 2
+    rows = [line for line in lines if line["schema"] == "torchmark.result"]
     assert len(rows) == 2 and len(rows[0]["samples"]) == rows[0]["summary"]["n"] > 0
-    assert rows[0]["provenance"]["command"][1] == "timeit"  # each with its run's
+    assert lines[1]["provenance"]["command"][1] == "timeit"
     header = (tmp_path / "all.csv").read_text().splitlines()[0]
     assert header.startswith("title,run_id,started,case_id")
     assert main(["compare", "run:9", "--db", db]) == 2

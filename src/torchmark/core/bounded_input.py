@@ -100,8 +100,9 @@ def open_regular(path: str | os.PathLike, what: str, limit: int) -> int:
 
 
 def first_line(path: str | os.PathLike, what: str, *, limit: int = 1 << 20) -> bytes:
-    """The first line of a regular file (at most `limit` bytes of it; b"" when empty)."""
-    fd = open_regular(path, what, max_bytes())
+    """The first line of a regular file (at most `limit` bytes of it, whatever the file's
+    size; b"" when empty)."""
+    fd = open_regular(path, what, 1 << 62)
     with os.fdopen(fd, "rb") as f:
         return f.readline(limit)
 

@@ -12,6 +12,7 @@ read every older torchmark file format: see torchmark.results_files)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -233,29 +234,33 @@ class Result:
     def ok(self) -> bool:
         return self.failure is None
 
-    @property
+    @functools.cached_property
     def summary(self) -> Summary | None:
         return Summary.of(self.samples)
 
     def with_provenance(self, provenance: Provenance) -> Result:
         return dataclasses.replace(self, provenance=provenance)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, with_provenance: bool = True) -> dict[str, Any]:
+        """The versioned JSON object; without the "provenance" key when not
+        `with_provenance` (a results file's run line holds it: core/results_file.py)."""
         summary = self.summary
         return {
             "schema": SCHEMA, "version": SCHEMA_VERSION,
-            "case": {**dataclasses.asdict(self.case), "params": _plain(self.case.params)},
+            "case": {**dataclasses.asdict(self.case), "params": plain(self.case.params)},
             "metric": self.metric, "unit": self.unit, "number_per_run": self.number_per_run,
             "samples": list(self.samples),
             "summary": dataclasses.asdict(summary) if summary else None,
             "warnings": list(self.warnings),
             "failure": dataclasses.asdict(self.failure) if self.failure else None,
-            "provenance": self.provenance.to_dict() if self.provenance else None,
-            "extra": _plain(self.extra),
+            **({"provenance": self.provenance.to_dict() if self.provenance else None}
+               if with_provenance else {}),
+            "extra": plain(self.extra),
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Result:
+    def from_dict(cls, data: Mapping[str, Any],
+                  provenance: Provenance | None = None) -> Result:
         if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} object (missing or wrong 'schema')")
         if data.get("version") != SCHEMA_VERSION:
@@ -266,7 +271,7 @@ class Result:
             raise ValueError(f"{SCHEMA}: 'case' must be an object")
         case = Case(**{k: v for k, v in raw_case.items() if k in case_fields})
         failure = data.get("failure")
-        provenance = data.get("provenance")
+        raw_provenance = data.get("provenance")
         samples = data.get("samples") or []
         if not isinstance(samples, list) or not all(
                 isinstance(s, (int, float)) and not isinstance(s, bool) and
@@ -288,24 +293,22 @@ class Result:
                      failure=Failure(**{k: v for k, v in failure.items()
                                         if k in ("error", "output_tail")})
                      if isinstance(failure, Mapping) else None,
-                     provenance=Provenance.from_dict(provenance)
-                     if isinstance(provenance, Mapping) else None,
+                     provenance=provenance if provenance is not None else
+                     Provenance.from_dict(raw_provenance)
+                     if isinstance(raw_provenance, Mapping) else None,
                      extra=dict(extra))
-        problem = result.storable_problem()
-        if problem is not None:
-            raise ValueError(f"Result {case.id[:80]}: {problem}")
         return result
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """JSON-ready: tuples as lists, anything else unknown as its str."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):

@@ -1,4 +1,7 @@
-"""Results files: JSON lines, a header line (`torchmark.results`) then one Result a line.
+"""Results files: JSON lines, a header line (`torchmark.results`) then one Result a line;
+the results of one run follow a run line (`torchmark.run`) that holds their provenance
+once, and leave theirs out (a Result line with its own "provenance", or null, says so
+itself: files written before run lines still read).
 
 Written under the file's lock and appended to, so two processes saving at once both keep
 what they saved; a line a killed writer left half written is cut off before appending
@@ -10,13 +13,15 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from torchmark.core.atomic_files import write_atomically
 from torchmark.core.bounded_input import brief, first_line, load_json
 from torchmark.core.errors import UsageError
 from torchmark.core.jsonl import cut_torn_line, iter_lines
+from torchmark.core.provenance import Provenance
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
-from torchmark.core.result import Result, dump_results
+from torchmark.core.result import Result
 from torchmark.core.results_lock import ResultsLock
 
 RESULTS_FILE_SCHEMA = "torchmark.results"  # the header line of a results file
@@ -64,21 +69,72 @@ def save_results(path: str | os.PathLike, results: Iterable[Result], append: boo
         write_atomically(path, results_text(kept + results))
 
 
+RUN_SCHEMA = "torchmark.run"  # a line holding the provenance of the results after it
+
+
 def results_text(results: Iterable[Result], header: bool = True) -> str:
     """A results file's text: the header line (unless `header` is false), then the
-    results' lines."""
-    return (json.dumps(HEADER) + "\n" if header else "") + dump_results(results)
+    results' lines, each run's after its run line (see the module docstring)."""
+    lines = [json.dumps(HEADER)] if header else []
+    current: object = None
+    for r in results:
+        data = r.to_dict(with_provenance=False)
+        if r.provenance is None:
+            data["provenance"] = None
+        elif r.provenance is not current and r.provenance != current:
+            lines.append(json.dumps({"schema": RUN_SCHEMA, "version": 1,
+                                     "provenance": r.provenance.to_dict()},
+                                    separators=(",", ":")))
+            current = r.provenance
+        lines.append(json.dumps(data, allow_nan=False, separators=(",", ":")))
+    return "".join(line + "\n" for line in lines)
+
+
+class RunLines:
+    """Reading a results file's lines in order: the provenance its last run line names
+    for the Result lines that leave theirs out. Each provenance is parsed and checked
+    once while the lines repeat it (files written before run lines give every line its
+    own copy)."""
+
+    def __init__(self) -> None:
+        self.current: Provenance | None = None
+        self._raw: Any = None
+        self._parsed: Provenance | None = None
+
+    def _provenance(self, raw: Any) -> Provenance | None:
+        if not isinstance(raw, dict):
+            return None
+        if raw != self._raw:  # a C-level comparison: the common case is a match
+            self._parsed, self._raw = Provenance.from_dict(raw), raw
+        return self._parsed
+
+    def take(self, line: dict[str, Any]) -> bool:
+        """Whether `line` was a run line (its provenance now the current one)."""
+        if line.get("schema") != RUN_SCHEMA:
+            return False
+        self.current = self._provenance(line.get("provenance"))
+        return True
+
+    def result(self, line: dict[str, Any]) -> Result:
+        """The Result of a Result line: its own provenance where it names one (or
+        null), else the current run line's."""
+        if "provenance" not in line:
+            return Result.from_dict(line, self.current)
+        own = self._provenance(line["provenance"])
+        return Result.from_dict(line, own) if own is not None else \
+            Result.from_dict({**line, "provenance": None})
 
 
 def read_results(path: str | os.PathLike) -> list[Result]:
     """The Results of a results file, in order (a torn last line skipped); a UsageError
     naming the line when one is not a valid Result."""
     out = []
+    runs = RunLines()
     for number, line in enumerate(iter_lines(path), start=1):
-        if line.get("schema") != RESULT_SCHEMA:
-            continue
         try:
-            out.append(Result.from_dict(line))
+            if runs.take(line) or line.get("schema") != RESULT_SCHEMA:
+                continue
+            out.append(runs.result(line))
         except (ValueError, TypeError) as e:
             raise UsageError(f"{brief(str(path))}: entry {number}: {brief(str(e), 300)}") \
                 from None

@@ -36,7 +36,7 @@ from torchmark.core.errors import LimitError, UsageError
 from torchmark.core.provenance import Provenance, parse_time
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
 from torchmark.core.result import Result
-from torchmark.core.results_file import RESULTS_FILE_SCHEMA
+from torchmark.core.results_file import RESULTS_FILE_SCHEMA, RunLines
 from torchmark.store import schema
 
 DEFAULT_MAX_IMPORT_BYTES = 8 << 30
@@ -92,6 +92,7 @@ def streamed_results(path: str | os.PathLike, limit: int) -> Iterator[tuple[int,
     a line at a time; a UsageError naming the first line that is not a valid Result (a
     torn last line, which a killed writer leaves, is skipped)."""
     where = brief(str(path))
+    runs = RunLines()
     fd = open_regular(path, "import", limit)
     with os.fdopen(fd, "rb") as f:
         number, count, pending = 0, 0, None
@@ -120,12 +121,18 @@ def streamed_results(path: str | os.PathLike, limit: int) -> Iterator[tuple[int,
                 check_nesting(value, f"{where}: line {number}")
             if not isinstance(value, dict) or value.get("schema") == RESULTS_FILE_SCHEMA:
                 continue
-            if value.get("schema") != RESULT_SCHEMA:
-                raise UsageError(f"{where}: line {number}: not a {RESULT_SCHEMA} record")
             try:
-                result = Result.from_dict(value)
+                if runs.take(value):
+                    continue
+                if value.get("schema") != RESULT_SCHEMA:
+                    raise UsageError(f"{where}: line {number}: not a {RESULT_SCHEMA} "
+                                     "record")
+                result = runs.result(value)
             except (ValueError, TypeError) as e:
                 raise UsageError(f"{where}: line {number}: {brief(str(e), 300)}") from None
+            problem = result.storable_problem()
+            if problem is not None:
+                raise UsageError(f"{where}: line {number}: {result.case.id[:80]}: {problem}")
             count += 1
             if count > MAX_RECORDS:
                 raise LimitError(f"{where}: more than {MAX_RECORDS} records")
@@ -167,6 +174,7 @@ class Importer:
         self.store, self.path = store, Path(path)
         self.limit = max_import_bytes() if max_bytes is None else max_bytes
         self.runs: dict[str, int] = {}  # a provenance's JSON -> its run in this import
+        self.keys: dict[int, tuple[Provenance, str]] = {}  # id -> (it, its JSON)
         self.added = 0
 
     def run(self) -> int:
@@ -203,8 +211,7 @@ class Importer:
         fresh = [r for i, r in enumerate(batch) if i not in held]
         groups: dict[str, list[Result]] = {}
         for r in fresh:
-            provenance = r.provenance or fallback
-            groups.setdefault(provenance.to_json(), []).append(r)
+            groups.setdefault(self._key(r.provenance or fallback), []).append(r)
         now = self.store.now()
         for text, members in groups.items():
             run_id = self.runs.get(text)
@@ -216,6 +223,14 @@ class Importer:
                 self.runs[text] = run_id
             self.store.insert_results(conn, members, run_id, now)
             self.added += len(members)
+
+    def _key(self, provenance: Provenance) -> str:
+        """A provenance's JSON, computed once for each provenance object (the records of
+        one run share theirs)."""
+        known = self.keys.get(id(provenance))
+        if known is None or known[0] is not provenance:
+            known = self.keys[id(provenance)] = (provenance, provenance.to_json())
+        return known[1]
 
     def _run(self, conn: sa.Connection, provenance: Provenance, key: str,
              empty: bool = False) -> int:

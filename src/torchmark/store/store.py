@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from torchmark.core.errors import TorchmarkError, UsageError
 from torchmark.core.provenance import Provenance
-from torchmark.core.result import Result
+from torchmark.core.result import Result, plain
 from torchmark.store import schema
 
 HEAD = "0003"  # the newest migration
@@ -282,7 +282,7 @@ class Store:
                                    "setup": c.setup, "label": c.label,
                                    "sub_label": c.sub_label, "description": c.description,
                                    "threads": c.threads, "device": c.device,
-                                   "params": r.to_dict()["case"]["params"]})
+                                   "params": plain(c.params)})
         self._insert_ignoring_duplicates(conn, schema.cases, list(seen.values()))
 
     def import_file(self, path: str | os.PathLike, max_bytes: int | None = None) -> int:
@@ -657,7 +657,7 @@ def _result_row(r: Result, run_id: int, now: str) -> dict[str, Any]:
             "warnings": list(r.warnings),
             "failure": r.failure.error if r.failure else None,
             "failure_tail": r.failure.output_tail if r.failure else None,
-            "extra": r.to_dict()["extra"], "recorded": now}
+            "extra": plain(r.extra), "recorded": now}
 
 
 def _engine(url: str) -> sa.Engine:
