@@ -95,6 +95,10 @@ def test_an_interrupted_ops_run_keeps_its_finished_cases(tmp_path):
     [run] = store.runs()
     cases = [r["case_id"] for r in store.results()]
     assert run["status"] == "ok" and len(cases) == len(set(cases)) == 200
+    # the resumed run's file holds the whole run: the cases stored before the interrupt
+    # too, each once
+    rest = [x["id"] for x in read_records(tmp_path / "rest.jsonl")]
+    assert len(rest) == len(set(rest)) == 200
 
 
 def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):

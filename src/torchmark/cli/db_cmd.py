@@ -11,7 +11,8 @@ from torchmark.cli.store_options import db_option
 
 @click.group("db")
 def db_cmd() -> None:
-    """The result store: `info` (location, schema, size, counts), `upgrade`."""
+    """The result store: `info` (location, schema, size, counts), `upgrade`, `backup`,
+    `prune`."""
 
 
 @db_cmd.command("info")
@@ -42,3 +43,38 @@ def upgrade_cmd(db):
     before = store.schema_version()
     after = store.upgrade()
     click.echo(f"{store.where}: schema {before or '(none)'} -> {after}")
+
+
+@db_cmd.command("backup")
+@click.argument("path", type=click.Path(dir_okay=False))
+@db_option
+def backup_cmd(path, db):
+    """Copy a SQLite store to PATH (a new file) with SQLite's online backup API: a
+    consistent copy, write-ahead log included, while others may write. A PostgreSQL
+    store: use pg_dump."""
+    from torchmark.cli.store_options import open_store
+
+    store = open_store(db)
+    target = store.backup(path)
+    click.echo(f"{store.where} -> {target}")
+
+
+@db_cmd.command("prune")
+@click.option("--before", required=True, metavar="DATE",
+              help="Remove the runs that started before this date (ISO: 2026-01-31).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (for scripts).")
+@db_option
+def prune_cmd(before, yes, db):
+    """Remove the runs that started before DATE, with their results and what was said of
+    their changes (asks first, unless --yes)."""
+    from torchmark.cli.store_options import confirm, open_store
+
+    store = open_store(db)
+    ids = store.runs_before(before)
+    if not ids:
+        click.echo(f"no run of {store.where} started before {before}")
+        return 0
+    confirm(f"remove {len(ids)} run(s) started before {before} (runs {ids[0]} to "
+            f"{ids[-1]}) and their results from {store.where}?", yes)
+    click.echo(f"{store.delete_runs(ids)} run(s) removed from {store.where}")
+    return 0

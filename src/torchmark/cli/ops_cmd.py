@@ -18,6 +18,7 @@ from torchmark.cli.store_options import (
     recording_options,
     resume_run_option,
     resumed_cases,
+    resumed_records,
 )
 from torchmark.core.threads import MAX_THREADS
 from torchmark.ops.executor import EXEC_MODES, PROFILER_RANGE_ENV
@@ -177,6 +178,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         with recorder(db, no_store, resume_run=resume_run, config=str(config_path)) as rec:
             import dataclasses
 
+            from torchmark.ops.results_file import results_record
             from torchmark.records import from_ops_record
 
             header = {"run_options": dataclasses.asdict(options), "threads": threads}
@@ -189,7 +191,10 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
             records = run(config, options, out=None if resume_file else out,
                           resume=resume_file, on_record=on_record_stored, on_start=on_start,
                           profile=trace, on_profiled=profiled.update, done=done,
-                          executor=where, plugins=plugins)
+                          executor=where, plugins=plugins,
+                          prior=[] if resume_file else resumed_records(
+                              db, resume_run, results_record,
+                              key=lambda result: result.case.id.split("#")[0]))
     finally:
         if started:  # stopping a bar never shown would print an empty line
             progress.stop()
@@ -206,3 +211,4 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         click.echo(f"note: {case_id} failed in the --profile pass, left out of the trace: "
                    f"{reason}", err=True)
     return 1 if on_record.failed else 0
+

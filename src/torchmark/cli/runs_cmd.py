@@ -9,15 +9,19 @@ import click
 from torchmark.cli.store_options import db_option
 
 
-@click.command("runs")
+@click.group("runs", invoke_without_command=True)
 @click.option("--since", default=None, help="Runs started on or after this date (ISO).")
 @click.option("--machine", default=None, help="A machine fingerprint or hostname.")
 @click.option("--env", default=None, help="An environment label.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="JSON lines.")
 @db_option
-def runs_cmd(since, machine, env, limit, as_json, db):
-    """One line a run: id, time, command, commit, torch, machine, results, status."""
+@click.pass_context
+def runs_cmd(ctx, since, machine, env, limit, as_json, db):
+    """One line a run: id, time, command, commit, torch, machine, results, status.
+    `runs delete RUN...` removes runs."""
+    if ctx.invoked_subcommand is not None:
+        return
     from torchmark.cli.store_options import open_store
     from torchmark.core.plain_table import align
     from torchmark.core.provenance import commit_label
@@ -37,3 +41,24 @@ def runs_cmd(since, machine, env, limit, as_json, db):
     for line in align(header, rows, [True, False, False, False, False, False, False, True,
                                      False], rule=True):
         click.echo(line)
+
+
+@runs_cmd.command("delete")
+@click.argument("run_ids", nargs=-1, required=True, metavar="RUN...")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (for scripts).")
+@db_option
+def delete_cmd(run_ids, yes, db):
+    """Remove runs (12 or run:12), with their results and what was said of their
+    changes (asks first, unless --yes)."""
+    from torchmark.cli.show_cmd import RunId
+    from torchmark.cli.store_options import confirm, open_store
+
+    ids = [RunId().convert(r, None, None) for r in run_ids]
+    store = open_store(db)
+    missing = [i for i in ids if not store.has_run(i)]
+    if missing:
+        raise click.UsageError(f"the store at {store.where} holds no run "
+                               f"{', '.join(map(str, missing))} (`torchmark runs` lists them)")
+    confirm(f"remove run(s) {', '.join(map(str, ids))} and their results from "
+            f"{store.where}?", yes)
+    click.echo(f"{store.delete_runs(ids)} run(s) removed from {store.where}")

@@ -90,3 +90,39 @@ def resumed_cases(db: str | None, no_store: bool, resume_run: int | None) -> set
         return done
     finally:
         store.close()
+
+
+def resumed_records(db: str | None, resume_run: int | None, record_of: Any,
+                    key: Any = lambda result: result.case.id) -> list[dict[str, Any]]:
+    """The records of the cases stored run `resume_run` (and the runs of its Ray nodes)
+    finished, rebuilt from their Results (`record_of` a record's Results, grouped by
+    `key`): what a resumed command writes to its output file first, so that the file
+    holds the whole run and not only the cases still to run."""
+    if resume_run is None:
+        return []
+    from torchmark.store.recorder import node_runs
+
+    store = open_store(db)
+    try:
+        grouped: dict[str, list[Any]] = {}
+        for run in [resume_run, *node_runs(store, resume_run).values()]:
+            for result in store.result_records(run=run):
+                if result.ok:
+                    grouped.setdefault(key(result), []).append(result)
+        return [record_of(group) for group in grouped.values()]
+    finally:
+        store.close()
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Go on when `yes`, or when a person at a terminal answers yes; else stop (exit 2
+    without a terminal to ask: a script says --yes)."""
+    import sys
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise click.UsageError(f"{question.rstrip('?')}: confirm with --yes (no terminal to "
+                               "ask)")
+    if not click.confirm(question, default=False):
+        raise click.Abort()

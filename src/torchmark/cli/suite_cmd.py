@@ -14,6 +14,7 @@ from torchmark.cli.store_options import (
     recording_options,
     resume_run_option,
     resumed_cases,
+    resumed_records,
 )
 
 _FILTER = click.option("--filter", "pattern", default=None,
@@ -152,13 +153,16 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
 
     with recorder(db, no_store, resume_run=resume_run, suite=str(out)) as rec:
         from torchmark.records import from_suite_record
+        from torchmark.suite.results import results_record
 
         def on_record_stored(record: dict) -> None:
             on_record(record)
             rec.add(from_suite_record(record, provenance=node_provenance(record)))
 
         runner = SuiteRunner(cases, out, options, resume=resume, on_record=on_record_stored,
-                             on_phase=on_phase, done=done, executor=where)
+                             on_phase=on_phase, done=done, executor=where,
+                             prior=[] if resume else resumed_records(db, resume_run,
+                                                                     results_record))
         progress.update(task, total=len(runner.cases), completed=0)
         with progress:
             summary = runner.run()
@@ -207,3 +211,4 @@ def compare_cmd(a, b, threshold, fmt, top, fail_above):
         if worse or report.broken:
             return 1
     return 0
+

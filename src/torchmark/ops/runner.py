@@ -234,7 +234,8 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
         on_profiled: Callable[[dict[str, Any]], None] | None = None,
         done: set[str] | None = None,
         executor: Executor | None = None,
-        plugins: Sequence[str] = ()) -> list[dict[str, Any]]:
+        plugins: Sequence[str] = (),
+        prior: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
     """Run every case of `config`; returns the records. With `out` (or `resume`, an
     existing file to continue) each record is appended to that JSON-lines file as it
     finishes, between a header and a footer line. `done`: ids already measured (a run
@@ -243,7 +244,9 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
     "profile_failed": {id: reason}} (the latter when some case failed in it).
     `executor`: where the cases run (default: here, one after another); records from
     elsewhere come back as they finish, with the provenance of the node that measured
-    them. `plugins`: the --plugin modules, for workers elsewhere to import."""
+    them. `plugins`: the --plugin modules, for workers elsewhere to import. `prior`:
+    records measured before (a stored run being resumed), written to `out` first and
+    returned with the others, so the file holds the whole run."""
     options = options or RunOptions()
     options.validate()
     executor = executor or LocalExecutor(1)
@@ -276,7 +279,10 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
         if lock is not None:
             lock.release()
         raise
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = list(prior)
+    for record in prior:
+        if writer:
+            writer.write(record)
     profiled: dict[str, Any] | None = None  # the profile pass's outcome, once it ended
 
     def finished(outcome: Outcome) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -160,10 +159,12 @@ class Store:
             raise StoreError(f"the store at {self.where} has schema {version}, older than "
                              f"this torchmark's {HEAD}: run `torchmark db upgrade --db URL` "
                              "(every machine sharing it then needs this torchmark)")
-        if version is not None:  # an older SQLite store: a copy first, then upgraded
+        if version is not None:  # an older SQLite store: a backup first, then upgraded
             path = self.engine.url.database
             if path and Path(path).exists():
-                shutil.copy2(path, f"{path}.schema-{version}.bak")
+                backup = Path(f"{path}.schema-{version}.bak")
+                backup.unlink(missing_ok=True)  # one of an earlier, interrupted upgrade
+                self.backup(backup)
         self.upgrade()
 
     def upgrade(self) -> str:
@@ -171,6 +172,11 @@ class Store:
         from alembic import command
         from alembic.config import Config
 
+        version = self.schema_version()
+        if version is not None and version not in REVISIONS:
+            raise StoreError(f"the store at {self.where} was written by a newer torchmark "
+                             f"(schema {version}, this one knows up to {HEAD}); upgrade "
+                             "torchmark to use it")
         config = Config()
         config.set_main_option("script_location",
                                str(Path(__file__).with_name("migrations")))
@@ -606,6 +612,52 @@ class Store:
         path = self.engine.url.database if self.dialect == "sqlite" else None
         out["bytes"] = Path(path).stat().st_size if path and Path(path).exists() else None
         return out
+
+    # -- maintenance ----------------------------------------------------------------------
+    def delete_runs(self, run_ids: Sequence[int]) -> int:
+        """Remove these runs, their results and what was said of their changes, in one
+        transaction; how many runs there were."""
+        ids = sorted(set(run_ids))
+        r, res, marks = schema.runs, schema.results, schema.change_marks
+        deleted = 0
+        with self.engine.begin() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                conn.execute(marks.delete().where(marks.c.first_bad_run.in_(chunk)))
+                conn.execute(res.delete().where(res.c.run_id.in_(chunk)))
+                deleted += conn.execute(r.delete().where(r.c.id.in_(chunk))).rowcount
+        return deleted
+
+    def runs_before(self, moment: str) -> list[int]:
+        """The ids of the runs that started before `moment` (a date or an ISO time)."""
+        r = schema.runs
+        with self.engine.connect() as conn:
+            return list(conn.execute(sa.select(r.c.id).where(r.c.started < _since(moment))
+                                     .order_by(r.c.id)).scalars())
+
+    def backup(self, path: str | os.PathLike) -> Path:
+        """A consistent copy of a SQLite store at `path` (a new file), taken with
+        SQLite's online backup API: what the write-ahead log holds is in it, and writers
+        may go on meanwhile. A PostgreSQL store is backed up with pg_dump."""
+        import sqlite3
+
+        if self.dialect != "sqlite" or not self.engine.url.database:
+            raise StoreError(f"the store at {self.where} is {self.dialect}: back it up with "
+                             "pg_dump (pg_dump -Fc -f store.dump DBNAME), or copy it with "
+                             "`torchmark export`")
+        target = Path(path)
+        if target.exists():
+            raise UsageError(f"{target}: already exists; give a new file for the backup")
+        source = sqlite3.connect(self.engine.url.database)
+        try:
+            copy = sqlite3.connect(target)
+            try:
+                source.backup(copy)
+            finally:
+                copy.close()
+        finally:
+            source.close()
+        return target
 
     def close(self) -> None:
         self.engine.dispose()

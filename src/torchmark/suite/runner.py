@@ -254,8 +254,12 @@ class SuiteRunner:
                  options: RunOptions | None = None, resume: bool = False,
                  on_record: Callable[[dict[str, Any]], None] | None = None,
                  on_phase: Callable[[str], None] | None = None,
-                 done: Collection[str] = (), executor: Executor | None = None) -> None:
+                 done: Collection[str] = (), executor: Executor | None = None,
+                 prior: Sequence[dict[str, Any]] = ()) -> None:
         self.options = options or RunOptions()
+        # records a stored run being resumed finished: written to the file first, so
+        # that it holds the whole run
+        self.prior = list(prior)
         self.executor = executor or LocalExecutor(self.options.workers)
         self.done = frozenset(done)  # ids finished elsewhere (a stored run resumed): skipped
         ids = [c.id for c in cases]
@@ -352,6 +356,8 @@ class SuiteRunner:
         compile_s = 0.0
         try:
             compile_started = time.perf_counter()
+            for record in self.prior:
+                writer.write(record)
             runnable, libraries = self._prepare(writer)
             job = SuiteJob(self.options, libraries, self._files(runnable, libraries))
             compile_s = time.perf_counter() - compile_started
