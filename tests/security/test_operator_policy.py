@@ -264,3 +264,65 @@ def test_the_walk_reaches_dangerous_objects():
     torch.load and torch.hub.load by plain attribute access."""
     assert torch.os.system is os.system  # type: ignore[attr-defined]
     assert callable(torch.hub.load) and callable(torch.load)
+
+
+def _safety_arguments():
+    """Every bool argument of every ATen schema whose name says it switches a check
+    (`unsafe`, `check*`, `*check`, `validate*`), found by scanning the schemas."""
+    import re
+
+    found = []
+    for schema in torch._C._jit_get_all_schemas():
+        if not schema.name.startswith("aten::"):
+            continue
+        for position, argument in enumerate(schema.arguments):
+            if str(argument.type) in ("bool", "Optional[bool]") and \
+                    re.search(r"unsafe|check|validate", argument.name):
+                found.append((schema.name[len("aten::"):], argument.name,
+                              None if argument.kwarg_only else position))
+    return sorted(set(found))
+
+
+def test_every_argument_that_switches_a_check_off_is_refused():
+    """Found systematically over the public (and private) ops, never listed by hand: each
+    such argument, given the value that turns its check off, by name and by position,
+    is refused; the value that keeps the check is not."""
+    from torchmark.core.operator_policy import safety_refusal
+
+    found = _safety_arguments()
+    names = {name for _, name, _ in found}
+    assert {"unsafe", "check_errors"} <= names, names  # segment_reduce, linalg_*_ex
+    for op, name, position in found:
+        off = name == "unsafe"  # unsafe=True turns checks off; check_x=False does
+        assert safety_refusal(f"aten::{op}", [], {name: off}), (op, name)
+        assert safety_refusal(f"aten::{op}", [], {name: not off}) is None, (op, name)
+        if position is not None:
+            args = [None] * position + [off]
+            assert safety_refusal(f"aten::{op}", args, {}), (op, name, position)
+    assert safety_refusal("torch.segment_reduce", [], {"unsafe": True})
+    assert safety_refusal("torch.sparse_coo_tensor", [], {"check_invariants": False})
+
+
+def test_an_unsafe_segment_reduce_is_refused_not_run(tmp_path):
+    """The reported crash: ops ran segment_reduce(..., unsafe=True) with lengths past the
+    data, and the process died (exit 139) with the run left running; now the case is
+    refused and recorded as failed, the run goes on."""
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"torch.segment_reduce": {"config": [{"input": [
+        {"args": [{"type": "tensor", "shape": [4]}, {"type": "str", "value": "sum"}],
+         "kwargs": {"lengths": {"type": "tensor", "shape": [3], "dtype": "long",
+                                "value_range": [1000000, 1000001]},
+                    "unsafe": {"type": "bool", "value": True}}},
+        {"args": [{"type": "tensor", "shape": [4]}, {"type": "str", "value": "sum"}],
+         "kwargs": {"lengths": {"type": "tensor", "shape": [4], "dtype": "long",
+                                "value_range": [1, 1]}}}]}]}}))
+    out = tmp_path / "r"
+    proc = cli("ops", "-c", str(config), "-o", str(out), "-i", "5", "-w", "1",
+               "--no-store")
+    assert proc.returncode == 1, proc.stderr  # one case failed: refused
+    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    failures = [r for r in records if r.get("schema") == "torchmark.result" and r["failure"]]
+    assert len(failures) == 1 and "unsafe=True turns a safety check off" in \
+        failures[0]["failure"]["error"]
+    assert sum(1 for r in records if r.get("schema") == "torchmark.result"
+               and not r["failure"]) == 1  # the safe call was measured

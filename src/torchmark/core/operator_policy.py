@@ -15,12 +15,20 @@ Allowed, and nothing else:
 Every one of these, where it maps to an ATen op, must also be free of side effects: no
 argument naming a file, no Storage in or out, and none of SIDE_EFFECT_OPS (the
 hand-picked rest). Private and dunder names are never operators.
+
+Arguments that switch a safety check off are refused by their value, found from the
+ops' own schemas rather than listed: a bool argument named `unsafe` given True
+(segment_reduce's skips its bounds checks and read out of bounds, or crashed the process
+of a run), and one named `check_*`, `*_check` or `validate*` given False
+(`safety_refusal`); Python-level switches the schemas do not show are in
+PYTHON_SAFETY_SWITCHES.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import re
 from typing import Any
 
 from torchmark.core.errors import PolicyError
@@ -57,6 +65,12 @@ SIDE_EFFECT_OPS = {
     "register_post_accumulate_grad_hook": "registers a callable run by autograd",
 }
 FILE_ARGUMENT_NAMES = frozenset({"filename", "file", "path", "fname", "f"})
+# a bool argument that turns a check off: its name, and the value that does (the schemas
+# say which ops have one: `safety_switches`)
+_UNSAFE_WHEN_TRUE = re.compile(r"^unsafe$")
+_UNSAFE_WHEN_FALSE = re.compile(r"^(check(_\w+)?|\w+_check|validate(_\w+)?)$")
+# switches of Python bindings that no ATen schema shows (sparse constructors)
+PYTHON_SAFETY_SWITCHES = {"check_invariants": False, "validate_args": False}
 
 # Private aten ops (`aten::_name`) may skip the checks their public forms make:
 # `_reshape_alias` takes any sizes and strides (a 4-line config read far past a 1-element
@@ -264,3 +278,64 @@ def resolve(name: str) -> tuple[str, Any]:
         check_aten(attr, label=name, dispatched_only=False)  # F.conv2d is torch.conv2d
         return "function", target
     raise _refuse(name, _what_it_is(target))
+
+
+def switch_value(name: str) -> bool | None:
+    """The value of a bool argument named `name` that turns a safety check off (True
+    for `unsafe`, False for `check_*`, `*_check`, `validate*`), or None."""
+    if _UNSAFE_WHEN_TRUE.match(name):
+        return True
+    if _UNSAFE_WHEN_FALSE.match(name) or name in PYTHON_SAFETY_SWITCHES:
+        return False
+    return None
+
+
+@functools.cache
+def safety_switches(aten_name: str) -> tuple[tuple[str, int | None, bool], ...]:
+    """The safety switches of every overload of `aten::aten_name`: (argument name, its
+    position where it may be given positionally, the value that turns the check off)."""
+    import torch
+
+    try:
+        packet = getattr(torch.ops.aten, aten_name)
+    except (AttributeError, RuntimeError):
+        return ()
+    out = []
+    for overload in packet.overloads():
+        schema = getattr(packet, overload)._schema
+        for position, argument in enumerate(schema.arguments):
+            value = switch_value(argument.name)
+            if value is not None and str(argument.type) in ("bool", "Optional[bool]"):
+                out.append((argument.name, None if argument.kwarg_only else position, value))
+    return tuple(dict.fromkeys(out))
+
+
+def aten_name_of(name: str) -> str | None:
+    """The ATen op a config's operator name calls (`torch.linalg.inv` ->
+    `linalg_inv`, `aten::segment_reduce.default` -> `segment_reduce`), or None."""
+    if name.startswith("aten::"):
+        return name[len("aten::"):].partition(".")[0]
+    try:
+        namespace, attr = _split(name)
+    except (LookupError, PolicyError):
+        return None
+    return _ATEN_PREFIX[namespace] + attr if namespace in _ATEN_PREFIX else None
+
+
+def safety_refusal(name: str, args: Any, kwargs: Any) -> str | None:
+    """Why calling operator `name` with these arguments must not happen: an argument
+    that turns one of its safety checks off (see the module docstring), given by name or
+    by position; None when none does."""
+    aten = aten_name_of(name)
+    switches = safety_switches(aten) if aten else ()
+    given = dict(kwargs or {})
+    for key, value in given.items():  # Python-level switches the schemas do not show
+        if PYTHON_SAFETY_SWITCHES.get(key) is value:
+            return f"{key}={value} turns a safety check off"
+    for argument, position, unsafe in switches:
+        value = given.get(argument)
+        if value is None and position is not None and position < len(args or ()):
+            value = args[position]
+        if isinstance(value, bool) and value is unsafe:
+            return f"{argument}={value} turns a safety check off"
+    return None

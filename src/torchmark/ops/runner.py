@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
-from torchmark.core.errors import USER_CODE_FAILURES, error_line
+from torchmark.core.errors import USER_CODE_FAILURES, PolicyError, error_line
 from torchmark.core.jsonl import (
     dumps_line,
     refuse_other_options,
     refuse_other_torch,
     system_info,
 )
+from torchmark.core.operator_policy import safety_refusal
 from torchmark.core.provenance import Provenance
 from torchmark.core.results_lock import ResultsLock
 from torchmark.core.threads import set_torch_threads
@@ -156,6 +157,9 @@ def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]
     try:
         fn = builds.get(case)
         args, kwargs = DataGenerator(options.device, seed_for(case.id)).arguments(case.input)
+        refusal = safety_refusal(case.op, args, kwargs)
+        if refusal:  # never called: a check switched off may read out of bounds, or crash
+            raise PolicyError(f"operator {case.op!r} refused: {refusal}")
         metrics, out = measure(fn, args, kwargs, options, in_place=changes_inputs(case.op))
         metrics["work"] = _derived(metrics, work(case.op, args, kwargs, out, fn))
         record.update(status="ok", metrics=metrics, error=None)
@@ -163,6 +167,8 @@ def run_case(case: Case, options: RunOptions, builds: _Builds) -> dict[str, Any]
         with contextlib.suppress(Exception):
             e.metrics["work"] = _derived(e.metrics, work(case.op, args, kwargs, e.out, fn))
         record.update(status="failed", metrics=e.metrics, error=str(e))
+    except PolicyError as e:  # refused before anything ran; the run goes on
+        record.update(status="failed", metrics=None, error=str(e))
     except USER_CODE_FAILURES as e:  # recorded (sys.exit() too); the run goes on
         record.update(status="failed", metrics=None, error=error_line(e))
         _release_memory(options.device)

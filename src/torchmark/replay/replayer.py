@@ -12,7 +12,7 @@ from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.errors import USER_CODE_FAILURES, LimitError, error_line
-from torchmark.core.operator_policy import REPLAY_PRIVATE_OPS, aten_refusal
+from torchmark.core.operator_policy import REPLAY_PRIVATE_OPS, aten_refusal, safety_refusal
 from torchmark.core.task_spec import TaskSpec
 from torchmark.replay.trace import ExecutionTrace, Node
 from torchmark.replay.values import (
@@ -130,6 +130,11 @@ class Replayer:
                     continue
                 try:
                     self._build_arguments(rop, env)
+                    refusal = None if self.allow_unsafe_ops else safety_refusal(
+                        f"aten::{schema_name(rop.node)[0]}", rop.args, rop.kwargs)
+                    if refusal:  # a check switched off may read out of bounds, or crash
+                        rop.status, rop.reason = "refused", f"refused: {refusal}"
+                        continue
                     out = rop.fn(*self._fill(rop.args, rop, env), **rop.kwargs)
                 except Unsupported as e:
                     rop.status, rop.reason = "skipped", str(e)
