@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from torchmark.core.result import Case, Failure, Result
 from torchmark.core.provenance import Provenance
+from torchmark.core.result import Case, Failure, Result
 from torchmark.store import HEAD, Store, StoreError
 from torchmark.store.store import _result_row
 

@@ -123,7 +123,7 @@ def test_many_cases_at_once_family_wise_and_the_runs_common_shift():
     assert each_confidence(0.95, 10) == pytest.approx(0.995)
     base = [Side(lognormal(1e-5, 0.01, 30, i)) for i in range(10)]
     shifted = [Side(lognormal(1.3e-5, 0.01, 30, 50 + i)) for i in range(10)]
-    pairs = [Pair(i, b, c) for i, (b, c) in enumerate(zip(base, shifted))]
+    pairs = [Pair(i, b, c) for i, (b, c) in enumerate(zip(base, shifted, strict=True))]
     assert common_shifts(pairs)["wall"] == pytest.approx(math.log(1.3), abs=0.01)
     verdicts = judge_all(pairs, threshold=0.03)
     assert {v.kind for v in verdicts.values()} == {"unsure"}
@@ -131,8 +131,8 @@ def test_many_cases_at_once_family_wise_and_the_runs_common_shift():
     assert "the runs' common shift of +30" in verdicts[0].reason
     alone = [Side(lognormal(1e-5, 0.01, 30, 70 + i)) for i in range(9)] + \
         [Side(lognormal(1.5e-5, 0.01, 30, 79))]
-    verdicts = judge_all([Pair(i, b, c) for i, (b, c) in enumerate(zip(base, alone))],
-                         threshold=0.03)
+    pairs = [Pair(i, b, c) for i, (b, c) in enumerate(zip(base, alone, strict=True))]
+    verdicts = judge_all(pairs, threshold=0.03)
     assert verdicts[9].kind == "slower" and verdicts[0].kind != "slower"
     # the same ten cases one at a time, each at 95%: the same ratios, narrower intervals
     single = judge(base[9], alone[9], threshold=0.03)

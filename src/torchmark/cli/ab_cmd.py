@@ -14,6 +14,7 @@ import click
 
 from torchmark.cli.params import FiniteRange, Proportion, check_syntax
 from torchmark.cli.store_options import COMMAND_LINE, db_option, recorder
+from torchmark.core.neutralise import terminal_text
 from torchmark.core.threads import MAX_THREADS
 
 
@@ -47,8 +48,8 @@ def _split_by_env(measurements, path):
 def _unmatched(only_a: list[str], only_b: list[str], errors: list[str]) -> list[str]:
     """Lines naming the cases found on one side only and those not compared."""
     return [line for line in (
-        f"only in the baseline: {', '.join(only_a)}" if only_a else "",
-        f"only in the candidate: {', '.join(only_b)}" if only_b else "",
+        terminal_text(f"only in the baseline: {', '.join(only_a)}") if only_a else "",
+        terminal_text(f"only in the candidate: {', '.join(only_b)}") if only_b else "",
         *(f"not compared: {e}" for e in errors)) if line]
 
 

@@ -6,6 +6,7 @@ import click
 
 from torchmark.cli.params import Proportion
 from torchmark.cli.store_options import db_option
+from torchmark.core.neutralise import terminal_text
 
 
 @click.command("gate")
@@ -101,7 +102,7 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
     for side, names in (("baseline", report.only_baseline),
                         ("candidate", report.only_candidate)):
         if names:
-            click.echo(f"only in the {side}: {', '.join(names)}")
+            click.echo(terminal_text(f"only in the {side}: {', '.join(names)}"))
     click.echo(", ".join(f"{n} {v}" for v, n in report.counts().items()))
     if markdown_file:
         from torchmark.core.atomic_files import write_atomically

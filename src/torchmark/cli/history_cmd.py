@@ -7,6 +7,7 @@ import json
 import click
 
 from torchmark.cli.store_options import db_option
+from torchmark.core.neutralise import terminal_text
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -67,8 +68,8 @@ def history_cmd(case, glob, metric, as_json, db):
         unit, scale = select_unit(min(values)) if seconds and values else (series[0]["unit"],
                                                                           1.0)
         where = f"{hosts.get(machine or '', machine) or '?'}" + (f", env {env}" if env else "")
-        click.echo(f"{case_id} [{name}]  {sparkline(values)}  {titles.get(case_id, '')} "
-                   f"({where})")
+        click.echo(terminal_text(f"{case_id} [{name}]  {sparkline(values)}  "
+                                 f"{titles.get(case_id, '')} ({where})"))
         rows = [[str(p["run_id"]), p["started"][:19].replace("T", " "),
                  f"{p['median'] / scale:.4g} {unit}" if p["median"] is not None else
                  f"failed: {p['failure']}",

@@ -14,7 +14,7 @@ from torchmark.core.threads import MAX_THREADS
 
 
 @click.command("replay")
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("trace", type=click.Path(exists=True, dir_okay=False))
 @click.option("-d", "--device", default="cpu", show_default=True, help="cpu or cuda.")
 @click.option("-w", "--warmup", type=click.IntRange(min=0), default=2, show_default=True)
 @click.option("-i", "--iterations", type=click.IntRange(min=1), default=10, show_default=True)

@@ -8,6 +8,7 @@ import json
 import click
 
 from torchmark.cli.store_options import db_option
+from torchmark.core.neutralise import terminal_text
 
 
 class RunId(click.ParamType):
@@ -51,6 +52,7 @@ def show_cmd(run, fmt, db):
         click.echo(text if isinstance(text, str) else str(text))
     for row in rows:
         if row["metric"] == "instructions" and row["median"] is not None:
-            click.echo(f"{row['case_id']}: {row['median']:,.0f} instructions a run")
+            click.echo(terminal_text(f"{row['case_id']}: {row['median']:,.0f} instructions "
+                                     "a run"))
         if row["failure"]:
-            click.echo(f"{row['case_id']}: failed: {row['failure']}")
+            click.echo(terminal_text(f"{row['case_id']}: failed: {row['failure']}"))

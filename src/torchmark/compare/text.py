@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from torchmark.compare.layout import Grade, Row, TableLayout
+from torchmark.core.neutralise import terminal_text
 from torchmark.core.stats import unit_to_english
 
 BEST = "\033[92m"
@@ -24,7 +25,7 @@ WARNING_NOTE = "(! XX%) Measurement has high variance, where XX is the IQR / med
 
 def _row_cells(layout: TableLayout, row: Row) -> list[str]:
     env = layout.env_text(row) if row.shows_env else ""
-    cells = ["  " + env.ljust(layout.env_width + 4) + row.name]
+    cells = ["  " + terminal_text(env).ljust(layout.env_width + 4) + terminal_text(row.name)]
     for m, column in zip(row.results, layout.columns, strict=True):
         if m is None:
             cells.append(column.cell(None, 1, None))
@@ -36,7 +37,7 @@ def _row_cells(layout: TableLayout, row: Row) -> list[str]:
 
 def render_text(layout: TableLayout, color: bool = True) -> str:
     """The table as text. `color=False` drops the ANSI codes even when colorized."""
-    header = ["", *("" if k is None else str(k) for k in layout.column_keys)]
+    header = ["", *("" if k is None else terminal_text(str(k)) for k in layout.column_keys)]
     body = [_row_cells(layout, row) for row in layout.rows]
     widths = [max(len(cells[i]) for cells in [header, *body]) for i in range(len(header))]
 
@@ -53,7 +54,7 @@ def render_text(layout: TableLayout, color: bool = True) -> str:
             parts.append(text)
         lines.append("  |  ".join(parts))
 
-    title = f" {layout.label or ''} ".center(overall_width - 2, "-")
+    title = f" {terminal_text(layout.label or '')} ".center(overall_width - 2, "-")
     unit = f"Times are in {unit_to_english(layout.unit)}s ({layout.unit})."
     out = [f"[{title}]", *lines, "", unit]
     text = "\n".join(out) + "\n"

@@ -39,17 +39,21 @@ def cells(row: CaseVerdict) -> list[str]:
 
 def text_table(rows: Sequence[CaseVerdict]) -> list[str]:
     """The rows as an aligned table, then why each explained row got its verdict."""
+    from torchmark.core.neutralise import terminal_text
     from torchmark.core.plain_table import align
 
-    return align(HEADER, [cells(r) for r in rows], RIGHT, rule=True) + reasons(rows)
+    return align(HEADER, [cells(r) for r in rows], RIGHT, rule=True) + \
+        [terminal_text(line) for line in reasons(rows)]
 
 
 def markdown_table(rows: Sequence[CaseVerdict]) -> list[str]:
     """The rows as a Markdown table, then the reasons as a list."""
+    from torchmark.core.neutralise import markdown_text
     from torchmark.core.plain_table import markdown
 
     return markdown(HEADER, [cells(r) for r in rows], RIGHT) + \
-        ([""] + [f"- {line}" for line in reasons(rows)] if reasons(rows) else [])
+        ([""] + [f"- {markdown_text(line)}" for line in reasons(rows)] if reasons(rows)
+         else [])
 
 
 def reasons(rows: Iterable[CaseVerdict]) -> list[str]:

@@ -1,8 +1,13 @@
-"""Aligned plain-text and Markdown tables of string cells (for CLI reports)."""
+"""Aligned plain-text and Markdown tables of string cells (for CLI reports). Cells may
+hold names from files others wrote: a text table shows their control characters escaped
+(no escape sequence reaches the terminal), a Markdown table escapes HTML and mentions
+(core/neutralise.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from torchmark.core.neutralise import markdown_text, terminal_text
 
 
 def align(header: Sequence[str], rows: Sequence[Sequence[str]],
@@ -10,7 +15,9 @@ def align(header: Sequence[str], rows: Sequence[Sequence[str]],
     """Lines of a table whose columns are as wide as their widest cell; `right[i]`
     right-aligns column i (numbers); `rule` adds a line of dashes under the header."""
     right = list(right) if right is not None else [False] * len(header)
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
+    header = [terminal_text(str(c)) for c in header]
+    rows = [[terminal_text(str(c)) for c in row] for row in rows]
+    widths = [max(len(c) for c in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if r else c.ljust(w)
@@ -28,4 +35,4 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[str]],
     right = list(right) if right is not None else [False] * len(header)
     lines = ["| " + " | ".join(header) + " |",
              "|" + "|".join("---:" if r else "---" for r in right) + "|"]
-    return lines + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return lines + ["| " + " | ".join(markdown_text(str(c)) for c in r) + " |" for r in rows]

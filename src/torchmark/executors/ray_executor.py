@@ -63,6 +63,28 @@ class RayShared:
         return ray.get(self.ref)
 
 
+def _noted_cluster() -> str:
+    """The address `--ray-address auto` means: $RAY_ADDRESS, else the cluster Ray noted in
+    its temporary folder (ray_current_cluster); a ConnectionError (one line) when there
+    is none."""
+    import tempfile
+
+    noted = os.environ.get("RAY_ADDRESS")
+    if not noted:
+        path = os.path.join(os.environ.get("RAY_TMPDIR", tempfile.gettempdir()), "ray",
+                            "ray_current_cluster")
+        try:
+            with open(path, encoding="utf-8") as f:
+                noted = f.read().strip()
+        except OSError:
+            noted = ""
+    if not noted or ":" not in noted or noted.startswith(("ray://", "local")):
+        raise ConnectionError("--ray-address auto: no running Ray cluster is noted on this "
+                              "machine ($RAY_ADDRESS or ray_current_cluster); give "
+                              "HOST:PORT, or leave --ray-address out for a local instance")
+    return noted
+
+
 class RayExecutor:
     name = "ray"
     remote = True
@@ -94,17 +116,23 @@ class RayExecutor:
                 self._where = "the Ray instance of this process"
             return False
         address = self.options.address
-        if address not in (None, "auto"):
+        if address == "auto":  # ray.init would wait on whatever cluster Ray last noted
+            address = _noted_cluster()
+        if address is not None:
             host, port = address.rsplit(":", 1)
             try:  # ray.init waits minutes for a cluster that is not there
                 socket.create_connection((host.strip("[]"), int(port)),
                                          timeout=CONNECT_TIMEOUT_S).close()
             except OSError as e:
-                raise ConnectionError(f"--ray-address {address}: no Ray cluster answers "
-                                      f"there ({e.strerror or e})") from None
+                raise ConnectionError(f"--ray-address {self.options.address}: no Ray "
+                                      f"cluster answers at {address} "
+                                      f"({e.strerror or e})") from None
         kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
                                       logging_level=logging.ERROR)
         if address is None:
+            # a private instance, whatever clusters earlier runs left noted on this
+            # machine (without "local", ray.init joins the one in ray_current_cluster)
+            kwargs["address"] = "local"
             if self.options.num_cpus is not None:
                 kwargs["num_cpus"] = self.options.num_cpus
         else:

@@ -14,9 +14,10 @@ nothing.
   at all: a failing or killed import leaves nothing behind, and the file can be imported
   again.
 - **Nothing twice.** A file imported before (its content's digest) adds nothing; so does
-  a result the store holds already (the same case, metric and samples, and for exact
-  metrics a run that started within DUPLICATE_WINDOW_S of it): what a command recorded
-  live and also wrote to a file is not stored again.
+  a result the store held before this import (the same case, metric and samples, and for
+  exact metrics, whose counts repeat from run to run, a run of the same machine that
+  started within DUPLICATE_WINDOW_S of it): what a command recorded live and also wrote
+  to a file (whose header may be a second later) is not stored again.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ DEFAULT_MAX_IMPORT_BYTES = 8 << 30
 MAX_LINE_BYTES = 64 << 20  # one result's line
 MAX_RECORDS = 50_000_000
 BATCH = 4000  # results inserted a statement
-DUPLICATE_WINDOW_S = 3600  # exact metrics: the same counts this close in time: one run
+DUPLICATE_WINDOW_S = 60  # exact metrics: the same counts this close, one machine: one run
 _EXACT = ("instructions", "memory")
 
 
@@ -199,15 +200,13 @@ class Importer:
                     self._store(conn, batch, key, fallback)
                     batch = []
             self._store(conn, batch, key, fallback)
-            if not self.runs:  # nothing new: the file is still known as imported
-                self._run(conn, fallback, key, empty=True)
         return self.added
 
     def _store(self, conn: sa.Connection, batch: list[Result], key: str,
                fallback: Provenance) -> None:
         if not batch:
             return
-        held = self.store.held_results(conn, batch, fallback)
+        held = self.store.held_results(conn, batch, fallback, set(self.runs.values()))
         fresh = [r for i, r in enumerate(batch) if i not in held]
         groups: dict[str, list[Result]] = {}
         for r in fresh:
@@ -232,12 +231,10 @@ class Importer:
             known = self.keys[id(provenance)] = (provenance, provenance.to_json())
         return known[1]
 
-    def _run(self, conn: sa.Connection, provenance: Provenance, key: str,
-             empty: bool = False) -> int:
-        return self.store.insert_run(
-            conn, self.store.known_machine(conn, provenance), status="ok",
-            import_key=key, tags={"imported_from": str(self.path),
-                                  **({"empty": True} if empty else {})})
+    def _run(self, conn: sa.Connection, provenance: Provenance, key: str) -> int:
+        return self.store.insert_run(conn, self.store.known_machine(conn, provenance),
+                                     status="ok", import_key=key,
+                                     tags={"imported_from": str(self.path)})
 
 
 def _unknown_origin(path: str | os.PathLike) -> Provenance:

@@ -302,28 +302,36 @@ class Store:
         return Importer(self, path, max_bytes).run()
 
     def held_results(self, conn: sa.Connection, results: list[Result],
-                     fallback: Provenance) -> set[int]:
-        """The indexes of `results` the store holds already: the same case, metric and
-        samples (their content key); for exact metrics also in a run that started near
-        the result's (`fallback`: the start of results that carry no provenance)."""
+                     fallback: Provenance, exclude_runs: set[int] | None = None) -> set[int]:
+        """The indexes of `results` the store holds already, in runs other than
+        `exclude_runs` (an import's own): the same case, metric and samples (their
+        content key); for exact metrics, whose counts repeat from run to run, also in a
+        run of the same machine that started near the result's (`fallback`: the
+        provenance of results that carry none)."""
         from torchmark.store.importing import exact, within_window
 
         keys = [content_key(r.case.id, r.metric, pack(r.samples)) for r in results]
         wanted = sorted(set(keys))
-        res, runs = schema.results, schema.runs
-        held: dict[str, list[str]] = {}
+        res, runs, machines = schema.results, schema.runs, schema.machines
+        held: dict[str, list[tuple[str, str | None]]] = {}
         for start in range(0, len(wanted), 500):
             for row in conn.execute(
-                    sa.select(res.c.content_key, runs.c.started)
+                    sa.select(res.c.content_key, res.c.run_id, runs.c.started,
+                              machines.c.hostname)
                     .join(runs, runs.c.id == res.c.run_id)
+                    .outerjoin(machines, machines.c.fingerprint == runs.c.machine)
                     .where(res.c.content_key.in_(wanted[start:start + 500]))):
-                held.setdefault(row.content_key, []).append(row.started)
+                if row.run_id not in (exclude_runs or ()):
+                    held.setdefault(row.content_key, []).append((row.started, row.hostname))
         out = set()
         for i, (r, key) in enumerate(zip(results, keys, strict=True)):
             if key not in held:
                 continue
-            started = _utc((r.provenance or fallback).started)
-            if not exact(r.metric) or any(within_window(started, s) for s in held[key]):
+            provenance = r.provenance or fallback
+            started, host = _utc(provenance.started), provenance.machine.hostname
+            # a file's header names its machine by hostname (without all of it)
+            if not exact(r.metric) or any(within_window(started, s) and h in (None, host)
+                                          for s, h in held[key]):
                 out.add(i)
         return out
 
@@ -715,7 +723,10 @@ def _result_row(r: Result, run_id: int, now: str) -> dict[str, Any]:
 def _engine(url: str) -> sa.Engine:
     if url.startswith("sqlite"):
         path = sa.engine.make_url(url).database
-        if path:
+        if path and path != ":memory:":
+            if os.path.exists(path) and not os.path.isfile(path):
+                raise StoreError(f"{path}: not a regular file; a SQLite store is a file "
+                                 "(give a file path or a postgresql+psycopg:// URL)")
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(url, connect_args={"timeout": 60})
 
