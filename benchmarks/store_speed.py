@@ -33,7 +33,8 @@ import sqlalchemy as sa
 from torchmark.core.result import Case, Result
 from torchmark.store import Store
 from torchmark.store import schema as tables
-from torchmark.store.store import pack, utc_now
+from torchmark.store.result_rows import pack
+from torchmark.store.store import utc_now
 
 
 def results(n: int, samples: int, prefix: str) -> list[Result]:

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Case, Failure, Result
 from torchmark.store import HEAD, Store, StoreError
-from torchmark.store.store import _result_row
+from torchmark.store.result_rows import KEY_AT, RESULT_VALUES, case_row, result_values
 
 FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
 
@@ -185,10 +185,12 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path):
     run = old.start_run(status="ok")
     first = sa.Table("results", sa.MetaData(), autoload_with=old.engine)
     with old.engine.begin() as conn:  # as torchmark wrote them then: no content key
-        old._cases(conn, [result(1), result(2)])
-        conn.execute(first.insert(), [
-            {k: v for k, v in _result_row(r, run, "2026-01-01T00:00:00.000000Z").items()
-             if k in first.c} for r in (result(1), result(2))])
+        old.insert_case_rows(conn, [case_row(result(1).case), case_row(result(2).case)])
+        rows = [dict(zip(RESULT_VALUES, result_values(r), strict=True), run_id=run,
+                     recorded="2026-01-01T00:00:00.000000Z", warnings=[], extra={})
+                for r in (result(1), result(2))]
+        conn.execute(first.insert(), [{k: v for k, v in row.items() if k in first.c}
+                                      for row in rows])
     old.close()
     store = Store(url)
     assert store.schema_version() == HEAD
@@ -196,8 +198,10 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path):
     assert len(store.result_records(run=run)) == 2  # kept through the upgrade
     # 0003 gave the old rows their content keys: importing them again adds nothing
     with store.engine.connect() as conn:
-        assert store.held_results(conn, [result(1), result(2)], Provenance.capture()) \
-            == {0, 1}
+        here = Provenance.capture()
+        wanted = [(result_values(r)[KEY_AT], r.metric, store.run_start(here),
+                   here.machine.hostname) for r in (result(1), result(2))]
+        assert store.held_results(conn, wanted) == {0, 1}
     store.mark_change(case_id="timeit:case1", metric="wall", first_bad_run=run,
                       mark="dismissed", note="a noisy neighbour")  # 0002's table
     assert store.change_marks()[("timeit:case1", "wall", run)]["mark"] == "dismissed"

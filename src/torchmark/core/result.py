@@ -16,7 +16,6 @@ import functools
 import hashlib
 import json
 import math
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -83,6 +82,13 @@ class Case:
 
     def __hash__(self) -> int:
         return hash((self.id, self.frontend))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Case:
+        """The Case of a result's JSON "case" object (unknown keys ignored)."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{SCHEMA}: 'case' must be an object")
+        return cls(**{k: v for k, v in data.items() if k in _CASE_FIELDS})
 
     def named(self, patterns: Sequence[str], glob: bool = False) -> bool:
         """Whether one of `patterns` names this case: its id or its title exactly, or,
@@ -163,16 +169,31 @@ class Summary:
 
     @classmethod
     def of(cls, samples: Sequence[float]) -> Summary | None:
+        """The statistics of `samples`: the median, statistics.fmean's mean and the
+        spread between statistics.quantiles' inclusive quartiles, computed once on the
+        sorted values (an import summarises a million results)."""
         if not samples:
             return None
-        values = sorted(samples)
-        if len(values) >= 2:
-            q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
-        else:
-            q1 = q3 = values[0]
-        return cls(n=len(values), median=statistics.median(values),
-                   mean=statistics.fmean(values), iqr=q3 - q1, min=values[0],
-                   max=values[-1])
+        return cls(len(samples), *summary_values(samples))
+
+
+def summary_values(samples: Sequence[float]) -> tuple[float, float, float, float, float]:
+    """(median, mean, iqr, min, max) of samples (not empty): Summary's fields after n,
+    without making one (an import's rows take these for a million results)."""
+    values = sorted(samples)
+    n = len(values)
+    half = n // 2
+    median = values[half] if n % 2 else (values[half - 1] + values[half]) / 2
+    return (median, math.fsum(values) / n, _quartile(values, 3) - _quartile(values, 1),
+            values[0], values[-1])
+
+
+def _quartile(values: Sequence[float], i: int) -> float:
+    """statistics.quantiles(values, n=4, method="inclusive")[i - 1] of sorted values."""
+    if len(values) < 2:
+        return values[0]
+    j, delta = divmod(i * (len(values) - 1), 4)
+    return (values[j] * (4 - delta) + values[j + 1] * delta) / 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,8 +215,8 @@ class Result:
             raise ValueError(f"Result: metric must be one of {', '.join(METRICS)}, got "
                              f"{self.metric!r}")
         object.__setattr__(self, "unit", self.unit or METRICS[self.metric])
-        samples = tuple(float(s) for s in self.samples)
-        if not all(math.isfinite(s) for s in samples):
+        samples = tuple(map(float, self.samples))
+        if not all(map(math.isfinite, samples)):
             raise ValueError(f"Result {self.case.id}: samples must be finite numbers")
         object.__setattr__(self, "samples", samples)
         object.__setattr__(self, "warnings", tuple(self.warnings))
@@ -259,48 +280,55 @@ class Result:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any],
-                  provenance: Provenance | None = None) -> Result:
-        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+    def from_dict(cls, data: Mapping[str, Any], provenance: Provenance | None = None,
+                  case: Case | None = None) -> Result:
+        """The Result of its JSON object, validated; `case`: its "case" already parsed
+        (a reader that met the same case object before)."""
+        if not _is_mapping(data) or data.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} object (missing or wrong 'schema')")
         if data.get("version") != SCHEMA_VERSION:
             raise ValueError(f"{SCHEMA} version {data.get('version')!r} is not supported")
-        case_fields = {f.name for f in dataclasses.fields(Case)}
-        raw_case = data.get("case")
-        if not isinstance(raw_case, Mapping):
-            raise ValueError(f"{SCHEMA}: 'case' must be an object")
-        case = Case(**{k: v for k, v in raw_case.items() if k in case_fields})
-        failure = data.get("failure")
-        raw_provenance = data.get("provenance")
+        if case is None:
+            case = Case.from_dict(data.get("case"))
         samples = data.get("samples") or []
-        if not isinstance(samples, list) or not all(
-                isinstance(s, (int, float)) and not isinstance(s, bool) and
-                abs(s) < 1e300 for s in samples):
+        if not isinstance(samples, list) or not _NUMBER_TYPES.issuperset(map(type, samples)) \
+                or (samples and max(map(abs, samples)) >= 1e300):
             raise ValueError(f"{SCHEMA}: 'samples' must be a list of finite numbers")
         warnings = data.get("warnings") or ()
-        if not isinstance(warnings, (list, tuple)) or not all(
-                isinstance(w, str) for w in warnings):
+        if warnings and (not isinstance(warnings, (list, tuple)) or not all(
+                isinstance(w, str) for w in warnings)):
             raise ValueError(f"{SCHEMA}: 'warnings' must be a list of strings")
         extra = data.get("extra") or {}
-        if not isinstance(extra, Mapping):
+        if not _is_mapping(extra):
             raise ValueError(f"{SCHEMA}: 'extra' must be an object")
-        if isinstance(failure, Mapping) and not all(
-                isinstance(failure.get(k, ""), str) for k in ("error", "output_tail")):
-            raise ValueError(f"{SCHEMA}: 'failure' must hold strings")
-        result = cls(case=case, metric=data.get("metric", ""), samples=tuple(samples),
-                     number_per_run=data.get("number_per_run", 1), unit=data.get("unit", ""),
-                     warnings=tuple(warnings),
-                     failure=Failure(**{k: v for k, v in failure.items()
-                                        if k in ("error", "output_tail")})
-                     if isinstance(failure, Mapping) else None,
-                     provenance=provenance if provenance is not None else
-                     Provenance.from_dict(raw_provenance)
-                     if isinstance(raw_provenance, Mapping) else None,
-                     extra=dict(extra))
-        return result
+        failure = data.get("failure")
+        if failure is not None and _is_mapping(failure):
+            if not all(isinstance(failure.get(k, ""), str) for k in ("error", "output_tail")):
+                raise ValueError(f"{SCHEMA}: 'failure' must hold strings")
+            failure = Failure(**{k: v for k, v in failure.items()
+                                 if k in ("error", "output_tail")})
+        else:
+            failure = None
+        if provenance is None:
+            raw_provenance = data.get("provenance")
+            provenance = Provenance.from_dict(raw_provenance) \
+                if raw_provenance is not None and _is_mapping(raw_provenance) else None
+        return cls(case=case, metric=data.get("metric", ""), samples=tuple(samples),
+                   number_per_run=data.get("number_per_run", 1), unit=data.get("unit", ""),
+                   warnings=tuple(warnings), failure=failure, provenance=provenance,
+                   extra=dict(extra))
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
+
+
+_CASE_FIELDS = frozenset(f.name for f in dataclasses.fields(Case))
+_NUMBER_TYPES = frozenset((int, float))  # JSON's numbers (bool is no sample)
+
+
+def _is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), a dict (what JSON gives) checked first and cheaply."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def plain(value: Any) -> Any:

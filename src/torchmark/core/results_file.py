@@ -21,7 +21,8 @@ from torchmark.core.errors import UsageError
 from torchmark.core.jsonl import cut_torn_line, iter_lines
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
-from torchmark.core.result import Result
+from torchmark.core.result import SCHEMA_VERSION as RESULT_VERSION
+from torchmark.core.result import Case, Result
 from torchmark.core.results_lock import ResultsLock
 
 RESULTS_FILE_SCHEMA = "torchmark.results"  # the header line of a results file
@@ -96,10 +97,15 @@ class RunLines:
     once while the lines repeat it (files written before run lines give every line its
     own copy)."""
 
-    def __init__(self) -> None:
+    CASES_KEPT = 100_000  # cases remembered (parsed once while they repeat)
+
+    def __init__(self, cases: dict[str, tuple[Any, Case]] | None = None) -> None:
+        """`cases`: the parsed cases to share with other readers (id -> (its object,
+        its Case)), for the chunks of one file."""
         self.current: Provenance | None = None
         self._raw: Any = None
         self._parsed: Provenance | None = None
+        self._cases = {} if cases is None else cases
 
     def _provenance(self, raw: Any) -> Provenance | None:
         if not isinstance(raw, dict):
@@ -115,14 +121,31 @@ class RunLines:
         self.current = self._provenance(line.get("provenance"))
         return True
 
+    def _case(self, raw: Any) -> Case:
+        """The Case of a line's case object, parsed once while the same object (the
+        same id and fields) comes back, as it does run after run."""
+        key = raw.get("id") if isinstance(raw, dict) else None
+        known = self._cases.get(key) if isinstance(key, str) else None
+        if known is not None and known[0] == raw:
+            return known[1]
+        case = Case.from_dict(raw)
+        if len(self._cases) >= self.CASES_KEPT:
+            self._cases.clear()
+        self._cases[case.id] = (raw, case)
+        return case
+
     def result(self, line: dict[str, Any]) -> Result:
         """The Result of a Result line: its own provenance where it names one (or
         null), else the current run line's."""
+        if line.get("schema") == RESULT_SCHEMA and line.get("version") == RESULT_VERSION:
+            case = self._case(line.get("case"))
+        else:
+            case = None  # from_dict names what is wrong
         if "provenance" not in line:
-            return Result.from_dict(line, self.current)
+            return Result.from_dict(line, self.current, case)
         own = self._provenance(line["provenance"])
-        return Result.from_dict(line, own) if own is not None else \
-            Result.from_dict({**line, "provenance": None})
+        return Result.from_dict(line, own, case) if own is not None else \
+            Result.from_dict({**line, "provenance": None}, case=case)
 
 
 def read_results(path: str | os.PathLike) -> list[Result]:

@@ -59,11 +59,12 @@ class PipedChild:
                  shutdown: Any,
                  env: dict[str, str] | Callable[[list[str]], dict[str, str]] | None = None,
                  cpus: Sequence[int] | None = None, name: str = "worker",
-                 log_tail_chars: int = 2000) -> None:
+                 log_tail_chars: int = 2000, pass_fds: Sequence[int] = ()) -> None:
         """Start `command(requests_fd, responses_fd)`: the child reads frames from the
         first descriptor and writes its answers to the second; `shutdown` is the message
         that asks it to exit. `env` may be a function of the command line (the callgrind
-        host's environment is sized with it)."""
+        host's environment is sized with it). `pass_fds`: more descriptors the child
+        inherits (under the same numbers)."""
         self.name, self.log, self._tail = name, Path(log), log_tail_chars
         self.shutdown = shutdown
         requests_r, self.requests_fd = os.pipe()
@@ -73,7 +74,7 @@ class PipedChild:
             with open(self.log, "wb") as out:
                 self.proc = subprocess.Popen(
                     argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                    pass_fds=(requests_r, responses_w), cwd=NEUTRAL_CWD,
+                    pass_fds=(requests_r, responses_w, *pass_fds), cwd=NEUTRAL_CWD,
                     env=env(argv) if callable(env) else env, start_new_session=True)
         except BaseException:
             for fd in (self.requests_fd, self.responses_fd):

@@ -22,28 +22,47 @@ nothing.
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import dataclasses
 import datetime as dt
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 
-from torchmark.core.bounded_input import brief, check_nesting, open_regular, parse_size
+from torchmark.core.bounded_input import brief, open_regular, parse_size
 from torchmark.core.errors import LimitError, UsageError
 from torchmark.core.provenance import Provenance, parse_time
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
 from torchmark.core.result import Result
-from torchmark.core.results_file import RESULTS_FILE_SCHEMA, RunLines
+from torchmark.core.results_file import RESULTS_FILE_SCHEMA, RUN_SCHEMA
 from torchmark.store import schema
+from torchmark.store.import_records import (
+    RUN_MARK,
+    Chunk,
+    ChunkParser,
+    Parsed,
+    collector_paused,
+    parsed_of,
+)
+from torchmark.store.result_rows import KEY_AT
 
 DEFAULT_MAX_IMPORT_BYTES = 8 << 30
 MAX_LINE_BYTES = 64 << 20  # one result's line
 MAX_RECORDS = 50_000_000
-BATCH = 4000  # results inserted a statement
+CHUNK_BYTES = 2 << 20  # a results file's lines parsed (and inserted) this much at a time
+CHUNK_RESULTS = 4000  # results of another format stored at a time
+PARSE_WORKERS = 2  # processes parsing a large results file beside the one inserting
+PARALLEL_FROM = 32 << 20  # a results file this large is parsed by worker processes
+PARSE_TIMEOUT_S = 600  # a worker's answer for one chunk
+IMPORT_CACHE_MIB = 256  # SQLite's page cache while importing (the pages it uses, at most)
 DUPLICATE_WINDOW_S = 60  # exact metrics: the same counts this close, one machine: one run
 _EXACT = ("instructions", "memory")
 
@@ -78,68 +97,83 @@ def check_file(path: str | os.PathLike, max_bytes: int | None = None) -> None:
                          "start with a JSON object)")
 
 
-def file_digest(path: str | os.PathLike, limit: int) -> str:
-    """The sha256 of a regular file's content, read in chunks."""
+def file_digest(fd: int) -> str:
+    """The sha256 of an open regular file's content, read in blocks."""
     digest = hashlib.sha256()
-    fd = open_regular(path, "import", limit)
-    with os.fdopen(fd, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
+    for block in blocks(fd, 1 << 20):
+        digest.update(block)
     return digest.hexdigest()
 
 
-def streamed_results(path: str | os.PathLike, limit: int) -> Iterator[tuple[int, Result]]:
-    """(line number, Result) of a results file (JSON lines: a header, a Result a line),
-    a line at a time; a UsageError naming the first line that is not a valid Result (a
-    torn last line, which a killed writer leaves, is skipped)."""
-    where = brief(str(path))
-    runs = RunLines()
-    fd = open_regular(path, "import", limit)
-    with os.fdopen(fd, "rb") as f:
-        number, count, pending = 0, 0, None
-        while True:
-            line = f.readline(MAX_LINE_BYTES + 1)
-            if not line:
-                break
-            number += 1
-            if len(line) > MAX_LINE_BYTES:
-                raise LimitError(f"{where}: line {number} is longer than "
-                                 f"{MAX_LINE_BYTES >> 20} MiB")
-            if pending is not None:  # a bad line followed by more: not a torn last line
-                raise pending
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                value = json.loads(text)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-                pending = UsageError(f"{where}: line {number}: not a JSON object "
-                                     f"({brief(str(e), 120)})")
-                if not line.endswith(b"\n"):
-                    break  # the torn last line of a killed writer: skipped
-                continue
-            if text.count(b"[") + text.count(b"{") > 200:
-                check_nesting(value, f"{where}: line {number}")
-            if not isinstance(value, dict) or value.get("schema") == RESULTS_FILE_SCHEMA:
-                continue
-            try:
-                if runs.take(value):
-                    continue
-                if value.get("schema") != RESULT_SCHEMA:
-                    raise UsageError(f"{where}: line {number}: not a {RESULT_SCHEMA} "
-                                     "record")
-                result = runs.result(value)
-            except (ValueError, TypeError) as e:
-                raise UsageError(f"{where}: line {number}: {brief(str(e), 300)}") from None
-            problem = result.storable_problem()
-            if problem is not None:
-                raise UsageError(f"{where}: line {number}: {result.case.id[:80]}: {problem}")
-            count += 1
-            if count > MAX_RECORDS:
-                raise LimitError(f"{where}: more than {MAX_RECORDS} records")
-            yield number, result
-        if pending is not None and line.endswith(b"\n"):
-            raise pending
+def blocks(fd: int, size: int) -> Iterator[bytes]:
+    """An open file's content from its start, `size` bytes at a time (os.pread: the
+    descriptor's offset is left alone, so readers may share it)."""
+    offset = 0
+    while True:
+        block = os.pread(fd, size, offset)
+        if not block:
+            return
+        offset += len(block)
+        yield block
+
+
+def read_span(fd: int, offset: int, length: int) -> bytes:
+    """`length` bytes of an open file from `offset` (fewer at its end)."""
+    parts = []
+    while length > 0:
+        part = os.pread(fd, length, offset)
+        if not part:
+            break
+        parts.append(part)
+        offset, length = offset + len(part), length - len(part)
+    return b"".join(parts)
+
+
+def read_chunks(fd: int, where: str) -> Iterator[Chunk]:
+    """An open results file's lines, about CHUNK_BYTES at a time (whole lines), each
+    chunk with the run line before it and its place in the file. Bounded: a line longer
+    than MAX_LINE_BYTES or more than MAX_RECORDS lines are refused (the file's size was
+    checked when it was opened: open_regular)."""
+    run_line, number, carry, offset = None, 0, b"", 0  # number: the lines before
+    for block in itertools.chain(blocks(fd, CHUNK_BYTES), [b""]):
+        data = carry + block if carry else block
+        if not block:
+            if data:  # the last line, without its newline
+                yield Chunk(where, number + 1, data, run_line, torn_end=True, offset=offset)
+            return
+        cut = data.rfind(b"\n") + 1
+        longest = (data.find(b"\n") + 1 if carry else 0) if cut else len(data)
+        if longest > MAX_LINE_BYTES or len(data) - cut > MAX_LINE_BYTES:
+            raise LimitError(f"{where}: line {number + 1} is longer than "
+                             f"{MAX_LINE_BYTES >> 20} MiB")
+        body, carry = data[:cut], data[cut:]
+        if not body:
+            continue
+        yield Chunk(where, number + 1, body, run_line, offset=offset)
+        run_line = _last_run_line(body) or run_line
+        number += body.count(b"\n")
+        offset += len(body)
+        if number > MAX_RECORDS:
+            raise LimitError(f"{where}: more than {MAX_RECORDS} lines")
+
+
+def _last_run_line(data: bytes) -> bytes | None:
+    """The last run line of whole lines `data` (found by its schema's name)."""
+    found, at = None, data.find(RUN_MARK)
+    while at >= 0:
+        start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at) + 1
+        if _is_run_line(data[start:end]):
+            found = data[start:end]
+        at = data.find(RUN_MARK, end)
+    return found
+
+
+def _is_run_line(line: bytes) -> bool:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False  # the chunk's parser names it
+    return isinstance(value, dict) and value.get("schema") == RUN_SCHEMA
 
 
 def is_streamable(path: str | os.PathLike) -> bool:
@@ -155,86 +189,156 @@ def is_streamable(path: str | os.PathLike) -> bool:
                                                             RESULT_SCHEMA)
 
 
-def whole_file_results(path: str | os.PathLike) -> Iterator[tuple[int, Result]]:
+def whole_file_results(path: str | os.PathLike) -> Iterator[Result]:
     """The Results of a file of another format (read whole within the input limit),
-    each validated; numbered by record."""
+    each validated (numbered by record)."""
     from torchmark.records import load_results
 
     for number, result in enumerate(load_results(path), start=1):
         problem = result.storable_problem()
         if problem is not None:
             raise UsageError(f"{brief(str(path))}: record {number}: {problem}")
-        yield number, result
+        yield result
 
 
 class Importer:
-    """One file into one store, in one transaction (see the module docstring)."""
+    """One file into one store, in one transaction (see the module docstring).
+    `workers`: processes that parse a results file of at least `parallel_from` bytes
+    (None: up to PARSE_WORKERS, as the machine's cores allow)."""
 
-    def __init__(self, store: Any, path: str | os.PathLike,
-                 max_bytes: int | None = None) -> None:
+    def __init__(self, store: Any, path: str | os.PathLike, max_bytes: int | None = None,
+                 workers: int | None = None, parallel_from: int = PARALLEL_FROM) -> None:
         self.store, self.path = store, Path(path)
         self.limit = max_import_bytes() if max_bytes is None else max_bytes
+        self.workers = min(PARSE_WORKERS, os.cpu_count() or 1) if workers is None \
+            else workers
+        self.parallel_from = parallel_from
         self.runs: dict[str, int] = {}  # a provenance's JSON -> its run in this import
-        self.keys: dict[int, tuple[Provenance, str]] = {}  # id -> (it, its JSON)
+        self.cases: set[str] = set()  # the ids of the cases this import stored
         self.added = 0
 
     def run(self) -> int:
         """Import the file; how many results were added."""
         from torchmark.records.files import file_provenance
 
-        key = file_digest(self.path, self.limit)
-        engine = self.store.engine
-        with engine.connect() as conn:
-            if conn.execute(sa.select(schema.runs.c.id)
-                            .where(schema.runs.c.import_key == key)).first():
-                return 0
-        streamed = is_streamable(self.path)
-        results = streamed_results(self.path, self.limit) if streamed else \
-            whole_file_results(self.path)
-        fallback = file_provenance(self.path) or _unknown_origin(self.path)
-        with engine.begin() as conn:
-            batch: list[Result] = []
-            for _, result in results:
-                batch.append(result)
-                if len(batch) >= BATCH:
-                    self._store(conn, batch, key, fallback)
-                    batch = []
-            self._store(conn, batch, key, fallback)
+        fd = open_regular(self.path, "import", self.limit)
+        try:
+            key = file_digest(fd)
+            engine = self.store.engine
+            with engine.connect() as conn:
+                if conn.execute(sa.select(schema.runs.c.id)
+                                .where(schema.runs.c.import_key == key)).first():
+                    return 0
+            fallback = file_provenance(self.path) or _unknown_origin(self.path)
+            with engine.begin() as conn, collector_paused(), bulk_cache(conn):
+                for parsed in self._parsed(fd):
+                    self._store(conn, parsed, key, fallback)
+        finally:
+            os.close(fd)
         return self.added
 
-    def _store(self, conn: sa.Connection, batch: list[Result], key: str,
-               fallback: Provenance) -> None:
-        if not batch:
+    def _parsed(self, fd: int) -> Iterator[Parsed]:
+        """The file's records (open as `fd`), validated, a batch at a time, in order."""
+        if not is_streamable(self.path):
+            results = list(whole_file_results(self.path))
+            for start in range(0, len(results), CHUNK_RESULTS):
+                yield parsed_of(results[start:start + CHUNK_RESULTS])
             return
-        held = self.store.held_results(conn, batch, fallback, set(self.runs.values()))
-        fresh = [r for i, r in enumerate(batch) if i not in held]
-        groups: dict[str, list[Result]] = {}
-        for r in fresh:
-            groups.setdefault(self._key(r.provenance or fallback), []).append(r)
+        chunks = read_chunks(fd, brief(str(self.path)))
+        if self.workers < 2 or os.fstat(fd).st_size < self.parallel_from:
+            yield from map(ChunkParser(), chunks)
+            return
+        yield from parsed_by_workers(chunks, self.workers, fd)
+
+    def _store(self, conn: sa.Connection, parsed: Parsed, key: str,
+               fallback: Provenance) -> None:
+        provenances = [p or fallback for p in parsed.provenances]
+        texts = [p.to_json() for p in provenances]
+        places = [(self.store.run_start(p), p.machine.hostname) for p in provenances]
+        held = self.store.held_results(
+            conn, [(values[KEY_AT], values[1], *places[at]) for at, values in parsed.records],
+            set(self.runs.values()))
+        groups: dict[int, list[tuple[Any, ...]]] = {}
+        for i, (at, values) in enumerate(parsed.records):
+            if i not in held:
+                groups.setdefault(at, []).append(values)
+        if not groups:
+            return
+        self.store.insert_case_rows(conn, parsed.cases, self.cases)
         now = self.store.now()
-        for text, members in groups.items():
-            run_id = self.runs.get(text)
+        for at, members in groups.items():
+            run_id = self.runs.get(texts[at])
             if run_id is None:
-                run_id = self._run(conn, members[0].provenance or fallback,
+                run_id = self._run(conn, provenances[at],
                                    key if not self.runs else
                                    hashlib.sha256(f"{key}\0{len(self.runs)}".encode())
                                    .hexdigest())
-                self.runs[text] = run_id
-            self.store.insert_results(conn, members, run_id, now)
+                self.runs[texts[at]] = run_id
+            self.store.insert_values(conn, members, run_id, now)
             self.added += len(members)
-
-    def _key(self, provenance: Provenance) -> str:
-        """A provenance's JSON, computed once for each provenance object (the records of
-        one run share theirs)."""
-        known = self.keys.get(id(provenance))
-        if known is None or known[0] is not provenance:
-            known = self.keys[id(provenance)] = (provenance, provenance.to_json())
-        return known[1]
 
     def _run(self, conn: sa.Connection, provenance: Provenance, key: str) -> int:
         return self.store.insert_run(conn, self.store.known_machine(conn, provenance),
                                      status="ok", import_key=key,
                                      tags={"imported_from": str(self.path)})
+
+
+@contextlib.contextmanager
+def bulk_cache(conn: sa.Connection) -> Iterator[None]:
+    """A SQLite connection's page cache raised to IMPORT_CACHE_MIB for a while: a
+    million results' index pages (content keys land anywhere in their index) then stay
+    in memory, and inserting them took a third less time."""
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    before = conn.exec_driver_sql("PRAGMA cache_size").scalar()
+    conn.exec_driver_sql(f"PRAGMA cache_size=-{IMPORT_CACHE_MIB * 1024}")
+    try:
+        yield
+    finally:
+        conn.exec_driver_sql(f"PRAGMA cache_size={int(before or -2000)}")
+
+
+def parsed_by_workers(chunks: Iterator[Chunk], workers: int, fd: int) -> Iterator[Parsed]:
+    """The chunks of the file open as `fd` parsed by `workers` processes
+    (store/import_worker.py), in order. A worker reads its chunk from the file itself
+    (the descriptor passed to it: the same file this process digested) and gets only
+    the chunk's place; one chunk in flight a worker, each sent to an idle one, so while
+    this process stores a chunk the workers parse the next ones."""
+    import sys
+    import tempfile
+
+    from torchmark.core.worker import PipedChild
+
+    with tempfile.TemporaryDirectory(prefix="torchmark-import-") as folder:
+        children = [PipedChild(
+            lambda requests, responses: [sys.executable, "-m",
+                                         "torchmark.store.import_worker", str(requests),
+                                         str(responses), str(fd)],
+            log=Path(folder) / f"worker{i}.log", shutdown=None, name="import worker",
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)),
+            pass_fds=(fd,))
+            for i in range(workers)]
+        busy: collections.deque[PipedChild] = collections.deque()
+        try:
+            for chunk in chunks:
+                if len(busy) == workers:
+                    yield _answer(busy.popleft())
+                child = next(c for c in children if c not in busy)  # an idle one
+                child.send(dataclasses.replace(chunk, data=b"", length=len(chunk.data)))
+                busy.append(child)
+            while busy:
+                yield _answer(busy.popleft())
+        finally:
+            for child in children:
+                child.close(kill=bool(busy))
+
+
+def _answer(child: Any) -> Parsed:
+    answer = child.receive(PARSE_TIMEOUT_S, "parsing a chunk of the file")
+    if isinstance(answer, tuple) and answer[:1] == ("refused",):
+        raise UsageError(answer[1])
+    return answer
 
 
 def _unknown_origin(path: str | os.PathLike) -> Provenance:

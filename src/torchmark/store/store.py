@@ -8,7 +8,6 @@ store asks for `torchmark db upgrade`; a store written by a newer torchmark is r
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -18,8 +17,10 @@ import sqlalchemy as sa
 
 from torchmark.core.errors import TorchmarkError, UsageError
 from torchmark.core.provenance import Provenance
-from torchmark.core.result import Result, plain
+from torchmark.core.result import Result
 from torchmark.store import schema
+from torchmark.store.driver_sql import insert_rows, placeholders
+from torchmark.store.result_rows import RESULT_VALUES, case_row, result_values
 
 HEAD = "0003"  # the newest migration
 REVISIONS = ("0001", "0002", "0003")  # every migration this torchmark knows, oldest first
@@ -89,17 +90,6 @@ def _utc(text: str | None) -> str:
     except ValueError:
         return text
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def pack(samples: Sequence[float]) -> bytes:
-    import numpy as np
-
-    return np.asarray(samples, dtype="<f8").tobytes()
-
-
-def content_key(case_id: str, metric: str, samples: bytes) -> str:
-    """What identifies a result's content: its case, metric and packed samples."""
-    return hashlib.sha256(f"{case_id}\0{metric}\0".encode() + samples).hexdigest()[:32]
 
 
 def unpack(data: bytes) -> list[float]:
@@ -252,12 +242,21 @@ class Store:
         return len(results)
 
     def insert_results(self, conn: sa.Connection, results: list[Result], run_id: int,
-                       now: str) -> None:
-        """`results` (and their cases) under `run_id`, within the caller's transaction."""
-        self._cases(conn, results)
-        rows = [_result_row(r, run_id, now) for r in results]
-        if rows:
-            conn.execute(schema.results.insert(), rows)
+                       now: str, stored_cases: set[str] | None = None) -> None:
+        """`results` (and their cases) under `run_id`, within the caller's transaction.
+        `stored_cases`: the ids of cases this transaction stored before (not stored
+        again), to which this call adds its own."""
+        cases = {r.case.id: r.case for r in results}
+        self.insert_case_rows(conn, map(case_row, cases.values()), stored_cases)
+        self.insert_values(conn, [result_values(r) for r in results], run_id, now)
+
+    @staticmethod
+    def insert_values(conn: sa.Connection, values: list[tuple[Any, ...]], run_id: int,
+                      now: str) -> None:
+        """Results rows of `values` (result_rows.RESULT_VALUES each) under `run_id`,
+        within the caller's transaction (their cases stored already)."""
+        insert_rows(conn, schema.results, RESULT_VALUES, values,
+                    same={"run_id": run_id, "recorded": now})
 
     @staticmethod
     def now() -> str:
@@ -280,16 +279,15 @@ class Store:
             "cores": m.cores, "memory_bytes": m.memory_bytes, "gpus": list(m.gpus),
             "gpu_driver": m.gpu_driver, "first_seen": utc_now()}])
 
-    def _cases(self, conn: sa.Connection, results: list[Result]) -> None:
-        seen: dict[str, dict[str, Any]] = {}
-        for r in results:
-            c = r.case
-            seen.setdefault(c.id, {"id": c.id, "frontend": c.frontend, "stmt": c.stmt,
-                                   "setup": c.setup, "label": c.label,
-                                   "sub_label": c.sub_label, "description": c.description,
-                                   "threads": c.threads, "device": c.device,
-                                   "params": plain(c.params)})
-        self._insert_ignoring_duplicates(conn, schema.cases, list(seen.values()))
+    def insert_case_rows(self, conn: sa.Connection, rows: Iterable[dict[str, Any]],
+                         stored: set[str] | None = None) -> None:
+        """The case rows (result_rows.case_row) the store lacks, within the caller's
+        transaction; `stored`: the ids of cases this transaction stored before
+        (skipped), to which these are added."""
+        fresh = {row["id"]: row for row in rows if stored is None or row["id"] not in stored}
+        self._insert_ignoring_duplicates(conn, schema.cases, list(fresh.values()))
+        if stored is not None:
+            stored.update(fresh)
 
     def import_file(self, path: str | os.PathLike, max_bytes: int | None = None) -> int:
         """Every result of a torchmark file (any format it has written) that the store
@@ -301,39 +299,41 @@ class Store:
 
         return Importer(self, path, max_bytes).run()
 
-    def held_results(self, conn: sa.Connection, results: list[Result],
-                     fallback: Provenance, exclude_runs: set[int] | None = None) -> set[int]:
-        """The indexes of `results` the store holds already, in runs other than
+    def held_results(self, conn: sa.Connection, wanted: list[tuple[str, str, str, str]],
+                     exclude_runs: set[int] | None = None) -> set[int]:
+        """The indexes of `wanted` (content key, metric, run start as the store's UTC
+        text, hostname: one a result) that the store holds already, in runs other than
         `exclude_runs` (an import's own): the same case, metric and samples (their
-        content key); for exact metrics, whose counts repeat from run to run, also in a
-        run of the same machine that started near the result's (`fallback`: the
-        provenance of results that carry none)."""
+        content key); for exact metrics, whose counts repeat from run to run, only in a
+        run of the same host that started near the result's."""
         from torchmark.store.importing import exact, within_window
 
-        keys = [content_key(r.case.id, r.metric, pack(r.samples)) for r in results]
-        wanted = sorted(set(keys))
-        res, runs, machines = schema.results, schema.runs, schema.machines
+        keys = sorted({w[0] for w in wanted})
         held: dict[str, list[tuple[str, str | None]]] = {}
-        for start in range(0, len(wanted), 500):
-            for row in conn.execute(
-                    sa.select(res.c.content_key, res.c.run_id, runs.c.started,
-                              machines.c.hostname)
-                    .join(runs, runs.c.id == res.c.run_id)
-                    .outerjoin(machines, machines.c.fingerprint == runs.c.machine)
-                    .where(res.c.content_key.in_(wanted[start:start + 500]))):
+        for start in range(0, len(keys), 1000):
+            part = keys[start:start + 1000]
+            for row in conn.exec_driver_sql(  # the driver's own IN list: no per-key work
+                    "SELECT results.content_key, results.run_id, runs.started, "
+                    "machines.hostname FROM results JOIN runs ON runs.id = results.run_id "
+                    "LEFT OUTER JOIN machines ON machines.fingerprint = runs.machine "
+                    f"WHERE results.content_key IN ({placeholders(conn, len(part))})",
+                    tuple(part)):
                 if row.run_id not in (exclude_runs or ()):
                     held.setdefault(row.content_key, []).append((row.started, row.hostname))
         out = set()
-        for i, (r, key) in enumerate(zip(results, keys, strict=True)):
+        for i, (key, metric, started, host) in enumerate(wanted):
             if key not in held:
                 continue
-            provenance = r.provenance or fallback
-            started, host = _utc(provenance.started), provenance.machine.hostname
             # a file's header names its machine by hostname (without all of it)
-            if not exact(r.metric) or any(within_window(started, s) and h in (None, host)
-                                          for s, h in held[key]):
+            if not exact(metric) or any(within_window(started, s) and h in (None, host)
+                                        for s, h in held[key]):
                 out.add(i)
         return out
+
+    @staticmethod
+    def run_start(provenance: Provenance) -> str:
+        """A provenance's start as the store's UTC text (what runs.started holds)."""
+        return _utc(provenance.started)
 
     def known_machine(self, conn: sa.Connection, provenance: Provenance) -> Provenance:
         """A file's header names its machine without all of it (no memory size, so its
@@ -705,21 +705,6 @@ def _filtered(query: Any, runs: sa.Table, since: str | None, machine: str | None
     return query
 
 
-def _result_row(r: Result, run_id: int, now: str) -> dict[str, Any]:
-    summary = r.summary
-    stats = {k: getattr(summary, k) if summary else None
-             for k in ("median", "mean", "iqr", "min", "max")}
-    samples = pack(r.samples)
-    return {"run_id": run_id, "case_id": r.case.id, "metric": r.metric, "unit": r.unit,
-            "env": r.case.env, "number_per_run": r.number_per_run, "n": len(r.samples),
-            **stats, "samples": samples, "content_key": content_key(r.case.id, r.metric,
-                                                                    samples),
-            "warnings": list(r.warnings),
-            "failure": r.failure.error if r.failure else None,
-            "failure_tail": r.failure.output_tail if r.failure else None,
-            "extra": plain(r.extra), "recorded": now}
-
-
 def _engine(url: str) -> sa.Engine:
     if url.startswith("sqlite"):
         path = sa.engine.make_url(url).database
@@ -736,6 +721,7 @@ def _engine(url: str) -> sa.Engine:
             cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
             cursor.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at each checkpoint
             cursor.execute("PRAGMA busy_timeout=60000")
+            cursor.execute("PRAGMA cache_size=-65536")  # 64 MiB: an import's index pages
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
 

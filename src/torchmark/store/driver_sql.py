@@ -1,0 +1,49 @@
+"""Statements handed to the database driver directly, for an import's bulk paths.
+
+SQLAlchemy Core processes every parameter of every row in Python (bind processors, JSON
+serialisers, a name for each value of an expanding IN): at a million results an import
+spent more time there than in the database. `insert_rows` compiles a table's INSERT once
+for the connection's dialect and gives the driver plain values (the caller gives JSON
+columns as their JSON text, binary columns as bytes); `placeholders` spells a list of
+positional parameters in the driver's own style.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+
+def insert_rows(conn: sa.Connection, table: sa.Table, columns: Sequence[str],
+                rows: list[tuple[Any, ...]], same: dict[str, int | str] | None = None) -> None:
+    """Insert `rows` (tuples of `columns`' values) into `table` within `conn`'s
+    transaction; `same`: values every row shares (ints and torchmark's own text, written
+    into the statement: the rows need not repeat them)."""
+    if not rows:
+        return
+    statement = table.insert()
+    if same:
+        quote = sa.Text().literal_processor(conn.dialect)
+        assert quote is not None
+        statement = statement.values({
+            name: sa.literal_column(str(int(value)) if isinstance(value, int)
+                                    else quote(value))
+            for name, value in same.items()})
+    compiled = statement.compile(dialect=conn.dialect, column_keys=list(columns))
+    sql = str(compiled)
+    if not compiled.positional:  # named parameters (psycopg's %(name)s)
+        conn.exec_driver_sql(sql, [dict(zip(columns, row, strict=True)) for row in rows])
+        return
+    order = [columns.index(name) for name in compiled.positiontup or ()]
+    if order != list(range(len(columns))):
+        rows = [tuple(row[i] for i in order) for row in rows]
+    conn.exec_driver_sql(sql, rows)
+
+
+def placeholders(conn: sa.Connection, n: int) -> str:
+    """`n` positional parameters, comma-separated, as the connection's driver spells
+    them (`?` for sqlite3, `%s` for psycopg)."""
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    return ", ".join([mark] * n)
