@@ -184,12 +184,14 @@ def summary_values(samples: Sequence[float]) -> tuple[float, float, float, float
     n = len(values)
     half = n // 2
     median = values[half] if n % 2 else (values[half - 1] + values[half]) / 2
-    return (median, math.fsum(values) / n, _quartile(values, 3) - _quartile(values, 1),
+    return (median, math.fsum(values) / n, quartile(values, 3) - quartile(values, 1),
             values[0], values[-1])
 
 
-def _quartile(values: Sequence[float], i: int) -> float:
-    """statistics.quantiles(values, n=4, method="inclusive")[i - 1] of sorted values."""
+def quartile(values: Sequence[float], i: int) -> float:
+    """Quartile `i` (1, 2 or 3) of sorted values (not empty), as
+    statistics.quantiles(values, n=4, method="inclusive") and numpy.quantile's default
+    (linear) place it."""
     if len(values) < 2:
         return values[0]
     j, delta = divmod(i * (len(values) - 1), 4)

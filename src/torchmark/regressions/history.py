@@ -12,19 +12,21 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
+from torchmark.core.collector import collector_paused
+from torchmark.core.result import quartile
 from torchmark.regressions.detect import ChangePoint, Thresholds, detect, select_fdr
 from torchmark.regressions.thresholds import MIN_SEGMENT
 
+BULK_QUARTILES_MAX = 256  # runs of up to this many samples: quartiles computed together
 HIGHER_IS_WORSE = {"wall": True, "device": True, "kernel": True, "batch": True,
                    "instructions": True, "memory": True}
 
 
-@dataclasses.dataclass(frozen=True)
-class Point:
+class Point(NamedTuple):
     """One run's value of a series: its median, the spread of its raw samples, and where
-    it was measured."""
+    it was measured. (A named tuple: a store's history is a million of them.)"""
 
     run_id: int
     started: str
@@ -87,20 +89,44 @@ class Change:
                 "unit": s.unit, "machine": s.machine, "env": s.env, "kind": self.kind,
                 "before": p.before, "after": p.after, "ratio": p.ratio,
                 "ratio_low": p.low, "ratio_high": p.high, "p_value": p.p_value,
-                "last_good": dataclasses.asdict(self.last_good),
-                "first_bad": dataclasses.asdict(self.first_bad),
-                "recovered_at": dataclasses.asdict(self.recovered_at)
+                "last_good": self.last_good._asdict(),
+                "first_bad": self.first_bad._asdict(),
+                "recovered_at": self.recovered_at._asdict()
                 if self.recovered_at else None, "mark": self.mark, "note": self.note,
                 "few_samples": list(self.few_samples)}
 
 
 def _quartiles(samples: Sequence[float]) -> tuple[float, float]:
-    import numpy as np
-
     if not samples:
         return math.nan, math.nan
-    q1, q3 = np.quantile(np.asarray(samples, dtype=np.float64), [0.25, 0.75])
-    return float(q1), float(q3)
+    values = sorted(samples)
+    return quartile(values, 1), quartile(values, 3)
+
+
+def _all_quartiles(runs: Sequence[Sequence[float]]) -> tuple[list[float], list[float]]:
+    """The first and third quartiles of each run's samples (core.result.quartile's
+    values; NaN without samples): runs of the same count (up to BULK_QUARTILES_MAX) sorted
+    together, a million in a second."""
+    import numpy as np
+
+    low, high = [math.nan] * len(runs), [math.nan] * len(runs)
+    by_count: dict[int, list[int]] = {}
+    for i, run in enumerate(runs):
+        by_count.setdefault(len(run), []).append(i)
+    for n, where in by_count.items():
+        if n == 0:
+            continue
+        if n == 1 or n > BULK_QUARTILES_MAX:
+            for i in where:
+                low[i], high[i] = _quartiles(runs[i])
+            continue
+        ordered = np.sort(np.array([runs[i] for i in where], dtype=np.float64), axis=1)
+        for quartiles, i_q in ((low, 1), (high, 3)):
+            j, delta = divmod(i_q * (n - 1), 4)
+            values = (ordered[:, j] * (4 - delta) + ordered[:, j + 1] * delta) / 4
+            for i, value in zip(where, values.tolist(), strict=True):
+                quartiles[i] = value
+    return low, high
 
 
 def load_series(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
@@ -111,29 +137,35 @@ def load_series(store: Any, *, cases: Sequence[str] = (), metric: str | None = N
     `cases`: case ids or titles (with `glob`, shell patterns of them). Failed results
     are left out (a failure is no point of a level). `samples`: keep each run's raw
     samples."""
+    with collector_paused():  # a million rows: the cycle collector's passes cost more
+        return _load_series(store, cases, metric, since, machine, env, samples, glob)
+
+
+def _load_series(store: Any, cases: Sequence[str], metric: str | None, since: str | None,
+                 machine: str | None, env: str | None, samples: bool,
+                 glob: bool) -> list[Series]:
     from torchmark.core.result import cases_named
 
     titles = store.case_titles()
     wanted = set(cases_named(titles, cases, glob)) if cases else None
-    rows = store.results(metric=metric, since=since, machine=machine, env=env,
-                         samples=True, cases=sorted(wanted) if wanted is not None else None)
-    grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for row in rows:
-        if row["failure"] is not None or row["median"] is None:
-            continue
-        case_id = row["case_id"]
-        key = (case_id, row["metric"], row["unit"], row["machine"], row["run_env"])
-        grouped.setdefault(key, []).append(row)
+    rows, runs = store.series_rows(metric=metric, since=since, machine=machine, env=env,
+                                   cases=sorted(wanted) if wanted is not None else None)
+    lows, highs = _all_quartiles([row.samples for row in rows])
+    grouped: dict[tuple[Any, ...], list[int]] = {}
+    for i, row in enumerate(rows):  # measured results only: a failure is no point
+        run = runs[row.run_id]
+        grouped.setdefault((row.case_id, row.metric, row.unit, run.machine, run.env),
+                           []).append(i)
     out = []
     for (case_id, name, unit, on, label), group in grouped.items():
         points = []
-        for row in group:
-            low, high = _quartiles(row["samples"])
-            points.append(Point(row["run_id"], row["started"], float(row["median"]), low,
-                                high, int(row["n"]), row["git_commit"],
-                                row["torch_version"], row["git_dirty"]))
+        for i in group:
+            row, run = rows[i], runs[rows[i].run_id]
+            points.append(Point(row.run_id, run.started, float(row.median), lows[i],
+                                highs[i], int(row.n), run.git_commit, run.torch_version,
+                                run.git_dirty))
         out.append(Series(case_id, titles[case_id], name, unit, on, label, tuple(points),
-                          tuple(tuple(r["samples"]) for r in group) if samples else None))
+                          tuple(rows[i].samples for i in group) if samples else None))
     return out
 
 

@@ -1,6 +1,8 @@
 """What the report shows, gathered from the store as plain JSON-ready data: the runs,
-the detected changes, every series with its change points, an A/B comparison of two
-runs and one run's raw samples."""
+the detected changes (over every series), the series drawn with their change points (at
+most MAX_SERIES_DRAWN, those with a change first, each its newest MAX_POINTS_DRAWN runs:
+the page says what it left out), an A/B comparison of two runs and one run's raw
+samples."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from torchmark.regressions.history import Change, Series, load_series, scan
 
 MAX_DISTRIBUTION_CASES = 60  # a run's raw samples shown for at most this many cases
 MAX_SAMPLES_SHOWN = 400  # per case, evenly thinned beyond this
+MAX_SERIES_DRAWN = 500  # series drawn: those with a change first (every one detected)
+MAX_POINTS_DRAWN = 500  # each drawn series' newest runs
 
 
 def _finite(x: float | None) -> float | None:
@@ -24,18 +28,29 @@ def _series_id(index: int) -> str:
 
 def _series(s: Series, index: int, changes: Sequence[Change],
             hosts: dict[str, str]) -> dict[str, Any]:
+    """A drawn series: its newest MAX_POINTS_DRAWN runs, and the changes among them."""
+    first = max(0, len(s.points) - MAX_POINTS_DRAWN)
+    points = s.points[first:]
     return {
         "id": _series_id(index), "case_id": s.case_id, "title": s.title, "metric": s.metric,
         "unit": s.unit, "machine": hosts.get(s.machine or "", s.machine), "env": s.env,
-        "runs": [p.run_id for p in s.points], "started": [p.started for p in s.points],
-        "value": [p.value for p in s.points], "low": [_finite(p.low) for p in s.points],
-        "high": [_finite(p.high) for p in s.points],
-        "commit": [(p.commit or "")[:10] for p in s.points],
-        "torch": [p.torch or "" for p in s.points],
-        "changes": [{"index": c.point.index, "before": c.point.before,
+        "runs": [p.run_id for p in points], "started": [p.started for p in points],
+        "value": [p.value for p in points], "low": [_finite(p.low) for p in points],
+        "high": [_finite(p.high) for p in points],
+        "commit": [(p.commit or "")[:10] for p in points],
+        "torch": [p.torch or "" for p in points], "all_runs": len(s.points),
+        "changes": [{"index": c.point.index - first, "before": c.point.before,
                      "after": c.point.after, "ratio": c.point.ratio, "kind": c.kind,
-                     "mark": c.mark} for c in changes],
+                     "mark": c.mark} for c in changes if c.point.index >= first],
     }
+
+
+def _drawn(series: Sequence[Series], by_series: dict[int, list[Change]]) -> list[int]:
+    """The indexes of the series drawn: those with a change, then the others in order,
+    MAX_SERIES_DRAWN in all."""
+    changed = [i for i in range(len(series)) if i in by_series]
+    others = [i for i in range(len(series)) if i not in by_series]
+    return sorted((changed + others)[:MAX_SERIES_DRAWN])
 
 
 def _ab(store: Any, run_a: int, run_b: int, cases: Sequence[str],
@@ -84,8 +99,12 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
     if ab is None:
         ab = _newest_pair(store, run_ids)
     shown = run if run is not None else (run_ids[0] if run_ids else None)
+    drawn = _drawn(series, by_series)
     return {
         "store": store.where,
+        "drawn": {"series": len(series), "series_drawn": len(drawn),
+                  "max_points": MAX_POINTS_DRAWN,
+                  "points_cut": sum(len(series[i].points) > MAX_POINTS_DRAWN for i in drawn)},
         "runs": [{"id": r["id"], "started": r["started"], "status": r["status"],
                   "command": " ".join(r["command"] or []), "commit": r["git_commit"],
                   "dirty": r["git_dirty"], "torch": r["torch_version"],
@@ -101,7 +120,7 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
                      "machine": hosts.get(c.series.machine or "", c.series.machine),
                      "recovered": c.recovered_at.run_id if c.recovered_at else None,
                      "mark": c.mark, "note": c.note} for c in changes],
-        "series": [_series(s, i, by_series.get(i, []), hosts) for i, s in enumerate(series)],
+        "series": [_series(series[i], i, by_series.get(i, []), hosts) for i in drawn],
         "ab": _ab(store, *ab, cases, glob) if ab else None,
         "distributions": _distributions(store, shown, cases, glob) if shown is not None
         else None,

@@ -73,7 +73,8 @@
     data.changes.map((c) => ({
       attrs: { class: c.kind + (c.mark === "dismissed" ? " marked" : "") },
       classes: { 2: "change" },
-      cells: [el("a", { href: "#" + c.series, class: "to-case" }, c.case), c.metric,
+      cells: [seriesById.has(c.series) ? el("a", { href: "#" + c.series, class: "to-case" },
+        c.case) : c.case, c.metric,
         pct(c.ratio), c.low === null ? "-" : `[${c.low.toFixed(3)}, ${c.high.toFixed(3)}]`,
         "run " + c.last_good, "run " + c.first_bad, c.commit, c.torch, c.machine || "",
         c.recovered ? "run " + c.recovered : "no", c.mark ? c.mark + (c.note ? ": " + c.note : "") : ""],
@@ -100,12 +101,22 @@
   }
 
   // -- cases -------------------------------------------------------------------------
-  const casesSection = section("cases", `Cases (${data.series.length} series)`);
+  const drawn = data.drawn || { series: data.series.length, series_drawn: data.series.length,
+    points_cut: 0 };
+  const casesSection = section("cases", `Cases (${drawn.series} series)`);
+  if (drawn.series_drawn < drawn.series || drawn.points_cut) {
+    casesSection.append(el("p", { class: "summarised" },
+      `Drawn: ${drawn.series_drawn} of ${drawn.series} series (those with a detected ` +
+      `change first), each its newest ${drawn.max_points} runs at most ` +
+      `(${drawn.points_cut} series cut). Changes were detected over every series and ` +
+      "every run; `torchmark history CASE` shows any series whole."));
+  }
   for (const s of data.series) {
     casesSection.append(el("div", { class: "case", id: s.id },
       el("h3", {}, s.title),
       el("div", { class: "meta" }, `${s.metric} - machine ${s.machine || "?"} - env ` +
-        `${s.env || "-"} - ${s.value.length} runs - ${s.changes.length} change(s) - id ${s.case_id}`),
+        `${s.env || "-"} - ${s.all_runs > s.value.length ? `newest ${s.value.length} of ` +
+        `${s.all_runs}` : s.value.length} runs - ${s.changes.length} change(s) - id ${s.case_id}`),
       el("div", { class: "plot", "data-kind": "series", "data-series": s.id })));
   }
 

@@ -5,7 +5,9 @@ serialisers, a name for each value of an expanding IN): at a million results an 
 spent more time there than in the database. `insert_rows` compiles a table's INSERT once
 for the connection's dialect and gives the driver plain values (the caller gives JSON
 columns as their JSON text, binary columns as bytes); `placeholders` spells a list of
-positional parameters in the driver's own style.
+positional parameters in the driver's own style; `driver_rows` runs a query on the
+driver's cursor and returns its plain tuples (no Row objects, no result processors: the
+caller converts what needs converting, a boolean SQLite gives as 0 or 1).
 """
 
 from __future__ import annotations
@@ -47,3 +49,18 @@ def placeholders(conn: sa.Connection, n: int) -> str:
     them (`?` for sqlite3, `%s` for psycopg)."""
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     return ", ".join([mark] * n)
+
+
+def driver_rows(conn: sa.Connection, query: sa.Select[Any]) -> list[tuple[Any, ...]]:
+    """`query`'s rows as the driver returns them, within `conn`'s transaction."""
+    compiled = query.compile(dialect=conn.dialect,
+                             compile_kwargs={"render_postcompile": True})
+    params: Any = compiled.params
+    if compiled.positional:
+        params = tuple(params[name] for name in compiled.positiontup or ())
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(str(compiled), params)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()

@@ -5,9 +5,7 @@ its case's row and its provenance. For a large file this runs in worker processe
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import json
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import orjson
 
 from torchmark.core.bounded_input import brief, check_nesting
+from torchmark.core.collector import collector_paused
 from torchmark.core.errors import UsageError
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
@@ -143,17 +142,3 @@ def loads(line: bytes) -> Any:
             return json.loads(line)
         except (ValueError, RecursionError):
             raise ValueError(str(e)) from None
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for a while: a million results make millions of
-    containers, each batch freed by reference counting, and the collector's passes
-    over them took more time than reading them."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()

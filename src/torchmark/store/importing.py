@@ -38,6 +38,7 @@ import orjson
 import sqlalchemy as sa
 
 from torchmark.core.bounded_input import brief, open_regular, parse_size
+from torchmark.core.collector import collector_paused
 from torchmark.core.errors import LimitError, UsageError
 from torchmark.core.provenance import Provenance, parse_time
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
@@ -49,7 +50,6 @@ from torchmark.store.import_records import (
     Chunk,
     ChunkParser,
     Parsed,
-    collector_paused,
     parsed_of,
 )
 from torchmark.store.result_rows import KEY_AT

@@ -8,10 +8,12 @@ store asks for `torchmark db upgrade`; a store written by a newer torchmark is r
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -19,7 +21,7 @@ from torchmark.core.errors import TorchmarkError, UsageError
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 from torchmark.store import schema
-from torchmark.store.driver_sql import insert_rows, placeholders
+from torchmark.store.driver_sql import driver_rows, insert_rows, placeholders
 from torchmark.store.result_rows import RESULT_VALUES, case_row, result_values
 
 HEAD = "0003"  # the newest migration
@@ -93,9 +95,45 @@ def _utc(text: str | None) -> str:
 
 
 def unpack(data: bytes) -> list[float]:
-    import numpy as np
+    """Packed samples (result_rows.pack) as floats."""
+    return list(unpack_tuple(data))
 
-    return np.frombuffer(data, dtype="<f8").tolist()
+
+def unpack_tuple(data: bytes) -> tuple[float, ...]:
+    """Packed samples as a tuple of floats."""
+    if len(data) > 4096:
+        import numpy as np
+
+        return tuple(np.frombuffer(data, dtype="<f8").tolist())
+    return _unpacker(len(data) // 8).unpack(data)
+
+
+@functools.lru_cache(maxsize=256)
+def _unpacker(n: int) -> struct.Struct:
+    return struct.Struct(f"<{n}d")
+
+
+class SeriesRow(NamedTuple):
+    """One measured result as a series' history needs it (Store.series_rows)."""
+
+    case_id: str
+    metric: str
+    unit: str
+    median: float
+    n: int
+    samples: tuple[float, ...]
+    run_id: int
+
+
+class RunPlace(NamedTuple):
+    """Where and when a run measured (Store.series_rows)."""
+
+    started: str
+    git_commit: str | None
+    git_dirty: bool | None
+    machine: str | None
+    env: str | None
+    torch_version: str | None
 
 
 class Store:
@@ -421,6 +459,42 @@ class Store:
                 row["samples"] = unpack(row["samples"])
         return rows
 
+    def series_rows(self, *, metric: str | None = None, since: str | None = None,
+                    machine: str | None = None, env: str | None = None,
+                    cases: Sequence[str] | None = None
+                    ) -> tuple[list[SeriesRow], dict[int, RunPlace]]:
+        """What the history of every series is made of, lean: each measured (not
+        failed) result as a SeriesRow (its samples unpacked), oldest run first; and the
+        runs they belong to, each once. `cases`: only these case ids. No JSON column is
+        read and the driver's own tuples are used: a store of a million results is read
+        in seconds."""
+        r, res = schema.runs, schema.results
+        query = sa.select(res.c.id, res.c.case_id, res.c.metric, res.c.unit, res.c.median,
+                          res.c.n, res.c.samples, res.c.run_id, r.c.started) \
+            .join(r, r.c.id == res.c.run_id) \
+            .where(res.c.failure.is_(None), res.c.median.is_not(None))
+        if metric is not None:
+            query = query.where(res.c.metric == metric)
+        query = _filtered(query, r, since, machine, env).order_by(r.c.started, res.c.id)
+        ids = sorted(set(cases)) if cases is not None else [None]
+        rows: list[tuple[Any, ...]] = []
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 500):  # bounded IN lists
+                chunk = ids[start:start + 500]
+                rows += driver_rows(conn, query if chunk == [None] else
+                                    query.where(res.c.case_id.in_(chunk)))
+            runs = {run_id: RunPlace(started, commit, None if dirty is None else bool(dirty),
+                                     machine_of, env_of, torch_version)
+                    for run_id, started, commit, dirty, machine_of, env_of, torch_version
+                    in driver_rows(conn, _filtered(
+                        sa.select(r.c.id, r.c.started, r.c.git_commit, r.c.git_dirty,
+                                  r.c.machine, r.c.env, r.c.torch_version), r, since,
+                        machine, env))}
+        if cases is not None and len(ids) > 500:
+            rows.sort(key=lambda row: (row[8], row[0]))
+        return [SeriesRow(case_id, metric_of, unit, median, n, unpack_tuple(samples), run_id)
+                for (_, case_id, metric_of, unit, median, n, samples, run_id, _) in rows], runs
+
     def history(self, case_id: str, metric: str | None = None) -> list[dict[str, Any]]:
         """One value a run for a case (the median of its samples, and their count), in
         time order, with the run's commit (and whether its tree was dirty), machine, env
@@ -494,15 +568,21 @@ class Store:
                           res.c.samples, res.c.warnings, res.c.failure, res.c.failure_tail,
                           res.c.extra, res.c.env, c.c.frontend, c.c.stmt, c.c.setup,
                           c.c.label, c.c.sub_label, c.c.description, c.c.threads,
-                          c.c.device, c.c.params, r.c.provenance).join(
+                          c.c.device, c.c.params, res.c.run_id).join(
             r, r.c.id == res.c.run_id).join(c, c.c.id == res.c.case_id)
         for column, value in ((res.c.run_id, run), (res.c.case_id, case),
                               (res.c.metric, metric)):
             if value is not None:
                 query = query.where(column == value)
         out = []
+        provenances: dict[int, Provenance | None] = {}  # each run's, parsed once
         with self.engine.connect() as conn:
             for row in conn.execute(query.order_by(r.c.started, res.c.id)):
+                if row.run_id not in provenances:
+                    stored = conn.execute(sa.select(r.c.provenance)
+                                          .where(r.c.id == row.run_id)).scalar()
+                    provenances[row.run_id] = Provenance.from_dict(stored) if stored \
+                        else None
                 case_record = Case(id=row.case_id, frontend=row.frontend, stmt=row.stmt,
                                    setup=row.setup, label=row.label, sub_label=row.sub_label,
                                    description=row.description, env=row.env,
@@ -514,8 +594,7 @@ class Store:
                     warnings=tuple(row.warnings or ()),
                     failure=Failure(row.failure, row.failure_tail or "")
                     if row.failure is not None else None,
-                    provenance=Provenance.from_dict(row.provenance)
-                    if row.provenance else None, extra=row.extra or {}))
+                    provenance=provenances[row.run_id], extra=row.extra or {}))
         return out
 
     def iter_runs_results(self, *, since: str | None = None, machine: str | None = None,

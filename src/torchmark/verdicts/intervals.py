@@ -5,6 +5,7 @@ seed for the bootstrap)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator, Sequence
@@ -13,6 +14,8 @@ import numpy as np
 
 MIN_SAMPLES = 5  # fewer samples on a side (unpaired): no interval
 _BOOTSTRAP_CELLS = 4_000_000  # resampled values held in memory at once
+SORTED_MEDIAN_MAX = 64  # rows up to this long: medians by sorting
+CACHED_PICKS_MAX = 256  # resampling indexes kept for samples up to this many a side
 
 
 def median_ratio_interval(baseline: Sequence[float] | np.ndarray,
@@ -25,25 +28,65 @@ def median_ratio_interval(baseline: Sequence[float] | np.ndarray,
     b = np.asarray(candidate, dtype=np.float64)
     if min(len(a), len(b)) < MIN_SAMPLES:
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
+    picks_b, picks_a = _picks(len(b), len(a), resamples, seed)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = _bootstrap_medians(b, resamples, rng) / _bootstrap_medians(a, resamples, rng)
+        ratios = _resampled_medians(b, picks_b) / _resampled_medians(a, picks_a)
     ratios = ratios[~np.isnan(ratios)]
     tail = (1 - confidence) / 2
     low, high = np.quantile(ratios, [tail, 1 - tail])
     return float(low), float(high)
 
 
-def _bootstrap_medians(times: np.ndarray, resamples: int,
-                       rng: np.random.Generator) -> np.ndarray:
-    """The medians of `resamples` resamples (with replacement) of `times`."""
-    out = np.empty(resamples)
-    chunk = max(1, _BOOTSTRAP_CELLS // len(times))
-    for start in range(0, resamples, chunk):
-        rows = min(chunk, resamples - start)
-        picks = rng.integers(0, len(times), size=(rows, len(times)))
-        out[start:start + rows] = np.median(times[picks], axis=1)
-    return out
+def _picks(n_b: int, n_a: int, resamples: int,
+           seed: int) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Each side's resamples as the ranks of their middle values: a resample draws
+    indexes (with replacement, from one generator seeded `seed`, the candidate's first);
+    into the side's sorted samples, its median is the mean of the values at its two
+    middle indexes (one, for an odd count). They depend on the sizes only: cases of the
+    same sample counts share them (cached when small)."""
+    if max(n_b, n_a) <= CACHED_PICKS_MAX:
+        return _cached_picks(n_b, n_a, resamples, seed)
+    return _draw_picks(n_b, n_a, resamples, seed)
+
+
+def _draw_picks(n_b: int, n_a: int, resamples: int,
+                seed: int) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+
+    def side(n: int) -> tuple[np.ndarray, np.ndarray]:
+        chunk = max(1, _BOOTSTRAP_CELLS // n)
+        low, high = [], []
+        for start in range(0, resamples, chunk):
+            block = np.sort(rng.integers(0, n, size=(min(chunk, resamples - start), n)),
+                            axis=1)
+            low.append(block[:, (n - 1) // 2])
+            high.append(block[:, n // 2])
+        return np.concatenate(low), np.concatenate(high)
+
+    picks_b = side(n_b)
+    return picks_b, side(n_a)
+
+
+_cached_picks = functools.lru_cache(maxsize=64)(_draw_picks)
+
+
+def _resampled_medians(times: np.ndarray, middle: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The median of each resample of `times` (`middle`: each resample's middle indexes
+    into the sorted samples, from _picks): the values np.median gives the resamples."""
+    ordered = np.sort(times)
+    low, high = middle
+    return (ordered[low] + ordered[high]) / 2
+
+
+def row_medians(rows: np.ndarray) -> np.ndarray:
+    """np.median(rows, axis=1), the same values: a few samples a row are sorted whole,
+    four times faster than numpy's median there (whose partition wins on long rows)."""
+    n = rows.shape[1]
+    if n > SORTED_MEDIAN_MAX:
+        return np.median(rows, axis=1)
+    ordered = np.sort(rows, axis=1)
+    half = n // 2
+    return ordered[:, half] if n % 2 else (ordered[:, half - 1] + ordered[:, half]) / 2
 
 
 def _binomial_half_cdf(n: int) -> Iterator[float]:

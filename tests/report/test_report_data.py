@@ -1,0 +1,42 @@
+"""What the report draws of a large store: every series scanned for changes, at most
+MAX_SERIES_DRAWN of them drawn (those with a change first), each its newest
+MAX_POINTS_DRAWN runs, and the page told what was left out."""
+
+from __future__ import annotations
+
+import pytest
+from store_builder import build_store
+
+from torchmark.report import data as report_data
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = build_store(f"sqlite:///{tmp_path / 's.db'}", cases=6, runs=24, step_case=4,
+                        step_at=20, samples=12)
+    yield store
+    store.close()
+
+
+def test_a_large_store_is_drawn_in_part_and_says_so(store, monkeypatch):
+    pytest.importorskip("ruptures")
+    monkeypatch.setattr(report_data, "MAX_SERIES_DRAWN", 2)
+    monkeypatch.setattr(report_data, "MAX_POINTS_DRAWN", 10)
+    data = report_data.gather(store)
+    assert data["drawn"] == {"series": 6, "series_drawn": 2, "max_points": 10,
+                             "points_cut": 2}
+    [change] = [c for c in data["changes"] if c["kind"] == "regression"]
+    assert change["case"] == "mul: n=4"  # found among all six series
+    titles = [s["title"] for s in data["series"]]
+    assert "mul: n=4" in titles and len(titles) == 2  # the changed one drawn
+    drawn = next(s for s in data["series"] if s["title"] == "mul: n=4")
+    assert len(drawn["value"]) == 10 and drawn["all_runs"] == 24
+    assert [c["index"] for c in drawn["changes"]] == [20 - 14]  # within the newest 10
+
+
+def test_a_small_store_is_drawn_whole(store):
+    pytest.importorskip("ruptures")
+    data = report_data.gather(store)
+    assert data["drawn"]["series_drawn"] == data["drawn"]["series"] == 6
+    assert data["drawn"]["points_cut"] == 0
+    assert all(len(s["value"]) == s["all_runs"] == 24 for s in data["series"])
