@@ -200,3 +200,30 @@ def test_ctrl_c_cancels_what_is_in_flight_and_keeps_what_finished(ray_cluster, t
     assert main([*argv[:argv.index("--executor")], "--no-store", "--resume"]) == 0
     ids = [r["id"] for r in read_records(out)]
     assert sorted(ids) == sorted(f"case {i} [py explicit t1]" for i in range(6))
+
+
+def test_a_stale_cluster_note_neither_hangs_nor_is_joined(tmp_path):
+    """A machine where a Ray cluster once ran and is gone: /tmp/ray/ray_current_cluster
+    still names it. The default starts a private local instance (ray.init without an
+    address would wait on the dead one); `--ray-address auto` fails with one line."""
+    import shutil
+    import tempfile
+
+    pytest.importorskip("ray")
+    temp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # Ray's socket paths must be short
+    try:
+        (Path(temp) / "ray").mkdir()
+        (Path(temp) / "ray" / "ray_current_cluster").write_text("127.0.0.1:9\n")
+        common = ["ops", "-c", OPS, "-w", "1", "-i", "3", "--quiet", "--executor", "ray",
+                  "--db", str(tmp_path / "s.db")]
+        started = time.monotonic()
+        proc = torchmark([*common, "-o", str(tmp_path / "ray")], RAY_TMPDIR=temp)
+        assert proc.returncode == 1, proc.stderr  # ran: the 4x4 + 5x5 case fails
+        assert len(stored_cases(str(tmp_path / "s.db"))) == 5
+        proc = torchmark([*common, "-o", str(tmp_path / "auto"), "--ray-address", "auto"],
+                         RAY_TMPDIR=temp)
+        assert proc.returncode == 1 and "no Ray cluster answers at 127.0.0.1:9" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert time.monotonic() - started < 300
+    finally:  # the private instance went with its driver
+        shutil.rmtree(temp, ignore_errors=True)
