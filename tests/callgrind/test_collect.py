@@ -232,8 +232,9 @@ def test_cli_callgrind_and_diff(tmp_path, capsys):
     assert main(["callgrind-diff", str(a)]) == 0
     assert "TensorIterator" in capsys.readouterr().out
     old_format = tmp_path / "old.json"  # a single CallgrindStats, as written before
-    old_format.write_text(json.dumps(json.loads(a.read_text().splitlines()[1])["extra"][
-        "callgrind_stats"]))
+    [first] = [line for line in map(json.loads, a.read_text().splitlines())
+               if line.get("schema") == "torchmark.result"][:1]
+    old_format.write_text(json.dumps(first["extra"]["callgrind_stats"]))
     assert main(["callgrind-diff", str(old_format), str(b)]) == 0
     assert main(["callgrind-diff", str(a), str(tmp_path / "missing.json")]) == 2
     assert "no such file" in capsys.readouterr().err

@@ -301,6 +301,11 @@ def test_every_argument_that_switches_a_check_off_is_refused():
             assert safety_refusal(f"aten::{op}", args, {}), (op, name, position)
     assert safety_refusal("torch.segment_reduce", [], {"unsafe": True})
     assert safety_refusal("torch.sparse_coo_tensor", [], {"check_invariants": False})
+    # what switches nothing off passes, None for an argument of another name included
+    for op, args, kwargs in (("aten::sum", [None], {"dtype": None}),
+                             ("aten::ones_like", [None], {"memory_format": None}),
+                             ("torch.sparse_coo_tensor", [], {"check_invariants": None})):
+        assert safety_refusal(op, args, kwargs) is None, (op, kwargs)
 
 
 def test_an_unsafe_segment_reduce_is_refused_not_run(tmp_path):

@@ -134,7 +134,9 @@ def test_replay_metric_kernel_on_the_simulated_gpu(tmp_path, fake_gpu, monkeypat
     ["ops", "-c", ADD, "--metric", "kernel"],
     ["replay", "trace.json", "--metric", "kernel"],
 ])
-def test_metric_kernel_without_cuda_is_one_line_exit_2(capsys, argv):
+def test_metric_kernel_without_cuda_is_one_line_exit_2(capsys, argv, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trace.json").write_text("{}")  # replay's TRACE must exist
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1

@@ -330,7 +330,7 @@ def safety_refusal(name: str, args: Any, kwargs: Any) -> str | None:
     switches = safety_switches(aten) if aten else ()
     given = dict(kwargs or {})
     for key, value in given.items():  # Python-level switches the schemas do not show
-        if PYTHON_SAFETY_SWITCHES.get(key) is value:
+        if key in PYTHON_SAFETY_SWITCHES and PYTHON_SAFETY_SWITCHES[key] is value:
             return f"{key}={value} turns a safety check off"
     for argument, position, unsafe in switches:
         value = given.get(argument)
