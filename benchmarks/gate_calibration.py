@@ -117,14 +117,20 @@ def session(project: Path, env: dict[str, str], baseline: int | None) -> tuple[i
     return int(run.group(1)), verdicts
 
 
-def verdict_table(text: str) -> dict[str, str]:
-    """case name -> verdict, from a `gate` or `compare` verdict table."""
+def table_rows(text: str, row: str) -> dict[str, str]:
+    """A verdict table's rows matching `row` (a pattern: the row's name, then its
+    verdict): name -> verdict (the lines that give a row's reason left out)."""
     out = {}
     for line in text.splitlines():
-        m = re.match(r"^(?:test_bench\.py: )?test_(\w+)\s+wall\s.*\s(\w+)$", line)
+        m = re.match(row, line)
         if m and "[wall]:" not in line:
             out[m.group(1)] = m.group(2)
     return out
+
+
+def verdict_table(text: str) -> dict[str, str]:
+    """case name -> verdict, from a `gate` or `compare` verdict table."""
+    return table_rows(text, r"^(?:test_bench\.py: )?test_(\w+)\s+wall\s.*\s(\w+)$")
 
 
 def torchmark(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -173,12 +179,7 @@ def ray_pairs(env: dict[str, str], db: str, folder: Path, count: int) -> list[tu
 
 def ops_table(text: str) -> dict[str, str]:
     """the sweep's first dimension -> verdict, from a verdict table of the ops sweep."""
-    rows = {}
-    for line in text.splitlines():
-        m = re.match(r"^torch\.mm: (\d+)x64 .*\s(\w+)$", line)
-        if m and "[wall]:" not in line:
-            rows[m.group(1)] = m.group(2)
-    return rows
+    return table_rows(text, r"^torch\.mm: (\d+)x64 .*\s(\w+)$")
 
 
 def main() -> None:

@@ -49,13 +49,19 @@ def max_bytes() -> int:
     """The size cap: --max-input-size, else $TORCHMARK_MAX_INPUT_SIZE, else 64 MiB."""
     if _max_bytes_override is not None:
         return _max_bytes_override
-    env = os.environ.get("TORCHMARK_MAX_INPUT_SIZE")
+    return env_size("TORCHMARK_MAX_INPUT_SIZE", DEFAULT_MAX_BYTES)
+
+
+def env_size(name: str, default: int) -> int:
+    """The environment variable `name` read as a size (`2G`, `256M`), else `default`; a
+    LimitError naming the variable when it is no size."""
+    env = os.environ.get(name)
     if env:
         try:
             return parse_size(env)
         except ValueError as e:
-            raise LimitError(f"TORCHMARK_MAX_INPUT_SIZE: {e}") from None
-    return DEFAULT_MAX_BYTES
+            raise LimitError(f"{name}: {e}") from None
+    return default
 
 
 def human_bytes(n: float) -> str:

@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 
-from torchmark.core.bounded_input import brief, open_regular, parse_size
+from torchmark.core.bounded_input import brief, env_size, open_regular
 from torchmark.core.collector import collector_paused
 from torchmark.core.errors import LimitError, UsageError
 from torchmark.core.provenance import Provenance, parse_time
@@ -69,13 +69,7 @@ _EXACT = ("instructions", "memory")
 
 def max_import_bytes() -> int:
     """TORCHMARK_MAX_IMPORT_SIZE (`2G`), else DEFAULT_MAX_IMPORT_BYTES."""
-    env = os.environ.get("TORCHMARK_MAX_IMPORT_SIZE")
-    if env:
-        try:
-            return parse_size(env)
-        except ValueError as e:
-            raise LimitError(f"TORCHMARK_MAX_IMPORT_SIZE: {e}") from None
-    return DEFAULT_MAX_IMPORT_BYTES
+    return env_size("TORCHMARK_MAX_IMPORT_SIZE", DEFAULT_MAX_IMPORT_BYTES)
 
 
 def check_file(path: str | os.PathLike, max_bytes: int | None = None) -> None:
