@@ -454,15 +454,38 @@ def test_a_paired_result_prints_the_ratio_its_verdict_is_about():
     assert "slower by 1.4%" in text and "->" not in text
 
 
+class _Source:
+    """A statement of a fixed cost a run whose timed blocks some pauses lengthen."""
+
+    def __init__(self, per_run: float, pauses: list[float]) -> None:
+        self.per_run, self.pauses = per_run, list(pauses)
+
+    def estimate_block_size(self, min_run_time: float) -> int:
+        return max(1, round(min_run_time / 10 / self.per_run))
+
+    def time_block(self, number: int) -> float:
+        return number * self.per_run * (self.pauses.pop(0) if self.pauses else 1.0)
+
+    def clock_overhead(self) -> float:
+        return 1e-8
+
+
 def test_interleaved_statements_of_one_cost_run_one_count():
+    """Statements of one cost run one count though pauses lengthened most of one side's
+    estimate blocks (the fastest block of each side is what it costs); statements 4x
+    apart run counts 4x apart. Then real Timers: blocks interleaved, as many a side."""
     import torchmark
+    from torchmark.compare.interleave import block_numbers, interleaved_blocks
 
+    a, b = _Source(1e-6, []), _Source(1e-6, [3.0, 1.6, 2.5, 1.0, 4.0])
+    first, second = block_numbers((a, b), 0.05)
+    assert first == second
+    a, b = _Source(1e-6, []), _Source(4e-6, [])
+    first, second = block_numbers((a, b), 0.05)
+    assert first == 4 * second
     setup = "x = torch.ones(128); y = torch.ones(128)"
-    from torchmark.compare.interleave import interleaved_blocks
-
     ma, mb = interleaved_blocks(torchmark.Timer("x * y", setup), torchmark.Timer("x * y", setup),
                                 min_run_time=0.05, min_blocks=6)
-    assert ma.number_per_run == mb.number_per_run
     assert len(ma.times) == len(mb.times) >= 6
 
 
