@@ -54,4 +54,24 @@ def test_a_request_carries_the_same_sys_path_whatever_was_imported_before(
         monkeypatch.setattr(sys, "path", path)
         with pytest.raises(_Sent):
             host.run(request)
-    assert frames[0].sys_path == frames[1].sys_path
+    # each request links its paths from its own folder
+    sent = [[entry.replace(frame.folder, "") for entry in frame.sys_path] for frame in frames]
+    assert sent[0] == sent[1]
+
+
+def test_the_counted_process_sees_paths_of_one_length_whatever_the_folders(tmp_path):
+    short, long = tmp_path / "a", tmp_path / ("a_much_longer_folder_name" * 3) / "b"
+    for folder in (short, long):
+        folder.mkdir(parents=True)
+        (folder / "mod.py").write_text("")
+    seen = []
+    for k, folder in enumerate((short, long)):
+        request = tmp_path / f"request-{k}"
+        request.mkdir()
+        aliases = collector.aliased_paths(request, str(folder), ["", str(folder), "/usr/lib"])
+        assert list(aliases.values()) == [str(folder), str(folder), "/usr/lib"]
+        assert all((Path(link) / "mod.py").exists() for link in list(aliases)[:2])
+        seen.append([len(link) for link in aliases])
+        error = f'File "{list(aliases)[1]}/mod.py", line 1'
+        assert collector.unaliased(error, aliases) == f'File "{folder}/mod.py", line 1'
+    assert seen[0] == seen[1]
