@@ -284,7 +284,10 @@ def test_a_bundle_snippet_that_does_not_compile_fails_alone():
 MODAL = ("int a = 1;",
          'const char* mode = std::getenv("TM_TEST_MODE");\n'
          'if (mode && std::string(mode) == "return") return 0;\n'
-         'if (mode && std::string(mode) == "hang") { volatile long k = 0; for (;;) k = k + 1; }')
+         'if (mode && std::string(mode) == "hang") {\n'
+         '  std::fclose(std::fopen(std::getenv("TM_TEST_MARK"), "w"));  // in the hang now\n'
+         '  volatile long k = 0; for (;;) k = k + 1;\n'
+         '}')
 
 
 def test_a_setup_that_returns_early_fails_instead_of_hanging(monkeypatch):
@@ -313,11 +316,19 @@ def test_ctrl_c_stops_a_snippet_that_never_ends(tmp_path):
         except Exception as e:
             print(type(e).__name__, e, flush=True)
     """))
+    mark = tmp_path / "hanging"
     child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "TM_TEST_MODE": "hang"},
+                             env={**os.environ, "TM_TEST_MODE": "hang",
+                                  "TM_TEST_MARK": str(mark)},
                              preexec_fn=deliverable_sigint)
     assert child.stdout.readline().strip() == "built"
-    time.sleep(3)  # into the endless setup
+    # into the endless setup (an interrupt landing in timeit's own imports, as it did on
+    # a loaded machine after a fixed 3 s, leaves torch half imported)
+    deadline = time.monotonic() + 120
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mark.exists(), "the snippet never reached its endless loop"
+    time.sleep(0.2)
     child.send_signal(signal.SIGINT)
     out, _ = child.communicate(timeout=60)
     assert out.splitlines() == ["interrupted", "SnippetError this C++ timer was interrupted "
