@@ -353,7 +353,9 @@ def test_measure_ab_interleaves_blocks_and_tells_a_clear_difference(monkeypatch)
     assert timed[:8] == list("ABBAABBA")
     assert a.number_per_run > b.number_per_run  # blocks sized to take about as long
     block_ratio = float(np.median(a.raw_times) / np.median(b.raw_times))
-    assert 1 / 3 < block_ratio < 3, block_ratio
+    # blocks of unsized runs would read 1/100 (the work's ratio); a loaded machine's
+    # sizing estimate read 1/4 once in 20 loops
+    assert 1 / 8 < block_ratio < 8, block_ratio
     assert result.paired and result.to_dict()["paired"]
 
 
