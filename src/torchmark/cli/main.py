@@ -40,7 +40,7 @@ COMMANDS = {
     "history": "history_cmd:history_cmd", "show": "show_cmd:show_cmd",
     "export": "export_cmd:export_cmd", "gate": "gate_cmd:gate_cmd",
     "regressions": "regressions_cmd:regressions_cmd", "report": "report_cmd:report_cmd",
-    "calibrate": "calibrate_cmd:calibrate_cmd",
+    "calibrate": "calibrate_cmd:calibrate_cmd", "bisect": "bisect_cmd:bisect_cmd",
 }
 
 

@@ -216,14 +216,15 @@ class EnvWorker:
     """A worker in one environment (a PipedChild), started on construction."""
 
     def __init__(self, python: str, role: str, folder: Path, log_name: str,
-                 pair: str = "", kind: str = "env") -> None:
+                 pair: str = "", kind: str = "env", import_path: str | None = None) -> None:
         self.python, self.role, self.kind = python, role, kind
         # the environment names start errors (every worker of it fails alike); the
         # worker pair too names what goes wrong while measuring
         who = " ".join(filter(None, [kind, role]))
         self.env_name = f"{who} ({python})"
         self.name = f"{who} ({python}{', ' + pair if pair else ''})"
-        path = os.pathsep.join([str(folder / "path"),
+        # `import_path` (a checkout of the code under test) first, then torchmark
+        path = os.pathsep.join([*filter(None, [import_path]), str(folder / "path"),
                                 *filter(None, [os.environ.get("PYTHONPATH")])])
         try:
             self.child = PipedChild(
@@ -340,7 +341,8 @@ def ab_environments(baseline_python: str | os.PathLike[str],
                     callback: BlockCallback | None = None,
                     command: Sequence[str] | None = None,
                     cpus: Sequence[int] | None = None,
-                    worker_pairs: int | None = None) -> EnvABResult:
+                    worker_pairs: int | None = None,
+                    import_paths: Sequence[str | None] = (None, None)) -> EnvABResult:
     """Measure `stmt` (after `setup`) in two Python environments at once, blocks
     alternating A B B A ..., and give the verdict (see the module docstring).
 
@@ -358,7 +360,8 @@ def ab_environments(baseline_python: str | os.PathLike[str],
     `cpus`: for wall time, both workers of a pair are pinned to these same CPUs
     (default: the `num_threads` idlest this process may use, over 0.2 s, chosen anew for
     each pair), so that two cores of different speed or load cannot read as two
-    environments of different speed.
+    environments of different speed. `import_paths`: a folder each side's workers
+    import from first (a checkout of the code under test at another commit: bisect).
     """
     if metric not in METRICS:
         raise UsageError(f"ab_environments: metric must be one of {', '.join(METRICS)}, "
@@ -397,10 +400,11 @@ def ab_environments(baseline_python: str | os.PathLike[str],
         ok = False
         try:
             for k in range(pair_count):  # all start at once, unpinned: torch imports in parallel
-                for python, role in zip(pythons, "AB", strict=True):
+                for python, role, first in zip(pythons, "AB", import_paths, strict=True):
                     workers.append(EnvWorker(
                         python, role, folder, f"{role}{k}.log",
-                        f"worker pair {k + 1} of {pair_count}" if pair_count > 1 else ""))
+                        f"worker pair {k + 1} of {pair_count}" if pair_count > 1 else "",
+                        import_path=first))
             ready = [w.ready() for w in workers]
             for i, w in enumerate(workers):  # all at once again
                 w.send(dataclasses.replace(request, env=labels[i % 2]), "making the Timer")

@@ -1,0 +1,2 @@
+"""Root cause: bisection of a regression over a git history, and explanations of a
+change (functions, kernels, ops, Python code)."""
