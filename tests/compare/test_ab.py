@@ -351,11 +351,11 @@ def test_measure_ab_interleaves_blocks_and_tells_a_clear_difference(monkeypatch)
     assert sum(a.raw_times) >= 0.05 and sum(b.raw_times) >= 0.05
     timed = calls[-(len(a.times) + len(b.times)):]
     assert timed[:8] == list("ABBAABBA")
-    assert a.number_per_run > b.number_per_run  # blocks sized to take about as long
-    block_ratio = float(np.median(a.raw_times) / np.median(b.raw_times))
-    # blocks of unsized runs would read 1/100 (the work's ratio); a loaded machine's
-    # sizing estimate read 1/4 once in 20 loops
-    assert 1 / 8 < block_ratio < 8, block_ratio
+    # blocks sized to take about as long: the cheaper statement gets many more runs a
+    # block (its work is 1/100; unsized blocks would hold as many runs on each side).
+    # Their durations are not compared: a loaded machine's sizing estimates put them
+    # 8x apart in either direction (2 of 5 loops beside other timing jobs)
+    assert a.number_per_run > 4 * b.number_per_run, (a.number_per_run, b.number_per_run)
     assert result.paired and result.to_dict()["paired"]
 
 
