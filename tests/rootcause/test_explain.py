@@ -1,0 +1,72 @@
+"""Explanations: the exact Python-level profile names the user's function that was made
+to do more work, at two commits of a planted repository; compiled function names are
+shortened and grouped by library; `explain --collect` counts both commits."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchmark.cli.main import main
+from torchmark.demos.planted_repo import plant_repository
+from torchmark.rootcause.function_diff import library_group, short_name
+from torchmark.rootcause.git_history import Worktrees
+from torchmark.rootcause.python_profile import changed_functions, profile_python
+
+from conftest import requires_valgrind
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    return plant_repository(tmp_path_factory.mktemp("explain") / "repo", commits=6,
+                            first_bad=3, step=0.01)
+
+
+def test_the_python_profile_names_the_function_made_to_do_more_work(planted):
+    with Worktrees(planted.root) as trees:
+        before, after = (profile_python(planted.statement, planted.setup,
+                                        trees.get(planted.commits[k])) for k in (2, 3))
+        again = profile_python(planted.statement, planted.setup, trees.get(planted.commits[2]))
+    assert again == before  # exact: the same code, the same profile
+    changes = changed_functions(before, after)
+    (old, new, delta), (old2, new2, delta2) = changes
+    assert (new.file, new.name, new.line) == ("planted/work.py", "work", 10)
+    assert delta == 80 and (old.lines, new.lines) == (8003, 8083)  # 40 more loop steps
+    assert new2.name == "helper" and (old2.calls, new2.calls) == (4000, 4040)
+    assert changed_functions(before, again) == []
+
+
+def test_a_profile_of_code_that_fails_is_a_one_line_error(planted):
+    from torchmark.core.errors import MeasurementError
+
+    with pytest.raises(MeasurementError, match="the Python profile failed: NameError"):
+        profile_python("nothing_here()", "pass", None)
+
+
+def test_compiled_function_names_are_shortened_and_grouped():
+    name = ("/tmp/build/Python-3.11.7/Objects/obmalloc.c:_PyObject_Free "
+            "[/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0]")
+    assert short_name(name) == "Objects/obmalloc.c:_PyObject_Free [libpython3.11.so.1.0]"
+    assert library_group(name) == "python"
+    assert library_group("/src/aten/native/Add.cpp:at::native::add [/x/libtorch_cpu.so]") \
+        == "torch"
+    assert library_group("???:0x0000000000012345 [/usr/lib/libc.so.6]") == "other"
+    assert library_group("/home/me/proj/ext.c:spin [/home/me/proj/_ext.so]",
+                         ["/home/me/proj"]) == "user"
+
+
+@pytest.mark.slow
+@requires_valgrind
+def test_explain_collect_counts_both_commits_and_profiles_them(capsys, planted):
+    code = main(["explain", f"commit:{planted.commits[2]}", f"commit:{planted.commits[3]}",
+                 "--collect", "--stmt", planted.statement, "-s", planted.setup, "--repo",
+                 str(planted.root), "--number", "10", "--top", "5"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].startswith("instructions a run: ") and "(+1.0" in lines[1]
+    assert "python +" in lines[2]  # the interpreter ran the longer loop
+    assert any("ceval.c:_PyEval_EvalFrameDefault" in line for line in lines)
+    python = lines.index("Python functions whose work changed (lines executed a run; "
+                         "calls a run):")
+    assert lines[python + 1].startswith("  planted/work.py:10 work: lines 8,003 -> 8,083")
+    assert lines[-1].startswith("reproduce: torchmark explain commit:")
