@@ -25,6 +25,7 @@ LAYERS = [
     ["store"],
     ["regressions"],
     ["report"],
+    ["rootcause"],
     ["utils", "demos", "pytest_plugin", "cli", "__main__", "torchmark"],
 ]
 SIDEWAYS = {("replay", "ops"), ("cli", "demos"), ("cli", "report"), ("__main__", "cli"),
