@@ -78,6 +78,26 @@ def test_a_native_extension_is_built_in_each_worktree(capsys, tmp_path):
     assert "building " in err and "(0 skipped)" in out
 
 
+@pytest.mark.slow
+@requires_valgrind
+def test_a_pytest_benchmark_is_bisected_by_its_node_id(capsys, tmp_path):
+    from torchmark.demos.planted_repo import PYTEST_NODE
+
+    repo = plant_repository(tmp_path / "repo", commits=5, step=0.01, first_bad=3,
+                            broken=2, pytest_test=True)  # commit 2, tried first, skipped
+    code, out, err = run(capsys, "bisect", "--good", repo.commits[0], "--bad",
+                         repo.commits[-1], "--repo", str(repo.root), PYTEST_NODE,
+                         "--no-store")
+    assert code == 0, err
+    assert f"first bad commit: {repo.first_bad[:10]} make work() do more" in out, out
+    [skipped] = [line for line in out.splitlines() if line.startswith("skipped ")]
+    assert skipped.startswith(f"skipped {repo.broken[:10]}: pytest {PYTEST_NODE} ")
+    code, out, err = run(capsys, "bisect", "--good", repo.commits[0], "--bad",
+                         repo.commits[-1], "--repo", str(repo.root), PYTEST_NODE,
+                         "--metric", "wall", "--no-store")
+    assert code == 2 and "bisected by its instruction counts" in err
+
+
 @requires_valgrind
 def test_ends_without_a_step_are_no_regression(capsys, tmp_path):
     repo = plant_repository(tmp_path / "repo", commits=6, first_bad=5)

@@ -48,8 +48,9 @@ def bisect_cmd(case, good, bad, repo, setup, num_threads, metric, build_cmd, imp
                number, min_run_time, worker_pairs, min_step, db, no_store):
     """Find the first commit between --good and --bad at which CASE got slower.
 
-    CASE is a statement (with -s setup, as `timeit`), or `case:ID`, a case of the store
-    (its statement, setup and threads come from there). Each commit tried gets a git
+    CASE is a statement (with -s setup, as `timeit`), `case:ID`, a case of the store
+    (its statement, setup and threads come from there), or a pytest benchmark's node id
+    (tests/test_x.py::test_y, relative to the repository's top; counted by the plugin). Each commit tried gets a git
     worktree of its own (the working tree of --repo is never touched), whose import folder
     comes first on the path of the process that measures it."""
     from torchmark.rootcause.bisect import BisectOptions, NoRegression, bisect
@@ -125,6 +126,10 @@ def _case_code(case, setup, num_threads, db):
             raise click.UsageError(f"{text}: a {stored.frontend} case, not a statement "
                                    "bisect can run")
         return CaseCode(stored.stmt, stored.setup or "pass", stored.threads, stored.label)
+    if len(case) == 1 and "::" in text and text.split("::", 1)[0].endswith(".py"):
+        if setup:
+            raise click.UsageError("a pytest node id brings its own setup: drop -s")
+        return CaseCode(text, num_threads=num_threads, pytest_node=text)
     setup_code = "\n".join(setup) or "pass"
     check_syntax(("the statement", text), ("the setup", setup_code))
     return CaseCode(text, setup_code, num_threads)

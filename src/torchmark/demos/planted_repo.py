@@ -70,6 +70,13 @@ setup(name="planted", ext_modules=[Extension("planted._native", ["planted/_nativ
 '''
 
 BUILD_COMMAND = "python setup.py -q build_ext --inplace"
+PYTEST_NODE = "tests/test_work.py::test_work"
+_PYTEST_FILE = '''from planted.work import work
+
+
+def test_work(torchmark):
+    torchmark(work)
+'''
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,11 +100,12 @@ class PlantedRepo:
 def plant_repository(root: str | os.PathLike[str], *, commits: int = 64,
                      step: float = 0.005, first_bad: int | None = None,
                      broken: int | None = None, native: bool = False,
-                     seed: int = 0) -> PlantedRepo:
+                     pytest_test: bool = False, seed: int = 0) -> PlantedRepo:
     """Make the repository in `root` (a new folder). `step`: the relative growth of the
     loop at commit `first_bad` (default: drawn from 1 .. commits - 1 with `seed`).
     `broken`: a commit (index) whose package raises on import (a later commit repairs
-    it). `native`: the loop lives in a C extension (built by `BUILD_COMMAND`)."""
+    it). `native`: the loop lives in a C extension (built by `BUILD_COMMAND`).
+    `pytest_test`: the repository holds a pytest benchmark of work() (`PYTEST_NODE`)."""
     if commits < 3:
         raise ValueError(f"plant_repository: commits must be >= 3, got {commits}")
     rng = random.Random(seed)
@@ -124,6 +132,9 @@ def plant_repository(root: str | os.PathLike[str], *, commits: int = 64,
     (folder / ".gitignore").write_text("build/\n*.so\n__pycache__/\n")
     if native:
         (folder / "setup.py").write_text(_SETUP_PY)
+    if pytest_test:
+        (folder / "tests").mkdir()
+        (folder / "tests" / "test_work.py").write_text(_PYTEST_FILE)
     made = []
     for k in range(commits):
         iterations = BASE_ITERATIONS + (round(BASE_ITERATIONS * step) if k >= bad else 0)

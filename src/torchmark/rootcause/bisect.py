@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -112,6 +113,10 @@ def bisect(repo: Path, good_ref: str, bad_ref: str, case: CaseCode,
     if options.metric not in METRICS:
         raise UsageError(f"bisect: metric must be one of {', '.join(METRICS)}, got "
                          f"{options.metric!r}")
+    if case.pytest_node is not None and options.metric != "instructions":
+        raise UsageError("a pytest benchmark is bisected by its instruction counts "
+                         "(--metric instructions): its wall time cannot be interleaved "
+                         "with the other commits'")
     started = time.perf_counter()
     good, bad = resolve(repo, good_ref, "good"), resolve(repo, bad_ref, "bad")
     commits = commits_between(repo, good, bad)
@@ -187,6 +192,13 @@ class _CountJudge(_Judge):
     def _count(self, index: int, role: str) -> float:
         """The commit's count a run (recorded with its per-function counts)."""
         commit = self.commits[index]
+        if self.case.pytest_node is not None:
+            result = probes.count_pytest(self.case.pytest_node, self.trees.get(commit.sha),
+                                         self.root(index), self.options.number)
+            self.counts[index] = count = float(statistics.median(result.samples))
+            if self.record is not None:
+                self.record(commit, role, [result])
+            return count
         stats = probes.count_instructions(self.case, self.root(index),
                                           self.trees.get(commit.sha), self.options.number)
         count = stats.counts() / stats.number_per_run

@@ -59,12 +59,48 @@ def build(worktree: Path, command: str, timeout: float = BUILD_TIMEOUT_S) -> Non
 
 @dataclasses.dataclass(frozen=True)
 class CaseCode:
-    """What is measured: a statement after its setup, on `num_threads` threads."""
+    """What is measured: a statement after its setup, on `num_threads` threads; or a
+    pytest benchmark (`pytest_node`: its node id, relative to the repository's top)."""
 
     stmt: str
     setup: str = "pass"
     num_threads: int = 1
     label: str | None = None
+    pytest_node: str | None = None
+
+
+def count_pytest(node: str, worktree: Path, root: Path, number: int) -> Any:
+    """The instruction-count Result of the pytest benchmark `node` at a commit: pytest
+    run in `worktree` (importing from `root` first) with the torchmark plugin counting
+    (`--torchmark-metric instructions`); CommitUnusable when the test fails or records
+    nothing."""
+    import tempfile
+
+    from torchmark.records.files import load_results
+
+    with tempfile.TemporaryDirectory(prefix="torchmark-bisect-pytest-") as folder:
+        out = Path(folder) / "results.jsonl"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]),
+            "TORCHMARK_NO_STORE": "1"}
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node,
+             "--torchmark-metric=instructions", "--torchmark-no-store",
+             f"--torchmark-json={out}"],
+            cwd=worktree, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, errors="replace", timeout=BUILD_TIMEOUT_S)
+        found = [r for r in load_results(out) if r.metric == "instructions" and r.ok] \
+            if out.exists() else []
+        if done.returncode != 0 or len(found) != 1:
+            lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+            why = next((line for line in reversed(lines) if line.startswith(("E ", "ERROR",
+                                                                             "FAILED"))),
+                       lines[-1] if lines else "no output")
+            what = "recorded no count" if done.returncode == 0 and not found else \
+                f"recorded {len(found)} counts" if done.returncode == 0 else \
+                f"exited with status {done.returncode}"
+            raise CommitUnusable(f"pytest {node} {what}: {why[:300]}")
+        return found[0]
 
 
 def count_instructions(case: CaseCode, root: Path, cwd: Path, number: int) -> Any:
