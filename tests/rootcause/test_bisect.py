@@ -83,7 +83,7 @@ def test_a_native_extension_is_built_in_each_worktree(capsys, tmp_path):
 def test_a_pytest_benchmark_is_bisected_by_its_node_id(capsys, tmp_path):
     from torchmark.demos.planted_repo import PYTEST_NODE
 
-    repo = plant_repository(tmp_path / "repo", commits=5, step=0.01, first_bad=3,
+    repo = plant_repository(tmp_path / "repo", commits=6, step=0.01, first_bad=4,
                             broken=2, pytest_test=True)  # commit 2, tried first, skipped
     code, out, err = run(capsys, "bisect", "--good", repo.commits[0], "--bad",
                          repo.commits[-1], "--repo", str(repo.root), PYTEST_NODE,

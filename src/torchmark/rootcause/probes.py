@@ -82,7 +82,11 @@ def count_pytest(node: str, worktree: Path, root: Path, number: int) -> Any:
         out = Path(folder) / "results.jsonl"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]),
-            "TORCHMARK_NO_STORE": "1"}
+            "TORCHMARK_NO_STORE": "1",
+            # the sessions share one valgrind host (each would start its own, ~30 s),
+            # which exits a minute after the last; unless the caller chose otherwise
+            "TORCHMARK_CALLGRIND_KEEPALIVE": os.environ.get("TORCHMARK_CALLGRIND_KEEPALIVE",
+                                                            "60")}
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node,
              "--torchmark-metric=instructions", "--torchmark-no-store",
