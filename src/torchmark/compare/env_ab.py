@@ -481,7 +481,7 @@ def _wall_pairs(pairs: Sequence[tuple[EnvWorker, EnvWorker]], prepared: Sequence
             used.update(w.pin(pinned))
         sources = (RemoteSource(pair[0]), RemoteSource(pair[1]))
         if numbers is None:  # sized for the whole budget: as long as one pair's would be
-            numbers = block_numbers(sources, min_run_time)
+            numbers = block_numbers(sources, min_run_time, same_statement=True)
         else:
             for source in sources:
                 source.estimate_block_size(min_run_time)
