@@ -50,6 +50,12 @@ def test_compiled_function_names_are_shortened_and_grouped():
     assert library_group("/src/aten/native/Add.cpp:at::native::add [/x/libtorch_cpu.so]") \
         == "torch"
     assert library_group("???:0x0000000000012345 [/usr/lib/libc.so.6]") == "other"
+    kernel = ("???:void c10::function_ref<void (char**, long)>::callback_fn<at::native::"
+              "(anonymous namespace)::add_kernel(at::TensorIteratorBase&)::{lambda()#1}::"
+              "operator()() const::{lambda(float, float)#1}>(long, char**) [/x/libtorch_cpu.so]")
+    assert short_name(kernel) == ("???:void c10::function_ref<void (char**, long)>::callback_fn"
+                                  "<at::native::add_kernel(at::TensorIteratorBase&)::λ1::λ1>"
+                                  "(…) [libtorch_cpu.so]")
     assert library_group("/home/me/proj/ext.c:spin [/home/me/proj/_ext.so]",
                          ["/home/me/proj"]) == "user"
 

@@ -40,6 +40,36 @@ def work():
     return value + len(NOTES)
 '''
 
+_PARTS_WORK = '''"""The planted package's work, revision {revision}: {count} parts."""
+
+from planted.notes import NOTES
+
+{parts}
+
+def work():
+    return {calls} + len(NOTES)
+'''
+
+_PART = '''
+def part_{k}(value=0):
+    for _ in range({iterations}):
+        value = value + {k} % 3 + 1
+    return value
+'''
+
+_TENSOR_WORK = '''"""The planted package's work, revision {revision}: tensor arithmetic."""
+
+import torch
+
+from planted.notes import NOTES
+
+X = torch.ones({size})
+
+
+def work():
+    return float((X * 2 + 1).sum()) + len(NOTES)
+'''
+
 _NATIVE_WORK = '''"""The planted package's work, revision {revision}: a loop in C."""
 
 from planted._native import spin
@@ -88,6 +118,7 @@ class PlantedRepo:
     commits: tuple[str, ...]
     first_bad: str
     broken: str | None
+    planted_function: str = "work"  # the function the step is in
     statement: str = STATEMENT
     setup: str = SETUP
     build: str | None = None  # the --build command a native repository needs
@@ -100,12 +131,17 @@ class PlantedRepo:
 def plant_repository(root: str | os.PathLike[str], *, commits: int = 64,
                      step: float = 0.005, first_bad: int | None = None,
                      broken: int | None = None, native: bool = False,
-                     pytest_test: bool = False, seed: int = 0) -> PlantedRepo:
+                     pytest_test: bool = False, parts: int = 0, tensor: bool = False,
+                     seed: int = 0) -> PlantedRepo:
     """Make the repository in `root` (a new folder). `step`: the relative growth of the
     loop at commit `first_bad` (default: drawn from 1 .. commits - 1 with `seed`).
     `broken`: a commit (index) whose package raises on import (a later commit repairs
     it). `native`: the loop lives in a C extension (built by `BUILD_COMMAND`).
-    `pytest_test`: the repository holds a pytest benchmark of work() (`PYTEST_NODE`)."""
+    `pytest_test`: the repository holds a pytest benchmark of work() (`PYTEST_NODE`).
+    `parts`: work() calls `parts` functions part_0 .. (loops of different lengths), and
+    the step goes into one of them, drawn with `seed`. `tensor`: work() is tensor
+    arithmetic, and the step makes its tensor larger (a change in torch's C++, not in
+    Python)."""
     if commits < 3:
         raise ValueError(f"plant_repository: commits must be >= 3, got {commits}")
     rng = random.Random(seed)
@@ -116,6 +152,7 @@ def plant_repository(root: str | os.PathLike[str], *, commits: int = 64,
         raise ValueError(f"plant_repository: broken must be in 1..{commits - 2}, got {broken}")
     if broken == bad:
         raise ValueError("plant_repository: the broken commit cannot be the first bad one")
+    target = rng.randrange(parts) if parts else None
     folder = Path(root)
     folder.mkdir(parents=True)
     env = {**os.environ, "GIT_AUTHOR_NAME": "Planter", "GIT_AUTHOR_EMAIL": "planter@example.com",
@@ -143,6 +180,14 @@ def plant_repository(root: str | os.PathLike[str], *, commits: int = 64,
         if native:
             (package / "_native.c").write_text(_NATIVE_C.format(iterations=iterations * 50))
             text = _NATIVE_WORK.format(revision=k)
+        elif parts:
+            text = _PARTS_WORK.format(revision=k, count=parts, parts="".join(
+                _PART.format(k=j, iterations=BASE_ITERATIONS // parts * (j + 1) + (
+                    round(BASE_ITERATIONS * step) if j == target and k >= bad else 0))
+                for j in range(parts)), calls=" + ".join(f"part_{j}()" for j in range(parts)))
+        elif tensor:
+            text = _TENSOR_WORK.format(revision=k, size=BASE_ITERATIONS * 4 + (
+                round(BASE_ITERATIONS * 4 * step) if k >= bad else 0))
         else:
             text = _WORK.format(revision=k, iterations=iterations)
         if k == broken:
@@ -156,4 +201,5 @@ def plant_repository(root: str | os.PathLike[str], *, commits: int = 64,
         git("commit", "-q", "-m", subject)
         made.append(git("rev-parse", "HEAD"))
     return PlantedRepo(folder, tuple(made), made[bad], made[broken] if broken is not None
-                       else None, build=BUILD_COMMAND if native else None)
+                       else None, f"part_{target}" if parts else "work",
+                       build=BUILD_COMMAND if native else None)

@@ -7,6 +7,7 @@ what it calls), each function put in a library group: python (the interpreter), 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,11 +26,28 @@ def short_name(function: str) -> str:
     file and the file name of its object ("Python/ceval.c:_PyEval_EvalFrameDefault
     [libpython3.11.so.1.0]")."""
     name, _, obj = function.partition(" [")
-    where, sep, func = name.rpartition(":") if ":" in name else ("", "", name)
+    found = re.match(r"([^:]*):(?!:)(.*)$", name)  # "file:function"; C++ names hold "::"
+    where, sep, func = (found.group(1), ":", found.group(2)) if found else ("", "", name)
     if where:
         where = "/".join(part for part in where.split("/")[-2:] if part not in (".", ""))
     obj = obj.rstrip("]").rsplit("/", 1)[-1]
-    return f"{where}{sep}{func}" + (f" [{obj}]" if obj else "")
+    return f"{where}{sep}{_short_cpp(func)}" + (f" [{obj}]" if obj else "")
+
+
+def _short_cpp(name: str) -> str:
+    """A demangled C++ name without what repeats and says little: anonymous namespaces,
+    lambdas' signatures, `operator()() const` steps, vector types' namespaces, and the
+    parameter list at the end ("add_kernel(...)" stays readable inside a template)."""
+    name = name.replace("(anonymous namespace)::", "").replace("::operator()() const", "")
+    name = re.sub(r"\{lambda\([^{}]*\)#(\d+)\}", r"λ\1", name)
+    name = re.sub(r"at::vec::\w+::Vectorized", "Vectorized", name)
+    if name.endswith(")"):  # the parameter list of the outermost function
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                return name[:i] + ("(…)" if i < len(name) - 2 else "()")
+    return name
 
 
 def library_group(function: str, user_roots: Sequence[str] = ()) -> str:
