@@ -76,3 +76,21 @@ def test_explain_collect_counts_both_commits_and_profiles_them(capsys, planted):
                          "calls a run):")
     assert lines[python + 1].startswith("  planted/work.py:10 work: lines 8,003 -> 8,083")
     assert lines[-1].startswith("reproduce: torchmark explain commit:")
+
+
+def test_a_timed_case_without_counts_is_offered_collect(capsys, tmp_path):
+    files = []
+    for env in ("before", "after"):
+        path = tmp_path / f"{env}.json"
+        assert main(["timeit", "x * 2", "-s", "x = torch.ones(8)", "--min-run-time", "0.02",
+                     "--env", env, "--save", str(path), "--no-store"]) == 0
+        files.append(str(path))
+    capsys.readouterr()
+    code = main(["explain", *files])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "x * 2: no per-function counts stored on both sides; count both commits now " \
+           "with `torchmark explain commit:A commit:B --collect" in out
+    code = main(["explain", *files, "--case", "nothing*"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no instruction-count case is on both sides matching" in err

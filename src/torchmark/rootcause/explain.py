@@ -54,14 +54,19 @@ def explain_stored(before: Sequence[Result], after: Sequence[Result], *,
                    user_roots: Sequence[str] = ()) -> tuple[list[CaseExplanation], list[str]]:
     """An explanation of each counted case both sides hold per-function counts of
     (matching `pattern`, a glob over titles and ids, when given), and the titles of the
-    cases left out for lack of them."""
+    cases on both sides left out for lack of them (wall-time cases among them)."""
     a = {r.case.id: r for r in before if r.metric == "instructions"}
+    on_both = {r.case.id for r in before} & {r.case.id for r in after}
     explained, lacking = [], []
     for result in after:
-        if result.metric != "instructions" or result.case.id not in a:
+        if result.case.id not in on_both:
             continue
         if pattern and not (fnmatch.fnmatchcase(result.case.title, pattern)
                             or fnmatch.fnmatchcase(result.case.id, pattern)):
+            continue
+        if result.metric != "instructions" or result.case.id not in a:
+            if result.case.id not in a and result.case.title not in lacking:
+                lacking.append(result.case.title)  # timed only: nothing to explain from
             continue
         old, new = _stats(a[result.case.id]), _stats(result)
         if old is None or new is None:
