@@ -94,3 +94,42 @@ def test_a_timed_case_without_counts_is_offered_collect(capsys, tmp_path):
     code = main(["explain", *files, "--case", "nothing*"])
     out, err = capsys.readouterr()
     assert code == 1 and "no instruction-count case is on both sides matching" in err
+
+
+def _counted(total_extra: int, tmp_path, name: str):
+    """A results file holding one counted case with per-function counts."""
+    from torchmark.callgrind.function_counts import FunctionCount, FunctionCounts
+    from torchmark.callgrind.results import stats_to_result
+    from torchmark.callgrind.stats import CallgrindStats
+    from torchmark.core.results_file import save_results
+    from torchmark.core.task_spec import TaskSpec
+
+    def counts(extra, inclusive):
+        rows = [FunctionCount(900_000 + extra, "/b/Python/ceval.c:_PyEval_EvalFrameDefault "
+                                               "[/x/libpython3.11.so.1.0]"),
+                FunctionCount(100_000, "/src/aten/native/Add.cpp:at::native::add "
+                                       "[/x/libtorch_cpu.so]")]
+        return FunctionCounts(tuple(rows), inclusive)
+
+    stats = CallgrindStats(TaskSpec("work()", "from planted.work import work"), 100, False,
+                           FunctionCounts((), True), FunctionCounts((), False),
+                           counts(total_extra, True), counts(total_extra, False), None,
+                           repeat_totals=(1_000_000 + total_extra,) * 3)
+    path = tmp_path / f"{name}.jsonl"
+    save_results(path, [stats_to_result(stats, functions=True)])
+    return str(path)
+
+
+def test_the_gate_says_where_a_slower_count_lives(capsys, tmp_path):
+    before, after = _counted(0, tmp_path, "before"), _counted(50_000, tmp_path, "after")
+    markdown = tmp_path / "gate.md"
+    code = main(["gate", "--baseline", before, "--candidate", after, "--max-slowdown", "1%",
+                 "--markdown", str(markdown)])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert "instructions a run: 10,000 -> 10,500 (+5.000%)" in out
+    assert "+500  python  Python/ceval.c:_PyEval_EvalFrameDefault" in out
+    text = markdown.read_text()
+    assert "**Why** (case: work())" in text
+    assert "- +500  python  Python/ceval.c:_PyEval_EvalFrameDefault [libpython3.11.so.1.0]" \
+        in text

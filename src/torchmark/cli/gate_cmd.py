@@ -104,12 +104,17 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
         if names:
             click.echo(terminal_text(f"only in the {side}: {', '.join(names)}"))
     click.echo(", ".join(f"{n} {v}" for v, n in report.counts().items()))
+    explained = _explanations(report, base.results, cand.results)
+    for explanation in explained:
+        click.echo("")
+        for line in explanation:
+            click.echo(terminal_text(line))
     if markdown_file:
         from torchmark.core.atomic_files import write_atomically
 
         try:
             write_atomically(markdown_file, markdown(report, baseline, candidate,
-                                                      markdown_table))
+                                                      markdown_table, explained))
         except OSError as e:
             raise click.UsageError(f"--markdown {markdown_file}: {e.strerror}") from None
     if report.failing:
@@ -123,9 +128,12 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
     return 0
 
 
-def markdown(report, baseline: str, candidate: str, table) -> str:
+def markdown(report, baseline: str, candidate: str, table, explained=()) -> str:
     """The verdict as Markdown for a pull-request comment: the failing cases as a
-    table (a line saying so when there are none)."""
+    table (a line saying so when there are none), then where each slower count's
+    change lives (`explained`: the lines of rootcause.explain, one list a case)."""
+    from torchmark.core.neutralise import markdown_text
+
     head = (f"**torchmark gate**: candidate `{candidate}` against baseline `{baseline}`, "
             f"threshold {report.max_slowdown:.1%} slower")
     counts = ", ".join(f"{n} {v}" for v, n in report.counts().items()) or "no case"
@@ -133,7 +141,25 @@ def markdown(report, baseline: str, candidate: str, table) -> str:
         return f"{head}: passed ({counts}).\n"
     lines = [f"{head}: **{len(report.failing)} case(s) failed the gate** ({counts})", "",
              *table(report.failing)]
+    for explanation in explained:
+        first, *rest = explanation
+        lines += ["", f"**Why** ({markdown_text(first)})", "",
+                  *(f"- {markdown_text(line.strip())}" for line in rest)]
     return "\n".join(lines) + "\n"
+
+
+def _explanations(report, baseline, candidate) -> list[list[str]]:
+    """For each slower instruction-count case both sides stored per-function counts
+    of, the lines saying where the change lives (rootcause/explain.py), top 5."""
+    from torchmark.rootcause.explain import explain_stored, lines
+
+    slower = {row.case_id for row in report.failing
+              if row.kind == "slower" and row.metric == "instructions"}
+    if not slower:
+        return []
+    explained, _ = explain_stored([r for r in baseline if r.case.id in slower],
+                                  [r for r in candidate if r.case.id in slower], top=5)
+    return [lines(e, 5) for e in explained]
 
 
 def _remeasured(report, results) -> list:
