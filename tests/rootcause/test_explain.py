@@ -96,12 +96,12 @@ def test_a_timed_case_without_counts_is_offered_collect(capsys, tmp_path):
     assert code == 1 and "no instruction-count case is on both sides matching" in err
 
 
-def _counted(total_extra: int, tmp_path, name: str):
-    """A results file holding one counted case with per-function counts."""
+def _counted_result(total_extra: int):
+    """A counted case's Result with per-function counts: 10,000 instructions a run, plus
+    `total_extra` / 100 in the interpreter's eval loop."""
     from torchmark.callgrind.function_counts import FunctionCount, FunctionCounts
     from torchmark.callgrind.results import stats_to_result
     from torchmark.callgrind.stats import CallgrindStats
-    from torchmark.core.results_file import save_results
     from torchmark.core.task_spec import TaskSpec
 
     def counts(extra, inclusive):
@@ -115,8 +115,15 @@ def _counted(total_extra: int, tmp_path, name: str):
                            FunctionCounts((), True), FunctionCounts((), False),
                            counts(total_extra, True), counts(total_extra, False), None,
                            repeat_totals=(1_000_000 + total_extra,) * 3)
+    return stats_to_result(stats, functions=True)
+
+
+def _counted(total_extra: int, tmp_path, name: str):
+    """A results file holding `_counted_result(total_extra)`."""
+    from torchmark.core.results_file import save_results
+
     path = tmp_path / f"{name}.jsonl"
-    save_results(path, [stats_to_result(stats, functions=True)])
+    save_results(path, [_counted_result(total_extra)])
     return str(path)
 
 
@@ -133,3 +140,27 @@ def test_the_gate_says_where_a_slower_count_lives(capsys, tmp_path):
     assert "**Why** (case: work())" in text
     assert "- +500  python  Python/ceval.c:_PyEval_EvalFrameDefault [libpython3.11.so.1.0]" \
         in text
+
+
+def test_regressions_say_where_a_count_step_lives(capsys, tmp_path):
+    import dataclasses
+    import datetime as dt
+
+    from torchmark.core.provenance import Provenance
+    from torchmark.store import Store
+
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    store = Store(db)
+    base, first = Provenance.capture(env="ci"), dt.datetime(2026, 9, 1, tzinfo=dt.timezone.utc)
+    for k in range(16):
+        run = store.start_run(dataclasses.replace(
+            base, git_commit=f"{k:02d}" + "c" * 38,
+            started=(first + dt.timedelta(hours=k)).isoformat()))
+        store.record([_counted_result(0 if k < 8 else 50_000)], run)
+        store.finish_run(run, "ok")
+    store.close()
+    assert main(["regressions", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "where the change lives (last good run against first bad run)" in out
+    assert "instructions a run: 10,000 -> 10,500 (+5.000%)" in out
+    assert "+500  python  Python/ceval.c:_PyEval_EvalFrameDefault" in out

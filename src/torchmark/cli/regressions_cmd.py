@@ -9,6 +9,7 @@ import click
 
 from torchmark.cli.params import Proportion
 from torchmark.cli.store_options import db_option
+from torchmark.core.neutralise import terminal_text
 
 
 def _rows(changes) -> list[list[str]]:
@@ -136,6 +137,11 @@ def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvement
     for line in align(HEADER, _rows(changes), [False, False, False, True, False, False,
                                               False, False, False, False], rule=True):
         click.echo(line)
+    for key, explanation in _explanations(changes, store):
+        click.echo("")
+        click.echo(f"{key}: where the change lives (last good run against first bad run)")
+        for line in explanation:
+            click.echo(terminal_text(line))
     for change in changes:
         if change.few_samples:
             click.echo(f"{change.key}: {len(change.few_samples)} run(s) of fewer than 3 "
@@ -143,3 +149,19 @@ def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvement
                        f"{', '.join(map(str, change.few_samples[:10]))}"
                        f"{' ...' if len(change.few_samples) > 10 else ''}")
     return 0
+
+
+def _explanations(changes, store) -> list[tuple[str, list[str]]]:
+    """For each instruction-count regression whose two runs stored per-function counts,
+    its key and the lines saying where the change lives (rootcause/explain.py), top 5."""
+    from torchmark.rootcause.explain import explain_stored, lines
+
+    out = []
+    for change in changes:
+        if change.kind != "regression" or change.series.metric != "instructions":
+            continue
+        sides = [store.result_records(run=point.run_id, case=change.series.case_id)
+                 for point in (change.last_good, change.first_bad)]
+        explained, _ = explain_stored(sides[0], sides[1], top=5)
+        out += [(change.key, lines(e, 5)) for e in explained]
+    return out
