@@ -68,8 +68,11 @@ def test_the_counted_process_sees_paths_of_one_length_whatever_the_folders(tmp_p
     for k, folder in enumerate((short, long)):
         request = tmp_path / f"request-{k}"
         request.mkdir()
-        aliases = collector.aliased_paths(request, str(folder), ["", str(folder), "/usr/lib"])
+        aliases = collector.aliased_paths(request, str(folder), ["", str(folder), "/usr/lib",
+                                                                sys.prefix])
+        # the interpreter's own folders stay as they are
         assert list(aliases.values()) == [str(folder), str(folder), "/usr/lib"]
+        assert collector.shared_by_every_caller(sys.prefix + "/lib/python3/site-packages")
         assert all((Path(link) / "mod.py").exists() for link in list(aliases)[:2])
         seen.append([len(link) for link in aliases])
         error = f'File "{list(aliases)[1]}/mod.py", line 1'

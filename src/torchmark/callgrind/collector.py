@@ -153,22 +153,37 @@ def counted_sys_path(path: Sequence[str]) -> tuple[str, ...]:
 
 
 def aliased_paths(folder: Path, cwd: str, path: Sequence[str]) -> dict[str, str]:
-    """Links in `folder` (names of one length; the first for `cwd`) to `cwd` and each
-    entry of `path`, as {link: the path it stands for}. The counted process works and
-    imports through the links: a module imported from a folder with a longer name had
-    longer strings (its `__file__`, its code's file names), which left the heap, and so
-    every later call's malloc walk, different: a pytest benchmark counted 0.7% more instructions a call from
-    a folder of 70 characters than from one of 35 (benchmarks/callgrind_canonical.py)."""
+    """Links in `folder` (names of one length; the first for `cwd`) to `cwd` and to each
+    entry of `path` that is the caller's own (not one every caller of this interpreter
+    has: `shared_by_every_caller`), as {link: the path it stands for}. The counted
+    process works and imports through the links: a module imported from a folder with a
+    longer name had longer strings (its `__file__`, its code's file names), which left
+    the heap, and so every later call's malloc walk, different: a pytest benchmark
+    counted 0.7% more instructions a call from a folder of 70 characters than from one
+    of 35 (benchmarks/callgrind_canonical.py). The shared entries stay as they are: the
+    host has their import finders already, and links would make it list them again
+    (a setup importing one new standard module then moved the counts by 2.9%)."""
     links = folder / "paths"
     links.mkdir()
     aliases = {}
     for i, entry in enumerate([cwd, *path]):
-        if not entry:  # "" stands for the working folder: it stays as it is
+        if not entry or (i and shared_by_every_caller(entry)):  # "": the working folder
             continue
         link = links / f"{i:04d}"
         os.symlink(os.path.abspath(entry), link)
         aliases[str(link)] = entry
     return aliases
+
+
+def shared_by_every_caller(entry: str) -> bool:
+    """Whether a sys.path entry is one every caller of this interpreter has: inside its
+    installation or environment (the standard library, site-packages) or where
+    torchmark and torch are imported from."""
+    folder = os.path.abspath(entry)
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             *_import_roots()}
+    return any(folder == root or folder.startswith(root.rstrip(os.sep) + os.sep)
+               for root in roots)
 
 
 def unaliased(text: str, aliases: dict[str, str]) -> str:
