@@ -80,12 +80,12 @@ def explain_stored(before: Sequence[Result], after: Sequence[Result], *,
 def explain_pair(title: str, stmt: str, setup: str, old: Any, new: Any, *, top: int = 15,
                  user_roots: Sequence[str] = ()) -> CaseExplanation:
     """The explanation of two CallgrindStats of one case."""
+    exclusive = function_deltas(old, new, top=None, user_roots=user_roots)
     return CaseExplanation(
         title, stmt, setup, old.counts() / old.number_per_run,
-        new.counts() / new.number_per_run,
-        tuple(function_deltas(old, new, top=top, user_roots=user_roots)),
+        new.counts() / new.number_per_run, tuple(exclusive[:top]),
         tuple(function_deltas(old, new, inclusive=True, top=top, user_roots=user_roots)),
-        group_totals(old, new, user_roots))
+        group_totals(exclusive))
 
 
 def collect_at_commits(repo: Path, refs: tuple[str, str], stmt: str, setup: str, *,

@@ -65,9 +65,10 @@ def library_group(function: str, user_roots: Sequence[str] = ()) -> str:
 
 
 def function_deltas(baseline: Any, candidate: Any, *, inclusive: bool = False,
-                    user_roots: Sequence[str] = (), top: int = 15) -> list[FunctionDelta]:
-    """The `top` functions whose counts a run changed most between two CallgrindStats
-    (denoised), largest change first."""
+                    user_roots: Sequence[str] = (),
+                    top: int | None = 15) -> list[FunctionDelta]:
+    """The `top` functions (all of them: None) whose counts a run changed most between
+    two CallgrindStats (denoised), largest change first."""
     def per_run(stats: Any) -> Any:
         counts = stats.stats(inclusive=inclusive).denoise()
         return counts * (1.0 / stats.number_per_run)
@@ -79,10 +80,10 @@ def function_deltas(baseline: Any, candidate: Any, *, inclusive: bool = False,
             for count, function in rows[:top]]
 
 
-def group_totals(baseline: Any, candidate: Any,
-                 user_roots: Sequence[str] = ()) -> dict[str, float]:
-    """The change of each library group's exclusive counts a run (all functions)."""
+def group_totals(exclusive: Sequence[FunctionDelta]) -> dict[str, float]:
+    """The change of each library group's counts a run, from every function's exclusive
+    delta (`function_deltas(..., top=None)`)."""
     totals = dict.fromkeys(GROUPS, 0.0)
-    for row in function_deltas(baseline, candidate, user_roots=user_roots, top=10**9):
+    for row in exclusive:
         totals[row.group] += row.change
     return totals
