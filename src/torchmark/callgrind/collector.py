@@ -165,9 +165,10 @@ def aliased_paths(folder: Path, cwd: str, path: Sequence[str]) -> dict[str, str]
     (a setup importing one new standard module then moved the counts by 2.9%)."""
     links = folder / "paths"
     links.mkdir()
+    roots = shared_roots()
     aliases = {}
     for i, entry in enumerate([cwd, *path]):
-        if not entry or (i and shared_by_every_caller(entry)):  # "": the working folder
+        if not entry or (i and shared_by_every_caller(entry, roots)):  # "": working folder
             continue
         link = links / f"{i:04d}"
         os.symlink(os.path.abspath(entry), link)
@@ -175,15 +176,19 @@ def aliased_paths(folder: Path, cwd: str, path: Sequence[str]) -> dict[str, str]
     return aliases
 
 
-def shared_by_every_caller(entry: str) -> bool:
-    """Whether a sys.path entry is one every caller of this interpreter has: inside its
-    installation or environment (the standard library, site-packages) or where
-    torchmark and torch are imported from."""
+def shared_roots() -> set[str]:
+    """The folders every caller of this interpreter imports from: its installation and
+    environment (the standard library, site-packages) and where torchmark and torch
+    are imported from."""
+    return {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+            *_import_roots()}
+
+
+def shared_by_every_caller(entry: str, roots: set[str] | None = None) -> bool:
+    """Whether a sys.path entry lies in one of `roots` (default: `shared_roots()`)."""
     folder = os.path.abspath(entry)
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             *_import_roots()}
     return any(folder == root or folder.startswith(root.rstrip(os.sep) + os.sep)
-               for root in roots)
+               for root in (shared_roots() if roots is None else roots))
 
 
 def unaliased(text: str, aliases: dict[str, str]) -> str:
