@@ -190,23 +190,24 @@ class _CountJudge(_Judge):
         return ends
 
     def _count(self, index: int, role: str) -> float:
-        """The commit's count a run (recorded with its per-function counts)."""
+        """The commit's count a run, recorded (with the per-function counts of a
+        statement's count)."""
         commit = self.commits[index]
         if self.case.pytest_node is not None:
             result = probes.count_pytest(self.case.pytest_node, self.trees.get(commit.sha),
                                          self.root(index), self.options.number)
-            self.counts[index] = count = float(statistics.median(result.samples))
-            if self.record is not None:
-                self.record(commit, role, [result])
-            return count
-        stats = probes.count_instructions(self.case, self.root(index),
-                                          self.trees.get(commit.sha), self.options.number)
-        count = stats.counts() / stats.number_per_run
-        self.counts[index] = count
-        if self.record is not None:
+            count = float(statistics.median(result.samples))
+        else:
             from torchmark.callgrind.results import stats_to_result
 
-            self.record(commit, role, [stats_to_result(stats, functions=True)])
+            stats = probes.count_instructions(self.case, self.root(index),
+                                              self.trees.get(commit.sha),
+                                              self.options.number)
+            count = stats.counts() / stats.number_per_run
+            result = stats_to_result(stats, functions=True)
+        self.counts[index] = count
+        if self.record is not None:
+            self.record(commit, role, [result])
         return count
 
     def __call__(self, index: int) -> Judgement:
