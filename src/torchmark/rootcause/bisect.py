@@ -235,14 +235,17 @@ class _WallJudge(_Judge):
             except CommitUnusable as e:
                 raise self._end_failed(index, e) from None
         ends = None
+        compared = 0
         for budget in (1, 2):
             try:
                 ab = self._time(0, last, self.options.min_step, budget, "the two ends")
             except CommitUnusable as e:
                 raise UsageError(f"the two ends cannot be measured: {e}") from None
+            compared += 1
             ends = ab.ab.judged
-            self._record(0, "good", ab.results()[0])
-            self._record(last, "bad", ab.results()[1])
+            good_results, bad_results = ab.results()
+            self._record(0, "good", good_results)
+            self._record(last, "bad", bad_results)
             if ends.kind != "unsure":
                 break
         assert ends is not None
@@ -251,7 +254,7 @@ class _WallJudge(_Judge):
                                f"{self.options.min_step:.1%} or more: {ends.kind}, "
                                f"{ends.change:+.2%} {ends.interval()} ({ends.reason})", ends)
         self.middle = math.sqrt(ends.ratio) - 1
-        self.trials.append(Trial(0, self.commits[0], "good", "the good end", 0, 1.0))
+        self.trials.append(Trial(0, self.commits[0], "good", "the good end", compared, 1.0))
         self.trials.append(Trial(last, self.commits[last], "bad", "the bad end", 0,
                                  ends.ratio, (ends,)))
         return ends
