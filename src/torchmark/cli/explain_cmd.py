@@ -7,7 +7,7 @@ import shlex
 import click
 
 from torchmark.cli.params import check_syntax
-from torchmark.cli.store_options import db_option, open_store
+from torchmark.cli.store_options import db_option, store_for_refs
 
 
 @click.command("explain")
@@ -61,7 +61,7 @@ def explain_cmd(before, after, pattern, top, collect, stmt, setup, repo, import_
         raise click.UsageError("--stmt and -s are for --collect")
     from torchmark.regressions.refs import resolve_side
 
-    store = None if all(_is_file(ref) for ref in (before, after)) else open_store(db)
+    store = store_for_refs((before, after), db)
     sides = [resolve_side(ref, store) for ref in (before, after)]
     explained, lacking = explain_stored(sides[0].results, sides[1].results, pattern=pattern,
                                         top=top)
@@ -79,12 +79,6 @@ def explain_cmd(before, after, pattern, top, collect, stmt, setup, repo, import_
     if not explained and not lacking:
         raise click.ClickException("no instruction-count case is on both sides"
                                    + (f" matching {pattern!r}" if pattern else ""))
-
-
-def _is_file(ref: str) -> bool:
-    from pathlib import Path
-
-    return Path(ref).is_file()
 
 
 def _reproduce(explanation) -> str:

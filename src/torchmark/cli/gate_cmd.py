@@ -6,7 +6,7 @@ import click
 
 from torchmark.cli.params import Proportion
 from torchmark.cli.store_options import db_option
-from torchmark.core.neutralise import terminal_text
+from torchmark.core.neutralise import markdown_text, terminal_text
 
 
 @click.command("gate")
@@ -52,17 +52,13 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
     drift is unsure, never slower. Each of n cases is judged at confidence
     1 - (1 - CONFIDENCE) / n, so unchanged code fails the gate at most 5% of the
     time however many cases it has (docs/verdicts.md)."""
-    from pathlib import Path
 
+    from torchmark.cli.store_options import store_for_refs
     from torchmark.compare.verdict_table import markdown_table, text_table
     from torchmark.regressions.gate import gate
     from torchmark.regressions.refs import resolve_side
 
-    store = None
-    if not (Path(baseline).exists() and Path(candidate).exists()):
-        from torchmark.cli.store_options import open_store
-
-        store = open_store(db)
+    store = store_for_refs((baseline, candidate), db)
     base = resolve_side(baseline, store)
     cand = resolve_side(candidate, store)
     histories = {}
@@ -132,8 +128,6 @@ def markdown(report, baseline: str, candidate: str, table, explained=()) -> str:
     """The verdict as Markdown for a pull-request comment: the failing cases as a
     table (a line saying so when there are none), then where each slower count's
     change lives (`explained`: the lines of rootcause.explain, one list a case)."""
-    from torchmark.core.neutralise import markdown_text
-
     head = (f"**torchmark gate**: candidate `{candidate}` against baseline `{baseline}`, "
             f"threshold {report.max_slowdown:.1%} slower")
     counts = ", ".join(f"{n} {v}" for v, n in report.counts().items()) or "no case"

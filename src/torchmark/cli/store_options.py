@@ -4,7 +4,7 @@ stored run)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -30,6 +30,14 @@ def open_store(db: str | None, create: bool = False) -> Any:
         raise click.UsageError(f"no store at {path}: nothing has been recorded there "
                                "(--db or TORCHMARK_DB names another)")
     return open_store(url)
+
+
+def store_for_refs(refs: Sequence[str], db: str | None) -> Any:
+    """The store that `refs` (regressions/refs.py's forms) are read from; None when each
+    names an existing file, which is read without one."""
+    from pathlib import Path
+
+    return None if all(Path(ref).exists() for ref in refs) else open_store(db)
 
 
 def recording_options(command: Callable[..., Any]) -> Callable[..., Any]:
