@@ -56,6 +56,8 @@ def test_the_report_renders_offline_and_links_work(browser, history_store, tmp_p
         assert plot.locator("svg.main-svg").count() >= 1
     page.screenshot(path=str(ARTIFACTS / "report-cases.png"), full_page=True)
 
+    # no run of this store holds counts or kernels: the "why" section says what would
+    assert "no regression holds per-function counts" in page.locator("#why").inner_text()
     link = page.locator("#regressions a.to-case").first
     target = link.get_attribute("href")
     assert link.inner_text() == "mul: n=1"

@@ -75,7 +75,9 @@ def test_explain_collect_counts_both_commits_and_profiles_them(capsys, planted):
     python = lines.index("Python functions whose work changed (lines executed a run; "
                          "calls a run):")
     assert lines[python + 1].startswith("  planted/work.py:10 work: lines 8,003 -> 8,083")
-    assert lines[-1].startswith("reproduce: torchmark explain commit:")
+    assert lines[-1].startswith(f"reproduce: torchmark callgrind {planted.statement} -s ")
+    assert lines[-1].endswith(f"(at commit {planted.commits[2][:12]}, then at commit "
+                              f"{planted.commits[3][:12]})")
 
 
 def test_a_timed_case_without_counts_is_offered_collect(capsys, tmp_path):
@@ -89,11 +91,12 @@ def test_a_timed_case_without_counts_is_offered_collect(capsys, tmp_path):
     code = main(["explain", *files])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "x * 2: no per-function counts stored on both sides; count both commits now " \
-           "with `torchmark explain commit:A commit:B --collect" in out
+    assert "x * 2: wall only, no per-function counts stored; count it and profile its " \
+           "Python functions at both commits with\n  torchmark explain commit:" in out
+    assert "--collect --stmt 'x * 2' -s 'x = torch.ones(8)' --repo PATH" in out
     code = main(["explain", *files, "--case", "nothing*"])
     out, err = capsys.readouterr()
-    assert code == 1 and "no instruction-count case is on both sides matching" in err
+    assert code == 1 and "no case is on both sides matching 'nothing*'" in err
 
 
 def _counted_result(total_extra: int):
@@ -142,7 +145,8 @@ def test_the_gate_says_where_a_slower_count_lives(capsys, tmp_path):
         in text
 
 
-def test_regressions_say_where_a_count_step_lives(capsys, tmp_path):
+def _count_step_store(tmp_path) -> str:
+    """A store of 16 runs of one counted case, 5% more instructions from the 9th."""
     import dataclasses
     import datetime as dt
 
@@ -159,8 +163,115 @@ def test_regressions_say_where_a_count_step_lives(capsys, tmp_path):
         store.record([_counted_result(0 if k < 8 else 50_000)], run)
         store.finish_run(run, "ok")
     store.close()
+    return db
+
+
+def test_regressions_say_where_a_count_step_lives(capsys, tmp_path):
+    db = _count_step_store(tmp_path)
     assert main(["regressions", "--db", db]) == 0
     out = capsys.readouterr().out
     assert "where the change lives (last good run against first bad run)" in out
     assert "instructions a run: 10,000 -> 10,500 (+5.000%)" in out
     assert "+500  python  Python/ceval.c:_PyEval_EvalFrameDefault" in out
+
+
+def _timed(case, samples, metric="wall", kernels=None, commit="a" * 40):
+    """A time Result of `case`; a kernel-time one holds `kernels` (name -> (launches a
+    call, seconds a call)) as kernel time stores them."""
+    import dataclasses
+
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Result
+
+    extra = {}
+    if kernels is not None:
+        extra["metadata"] = {"clock": "cupti", "kernels": [
+            {"name": n, "per_call": k, "seconds": s, "share": 0.0}
+            for n, (k, s) in kernels.items()]}
+    provenance = dataclasses.replace(Provenance.capture(), git_commit=commit,
+                                     git_dirty=False, command=("torchmark", "timeit"))
+    return Result(case=case, metric=metric, samples=tuple(samples), provenance=provenance,
+                  extra=extra)
+
+
+def test_a_kernel_swap_and_a_kernel_grown_are_named_with_their_share(capsys, tmp_path):
+    from torchmark.core.result import Case
+    from torchmark.core.results_file import save_results
+
+    mm = Case(id="timeit:mm", frontend="timeit", stmt="a @ b", device="cuda")
+    sm = Case(id="timeit:softmax", frontend="timeit", stmt="x.softmax(-1)", device="cuda")
+    gemm32 = "void ampere_sgemm_128x64_nn(float const*, float*)"
+    gemm16 = ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_"
+              "32x6_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_"
+              "align8::Params)")
+    soft = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, "
+            "float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, "
+            "float const*, int)")
+    before = [_timed(mm, [100e-6] * 9, "kernel", {gemm32: (1, 100e-6)}),
+              _timed(sm, [20e-6] * 9, "kernel", {soft: (1, 16e-6), "elementwise": (1, 4e-6)})]
+    after = [_timed(mm, [40e-6] * 9, "kernel", {gemm16: (1, 40e-6)}, commit="b" * 40),
+             _timed(sm, [44e-6] * 9, "kernel", {soft: (1, 40e-6), "elementwise": (1, 4e-6)},
+                    commit="b" * 40)]
+    files = [tmp_path / "before.jsonl", tmp_path / "after.jsonl"]
+    for path, results in zip(files, (before, after), strict=True):
+        save_results(path, results)
+    assert main(["explain", *map(str, files)]) == 0
+    out = capsys.readouterr().out
+    assert "  removed      100 us ->          -  (-100 us, 167%)  ampere_sgemm_128x64_nn\n" in out
+    assert ("  added             - ->      40 us  (+40 us, -67%)  cutlass::Kernel2<cutlass_80"
+            in out)
+    softmax = out[out.index("case: x.softmax(-1)"):]
+    assert "kernel time a call: 20 us -> 44 us: slower" in softmax
+    assert ("  changed       16 us ->      40 us  (+24 us, 100%)  at::native::"
+            "cunn_SoftMaxForward<4, float, float, float, at::native::SoftMaxForwardEpilogue>\n"
+            in softmax)
+    assert "  same           4 us ->       4 us  (+0 s, 0%)  elementwise" in softmax
+    assert f"reproduce (after)  at commit {'b' * 12}: torchmark timeit" in softmax
+    # the gate says why its slower kernel-time case is slower, and only that one
+    assert main(["gate", "--baseline", str(files[0]), "--candidate", str(files[1])]) == 1
+    out = capsys.readouterr().out
+    assert "cunn_SoftMaxForward" in out and "ampere_sgemm" not in out
+
+
+def test_an_ops_sweep_is_explained_by_the_ops_whose_time_changed_most(capsys, tmp_path):
+    from torchmark.core.result import Case
+    from torchmark.core.results_file import save_results
+
+    def op(shape):
+        return Case(id=f"ops:mm|{shape}", frontend="ops", stmt="torch.mm", label="torch.mm",
+                    sub_label=shape)
+
+    shapes = ["M=8", "M=64", "M=512"]
+    base = {"M=8": 1e-6, "M=64": 10e-6, "M=512": 1e-3}
+    grown = {"M=8": 1e-6, "M=64": 30e-6, "M=512": 1e-3}
+    jitter = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99, 1.0]
+    files = [tmp_path / "before.jsonl", tmp_path / "after.jsonl"]
+    for path, times, commit in ((files[0], base, "a" * 40), (files[1], grown, "b" * 40)):
+        save_results(path, [_timed(op(s), [times[s] * j for j in jitter], commit=commit)
+                            for s in shapes])
+    assert main(["explain", *map(str, files)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(out) if line.startswith(
+        "ops whose time a call changed most (3 on both sides: 1 slower, 2 "))
+    assert out[head + 1].endswith("(+20 us, slower)  torch.mm: M=64")
+    assert {out[head + 2].rsplit(": ", 1)[1], out[head + 3].rsplit(": ", 1)[1]} == \
+        {"M=8", "M=512"}
+    assert out[head + 4].startswith("reproduce (before) at commit aaaaaaaaaaaa: torchmark")
+
+
+def test_the_report_says_where_a_count_step_lives(tmp_path):
+    import json
+    import re
+
+    db = _count_step_store(tmp_path)
+    page = tmp_path / "report.html"
+    assert main(["report", "--db", db, "-o", str(page)]) == 0
+    found = re.search(r'<script type="application/json" id="report-data">(.*?)</script>',
+                      page.read_text(), re.S)
+    data = json.loads(found.group(1))
+    (why,) = data["explanations"]
+    change = data["changes"][why["change"]]
+    assert change["kind"] == "regression" and change["metric"] == "instructions"
+    assert "instructions a run: 10,000 -> 10,500 (+5.000%)" in why["lines"]
+    assert any("+500  python  Python/ceval.c:_PyEval_EvalFrameDefault" in line
+               for line in why["lines"])

@@ -1,4 +1,4 @@
-"""`torchmark explain`: where an instruction-count change lives (rootcause/explain.py)."""
+"""`torchmark explain`: where a change lives: functions, kernels, ops (rootcause/explain.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import click
 
 from torchmark.cli.params import check_syntax
 from torchmark.cli.store_options import db_option, store_for_refs
+from torchmark.core.neutralise import terminal_text
 
 
 @click.command("explain")
@@ -32,13 +33,15 @@ from torchmark.cli.store_options import db_option, store_for_refs
 @db_option
 def explain_cmd(before, after, pattern, top, collect, stmt, setup, repo, import_subdir,
                 number, db):
-    """Explain an instruction-count change from BEFORE to AFTER: the compiled functions
-    whose counts changed most (exclusive and inclusive, by library) and, with --collect,
-    the Python functions whose executed lines changed.
+    """Explain a change from BEFORE to AFTER: for instruction counts, the compiled
+    functions whose counts changed most (exclusive and inclusive, by library) and, with
+    --collect, the Python functions whose executed lines changed; for kernel time, the
+    kernels added, removed and changed; for ops sweeps and replays, the ops whose time
+    changed most, with their shapes.
 
     BEFORE and AFTER are runs (12, run:12, latest), commit:SHA or env:LABEL of the store,
     or results files; with --collect, two commits of --repo."""
-    from torchmark.rootcause.explain import collect_at_commits, explain_stored, lines
+    from torchmark.rootcause.explain import collect_at_commits, explain_results, lines
 
     if collect:
         if stmt is None:
@@ -52,10 +55,7 @@ def explain_cmd(before, after, pattern, top, collect, stmt, setup, repo, import_
         explanation = collect_at_commits(top_folder, (refs[0], refs[1]), stmt, code,
                                          number=number, top=top, import_subdir=import_subdir)
         for line in lines(explanation, top):
-            click.echo(line)
-        argv = ["torchmark", "explain", before, after, "--collect", "--stmt", stmt,
-                *[part for s in setup for part in ("-s", s)], "--repo", str(top_folder)]
-        click.echo(f"reproduce: {shlex.join(argv)}")
+            click.echo(terminal_text(line))
         return
     if stmt is not None or setup:
         raise click.UsageError("--stmt and -s are for --collect")
@@ -63,26 +63,37 @@ def explain_cmd(before, after, pattern, top, collect, stmt, setup, repo, import_
 
     store = store_for_refs((before, after), db)
     sides = [resolve_side(ref, store) for ref in (before, after)]
-    explained, lacking = explain_stored(sides[0].results, sides[1].results, pattern=pattern,
-                                        top=top)
-    click.echo(f"before: {sides[0].describe()}")
-    click.echo(f"after:  {sides[1].describe()}")
-    for explanation in explained:
+    found = explain_results(sides[0].results, sides[1].results, pattern=pattern, top=top)
+    click.echo(f"before: {terminal_text(sides[0].describe())}")
+    click.echo(f"after:  {terminal_text(sides[1].describe())}")
+    for section in found.sections(top):
         click.echo("")
-        for line in lines(explanation, top):
-            click.echo(line)
-        click.echo(f"reproduce: {_reproduce(explanation)}")
-    for title in lacking:
-        click.echo(f"\n{title}: no per-function counts stored on both sides; count both "
-                   "commits now with `torchmark explain commit:A commit:B --collect --stmt "
-                   "STMT -s SETUP --repo PATH`")
-    if not explained and not lacking:
-        raise click.ClickException("no instruction-count case is on both sides"
+        for line in section:
+            click.echo(terminal_text(line))
+    for result in found.unexplained:
+        click.echo("")
+        click.echo(terminal_text(_collect_hint(result, sides[0].results)))
+    if not (found.sections() or found.unexplained):
+        raise click.ClickException("no case is on both sides"
                                    + (f" matching {pattern!r}" if pattern else ""))
 
 
-def _reproduce(explanation) -> str:
-    argv = ["torchmark", "callgrind", explanation.stmt]
-    if explanation.setup and explanation.setup != "pass":
-        argv += ["-s", explanation.setup]
-    return f"{shlex.join(argv)}  (at each of the two commits)"
+def _collect_hint(result, before) -> str:
+    """What to run to explain a case nothing stored explains: a statement's counts and
+    Python profile collected at the two sides' commits."""
+    title = result.case.title
+    if result.case.frontend not in ("timeit", "suite", "fuzz") or \
+            not result.case.stmt.strip():
+        return f"{title}: nothing stored explains its change ({result.metric}; no " \
+               "per-function counts, kernels or ops on both sides)"
+    old = next((r for r in before if r.case.id == result.case.id), None)
+    commits = [r.provenance.git_commit if r is not None and r.provenance else None
+               for r in (old, result)]
+    refs = [f"commit:{c}" if c else f"commit:{role}" for c, role in
+            zip(commits, ("GOOD", "BAD"), strict=True)]
+    argv = ["torchmark", "explain", *refs, "--collect", "--stmt", result.case.stmt]
+    if result.case.setup.strip() and result.case.setup.strip() != "pass":
+        argv += ["-s", result.case.setup]
+    return (f"{title}: {result.metric} only, no per-function counts stored; count it and "
+            f"profile its Python functions at both commits with\n  {shlex.join(argv)} "
+            "--repo PATH")

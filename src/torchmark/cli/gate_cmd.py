@@ -126,7 +126,7 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
 
 def markdown(report, baseline: str, candidate: str, table, explained=()) -> str:
     """The verdict as Markdown for a pull-request comment: the failing cases as a
-    table (a line saying so when there are none), then where each slower count's
+    table (a line saying so when there are none), then where each slower case's
     change lives (`explained`: the lines of rootcause.explain, one list a case)."""
     head = (f"**torchmark gate**: candidate `{candidate}` against baseline `{baseline}`, "
             f"threshold {report.max_slowdown:.1%} slower")
@@ -143,17 +143,18 @@ def markdown(report, baseline: str, candidate: str, table, explained=()) -> str:
 
 
 def _explanations(report, baseline, candidate) -> list[list[str]]:
-    """For each slower instruction-count case both sides stored per-function counts
-    of, the lines saying where the change lives (rootcause/explain.py), top 5."""
-    from torchmark.rootcause.explain import explain_stored, lines
+    """For each slower case whose two sides hold what explains it (per-function counts,
+    a kernel list), the lines saying where the change lives (rootcause/explain.py),
+    top 5."""
+    from torchmark.rootcause.explain import explain_results
 
     slower = {row.case_id for row in report.failing
-              if row.kind == "slower" and row.metric == "instructions"}
+              if row.kind == "slower" and row.metric in ("instructions", "kernel")}
     if not slower:
         return []
-    explained, _ = explain_stored([r for r in baseline if r.case.id in slower],
-                                  [r for r in candidate if r.case.id in slower], top=5)
-    return [lines(e, 5) for e in explained]
+    return explain_results([r for r in baseline if r.case.id in slower],
+                           [r for r in candidate if r.case.id in slower], top=5,
+                           threshold=report.max_slowdown, ops=False).sections(5)
 
 
 def _remeasured(report, results) -> list:

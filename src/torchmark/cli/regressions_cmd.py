@@ -137,9 +137,12 @@ def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvement
     for line in align(HEADER, _rows(changes), [False, False, False, True, False, False,
                                               False, False, False, False], rule=True):
         click.echo(line)
-    for key, explanation in _explanations(changes, store):
+    from torchmark.rootcause.explain import explain_changes
+
+    for change, explanation in explain_changes(changes, store):
         click.echo("")
-        click.echo(f"{key}: where the change lives (last good run against first bad run)")
+        click.echo(terminal_text(f"{change.key}: where the change lives (last good run "
+                                 "against first bad run)"))
         for line in explanation:
             click.echo(terminal_text(line))
     for change in changes:
@@ -149,19 +152,3 @@ def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvement
                        f"{', '.join(map(str, change.few_samples[:10]))}"
                        f"{' ...' if len(change.few_samples) > 10 else ''}")
     return 0
-
-
-def _explanations(changes, store) -> list[tuple[str, list[str]]]:
-    """For each instruction-count regression whose two runs stored per-function counts,
-    its key and the lines saying where the change lives (rootcause/explain.py), top 5."""
-    from torchmark.rootcause.explain import explain_stored, lines
-
-    out = []
-    for change in changes:
-        if change.kind != "regression" or change.series.metric != "instructions":
-            continue
-        sides = [store.result_records(run=point.run_id, case=change.series.case_id)
-                 for point in (change.last_good, change.first_bad)]
-        explained, _ = explain_stored(sides[0], sides[1], top=5)
-        out += [(change.key, lines(e, 5)) for e in explained]
-    return out

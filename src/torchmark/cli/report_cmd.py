@@ -24,11 +24,13 @@ from torchmark.cli.store_options import db_option
 @db_option
 def report_cmd(output, since, cases, glob, run, ab, db):
     """Write one HTML file that works offline (plotly.js embedded): the runs, the
-    regressions (each linking to its case), every case's history with its change points
+    regressions (each linking to its case) and where each lives (functions, kernels),
+    every case's history with its change points
     and the spread of its raw samples, an A/B view of two runs, and one run's raw
     samples."""
     from torchmark.cli.store_options import open_store
     from torchmark.report import write_report
+    from torchmark.rootcause.explain import explain_changes
 
     store = open_store(db)
     for wanted in ([run] if run else []) + list(ab or []):
@@ -36,7 +38,8 @@ def report_cmd(output, since, cases, glob, run, ab, db):
             raise click.UsageError(f"the store at {store.where} holds no run {wanted} "
                                    "(`torchmark runs` lists them)")
     path = write_report(store, output, since=since, cases=cases, glob=glob, run=run,
-                        ab=tuple(ab) if ab else None)
+                        ab=tuple(ab) if ab else None,
+                        explainer=lambda changes: explain_changes(changes, store))
     size = path.stat().st_size
     click.echo(f"wrote {path} ({size / 1e6:.1f} MB)")
     return 0

@@ -1,5 +1,6 @@
 """What the report shows, gathered from the store as plain JSON-ready data: the runs,
-the detected changes (over every series), the series drawn with their change points (at
+the detected changes (over every series) and, where the caller explains them, where
+each regression lives, the series drawn with their change points (at
 most MAX_SERIES_DRAWN, those with a change first, each its newest MAX_POINTS_DRAWN runs:
 the page says what it left out), an A/B comparison of two runs and one run's raw
 samples."""
@@ -7,7 +8,7 @@ samples."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchmark.regressions.history import Change, Series, load_series, scan
@@ -83,10 +84,14 @@ def _distributions(store: Any, run: int, patterns: Sequence[str],
 
 def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
            glob: bool = False, run: int | None = None, ab: tuple[int, int] | None = None,
-           q: float = 0.05) -> dict[str, Any]:
+           q: float = 0.05,
+           explainer: Callable[[Sequence[Change]], Sequence[tuple[Change, list[str]]]]
+           | None = None) -> dict[str, Any]:
     """Everything the page shows. `cases`: ids or titles (shell patterns with `glob`);
     `run`: the run whose raw samples are shown (default: the newest); `ab`: the two runs
-    of the A/B view (default: the two newest runs holding a case in common)."""
+    of the A/B view (default: the two newest runs holding a case in common);
+    `explainer`: where each regression's change lives, as lines a change (the caller's:
+    rootcause.explain.explain_changes sits above the report)."""
     runs = store.runs(since=since)
     hosts = store.hostnames()
     series = load_series(store, cases=cases, since=since, glob=glob)
@@ -95,6 +100,7 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
     index_of = {id(s): i for i, s in enumerate(series)}
     for c in changes:
         by_series.setdefault(index_of[id(c.series)], []).append(c)
+    position = {id(c): i for i, c in enumerate(changes)}
     run_ids = [r["id"] for r in runs]
     if ab is None:
         ab = _newest_pair(store, run_ids)
@@ -110,6 +116,8 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
                   "dirty": r["git_dirty"], "torch": r["torch_version"],
                   "machine": hosts.get(r["machine"] or "", r["machine"]), "env": r["env"],
                   "results": r["results"]} for r in runs],
+        "explanations": [{"change": position[id(c)], "lines": lines}
+                         for c, lines in (explainer(changes) if explainer else ())],
         "changes": [{"series": _series_id(index_of[id(c.series)]), "case": c.series.title,
                      "metric": c.series.metric, "kind": c.kind, "ratio": c.point.ratio,
                      "low": _finite(c.point.low), "high": _finite(c.point.high),

@@ -41,6 +41,7 @@ def render(data: dict[str, Any], title: str = "torchmark report") -> str:
         f"<header><h1>{html.escape(title)}</h1><p class=\"where\">store: "
         f"{html.escape(str(data.get('store', '')))}</p>"
         "<nav><a href=\"#runs\">Runs</a><a href=\"#regressions\">Regressions</a>"
+        "<a href=\"#why\">Why</a>"
         "<a href=\"#ab\">A/B</a><a href=\"#distributions\">Raw samples</a>"
         "<a href=\"#cases\">Cases</a></nav></header><main id=\"app\"></main>"
         f"<script>{get_plotlyjs()}</script>"

@@ -5,6 +5,11 @@
   const data = JSON.parse(document.getElementById("report-data").textContent);
   const app = document.getElementById("app");
   const seriesById = new Map(data.series.map((s) => [s.id, s]));
+  const whyOf = new Map();  // a change's index -> its explanations' lines
+  for (const e of data.explanations || []) {
+    if (!whyOf.has(e.change)) whyOf.set(e.change, []);
+    whyOf.get(e.change).push(e.lines);
+  }
   const UNITS = [[1e-9, "ns"], [1e-6, "us"], [1e-3, "ms"], [1, "s"]];
 
   function el(tag, attrs, ...children) {
@@ -69,16 +74,34 @@
   section("regressions", `Regressions and improvements (${data.changes.length})`).append(
     data.changes.length ? table(
     ["case", "metric", "change", "95% CI of ratio", "last good", "first bad", "commit",
-      "torch", "machine", "recovered", "mark"],
-    data.changes.map((c) => ({
+      "torch", "machine", "recovered", "mark", "why"],
+    data.changes.map((c, i) => ({
       attrs: { class: c.kind + (c.mark === "dismissed" ? " marked" : "") },
       classes: { 2: "change" },
       cells: [seriesById.has(c.series) ? el("a", { href: "#" + c.series, class: "to-case" },
         c.case) : c.case, c.metric,
         pct(c.ratio), c.low === null ? "-" : `[${c.low.toFixed(3)}, ${c.high.toFixed(3)}]`,
         "run " + c.last_good, "run " + c.first_bad, c.commit, c.torch, c.machine || "",
-        c.recovered ? "run " + c.recovered : "no", c.mark ? c.mark + (c.note ? ": " + c.note : "") : ""],
+        c.recovered ? "run " + c.recovered : "no", c.mark ? c.mark + (c.note ? ": " + c.note : "") : "",
+        whyOf.has(i) ? el("a", { href: "#why-" + i }, "why") : ""],
     })), [2]) : el("p", { class: "empty" }, "no change detected"));
+
+  // -- where each regression lives (rootcause/explain.py) ----------------------------
+  const why = section("why", `Why: where each regression lives (${whyOf.size})`);
+  if (!whyOf.size) {
+    why.append(el("p", { class: "empty" }, "no regression holds per-function counts or " +
+      "kernel lists on both of its runs (`torchmark explain --collect` counts a statement " +
+      "at two commits)"));
+  }
+  for (const [i, texts] of whyOf) {
+    const c = data.changes[i];
+    texts.forEach((lines, k) => {
+      why.append(el("details", { id: k === 0 ? "why-" + i : null, open: "" },
+        el("summary", {}, `${c.case} [${c.metric}] ${pct(c.ratio)}: run ${c.last_good} ` +
+          `against run ${c.first_bad}`),
+        el("pre", { class: "why" }, lines.join("\n"))));
+    });
+  }
 
   // -- A/B of two runs -------------------------------------------------------------
   const abSection = section("ab", "A/B: two runs");

@@ -1,15 +1,17 @@
-"""Explanations of an instruction-count change, case by case: the count before and after,
-the compiled functions whose counts changed most (exclusive and inclusive, grouped by
-library: rootcause/function_diff.py), and, where the code can be run at both commits,
-the user's Python functions whose executed lines changed (rootcause/python_profile.py).
-The per-function counts come from the store (kept with every counted result that
-bisect, `callgrind` or the suite recorded with them), or are counted now at two commits
-(`collect_at_commits`)."""
+"""Explanations of a change between two sides, case by case. An instruction count: the
+count before and after, the compiled functions whose counts changed most (exclusive and
+inclusive, grouped by library: rootcause/function_diff.py), and, where the code can be
+run at both commits, the user's Python functions whose executed lines changed
+(rootcause/python_profile.py). Kernel time, ops sweeps and replays: from what their
+results hold (rootcause/time_explain.py). The per-function counts come from the store
+(kept with every counted result that bisect, `callgrind` or the suite recorded with
+them), or are counted now at two commits (`collect_at_commits`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,13 @@ from torchmark.rootcause.function_diff import (
     short_name,
 )
 from torchmark.rootcause.python_profile import Change, changed_functions, profile_python
+from torchmark.rootcause.time_explain import (
+    KernelExplanation,
+    OpsExplanation,
+    explain_times,
+    kernel_lines,
+    ops_lines,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +44,7 @@ class CaseExplanation:
     inclusive: tuple[FunctionDelta, ...]
     groups: dict[str, float]
     python: tuple[Change, ...] | None = None  # None: not profiled
+    commits: tuple[str | None, str | None] = (None, None)  # where each side was counted
 
     @property
     def change(self) -> float:
@@ -49,32 +59,92 @@ def _stats(result: Result) -> Any | None:
     return result_to_stats(result)
 
 
-def explain_stored(before: Sequence[Result], after: Sequence[Result], *,
-                   pattern: str | None = None, top: int = 15,
-                   user_roots: Sequence[str] = ()) -> tuple[list[CaseExplanation], list[str]]:
-    """An explanation of each counted case both sides hold per-function counts of
-    (matching `pattern`, a glob over titles and ids, when given), and the titles of the
-    cases on both sides left out for lack of them (wall-time cases among them)."""
+def matching(results: Sequence[Result], pattern: str | None) -> list[Result]:
+    """The results whose case title or id matches the glob `pattern` (all without one)."""
+    return [r for r in results if not pattern or fnmatch.fnmatchcase(r.case.title, pattern)
+            or fnmatch.fnmatchcase(r.case.id, pattern)]
+
+
+def explain_stored(before: Sequence[Result], after: Sequence[Result], *, top: int = 15,
+                   user_roots: Sequence[str] = ()) -> list[CaseExplanation]:
+    """An explanation of each counted case both sides hold per-function counts of."""
     a = {r.case.id: r for r in before if r.metric == "instructions"}
-    on_both = {r.case.id for r in before} & {r.case.id for r in after}
-    explained, lacking = [], []
+    explained = []
     for result in after:
-        if result.case.id not in on_both:
-            continue
-        if pattern and not (fnmatch.fnmatchcase(result.case.title, pattern)
-                            or fnmatch.fnmatchcase(result.case.id, pattern)):
-            continue
         if result.metric != "instructions" or result.case.id not in a:
-            if result.case.id not in a and result.case.title not in lacking:
-                lacking.append(result.case.title)  # timed only: nothing to explain from
             continue
         old, new = _stats(a[result.case.id]), _stats(result)
-        if old is None or new is None:
-            lacking.append(result.case.title)
+        if old is not None and new is not None:
+            explanation = explain_pair(result.case.title, result.case.stmt, result.case.setup,
+                                       old, new, top=top, user_roots=user_roots)
+            explained.append(dataclasses.replace(
+                explanation, commits=(_commit(a[result.case.id]), _commit(result))))
+    return explained
+
+
+def _commit(result: Result) -> str | None:
+    p = result.provenance
+    return p.git_commit if p is not None else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Explained:
+    """Everything two sides' stored results explain: counted cases (per-function
+    counts), kernel-time cases (their kernels), ops sweeps and replays (their ops), and
+    the cases on both sides with nothing stored to explain them from."""
+
+    counts: list[CaseExplanation]
+    kernels: list[KernelExplanation]
+    ops: list[OpsExplanation]
+    unexplained: list[Result]
+
+    def sections(self, top: int = 15) -> list[list[str]]:
+        """Each explanation as lines of text, one list a case (an ops sweep: one)."""
+        return [*(lines(e, top) for e in self.counts),
+                *(kernel_lines(e, top) for e in self.kernels),
+                *(ops_lines(e, top) for e in self.ops)]
+
+
+def explain_results(before: Sequence[Result], after: Sequence[Result], *,
+                    pattern: str | None = None, top: int = 15, threshold: float = 0.05,
+                    ops: bool = True, user_roots: Sequence[str] = ()) -> Explained:
+    """Explain every case on both sides (matching `pattern`) from what the results hold;
+    `ops=False` leaves ops sweeps and replays out (the gate's table shows them)."""
+    old, new = matching(before, pattern), matching(after, pattern)
+    on_both = {r.case.id for r in old} & {r.case.id for r in new}
+    old = [r for r in old if r.case.id in on_both]
+    new = [r for r in new if r.case.id in on_both]
+    counts = explain_stored(old, new, top=top, user_roots=user_roots)
+    kernels, op_sweeps = explain_times(old, new, threshold=threshold)
+    if not ops:
+        op_sweeps = []
+    done = {e.row.case_id for e in kernels} | {r.case_id for e in op_sweeps for r in e.rows}
+    done |= {r.case.id for r in new if r.metric == "instructions" and r.case.title in
+             {e.title for e in counts}}
+    unexplained, seen = [], set()
+    for result in new:
+        if result.case.id not in done and result.case.id not in seen and result.ok:
+            seen.add(result.case.id)
+            unexplained.append(result)
+    return Explained(counts, kernels, op_sweeps, unexplained)
+
+
+def explain_changes(changes: Sequence[Any], store: Any, top: int = 5
+                    ) -> list[tuple[Any, list[str]]]:
+    """For each regression (regressions/detect.py's Change) whose last good and first
+    bad runs hold what explains it (per-function counts, a kernel list), the change and
+    the lines saying where it lives, `top` rows a table."""
+    out = []
+    for change in changes:
+        if change.kind != "regression" or change.series.metric not in ("instructions",
+                                                                        "kernel"):
             continue
-        explained.append(explain_pair(result.case.title, result.case.stmt, result.case.setup,
-                                      old, new, top=top, user_roots=user_roots))
-    return explained, lacking
+        sides = [[r for r in store.result_records(run=point.run_id, case=change.series.case_id)
+                  if r.metric == change.series.metric]
+                 for point in (change.last_good, change.first_bad)]
+        found = explain_results(sides[0], sides[1], top=top, ops=False)
+        out += [(change, section) for section in found.sections(top)]
+    return out
 
 
 def explain_pair(title: str, stmt: str, setup: str, old: Any, new: Any, *, top: int = 15,
@@ -106,7 +176,7 @@ def collect_at_commits(repo: Path, refs: tuple[str, str], stmt: str, setup: str,
         user = [str(trees.folder)]
         explanation = explain_pair(stmt, stmt, setup, stats[0], stats[1], top=top,
                                    user_roots=user)
-    return dataclasses.replace(explanation,
+    return dataclasses.replace(explanation, commits=(shas[0], shas[1]),
                                python=tuple(changed_functions(profiles[0], profiles[1])))
 
 
@@ -136,4 +206,9 @@ def lines(explanation: CaseExplanation, top: int = 15) -> list[str]:
                        f"({delta:+,.0f}), calls {calls[0]} -> {calls[1]}")
         if not e.python:
             out.append("  (none: the Python code ran the same lines)")
-    return out
+    argv = ["torchmark", "callgrind", e.stmt]
+    if e.setup and e.setup != "pass":
+        argv += ["-s", e.setup]
+    where = ", then at ".join(f"commit {c[:12]}" for c in e.commits if c) \
+        if all(e.commits) else "each of the two commits"
+    return [*out, f"reproduce: {shlex.join(argv)}  (at {where})"]

@@ -31,10 +31,10 @@ def short_name(function: str) -> str:
     if where:
         where = "/".join(part for part in where.split("/")[-2:] if part not in (".", ""))
     obj = obj.rstrip("]").rsplit("/", 1)[-1]
-    return f"{where}{sep}{_short_cpp(func)}" + (f" [{obj}]" if obj else "")
+    return f"{where}{sep}{short_cpp(func)}" + (f" [{obj}]" if obj else "")
 
 
-def _short_cpp(name: str) -> str:
+def short_cpp(name: str) -> str:
     """A demangled C++ name without what repeats and says little: anonymous namespaces,
     lambdas' signatures, `operator()() const` steps, vector types' namespaces, and the
     parameter list at the end ("add_kernel(...)" stays readable inside a template)."""
