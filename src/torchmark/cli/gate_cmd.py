@@ -7,6 +7,7 @@ import click
 from torchmark.cli.params import Proportion
 from torchmark.cli.store_options import db_option
 from torchmark.core.neutralise import markdown_text, terminal_text
+from torchmark.core.result import METRICS
 
 
 @click.command("gate")
@@ -17,8 +18,7 @@ from torchmark.core.neutralise import markdown_text, terminal_text
 @click.option("--max-slowdown", type=Proportion(0, 10, high_open=True), default=0.05,
               show_default=True,
               help="The slowdown allowed: a fraction (0.05) or a percent (5%).")
-@click.option("--metric", type=click.Choice(["wall", "instructions", "device", "kernel",
-                                             "batch", "memory"]), default=None,
+@click.option("--metric", type=click.Choice(list(METRICS)), default=None,
               help="Gate one metric (default: every metric both sides hold).")
 @click.option("--cases", "patterns", multiple=True, metavar="CASE",
               help="Only this case: its id or title exactly (repeatable); shell patterns "

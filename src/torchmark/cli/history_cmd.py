@@ -8,6 +8,7 @@ import click
 
 from torchmark.cli.store_options import db_option
 from torchmark.core.neutralise import terminal_text
+from torchmark.core.result import METRICS
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -26,7 +27,7 @@ def sparkline(values: list[float]) -> str:
 @click.argument("case")
 @click.option("--glob", is_flag=True, help="CASE is a shell pattern of ids and names "
                                            "('mul: n=*').")
-@click.option("--metric", type=click.Choice(["wall", "device", "kernel", "batch", "instructions", "memory"]),
+@click.option("--metric", type=click.Choice(list(METRICS)),
               default=None, help="One metric (default: all the case has).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines.")
 @db_option

@@ -12,7 +12,7 @@ def read_measurement_files(files: list[str],
     a run of the store (`run:N`, or N that is no file), from the store at `db`."""
     from torchmark.ops.as_measurements import column_names, ops_measurements
     from torchmark.ops.runner import SCHEMA as OPS_SCHEMA
-    from torchmark.timing.files import first_line_schema, load_measurements
+    from torchmark.timing.files import first_line_schema, load_compared
 
     out = []
     for path, column in zip(files, column_names(list(files)), strict=True):
@@ -21,7 +21,7 @@ def read_measurement_files(files: list[str],
         elif first_line_schema(path) == OPS_SCHEMA:
             out.append(ops_measurements(path, column))
         else:
-            out.append(load_measurements(path))
+            out.append(load_compared(path))
     return out
 
 

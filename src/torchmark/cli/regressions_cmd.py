@@ -10,6 +10,7 @@ import click
 from torchmark.cli.params import Proportion
 from torchmark.cli.store_options import db_option
 from torchmark.core.neutralise import terminal_text
+from torchmark.core.result import METRICS
 
 
 def _rows(changes) -> list[list[str]]:
@@ -44,7 +45,7 @@ HEADER = ["case", "metric", "level", "change", "95% CI of ratio", "last good", "
 @click.option("--glob", is_flag=True, help="--case values are shell patterns.")
 @click.option("--machine", default=None, help="A machine fingerprint or hostname.")
 @click.option("--env", default=None, help="An environment label.")
-@click.option("--metric", type=click.Choice(["wall", "device", "kernel", "batch", "instructions", "memory"]),
+@click.option("--metric", type=click.Choice(list(METRICS)),
               default=None, help="One metric (default: all).")
 @click.option("--fdr", "q", type=Proportion(0, 1, low_open=True, high_open=True),
               default=0.05, show_default=True,

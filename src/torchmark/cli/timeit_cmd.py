@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 
 import click
@@ -36,12 +37,16 @@ def _check_device(ctx, param, value: str) -> str:
 @click.option("--device", default="cpu", show_default=True, callback=_check_device,
               help="cuda or cuda:N: GPU time per call (CUDA events) beside the host launch "
                    "time.")
-@click.option("--metric", type=click.Choice(["wall", "device", "kernel"]), default=None,
-              help="What to time: wall (host time; the default on cpu), device (CUDA events "
-                   "around each call; the default with --device cuda; --mode batch gives "
-                   "batch time) or kernel (the sum of the call's kernel durations, from "
-                   "the GPU's timestamps through torch.profiler; implies --device cuda). "
-                   "See docs/gpu.md.")
+@click.option("--metric", type=click.Choice(["wall", "device", "kernel", "memory"]),
+              default=None,
+              help="What to measure: wall (host time; the default on cpu), device (CUDA "
+                   "events around each call; the default with --device cuda; --mode batch "
+                   "gives batch time), kernel (the sum of the call's kernel durations, from "
+                   "the GPU's timestamps through torch.profiler; implies --device cuda) or "
+                   "memory (a call's peak bytes and its allocations, from torch's "
+                   "allocator on --device; docs/metrics.md). See docs/gpu.md.")
+@click.option("--samples", type=click.IntRange(1, 1000), default=5, show_default=True,
+              help="--metric memory: calls sampled (one a sample; they must agree).")
 @click.option("--l2", type=click.Choice(["cold", "hot"]), default=None,
               help="With --device cuda: flush the GPU's L2 before each call, or not "
                    "[default: cold; hot in --mode batch].")
@@ -70,7 +75,8 @@ def _check_device(ctx, param, value: str) -> str:
                    "whether it is faster or slower (measure_ab; host time only).")
 @recording_options
 def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, description, env, save,
-               device, metric, l2, mode, batch_calls, batch_graph, minus_event_cost, rsd,
+               device, metric, samples, l2, mode, batch_calls, batch_graph, minus_event_cost,
+               rsd,
                max_run_time, processes, candidate, db, no_store):
     """Time STMT with blocked_autorange and print the Measurement.
 
@@ -90,17 +96,25 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         if misplaced:
             raise click.UsageError(f"{', '.join(misplaced)}: for device time; --metric "
                                    "kernel sums the kernels' own durations (drop them)")
-    if device == "cpu":
+    if metric == "memory" and processes is not None:
+        raise click.UsageError("--processes times wall time; --metric memory counts bytes, "
+                               "the same in every process (drop one of them)")
+    if metric != "memory" and source("samples") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--samples: for --metric memory (time stops by --min-run-time)")
+    if device == "cpu" or metric == "memory":
         gpu_only = [f"--{name.replace('_', '-')}" for name, on in given.items() if on]
         if gpu_only:
             raise click.UsageError(f"{', '.join(gpu_only)}: for GPU time only; add "
-                                   "--device cuda (or drop them)")
+                                   "--device cuda (or drop them)" if metric != "memory"
+                                   else f"{', '.join(gpu_only)}: for GPU time, not "
+                                   "--metric memory (drop them)")
     if processes is not None and device != "cpu":
         raise click.UsageError("--processes times wall time on the host; it does not take "
                                "--device or --metric device/kernel")
     if candidate is not None:
         given_ = [name for name, value in (("--device", device != "cpu"), ("--save", save),
                                           ("--processes", processes is not None),
+                                          ("--metric memory", metric == "memory"),
                                           ("--sub-label", sub_label),
                                           ("--description", description), ("--env", env))
                  if value]
@@ -113,7 +127,7 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         with recorder(db, no_store) as rec:
             return _versus("\n".join(stmt), candidate, "\n".join(setup) or "pass",
                            num_threads, min_run_time, label, rec)
-    from torchmark.timing.files import load_measurements
+    from torchmark.timing.files import load_compared
     from torchmark.timing.timer_class import Timer
 
     timer = Timer(
@@ -126,11 +140,13 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         env=env,
     )
     if save and Path(save).exists() and Path(save).stat().st_size:  # empty: a new file
-        load_measurements(save)  # a file it cannot append to fails now, not after measuring
+        load_compared(save)  # a file it cannot append to fails now, not after measuring
     with recorder(db, no_store, env=env) as rec:  # --env labels the run as TORCHMARK_ENV
         gpu = {"l2": l2, "mode": mode, "batch_calls": batch_calls, "batch_graph": batch_graph,
                "subtract_event_overhead": minus_event_cost}
-        if processes is not None:
+        if metric == "memory":
+            _memory(timer, rec, save, device, samples)
+        elif processes is not None:
             _in_processes(timer, rec, save, processes, min_run_time)
         else:
             _time(timer, rec, save, device, metric, gpu, rsd, min_run_time, max_run_time)
@@ -197,6 +213,40 @@ def _time(timer, rec, save, device, metric, gpu, rsd, min_run_time, max_run_time
             raise
     click.echo(results[0].summary())
     _keep(rec, save, results)
+
+
+def _memory(timer, rec, save, device: str, samples: int) -> None:
+    """Count a call's allocations, print, record in the store and save (--save: a
+    results file)."""
+    from torchmark.records import results_of
+
+    if device != "cpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise click.UsageError(f"--device {device}: there is no CUDA device here "
+                                   "(torch.cuda.is_available() is False)")
+    m = _measure(lambda: timer.memory(samples=samples, device=device),
+                 {"the statement": timer})
+    click.echo(m.summary())
+    results = results_of(m)
+    rec.add(results)
+    if save:
+        from torchmark.core.provenance import Provenance
+        from torchmark.core.results_file import save_results
+
+        provenance = rec.provenance or Provenance.capture(env=rec.env)
+        save_results(save, [dataclasses.replace(r, provenance=provenance) for r in results],
+                     what="measurements file", older=_older_measurements)
+        click.echo(f"saved to {save} ({len(results)} results: memory, allocated)")
+
+
+def _older_measurements(path):
+    """A measurements file written before Results, as Results (kept when appending)."""
+    from torchmark.timing.files import load_measurements
+    from torchmark.timing.results import measurement_to_result
+
+    return [measurement_to_result(m) for m in load_measurements(path)]
 
 
 def _in_processes(timer, rec, save, processes: int, min_run_time: float) -> None:

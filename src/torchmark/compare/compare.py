@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from torchmark.compare.csv_format import render_csv
 from torchmark.compare.html import render_html
@@ -10,8 +11,9 @@ from torchmark.compare.layout import Colorize, Options, TableLayout
 from torchmark.compare.markdown import render_markdown
 from torchmark.compare.text import render_text
 from torchmark.timing.measurement import Measurement
+from torchmark.timing.memory import MemoryMeasurement
 
-QUANTITIES = ("wall", "host_launch", "device", "batch", "kernel")
+QUANTITIES = ("wall", "host_launch", "device", "batch", "kernel", "memory")
 
 
 def _clock_tagged(m: Measurement) -> Measurement:
@@ -33,7 +35,8 @@ def _clock_tagged(m: Measurement) -> Measurement:
 
 class Compare:
     """Tables of measurements: one per label; rows are (threads, env, sub_label or stmt),
-    columns are descriptions. Replicates of one task are merged first.
+    columns are descriptions. Replicates of one task are merged first. Memory
+    measurements (Timer.memory) get tables of their own, in bytes.
 
     `str(compare)` and `print()` give torch.utils.benchmark's text layout;
     `to_markdown()`, `to_csv()` and `_repr_html_()` give other formats of the same table.
@@ -60,8 +63,11 @@ class Compare:
 
     def extend_results(self, results: Iterable[Measurement]) -> None:
         """Add more measurements: torchmark's, or torch.utils.benchmark's (copied)."""
-        converted = []
+        converted: list[Any] = []
         for i, r in enumerate(results):
+            if isinstance(r, MemoryMeasurement):  # bytes: a table of their own
+                converted.append(r)
+                continue
             try:
                 converted.append(Measurement.coerce(r))
             except TypeError as e:
@@ -87,10 +93,14 @@ class Compare:
     def layouts(self) -> list[TableLayout]:
         """One TableLayout per label, in order of first appearance."""
         options = Options(self._colorize, self._trim_significant_figures, self._highlight_warnings)
-        groups: dict[str | None, list[Measurement]] = {}
-        shown = (m for m in self._results if m.quantity in self._quantities)
-        for m in Measurement.merge(_clock_tagged(m) for m in shown):
-            groups.setdefault(m.task_spec.label, []).append(m)
+        groups: dict[tuple[str | None, bool], list[Any]] = {}
+        shown = [m for m in self._results if m.quantity in self._quantities]
+        times = [m for m in shown if not isinstance(m, MemoryMeasurement)]
+        for m in Measurement.merge(_clock_tagged(m) for m in times):
+            groups.setdefault((m.task_spec.label, False), []).append(m)
+        for m in shown:
+            if isinstance(m, MemoryMeasurement):
+                groups.setdefault((m.task_spec.label, True), []).append(m)
         return [TableLayout(group, options) for group in groups.values()]
 
     def render(self, color: bool = True) -> str:

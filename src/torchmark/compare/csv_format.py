@@ -1,4 +1,5 @@
-"""CSV rendering: one line per measured cell, in seconds, for spreadsheets and scripts."""
+"""CSV rendering: one line per measured cell, in seconds (memory: bytes, in the
+median_s / iqr_s / mean_s columns, its unit "B"), for spreadsheets and scripts."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def render_csv(layouts: Sequence[TableLayout]) -> str:
                 writer.writerow([csv_cell(cell) for cell in (
                     layout.label or "", row.num_threads, row.env or "", row.name,
                     "" if key is None else key,
-                    repr(m.median), repr(m.iqr), repr(m.mean), len(m.raw_times),
+                    repr(m.median), repr(m.iqr), repr(m.mean),
+                    len(m.samples) if layout.memory else len(m.raw_times),
                     f"{shown:.{column.decimals}f}", layout.unit)])
     return buffer.getvalue()

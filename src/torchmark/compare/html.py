@@ -6,7 +6,6 @@ import html
 from collections.abc import Sequence
 
 from torchmark.compare.layout import Grade, TableLayout
-from torchmark.core.stats import unit_to_english
 
 _COLORS = {
     Grade.BEST: "color:#1a7f37;font-weight:bold",
@@ -40,7 +39,7 @@ def _table(layout: TableLayout) -> str:
             out.append(f'<td style="{style}">{esc(text)}</td>')
         out.append("</tr>")
     out.append("</tbody></table>")
-    out.append(f"<p>Times are in {unit_to_english(layout.unit)}s ({layout.unit}).</p>")
+    out.append(f"<p>{html.escape(layout.unit_note)}</p>")
     return "".join(out)
 
 

@@ -13,7 +13,7 @@ import enum
 import math
 from collections.abc import Sequence
 
-from torchmark.core.stats import ordered_unique, select_unit, trim_sigfig
+from torchmark.core.stats import ordered_unique, select_unit, trim_sigfig, unit_to_english
 from torchmark.timing.measurement import Measurement
 
 
@@ -74,7 +74,9 @@ class ColumnFormat:
         self.highlight = options.highlight_warnings and any(r.has_warnings for r in present)
         digits = [_leading_digits(r.median / scale) for r in present]
         unit_digits = max(digits)
-        if self.trim:
+        if any(getattr(r, "exact", False) for r in present):
+            decimals = 0  # bytes counted, not sampled
+        elif self.trim:
             decimals = min(
                 max(_shown_figures(r.significant_figures) - d, 0)
                 for d, r in zip(digits, present, strict=True)
@@ -97,7 +99,7 @@ class ColumnFormat:
         """Cell text without padding, for Markdown and HTML."""
         text = self.number(m.median / scale, m.significant_figures).strip()
         if self.highlight and m.has_warnings:
-            text += f" (! {m.iqr / m.median * 100:.0f}%)"
+            text += f" (! {m.iqr / m.median * 100 if m.median else 0:.0f}%)"
         return text
 
     def cell(self, value: float | None, significant_figures: int, spread: float | None) -> str:
@@ -133,7 +135,9 @@ class TableLayout:
         self.results = list(results)
         self.options = options
         self.label = results[0].task_spec.label
-        self.unit, self.scale = select_unit(min(r.median for r in results))
+        self.memory = all(r.quantity == "memory" for r in results)
+        self.unit, self.scale = ("B", 1.0) if self.memory else \
+            select_unit(min(r.median for r in results))
 
         row_keys = ordered_unique(self._row_key(r) for r in results)
         # Group by thread count, then by env in the order the envs were first given
@@ -178,6 +182,13 @@ class TableLayout:
         ]
         for row in self.rows:
             row.grades = self._grades(row)
+
+    @property
+    def unit_note(self) -> str:
+        """The line under the table saying what its numbers are."""
+        if self.memory:
+            return "Memory: each call's peak bytes allocated above its start (B)."
+        return f"Times are in {unit_to_english(self.unit)}s ({self.unit})."
 
     @staticmethod
     def _row_key(m: Measurement) -> tuple[int, str | None, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from torchmark.compare.layout import Grade, Row, TableLayout
-from torchmark.core.stats import unit_to_english
 
 
 def _escape(text: str) -> str:
@@ -34,7 +33,7 @@ def render_markdown(layout: TableLayout) -> str:
             left.append(_escape(layout.env_text(row)))
         left.append(_escape(row.name))
         lines.append("| " + " | ".join(left + _cells(layout, row)) + " |")
-    lines += ["", f"Times are in {unit_to_english(layout.unit)}s ({layout.unit})."]
+    lines += ["", layout.unit_note]
     if layout.has_warnings:
         lines.append("(! XX%): high variance, where XX is the IQR / median * 100.")
     return "\n".join(lines) + "\n"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from torchmark.compare.layout import Grade, Row, TableLayout
 from torchmark.core.neutralise import terminal_text
-from torchmark.core.stats import unit_to_english
 
 BEST = "\033[92m"
 GOOD = "\033[34m"
@@ -30,7 +29,8 @@ def _row_cells(layout: TableLayout, row: Row) -> list[str]:
         if m is None:
             cells.append(column.cell(None, 1, None))
         else:
-            spread = m.iqr / m.median if m.has_warnings else None
+            spread = m.iqr / m.median if m.has_warnings and m.median else \
+                (0.0 if m.has_warnings else None)
             cells.append(column.cell(m.median / layout.scale, m.significant_figures, spread))
     return cells
 
@@ -55,8 +55,7 @@ def render_text(layout: TableLayout, color: bool = True) -> str:
         lines.append("  |  ".join(parts))
 
     title = f" {terminal_text(layout.label or '')} ".center(overall_width - 2, "-")
-    unit = f"Times are in {unit_to_english(layout.unit)}s ({layout.unit})."
-    out = [f"[{title}]", *lines, "", unit]
+    out = [f"[{title}]", *lines, "", layout.unit_note]
     text = "\n".join(out) + "\n"
     if layout.has_warnings:
         text += WARNING_NOTE + "\n"

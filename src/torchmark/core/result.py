@@ -26,8 +26,12 @@ SCHEMA = "torchmark.result"
 SCHEMA_VERSION = 1
 # device: CUDA events around each call; batch: events around many calls back to back,
 # per call; kernel: the sum of a call's kernel durations (CUPTI). See docs/gpu.md.
+# memory: a call's peak bytes allocated above its start; allocated: the bytes it
+# allocated in all (torch's allocators: timing/memory.py).
 METRICS = {"wall": "s", "device": "s", "kernel": "s", "batch": "s",
-           "instructions": "instructions", "memory": "bytes"}
+           "instructions": "instructions", "memory": "bytes", "allocated": "bytes"}
+EXACT_METRICS = ("instructions", "memory", "allocated")  # counted, not sampled: no noise
+BYTE_METRICS = ("memory", "allocated")  # samples may be 0 (a call that allocates nothing)
 FRONTENDS = ("timeit", "callgrind", "cpp", "suite", "ops", "replay", "fuzz", "pytest")
 MAX_ID_CHARS = 2048  # a case id's length, at most
 MAX_CASE_THREADS = 4096
@@ -245,12 +249,13 @@ class Result:
             return f"{len(self.samples)} samples, more than {MAX_SAMPLES}"
         if self.number_per_run > MAX_NUMBER_PER_RUN:
             return f"number_per_run {self.number_per_run} is past {MAX_NUMBER_PER_RUN}"
-        least = 0.0 if self.metric == "memory" else math.ulp(0.0)
+        in_bytes = self.metric in BYTE_METRICS
+        least = 0.0 if in_bytes else math.ulp(0.0)
         bad = next((s for s in self.samples if s < least), None)
         if bad is not None:
-            what = "negative" if self.metric == "memory" else "zero or negative"
+            what = "negative" if in_bytes else "zero or negative"
             return f"a sample is {what} ({bad!r}): {self.metric} samples must be " \
-                   f"{'>= 0' if self.metric == 'memory' else 'positive'}"
+                   f"{'>= 0' if in_bytes else 'positive'}"
         return None
 
     @property

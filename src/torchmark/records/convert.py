@@ -9,7 +9,9 @@ from torchmark.callgrind.stats import CallgrindStats
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 from torchmark.ops.results_file import record_results as from_ops_record
+from torchmark.timing.memory import MemoryMeasurement
 from torchmark.timing.results import measurement_to_result as from_measurement
+from torchmark.timing.results import memory_to_results
 
 
 def from_replay_report(report: Any, *,
@@ -33,6 +35,8 @@ def results_of(obj: Any, **kwargs: Any) -> list[Result]:
         return [from_callgrind(obj, **kwargs)]
     if isinstance(obj, (list, tuple)):
         return [r for item in obj for r in results_of(item, **kwargs)]
+    if isinstance(obj, MemoryMeasurement):
+        return memory_to_results(obj, **kwargs)
     try:
         return [from_measurement(obj, **kwargs)]
     except TypeError:

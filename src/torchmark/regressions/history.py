@@ -15,13 +15,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from torchmark.core.collector import collector_paused
-from torchmark.core.result import quartile
+from torchmark.core.result import METRICS, quartile
 from torchmark.regressions.detect import ChangePoint, Thresholds, detect, select_fdr
 from torchmark.regressions.thresholds import MIN_SEGMENT
 
 BULK_QUARTILES_MAX = 256  # runs of up to this many samples: quartiles computed together
-HIGHER_IS_WORSE = {"wall": True, "device": True, "kernel": True, "batch": True,
-                   "instructions": True, "memory": True}
+HIGHER_IS_WORSE = {metric: True for metric in METRICS}
 
 
 class Point(NamedTuple):

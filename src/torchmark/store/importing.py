@@ -41,8 +41,8 @@ from torchmark.core.bounded_input import brief, env_size, open_regular
 from torchmark.core.collector import collector_paused
 from torchmark.core.errors import LimitError, UsageError
 from torchmark.core.provenance import Provenance, parse_time
+from torchmark.core.result import EXACT_METRICS, Result
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
-from torchmark.core.result import Result
 from torchmark.core.results_file import RESULTS_FILE_SCHEMA, RUN_SCHEMA
 from torchmark.store import schema
 from torchmark.store.import_records import (
@@ -64,7 +64,6 @@ PARALLEL_FROM = 32 << 20  # a results file this large is parsed by worker proces
 PARSE_TIMEOUT_S = 600  # a worker's answer for one chunk
 IMPORT_CACHE_MIB = 256  # SQLite's page cache while importing (the pages it uses, at most)
 DUPLICATE_WINDOW_S = 60  # exact metrics: the same counts this close, one machine: one run
-_EXACT = ("instructions", "memory")
 
 
 def max_import_bytes() -> int:
@@ -357,4 +356,4 @@ def within_window(a: str | None, b: str | None) -> bool:
 
 
 def exact(metric: str) -> bool:
-    return metric in _EXACT
+    return metric in EXACT_METRICS

@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from torchmark.core.bounded_input import brief, brief_repr, first_line, load_json, read_text
 from torchmark.core.errors import LimitError
@@ -104,6 +105,21 @@ def load_measurements(path: str | os.PathLike) -> list[Measurement]:
                              "save_measurements)") from None
         raise ValueError(f"{path}: not valid JSON ({e})") from None
     return parse_measurements(data, str(path))
+
+
+def load_compared(path: str | os.PathLike) -> list[Any]:
+    """What Compare can show of a file: its time measurements (load_measurements) and,
+    in a results file, its memory measurements (Timer.memory's)."""
+    from torchmark.timing.results import result_to_memory
+
+    path = Path(path)
+    if path.is_file() and path.stat().st_size and is_results_file(path):
+        results = read_results(path)
+        memory = [result_to_memory(r) for r in results if r.ok and r.metric == "memory"]
+        if memory and not any(r.ok and r.metric in TIME_METRICS for r in results):
+            return memory
+        return [*load_measurements(path), *memory]
+    return list(load_measurements(path))
 
 
 def _first_line_schema(text: str) -> str | None:

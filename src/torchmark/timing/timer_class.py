@@ -403,6 +403,27 @@ class Timer:
         return Measurement(number_per_run=1, raw_times=run.times, task_spec=self._task_spec,
                            metadata=kernel_metadata(run, options.l2, str(chosen or "cuda")))
 
+    def memory(self, *, samples: int = 5, warm_up: int = 1, device: Any = None) -> Any:
+        """Memory per call from torch's allocators (timing/memory.py), as a
+        MemoryMeasurement: each of `samples` calls (after `warm_up` calls) gives its peak
+        bytes above its start, the bytes and number of its allocations, the bytes it
+        kept, and on CUDA the caching allocator's reserved bytes. `device`: "cpu" (the
+        profiler's memory events) or a CUDA device (the caching allocator's statistics);
+        by default the CUDA device the setup's tensors are on, else the CPU."""
+        from torchmark.timing.memory import MAX_MEMORY_SAMPLES, measure_memory
+
+        samples = _positive_int("samples", samples)
+        if samples > MAX_MEMORY_SAMPLES:
+            raise UsageError(f"Timer.memory: samples must be at most {MAX_MEMORY_SAMPLES}, "
+                             f"got {samples}")
+        if isinstance(warm_up, bool) or not isinstance(warm_up, int) or warm_up < 0:
+            raise UsageError(f"Timer.memory: warm_up must be an int >= 0, got {warm_up!r}")
+        on_cpu = device is not None and str(device) == "cpu"
+        call, chosen = self._gpu_statement(None if on_cpu else device, "memory")
+        with self._threads():
+            return measure_memory(call, self._task_spec, device=None if on_cpu else chosen,
+                                  samples=samples, warm_up=warm_up)
+
     def _gpu_statement(self, device: Any, what: str) -> tuple[Callable[[], Any], Any]:
         """The statement as a call, after its setup ran on `device` (made current; by
         default the device of the CUDA tensors the setup and globals hold), and that

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from torchmark.core.result import EXACT_METRICS
 from torchmark.verdicts import drift as drifts
 from torchmark.verdicts.drift import Drift
 from torchmark.verdicts.intervals import (
@@ -53,7 +54,6 @@ from torchmark.verdicts.intervals import (
 from torchmark.verdicts.replicates import MAX_REPLICATES, exact_u_p, ratio_interval
 from torchmark.verdicts.verdict import Verdict
 
-EXACT_METRICS = ("instructions", "memory")  # deterministic: no sampling error
 DEFAULT_THRESHOLD = 0.05  # the gate's and the pytest plugin's
 _EPS = 1e-12
 
@@ -97,6 +97,16 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
         return Verdict("same", 1.0, 1.0, 1.0, 1.0, 1.0, drift or default_drift,
                        float(threshold), confidence, "exact: nothing on either side",
                        "0 on both sides: no change", math.nan)
+    if problem is not None and exact and _usable_but_zero(baseline, candidate):
+        # bytes where there were none (or none left): exact, so a change of any size
+        grew = _all_zero(baseline)
+        ratio = math.inf if grew else 0.0
+        return Verdict("slower" if grew else "faster", ratio, ratio, ratio, ratio, ratio,
+                       drift or default_drift, float(threshold), confidence,
+                       "exact: from or to nothing",
+                       f"exact: {statistics.median(baseline.samples):,.0f} -> "
+                       f"{statistics.median(candidate.samples):,.0f}, "
+                       f"{'from' if grew else 'to'} nothing", math.nan)
     if problem is not None:
         kind, reason = problem
         return _no_ratio(kind, reason, drift or default_drift, **settings)
@@ -177,6 +187,15 @@ def _unusable(baseline: Side, candidate: Side) -> tuple[str, str] | None:
     if statistics.median(candidate.samples) <= 0:
         return "unmeasured", "the candidate's median is zero: no ratio can be formed"
     return None
+
+
+def _usable_but_zero(baseline: Side, candidate: Side) -> bool:
+    """Whether the sides are whole, non-negative and finite, and exactly one of them
+    counted nothing (all its samples zero)."""
+    whole = all(side.failure is None and len(side.samples) > 0 and
+                all(math.isfinite(s) and s >= 0 for s in side.samples)
+                for side in (baseline, candidate))
+    return whole and _all_zero(baseline) != _all_zero(candidate)
 
 
 def _all_zero(side: Side) -> bool:
