@@ -14,22 +14,32 @@ def _median(records):
     return records[0]["metrics"]["forward"]["median"]
 
 
+def _l2_read_config():
+    """A sum over 40% of this device's L2 (24 MiB on an H100's 50 MiB, 24 MB on an H200's
+    60 MB): hot, it is read from L2 after the first call; flushed, from HBM each time."""
+    elements = int(torch.cuda.get_device_properties(0).L2_cache_size * 0.4) // 4
+    return config_from_data({"torch.Tensor.sum": {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": [elements], "requires_grad": False}]}]}]}})
+
+
 @pytest.mark.cuda
 @needs_cuda
-@pytest.mark.parametrize("mode, margin", [("discrete", 1.05), ("continuous_events", 1.2)])
-def test_l2_flush_makes_a_repeated_read_slower(mode, margin):
-    # 24 MiB fits in the L2 of an H100 (50 MiB, two halves): without a flush the second and
-    # later reads hit L2; with it every read comes from HBM. On an H100 the sum's kernel
-    # took 12 us hot and 21 us cold; discrete mode adds ~30 us of launch and
-    # synchronization to both (33 against 41 us), continuous_events queues the calls
-    # behind a spin, so its events time the kernels alone.
-    config = config_from_data({"torch.Tensor.sum": {"config": [{"input": [{"args": [
-        {"type": "tensor", "shape": [6 * 1024 * 1024], "requires_grad": False}]}]}]}})
-    hot = _median(run(config, RunOptions(device="cuda", warmup=10, iterations=200,
-                                         exec_mode=mode)))
-    cold = _median(run(config, RunOptions(device="cuda", warmup=10, iterations=200,
-                                          exec_mode=mode, l2_flush=True)))
-    assert cold > hot * margin, (hot, cold)
+def test_l2_flush_makes_a_repeated_read_slower():
+    # continuous_events queues the calls behind a spin, so its events time the kernels
+    # alone: the flush shows in full (an H100: 12 us hot, 21 us cold). Discrete mode adds
+    # ~30 us of launch and synchronization to both sides, which on a faster GPU left a
+    # fixed 5% margin unmet (an H200: 30.1 against 30.8 us, on one run of two): it must
+    # show at least half the kernels' own difference instead, whatever the overhead.
+    config = _l2_read_config()
+    medians = {}
+    for mode in ("continuous_events", "discrete"):
+        for flush in (False, True):
+            medians[mode, flush] = _median(run(config, RunOptions(
+                device="cuda", warmup=10, iterations=200, exec_mode=mode, l2_flush=flush)))
+    kernels = medians["continuous_events", True] - medians["continuous_events", False]
+    assert medians["continuous_events", True] > 1.2 * medians["continuous_events", False], \
+        medians
+    assert medians["discrete", True] - medians["discrete", False] > 0.5 * kernels, medians
 
 
 @pytest.mark.cuda
