@@ -119,7 +119,7 @@ def test_a_memory_step_in_the_history_is_detected(capsys, tmp_path):
     base, first = Provenance.capture(env="ci"), dt.datetime(2026, 9, 1, tzinfo=dt.timezone.utc)
     for k in range(12):
         run = store.start_run(dataclasses.replace(
-            base, git_commit=f"{k:02d}" + "d" * 38,
+            base, git_commit=f"{k:02d}" + "d" * 38, git_dirty=False,
             started=(first + dt.timedelta(hours=k)).isoformat()))
         store.record(before if k < 6 else after, run)
         store.finish_run(run, "ok")

@@ -12,6 +12,7 @@ from torchmark.core.bounded_input import brief_repr, load_json
 from torchmark.core.stats import population_std, quantile, select_unit
 from torchmark.core.task_spec import TASK_SPEC_FIELDS, TaskSpec, plain_int
 from torchmark.timing.stopping import StopDecision
+from torchmark.timing.warm_up import TRENDING_WARNING, WarmUp
 from torchmark.verdicts.replicates import MAX_REPLICATES
 
 SCHEMA_NAME = "torchmark.measurement"
@@ -242,6 +243,16 @@ class Measurement:
             self._add_warning("This suggests significant environmental influence.")
         elif not self.meets_confidence(IQR_WARN_THRESHOLD):
             self._add_warning("This could indicate system fluctuation.")
+        warm = self.warm_up
+        if warm is not None and not warm.stationary:
+            self._warnings += (TRENDING_WARNING.format(warm.describe()),)
+
+    @property
+    def warm_up(self) -> WarmUp | None:
+        """How the warm-up went (Timer.blocked_autorange, adaptive_autorange: see
+        timing/warm_up.py), or None when the measurement does not say."""
+        meta = self.metadata if isinstance(self.metadata, dict) else {}
+        return WarmUp.from_dict(meta.get("warm_up"))
 
     def _add_warning(self, message: str) -> None:
         relative_iqr = self.iqr / self.median * 100 if self.median != 0 else math.inf
@@ -291,6 +302,10 @@ class Measurement:
             f"{threads} thread{'s' if threads > 1 else ''}"
         )
         lines.extend(self.clock_lines())
+        warm = self.warm_up
+        if warm is not None and warm.dropped_blocks and warm.stationary:
+            lines.append(f"  Warm-up: {warm.describe()} ({warm.dropped_blocks} first blocks "
+                         "left out: still getting faster)")
         lines.extend(self._warnings)
         return "\n".join(lines).rstrip()
 
@@ -455,13 +470,20 @@ class Measurement:
         """Pool replicates of the same TaskSpec into one Measurement each.
 
         Times are normalised to `number_per_run=1`; metadata is dropped, since it may
-        differ between replicates. Order follows first appearance.
+        differ between replicates, but for a replicate's warm-up that had not settled
+        (its warning stays). Order follows first appearance.
         """
         groups: dict[TaskSpec, list[float]] = {}
+        trending: dict[TaskSpec, WarmUp] = {}  # a replicate still warming up: said
         for m in map(Measurement.coerce, measurements):
             groups.setdefault(m.task_spec, []).extend(m.times)
+            warm = m.warm_up
+            if warm is not None and not warm.stationary:
+                trending.setdefault(m.task_spec, warm)
         return [
-            Measurement(number_per_run=1, raw_times=times, task_spec=spec)
+            Measurement(number_per_run=1, raw_times=times, task_spec=spec,
+                        metadata={"warm_up": trending[spec].to_dict()} if spec in trending
+                        else None)
             for spec, times in groups.items()
         ]
 

@@ -19,6 +19,7 @@ from torchmark.core.threads import MAX_THREADS, set_torch_threads
 from torchmark.cpp.cpp_timer import CppTimer
 from torchmark.timing import clocks
 from torchmark.timing.measurement import Measurement
+from torchmark.timing.warm_up import BUDGET_S, MIN_BLOCKS_TESTED, WarmUp, warm_up_end
 
 Callback = Callable[[int, float], Any]
 
@@ -102,6 +103,7 @@ class Timer:
             if value is not None and not isinstance(value, str):  # tables print them
                 raise UsageError(f"Timer: {name} must be a str or None, got {value!r}")
 
+        self._searched = (0, 0.0)  # the last block-size search's calls and seconds
         self._language = _parse_language(language)
         self._custom_timer = timer is not clocks.timer
         stmt = clean_code(stmt)
@@ -218,14 +220,17 @@ class Timer:
     def _estimate_block_size(self, min_run_time: float) -> int:
         """The smallest power of ten whose block time dwarfs the clock's own overhead.
 
-        Doubles as warm-up. Stops once the overhead is <= 0.01% of the block and the
-        block takes >= min_run_time / 1000, or once one block alone exceeds min_run_time.
+        Doubles as warm-up (its calls and seconds: `_searched`). Stops once the overhead
+        is <= 0.01% of the block and the block takes >= min_run_time / 1000, or once one
+        block alone exceeds min_run_time.
         """
+        self._searched = (0, 0.0)
         with self._threads():
             overhead = self._clock_overhead()
             number = 1
             while True:
                 time_taken = self._timeit(number)
+                self._searched = (self._searched[0] + number, self._searched[1] + time_taken)
                 if (
                     overhead / time_taken <= _TARGET_RELATIVE_OVERHEAD
                     and time_taken >= min_run_time / 1000
@@ -249,10 +254,14 @@ class Timer:
         min_run_time: float,
         max_run_time: float | None = None,
         callback: Callback | None = None,
+        times: list[float] | None = None,
     ) -> list[float]:
-        total_time = 0.0
+        """Blocks of `number` runs appended to `times` (the blocks kept so far) until
+        they add up to `min_run_time` and `stop_hook(times)` agrees, or add up to
+        `max_run_time`."""
+        times = list(times or [])
+        total_time = math.fsum(times)
         can_stop = False
-        times: list[float] = []
         with self._threads():
             while total_time < min_run_time or not can_stop:
                 time_spent = self._timeit(number)
@@ -279,9 +288,9 @@ class Timer:
         min_run_time = _non_negative("min_run_time", min_run_time)
         min_blocks = _positive_int("min_blocks", min_blocks)
         number = self._estimate_block_size(min_run_time)
-        times = self._measurement_loop(number, lambda times: len(times) >= min_blocks,
-                                       min_run_time, callback=callback)
-        return self._measurement(number, times)
+        times, warm = self._settled_loop(number, lambda times: len(times) >= min_blocks,
+                                         min_run_time, None, callback)
+        return self._warmed_measurement(number, times, warm)
 
     def adaptive_autorange(
         self,
@@ -305,8 +314,39 @@ class Timer:
         def stop_hook(times: list[float]) -> bool:
             return len(times) > 3 and self._measurement(number, times).meets_confidence(threshold)
 
-        times = self._measurement_loop(number, stop_hook, min_run_time, max_run_time, callback)
-        return self._measurement(number, times)
+        times, warm = self._settled_loop(number, stop_hook, min_run_time, max_run_time,
+                                         callback)
+        return self._warmed_measurement(number, times, warm)
+
+    def _settled_loop(self, number: int, stop_hook: Callable[[list[float]], bool],
+                      min_run_time: float, max_run_time: float | None,
+                      callback: Callback | None) -> tuple[list[float], WarmUp]:
+        """The measurement loop, its warm-up checked (timing/warm_up.py): while the
+        first blocks are slower than the rest, they are dropped and blocks are timed
+        again up to `min_run_time` (and `stop_hook`), within `max_run_time` in all
+        (blocked_autorange: max(BUDGET_S, 10 x min_run_time))."""
+        budget = max_run_time or max(BUDGET_S, 10 * min_run_time)
+        calls, seconds = self._searched
+        times = self._measurement_loop(number, stop_hook, min_run_time, max_run_time,
+                                       callback)
+        spent, dropped = math.fsum(times), 0
+        while (warm := warm_up_end(times)) > 0:
+            calls, seconds = calls + warm * number, seconds + math.fsum(times[:warm])
+            dropped += warm
+            times = times[warm:]
+            if spent >= budget:
+                return times, WarmUp(calls, seconds, dropped, stationary=False)
+            before = len(times)
+            times = self._measurement_loop(number, stop_hook, min_run_time,
+                                           budget - spent + math.fsum(times), callback,
+                                           times)
+            spent += math.fsum(times[before:])
+        return times, WarmUp(calls, seconds, dropped, tested=len(times) >= MIN_BLOCKS_TESTED)
+
+    def _warmed_measurement(self, number: int, times: list[float],
+                            warm: WarmUp) -> Measurement:
+        return Measurement(number_per_run=number, raw_times=times, task_spec=self._task_spec,
+                           metadata={"warm_up": warm.to_dict()})
 
 
     # -- device time --------------------------------------------------------------------

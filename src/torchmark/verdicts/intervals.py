@@ -131,7 +131,7 @@ def mann_whitney_p(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndar
     n1, n2 = len(a), len(b)
     if n1 == 0 or n2 == 0:
         return 1.0
-    ranks, tie_sizes = _average_ranks(np.concatenate([a, b]))
+    ranks, tie_sizes = average_ranks(np.concatenate([a, b]))
     u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
     n = n1 + n2
     tie_term = float((tie_sizes ** 3 - tie_sizes).sum()) / (n * (n - 1)) if n > 1 else 0.0
@@ -142,7 +142,7 @@ def mann_whitney_p(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndar
     return min(1.0, math.erfc(z / math.sqrt(2)))
 
 
-def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """1-based ranks, tied values sharing their average rank; and the size of each tie
     group."""
     order = np.argsort(values, kind="mergesort")

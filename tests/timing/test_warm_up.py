@@ -1,0 +1,103 @@
+"""The checked warm-up: a split test that finds where blocks stop getting faster, a
+planted lazy initialisation measured at its steady state, a statement still getting
+faster at the end warned of (in the repr, Compare and the stored result), and a
+stationary statement measured as before."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import torchmark
+from torchmark.timing.warm_up import WarmUp, warm_up_end
+
+
+class VirtualClock:
+    """A clock that only the statement moves: `spend(seconds)` is a call's cost. Timed
+    with it, a measurement is exact whatever else the machine runs (with costs that are
+    binary fractions, every difference of two readings is exact too)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def spend(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _planted(clock: VirtualClock, steady: float, slow_calls: int = 300, factor: float = 3.0):
+    """A call that costs `factor` x `steady` for its first `slow_calls` calls, then
+    `steady`."""
+    calls = [0]
+
+    def work() -> None:
+        calls[0] += 1
+        clock.spend(factor * steady if calls[0] <= slow_calls else steady)
+
+    return work
+
+
+def test_the_split_finds_where_the_blocks_stop_getting_faster():
+    rng = random.Random(0)
+    noise = [1 + rng.gauss(0, 0.01) for _ in range(40)]
+    assert warm_up_end([6.0] * 29 + [2.0] * 5) == 29  # the steady part: the last 5 only
+    assert warm_up_end([3.0 * n for n in noise[:10]] + [1.0 * n for n in noise[10:]]) == 10
+    assert warm_up_end([2.0] * 7) == 0  # too few blocks to tell
+    assert warm_up_end([1.0 * n for n in noise]) == 0
+    assert warm_up_end([1.0] * 10 + [3.0] * 10) == 0  # slower later: not a warm-up
+
+
+def test_stationary_noise_rarely_raises_a_false_alarm():
+    rng = random.Random(1)
+    alarms = sum(warm_up_end([rng.lognormvariate(0, 0.05) for _ in range(rng.randint(8, 400))])
+                 > 0 for _ in range(500))
+    assert alarms <= 4  # each costs a refill of blocks, never accuracy
+
+
+def test_a_planted_lazy_initialisation_is_left_out_and_reported():
+    clock, steady = VirtualClock(), 2.0 ** -13  # 122 us: 300 slow calls, 0.11 s
+    m = torchmark.Timer("work()", globals={"work": _planted(clock, steady)},
+                        timer=clock).blocked_autorange(min_run_time=0.2)
+    assert m.median == steady, m  # torch's Timer, on a real clock: +200%
+    assert m.warm_up.calls == 300 and m.warm_up.dropped_blocks == 299  # 1 call to size
+
+    warm = m.warm_up
+    assert warm.dropped_blocks > 0 and warm.stationary and warm.calls >= 250, warm
+    assert f"Warm-up: stationary after {warm.calls:,} calls" in repr(m)
+
+
+def test_a_statement_still_getting_faster_is_warned_of_everywhere(monkeypatch):
+    from torchmark.compare import Compare
+    from torchmark.records import results_of
+
+    monkeypatch.setattr("torchmark.timing.timer_class.BUDGET_S", 0.3)  # the extension's
+    clock = VirtualClock()
+
+    def work() -> None:  # 300 us, 10% less every 0.03 s (the run time asked), for good
+        clock.spend(300e-6 * math.exp(-3.5 * clock.now))
+
+    m = torchmark.Timer("work()", globals={"work": work}, label="ramp",
+                        timer=clock).blocked_autorange(min_run_time=0.03)
+    assert not m.warm_up.stationary, m.warm_up
+    assert m.warm_up.seconds < 0.5
+    text = repr(m)
+    assert "WARNING: the times were still getting faster when the measurement ended" in text
+    compare = Compare([m, m])  # replicates merge: the warning stays
+    compare.highlight_warnings()
+    assert "(!" in str(compare)
+    (result,) = results_of(m)
+    assert any("still getting faster" in w for w in result.warnings)
+
+
+def test_a_stationary_statement_is_measured_as_before():
+    clock = VirtualClock()
+    m = torchmark.Timer("work()", globals={"work": lambda: clock.spend(2.0 ** -14)},
+                        timer=clock).blocked_autorange(min_run_time=0.05)
+    warm = m.warm_up
+    assert warm.tested and warm.stationary and warm.dropped_blocks == 0
+    assert math.fsum(m.raw_times) < 0.05 + m.raw_times[0]  # no block more than before
+    assert "Warm-up:" not in repr(m)  # nothing to say: the repr is torch's
+    assert WarmUp.from_dict(warm.to_dict()) == warm
+    assert WarmUp.from_dict({"calls": "1"}) is None
