@@ -363,6 +363,43 @@ def test_instructions_metric_counts_alike_twice(pytester, tmp_path):
     out.stdout.fnmatch_lines(["*test_counted.py (instructions)*"])
 
 
+def test_memory_metric_counts_bytes_and_gates_them(pytester, tmp_path, monkeypatch):
+    pytester.makepyfile(test_bytes="""
+        import os
+
+        import pytest
+        import torch
+
+
+        def grow(x):
+            if os.environ.get("PLANT"):
+                torch.empty(1024)  # 4 KiB more a call
+            return x * x
+
+
+        def test_fixture(torchmark):
+            torchmark(grow, torch.ones(1000))
+
+
+        @pytest.mark.torchmark(metric="wall")
+        def test_timed_anyway(torchmark):
+            torchmark.timeit("x + 1", "x = torch.ones(4)")
+    """)
+    baseline = tmp_path / "base.jsonl"
+    out = _run(pytester, "--torchmark-no-store", "--torchmark-metric", "memory",
+               f"--torchmark-json={baseline}")
+    out.assert_outcomes(passed=2)
+    results = load_results(baseline)
+    memory = {r.metric: r for r in results if r.metric != "wall"}
+    assert memory["memory"].samples[-1] == 4000 and memory["allocated"].samples[-1] == 4000
+    out.stdout.fnmatch_lines(["*(memory)*", "*Counts are in bytes a run.*"])
+    monkeypatch.setenv("PLANT", "1")
+    out = _run(pytester, "--torchmark-no-store", "--torchmark-metric", "memory",
+               f"--torchmark-baseline={baseline}", "--torchmark-fail-slower=0%")
+    out.stdout.fnmatch_lines(["*allocated*slower*"])
+    assert out.ret != 0
+
+
 def test_device_time_under_a_simulated_gpu(pytester, fake_gpu, tmp_path):
     # in this process, where fake_gpu stands behind torch.cuda: a 20 us "kernel" a call
     pytester.makepyfile(test_gpu="""

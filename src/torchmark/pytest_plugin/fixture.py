@@ -76,7 +76,7 @@ class TorchmarkFixture:
         case = self._case(options, _describe_callable(fn))
         with self._failure_kept(case, options):
             value = fn(*args, **kwargs)
-            self._keep(measure(call_timer(fn, args, kwargs, options), options, case))
+            self._keep(*measure(call_timer(fn, args, kwargs, options), options, case))
         return value
 
     def timeit(self, stmt: str = "pass", setup: str = "pass",
@@ -100,9 +100,9 @@ class TorchmarkFixture:
 
         case = self._case(options, spec.stmt, spec.setup if spec.setup != "pass" else "")
         with self._failure_kept(case, options):
-            result = measure(timer, options, case)
-        self._keep(result)
-        return result
+            results = measure(timer, options, case)
+        self._keep(*results)
+        return results[0]
 
     def pedantic(self, fn: Callable[..., Any], args: tuple[Any, ...] = (),
                  kwargs: Mapping[str, Any] | None = None, *,
@@ -134,10 +134,10 @@ class TorchmarkFixture:
 
         case = self._case(options, _describe_callable(fn))
         with self._failure_kept(case, options):
-            if options.metric == "instructions":
+            if options.metric in ("instructions", "memory"):
                 value = fn(*args, **kwargs)
-                self._keep(measure(call_timer(fn, args, kwargs, options),
-                                   dataclasses.replace(options, number=iterations), case))
+                self._keep(*measure(call_timer(fn, args, kwargs, options),
+                                    dataclasses.replace(options, number=iterations), case))
             else:
                 result, value = pedantic_rounds(
                     fn, args, kwargs, setup=setup, teardown=teardown, rounds=rounds,
@@ -163,8 +163,8 @@ class TorchmarkFixture:
         return case_of(self._item, stmt=stmt, setup=setup, group=options.group,
                        threads=options.num_threads, device=options.device)
 
-    def _keep(self, result: Result) -> None:
-        self._item.stash.setdefault(RESULTS, []).append(result)
+    def _keep(self, *results: Result) -> None:
+        self._item.stash.setdefault(RESULTS, []).extend(results)
 
     @contextlib.contextmanager
     def _failure_kept(self, case: Case, options: BenchOptions) -> Iterator[None]:

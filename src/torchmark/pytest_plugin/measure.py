@@ -1,7 +1,7 @@
 """Measuring one benchmark with the Timer, as its options ask: wall time
 (`blocked_autorange`, 5 blocks at least), device time (`device_time`: CUDA events, the L2
-flushed or not), or instruction counts (`collect_callgrind`, in torchmark's valgrind
-host); or pytest-benchmark's pedantic rounds, each one call (or `iterations` calls) timed
+flushed or not), instruction counts (`collect_callgrind`, in torchmark's valgrind host)
+or memory (`Timer.memory`: peak bytes and bytes allocated a call); or pytest-benchmark's pedantic rounds, each one call (or `iterations` calls) timed
 by the Timer's clock or between CUDA events. Each gives a Result of the test's case."""
 
 from __future__ import annotations
@@ -38,10 +38,17 @@ def call_timer(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[st
                  num_threads=options.num_threads)
 
 
-def measure(timer: Any, options: BenchOptions, case: Case) -> Result:
-    """`timer`'s statement measured by `options.metric`, as a Result of `case`."""
+def measure(timer: Any, options: BenchOptions, case: Case) -> list[Result]:
+    """`timer`'s statement measured by `options.metric`, as Results of `case` (one; two
+    for memory: its peak bytes and bytes allocated a call)."""
     from torchmark.records.convert import from_callgrind, from_measurement
 
+    if options.metric == "memory":
+        from torchmark.timing.results import memory_to_results
+
+        on = options.device if options.device.startswith("cuda") else "cpu"
+        return [dataclasses.replace(r, case=case) for r in
+                memory_to_results(timer.memory(device=on), frontend="pytest")]
     if options.metric == "instructions":
         result = from_callgrind(timer.collect_callgrind(number=options.number))
     elif options.metric == "device":
@@ -55,7 +62,7 @@ def measure(timer: Any, options: BenchOptions, case: Case) -> Result:
         result = from_measurement(timer.blocked_autorange(min_run_time=options.min_run_time,
                                                           min_blocks=MIN_SAMPLES),
                                   frontend="pytest")
-    return dataclasses.replace(result, case=case)
+    return [dataclasses.replace(result, case=case)]
 
 
 def prepared_arguments(setup: Callable[[], Any] | None, args: tuple[Any, ...],
@@ -97,6 +104,10 @@ def check_pedantic(*, setup: Callable[[], Any] | None, rounds: Any, iterations: 
                          "on the same arguments); call setup in the test and count with "
                          "torchmark(fn, *args), or time the rounds (metric 'wall' or "
                          "'device')")
+    if setup is not None and options.metric == "memory":
+        raise UsageError("torchmark.pedantic: memory is sampled a call at a time, on the "
+                         "same arguments; call setup in the test and measure with "
+                         "torchmark(fn, *args)")
 
 
 def pedantic_rounds(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],

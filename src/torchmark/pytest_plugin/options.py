@@ -13,7 +13,7 @@ from typing import Any
 
 from torchmark.core.errors import UsageError
 
-METRICS = ("wall", "device", "instructions")
+METRICS = ("wall", "device", "instructions", "memory")
 DEFAULT_MIN_RUN_TIME = 0.2  # seconds of timed blocks a benchmark, as Timer.blocked_autorange
 DEFAULT_NUMBER = 100  # runs a count of instructions, as Timer.collect_callgrind
 MARK_OPTIONS = ("min_run_time", "num_threads", "device", "metric", "group", "l2", "number")

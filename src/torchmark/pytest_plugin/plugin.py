@@ -46,8 +46,9 @@ def pytest_addoption(parser: Any) -> None:
                          "than this (5%% or 0.05), with confidence.")
     group.addoption("--torchmark-metric", choices=METRICS, default=None,
                     help="What to measure: wall time (default), device time (CUDA "
-                         "events), or instructions (callgrind: exact). A marker's metric "
-                         "wins.")
+                         "events), instructions (callgrind: exact) or memory (peak bytes "
+                         "and bytes allocated a call, from torch's allocator: exact). A "
+                         "marker's metric wins.")
     group.addoption("--torchmark-json", metavar="FILE", default=None,
                     help="Also write the results to FILE (JSON lines of Results).")
     group.addoption("--torchmark-min-run-time", metavar="SECONDS", type=float,
