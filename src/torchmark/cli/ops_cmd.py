@@ -68,12 +68,13 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               help="Results go to PREFIX.jsonl (replaced; --resume FILE appends).")
 @click.option("--exec-mode", type=click.Choice(EXEC_MODES), default="discrete",
               show_default=True)
-@click.option("--metric", type=click.Choice(["time", "kernel"]), default="time",
+@click.option("--metric", type=click.Choice(["time", "kernel", "memory"]), default="time",
               show_default=True,
               help="time: as --exec-mode times (device time with continuous_events on a "
                    "GPU); kernel: each call's kernel time, the sum of its kernels' "
                    "durations from the GPU's timestamps (torch.profiler; --device cuda, "
-                   "discrete mode). See docs/gpu.md.")
+                   "discrete mode); memory: each call's peak bytes and bytes allocated, "
+                   "from torch's allocator (docs/metrics.md). See docs/gpu.md.")
 @click.option("--l2-flush", is_flag=True, help="Flush the GPU's L2 before each timed call.")
 @click.option("--cuda-graph", is_flag=True, help="Time CUDA-graph replays of the op.")
 @click.option("--compile", "compile_", is_flag=True, help="Time torch.compile(op).")

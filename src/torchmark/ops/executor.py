@@ -9,6 +9,8 @@ FixedCount.
 With `metric="kernel"` (a CUDA device), each call's kernel time instead: the sum of its
 kernels' durations from the GPU's timestamps (timing/kernel_time.py), the calls run in
 profiled passes, each in its range, the flush and the resets outside it.
+With `metric="memory"`, each call's allocations instead (peak bytes above its start,
+bytes and number of allocations, bytes kept), from torch's allocator, a sample a call.
 With `backward`, each iteration runs the forward untimed, makes the gradient (ones)
 outside the timed region, and times the backward pass alone. Times are in seconds.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import statistics
 import time
@@ -35,7 +38,9 @@ from torchmark.timing.gpu_sampler import (
 from torchmark.timing.stopping import FixedCount
 
 EXEC_MODES = ("discrete", "continuous", "continuous_events")
-METRICS = ("time", "kernel")  # time: by the exec mode; kernel: kernel time (CUDA)
+# time: by the exec mode; kernel: kernel time (CUDA); memory: each call's bytes from
+# torch's allocator (timing/memory.py), per call, no time
+METRICS = ("time", "kernel", "memory")
 PROFILER_RANGE_ENV = "TORCHMARK_PROFILER_RANGE"  # "1": timed calls in a cudaProfiler range
 _NO_RANGE = contextlib.nullcontext()
 
@@ -85,6 +90,12 @@ class RunOptions:
             if self.exec_mode != "discrete":
                 raise ValueError(f"--metric kernel times each call's kernels, whatever the "
                                  f"exec mode: drop --exec-mode {self.exec_mode}")
+        if self.metric == "memory":
+            given = [flag for flag, on in (("--cuda-graph", self.cuda_graph),
+                                           ("--l2-flush", self.l2_flush)) if on]
+            if self.exec_mode != "discrete" or given:
+                raise ValueError(f"--metric memory counts each call's allocations alone: "
+                                 f"drop {', '.join(given) or f'--exec-mode {self.exec_mode}'}")
         kind, _, index = self.device.partition(":")
         if kind not in ("cpu", "cuda") or (index and not index.isdigit()):
             raise ValueError(f"device must be cpu, cuda or cuda:N, got {self.device!r}")
@@ -455,6 +466,15 @@ def _measure(fn: Callable, args: list[Any], kwargs: dict[str, Any], options: Run
             inputs.keep_changed()
 
     clock.warm_up(warm, max(options.warmup, first))
+    if options.metric == "memory":
+        out = forward()
+        metrics = {"forward": memory_phase(clock, forward, options.iterations, reset=reset)}
+        if options.backward:
+            try:
+                metrics["backward"] = _measure_backward(forward, options, clock, reset)
+            except USER_CODE_FAILURES as e:
+                raise BackwardFailed(metrics, out, e) from e
+        return metrics, out
     timed: Callable = forward
     # With a CUDA graph, what the calls allocate is allocated once, at capture, in the
     # graph's pool: its peak is measured from before the capture.
@@ -499,11 +519,33 @@ def _measure_backward(forward: Callable[[], Any], options: RunOptions,
         y.backward(grad)
 
     clock.warm_up(warm, max(options.warmup, 1) if options.compile else options.warmup)
+    if options.metric == "memory":
+        return memory_phase(clock, lambda pair: pair[0].backward(pair[1]), options.iterations,
+                            before=make_graph)
     memory = _Memory(clock)
     times, _ = clock.time_calls(lambda pair: pair[0].backward(pair[1]),
                                 options.iterations, before=make_graph)
     return {**summarize(times, options.iterations), "memory": memory.result(),
             **notes(times, options.warmup, clock.gaps_note()), **_kernels(clock)}
+
+
+def memory_phase(clock: _Clock, call: Callable[..., Any], n: int, *,
+                 before: Callable[[], Any] | None = None,
+                 reset: Callable[[], None] | None = None) -> dict[str, Any]:
+    """--metric memory: n calls' allocations, one sample a call (timing/memory.py), with
+    `before` (its result passed to `call`) and `reset` run outside each sample:
+    {"bytes": {field: [a value a call]}, "median": the peaks' median, "iterations": n}."""
+    from torchmark.timing.memory import FIELDS, sample_cpu, sample_cuda
+
+    samples = []
+    for _ in range(n):
+        one = functools.partial(call, before()) if before else call
+        if reset is not None:
+            reset()
+        samples.append(sample_cuda(one, clock.device) if clock.cuda else sample_cpu(one))
+    columns = {name: [getattr(s, name) for s in samples] for name in FIELDS
+               if name != "reserved" or clock.cuda}
+    return {"bytes": columns, "median": statistics.median(columns["peak"]), "iterations": n}
 
 
 def _kernels(clock: _Clock) -> dict[str, Any]:

@@ -49,6 +49,10 @@ def _compute_bound(amount: dict[str, Any]) -> bool:
     return "tflops" in amount and amount.get("flops", 0) >= 4 * amount.get("bytes", 0)
 
 
+def _bytes(value: float) -> str:
+    return f"{value:,.0f} B"
+
+
 def throughput(record: dict[str, Any], flops: bool | None = None) -> str:
     """The record's throughput: TFLOP/s for compute-bound work, else GB/s (`flops`
     chooses, where both are known)."""
@@ -82,6 +86,8 @@ def quantity_of(options: Any) -> str:
     device = str(getattr(options, "device", "cpu"))
     if metric == "kernel":
         return "kernel time"
+    if metric == "memory":
+        return "peak bytes"
     if device.startswith("cuda") and getattr(options, "exec_mode", "continuous_events") \
             == "continuous_events":
         return "device time"
@@ -120,7 +126,9 @@ def records_table(records: list[dict[str, Any]], title: str = "operator benchmar
             first = ((r.get("error") or "").strip().splitlines() or [""])[0]
             cut = first if len(first) <= _STATUS_WIDTH else first[:_STATUS_WIDTH - 3] + "..."
             status = f"failed: {cut}"
+        shown = _bytes if "bytes" in metrics.get("forward", {}) else format_seconds
         table.add_row(escape(r["op"]), escape(describe_config(r["config"])),
-                      format_seconds(fwd) if fwd else "", format_seconds(bwd) if bwd else "",
+                      shown(fwd) if fwd is not None else "",
+                      shown(bwd) if bwd is not None else "",
                       throughput(r, flops.get(r["op"])), escape(status))
     return table

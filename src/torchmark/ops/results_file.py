@@ -91,13 +91,18 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
     # CUDA runs time events, or with --metric kernel their kernels (docs/gpu.md)
     metric = "kernel" if options.get("metric") == "kernel" else \
         "device" if device.startswith("cuda") else "wall"
+    counted = options.get("metric") == "memory"  # bytes: two exact Results a pass
     if provenance is None and isinstance(record.get("provenance"), Mapping):
         provenance = Provenance.from_dict(record["provenance"])
     rest = copy.deepcopy(dict(record))
     metrics = record.get("metrics") or {}
-    made: list[tuple[Case, tuple[float, ...], int, tuple[str, ...], dict[str, Any]]] = []
+    # (the pass's case, metric, samples, runs a sample, warnings, extra) a Result
+    made: list[tuple[Case, str, tuple[float, ...], int, tuple[str, ...], dict[str, Any]]] = []
     for phase in PHASES:
         data = metrics.get(phase) if isinstance(metrics, Mapping) else None
+        if counted and isinstance(data, Mapping) and isinstance(data.get("bytes"), Mapping):
+            made += _byte_results(case, phase, mode, data["bytes"])
+            continue
         if not isinstance(data, Mapping) or not data.get("times"):
             continue
         rest["metrics"][phase].pop("times")
@@ -112,19 +117,36 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
         number = int(iterations) if len(times) == 1 and isinstance(iterations, int) \
             and iterations > 1 else 1
         made.append((Case(**{**case.__dict__, "id": f"{case.id}#{phase}",
-                             "description": f"{phase}, {mode}"}), times, number,
+                             "description": f"{phase}, {mode}"}), metric, times, number,
                      (note,) if note else (), extra))
     parts = max(len(made), 1)
     if not made:
         status = record.get("status")
         error = record.get("error") or f"no timed pass ({status})"
-        return [Result(case=case, metric=metric, failure=Failure(str(error)),
+        return [Result(case=case, metric="memory" if counted else metric,
+                       failure=Failure(str(error)),
                        provenance=provenance,
                        extra={"status": status, "record": rest, "parts": parts})]
-    return [Result(case=c, metric=metric, samples=times, number_per_run=number,
+    return [Result(case=c, metric=m, samples=times, number_per_run=number,
                    warnings=warnings, provenance=provenance,
                    extra={**extra, "record": rest, "parts": parts})
-            for c, times, number, warnings, extra in made]
+            for c, m, times, number, warnings, extra in made]
+
+
+def _byte_results(case: Case, phase: str, mode: str, columns: Mapping[str, Any]) -> list:
+    """--metric memory: a pass's two exact Results (memory: peak bytes a call; allocated:
+    bytes allocated a call), as record_results' (case, metric, samples, runs a sample,
+    warnings, extra) of the pass's case."""
+    passed = Case(**{**case.__dict__, "id": f"{case.id}#{phase}",
+                     "description": f"{phase}, {mode}"})
+    made = []
+    for metric, field in (("memory", "peak"), ("allocated", "allocated")):
+        values = columns.get(field)
+        if isinstance(values, list) and values and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in values):
+            made.append((passed, metric, tuple(float(v) for v in values), 1, (),
+                         {"phase": phase, "allocations": columns.get("allocations")}))
+    return made
 
 
 def results_record(results: Sequence[Result]) -> dict[str, Any]:

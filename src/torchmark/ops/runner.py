@@ -117,8 +117,10 @@ def _default_threads() -> int:
 
 
 def _derived(metrics: dict[str, Any], amount: dict[str, int]) -> dict[str, Any]:
-    median = metrics["forward"]["median"]
     out: dict[str, Any] = dict(amount)
+    if "bytes" in metrics["forward"]:  # --metric memory: its median is bytes, not time
+        return out
+    median = metrics["forward"]["median"]
     if median > 0 and "flops" in amount:
         out["tflops"] = amount["flops"] / median / 1e12
     if median > 0 and "bytes" in amount:

@@ -194,9 +194,15 @@ def ops_lines(e: OpsExplanation, top: int = 15) -> list[str]:
                                                   "unmeasured", "failed")
                        if (n := sum(r.kind == kind for r in e.rows)))
     what = "replayed ops" if e.frontend == "replay" else "ops"
-    out = [f"{what} whose time a call changed most ({len(e.rows)} on both sides: {counts}):"]
+    metrics = sorted({r.metric for r in e.rows})
+    quantity = "time" if all(r.unit == "s" for r in e.rows) else "/".join(metrics)
+    out = [f"{what} whose {quantity} a call changed most ({len(e.rows)} on both sides: "
+           f"{counts}):"]
     for r in e.rows[:top]:
-        out.append(f"  {_seconds(r.baseline):>10} -> {_seconds(r.candidate):>10}  "
-                   f"({_signed(r.candidate - r.baseline)}, {r.kind})  {r.title}")
+        values = [format_value(v, r.unit) for v in (r.baseline, r.candidate)]
+        change = r.candidate - r.baseline
+        moved = ("-" if change < 0 else "+") + format_value(abs(change), r.unit)
+        label = f"{r.title} [{r.metric}]" if len(metrics) > 1 else r.title
+        out.append(f"  {values[0]:>10} -> {values[1]:>10}  ({moved}, {r.kind})  {label}")
     out += [f"reproduce (before) {e.commands[0]}", f"reproduce (after)  {e.commands[1]}"]
     return out
