@@ -22,7 +22,7 @@ LAYERS = [
     ["fuzzing", "ops", "suite"],
     ["op_fuzzers", "replay"],
     ["compare", "records"],
-    ["store"],
+    ["store", "compilation"],
     ["regressions"],
     ["report"],
     ["rootcause"],

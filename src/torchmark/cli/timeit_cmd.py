@@ -47,6 +47,13 @@ def _check_device(ctx, param, value: str) -> str:
                    "allocator on --device; docs/metrics.md). See docs/gpu.md.")
 @click.option("--samples", type=click.IntRange(1, 1000), default=5, show_default=True,
               help="--metric memory: calls sampled (one a sample; they must agree).")
+@click.option("--compile", "compiled", is_flag=True,
+              help="STMT calls something torch.compile made: measure its compile time "
+                   "(cold, and with inductor's caches warm), graphs, graph breaks and "
+                   "recompilations, and its steady state against eager, interleaved "
+                   "(docs/metrics.md).")
+@click.option("--fail-on-recompile", is_flag=True,
+              help="--compile: a recompilation while measuring is an error (exit 1).")
 @click.option("--l2", type=click.Choice(["cold", "hot"]), default=None,
               help="With --device cuda: flush the GPU's L2 before each call, or not "
                    "[default: cold; hot in --mode batch].")
@@ -75,8 +82,8 @@ def _check_device(ctx, param, value: str) -> str:
                    "whether it is faster or slower (measure_ab; host time only).")
 @recording_options
 def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, description, env, save,
-               device, metric, samples, l2, mode, batch_calls, batch_graph, minus_event_cost,
-               rsd,
+               device, metric, samples, compiled, fail_on_recompile, l2, mode, batch_calls,
+               batch_graph, minus_event_cost, rsd,
                max_run_time, processes, candidate, db, no_store):
     """Time STMT with blocked_autorange and print the Measurement.
 
@@ -96,6 +103,16 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
         if misplaced:
             raise click.UsageError(f"{', '.join(misplaced)}: for device time; --metric "
                                    "kernel sums the kernels' own durations (drop them)")
+    if fail_on_recompile and not compiled:
+        raise click.UsageError("--fail-on-recompile: for --compile")
+    if compiled:
+        others = [name for name, on in (("--metric", metric is not None),
+                                        ("--device", device != "cpu"),
+                                        ("--processes", processes is not None),
+                                        ("--vs", candidate is not None)) if on]
+        if others:
+            raise click.UsageError(f"--compile measures compile time and wall time beside "
+                                   f"eager's; it does not take {', '.join(others)}")
     if metric == "memory" and processes is not None:
         raise click.UsageError("--processes times wall time; --metric memory counts bytes, "
                                "the same in every process (drop one of them)")
@@ -144,7 +161,9 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     with recorder(db, no_store, env=env) as rec:  # --env labels the run as TORCHMARK_ENV
         gpu = {"l2": l2, "mode": mode, "batch_calls": batch_calls, "batch_graph": batch_graph,
                "subtract_event_overhead": minus_event_cost}
-        if metric == "memory":
+        if compiled:
+            _compiled(timer, rec, save, min_run_time, fail_on_recompile)
+        elif metric == "memory":
             _memory(timer, rec, save, device, samples)
         elif processes is not None:
             _in_processes(timer, rec, save, processes, min_run_time)
@@ -232,13 +251,33 @@ def _memory(timer, rec, save, device: str, samples: int) -> None:
     results = results_of(m)
     rec.add(results)
     if save:
-        from torchmark.core.provenance import Provenance
-        from torchmark.core.results_file import save_results
+        _save_results(save, results, rec)
 
-        provenance = rec.provenance or Provenance.capture(env=rec.env)
-        save_results(save, [dataclasses.replace(r, provenance=provenance) for r in results],
-                     what="measurements file", older=_older_measurements)
-        click.echo(f"saved to {save} ({len(results)} results: memory, allocated)")
+
+def _compiled(timer, rec, save, min_run_time: float, fail_on_recompile: bool) -> None:
+    """--compile: measure, print, record in the store and save (a results file)."""
+    from torchmark.compilation import measure_compile
+
+    m = _measure(lambda: measure_compile(timer, min_run_time=min_run_time,
+                                         fail_on_recompile=fail_on_recompile),
+                 {"the statement": timer})
+    click.echo(m.summary())
+    results = m.results()
+    rec.add(results)
+    if save:
+        _save_results(save, results, rec)
+
+
+def _save_results(save: str, results: list, rec) -> None:
+    """Results into --save's file (a results file; measurements written before kept)."""
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.results_file import save_results
+
+    provenance = rec.provenance or Provenance.capture(env=rec.env)
+    save_results(save, [dataclasses.replace(r, provenance=provenance) for r in results],
+                 what="measurements file", older=_older_measurements)
+    click.echo(f"saved to {save} ({len(results)} results: "
+               f"{', '.join(sorted({r.metric for r in results}))})")
 
 
 def _older_measurements(path):
@@ -354,6 +393,10 @@ def _measure(measure, timers: dict):
     except BaseException as e:  # GeneratorExit, a BaseException of the user's own, ...
         if isinstance(e, KeyboardInterrupt):
             raise
+        from torchmark.core.errors import MeasurementError
+
+        if isinstance(e, MeasurementError):  # torchmark's own finding: said as it is
+            raise click.ClickException(str(e)) from None
         # options click cannot check alone (e.g. --max-run-time below --min-run-time)
         if isinstance(e, UsageError):
             raise click.UsageError(str(e)) from None

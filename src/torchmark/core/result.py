@@ -27,9 +27,11 @@ SCHEMA_VERSION = 1
 # device: CUDA events around each call; batch: events around many calls back to back,
 # per call; kernel: the sum of a call's kernel durations (CUPTI). See docs/gpu.md.
 # memory: a call's peak bytes allocated above its start; allocated: the bytes it
-# allocated in all (torch's allocators: timing/memory.py).
+# allocated in all (torch's allocators: timing/memory.py); compile: seconds a
+# torch.compile of the statement's first call took (compilation/measure.py).
 METRICS = {"wall": "s", "device": "s", "kernel": "s", "batch": "s",
-           "instructions": "instructions", "memory": "bytes", "allocated": "bytes"}
+           "instructions": "instructions", "memory": "bytes", "allocated": "bytes",
+           "compile": "s"}
 EXACT_METRICS = ("instructions", "memory", "allocated")  # counted, not sampled: no noise
 BYTE_METRICS = ("memory", "allocated")  # samples may be 0 (a call that allocates nothing)
 FRONTENDS = ("timeit", "callgrind", "cpp", "suite", "ops", "replay", "fuzz", "pytest")

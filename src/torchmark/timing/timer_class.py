@@ -464,6 +464,15 @@ class Timer:
             return measure_memory(call, self._task_spec, device=None if on_cpu else chosen,
                                   samples=samples, warm_up=warm_up)
 
+    @property
+    def globals(self) -> dict[str, Any]:
+        """The globals the Timer was given (with `torch`)."""
+        return dict(self._globals)
+
+    def prepared_call(self) -> Callable[[], Any]:
+        """The statement as a call, its setup run once now (Python statements only)."""
+        return self._gpu_statement(None, "prepared_call")[0]
+
     def _gpu_statement(self, device: Any, what: str) -> tuple[Callable[[], Any], Any]:
         """The statement as a call, after its setup ran on `device` (made current; by
         default the device of the CUDA tensors the setup and globals hold), and that
