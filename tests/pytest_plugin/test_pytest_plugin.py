@@ -400,6 +400,29 @@ def test_memory_metric_counts_bytes_and_gates_them(pytester, tmp_path, monkeypat
     assert out.ret != 0
 
 
+def test_a_compiled_call_is_measured_apart(pytester, tmp_path):
+    pytester.makepyfile(test_compiled="""
+        import pytest
+        import torch
+
+
+        @torch.compile(backend="eager")
+        def double(x):
+            return x * 2
+
+
+        @pytest.mark.torchmark(compile=True)
+        def test_compiled(torchmark):
+            torchmark(double, torch.ones(8))
+    """)
+    out = _run(pytester, "--torchmark-no-store", f"--torchmark-json={tmp_path / 'c.jsonl'}")
+    out.assert_outcomes(passed=1)
+    results = load_results(tmp_path / "c.jsonl")
+    assert sorted((r.metric, r.case.description or "") for r in results) == [
+        ("compile", ""), ("wall", ""), ("wall", "eager")]
+    out.stdout.fnmatch_lines(["*(compile)*"])
+
+
 def test_device_time_under_a_simulated_gpu(pytester, fake_gpu, tmp_path):
     # in this process, where fake_gpu stands behind torch.cuda: a 20 us "kernel" a call
     pytester.makepyfile(test_gpu="""

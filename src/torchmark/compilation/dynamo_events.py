@@ -49,6 +49,7 @@ def _first_line(text: Any) -> str:
                 if x.startswith("Explanation:")), None)
     if why:
         line = f"{line}: {why}"
+    line = " ".join(line.split())  # guards pad their text with runs of spaces
     return line if len(line) <= MAX_REASON_CHARS else line[:MAX_REASON_CHARS - 3] + "..."
 
 

@@ -43,6 +43,15 @@ def measure(timer: Any, options: BenchOptions, case: Case) -> list[Result]:
     for memory: its peak bytes and bytes allocated a call)."""
     from torchmark.records.convert import from_callgrind, from_measurement
 
+    if options.compile:  # compile time, and wall time compiled and eager
+        from torchmark.compilation import measure_compile
+
+        compile_time, compiled, eager = measure_compile(
+            timer, min_run_time=options.min_run_time).results(frontend="pytest")
+        eager_case = dataclasses.replace(case, id=f"{case.id}#eager", description="eager")
+        return [dataclasses.replace(compile_time, case=case),
+                dataclasses.replace(compiled, case=case),
+                dataclasses.replace(eager, case=eager_case)]
     if options.metric == "memory":
         from torchmark.timing.results import memory_to_results
 

@@ -16,7 +16,8 @@ from torchmark.core.errors import UsageError
 METRICS = ("wall", "device", "instructions", "memory")
 DEFAULT_MIN_RUN_TIME = 0.2  # seconds of timed blocks a benchmark, as Timer.blocked_autorange
 DEFAULT_NUMBER = 100  # runs a count of instructions, as Timer.collect_callgrind
-MARK_OPTIONS = ("min_run_time", "num_threads", "device", "metric", "group", "l2", "number")
+MARK_OPTIONS = ("min_run_time", "num_threads", "device", "metric", "group", "l2", "number",
+                "compile")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +83,7 @@ class BenchOptions:
     group: str | None
     l2: str
     number: int
+    compile: bool = False  # the call is a torch.compile one: measured apart (compilation/)
 
     @classmethod
     def resolve(cls, mark_args: tuple[Any, ...], mark_kwargs: Mapping[str, Any],
@@ -112,7 +114,14 @@ class BenchOptions:
         if group is not None and (not isinstance(group, str) or not group.strip()):
             raise UsageError(f"@pytest.mark.torchmark: group must be a non-empty str, got "
                              f"{group!r}")
-        return cls(metric=metric,
+        compiled = mark_kwargs.get("compile", False)
+        if not isinstance(compiled, bool):
+            raise UsageError(f"@pytest.mark.torchmark: compile must be True or False, got "
+                             f"{compiled!r}")
+        if compiled and metric != "wall":
+            raise UsageError(f"@pytest.mark.torchmark: compile=True measures compile time "
+                             f"and wall time against eager, not {metric}")
+        return cls(metric=metric, compile=compiled,
                    min_run_time=_seconds("@pytest.mark.torchmark: min_run_time",
                                          mark_kwargs.get("min_run_time",
                                                          settings.min_run_time)),

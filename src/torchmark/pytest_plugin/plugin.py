@@ -60,7 +60,7 @@ def pytest_addoption(parser: Any) -> None:
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}(min_run_time=, num_threads=, device=, metric=, group=, l2=, "
-                   "number=): benchmark this test with torchmark (the whole test unless it "
+                   "number=, compile=): benchmark this test with torchmark (the whole test unless it "
                    "uses the torchmark fixture, which the options then steer)")
     try:
         settings = Settings.from_options(config.getoption)
@@ -95,7 +95,8 @@ def torchmark(request: Any) -> Any:
     returns what it returns; `torchmark.timeit(stmt, setup, globals)`;
     `torchmark.pedantic(fn, args, kwargs, setup=, rounds=, warmup_rounds=,
     iterations=)`. Options: `@pytest.mark.torchmark(min_run_time=, num_threads=,
-    device=, metric=, group=, l2=, number=)`."""
+    device=, metric=, group=, l2=, number=, compile=)` (compile=True: the call is a
+    torch.compile one, its compile time and its wall time beside eager's measured)."""
     from torchmark.pytest_plugin.fixture import TorchmarkFixture
 
     return TorchmarkFixture(request.node, request.config.stash[SETTINGS])

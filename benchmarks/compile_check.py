@@ -1,0 +1,167 @@
+"""torch.compile measured apart (issue 38), on the CPU with inductor and this machine's
+compiler:
+
+1. three small models (an MLP, a conv net, an attention block): torchmark's cold compile
+   time (the first call, inductor's caches empty) against Dynamo's own total
+   (`compile_times()`: `_compile.compile_inner`), their ratio (target: within 10%), the
+   warm-cache compiles, and the steady state against eager;
+2. five planted recompilation triggers (a new shape, a new dtype, a changed global, a
+   Python scalar argument, a grad-mode change), each measured TRIALS times: detected and
+   named (the guard's text) each time;
+3. graph breaks of three functions against `torch._dynamo.explain`'s count.
+
+    python benchmarks/compile_check.py [--trials 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+
+import torch
+
+import torchmark
+from torchmark.compilation import measure_compile
+
+SCALE = 1
+
+
+def scaled(x):
+    return x * SCALE
+
+
+def with_scalar(x, s):
+    return x * s
+
+
+def plain(x):
+    return (x * 2).sum()
+
+
+def one_break(x):
+    y = x.sin()
+    print("break", end="\r")
+    return y.cos()
+
+
+def two_breaks(x):
+    y = one_break(x)
+    if y.sum().item() > 1e9:
+        return y
+    return y * 2
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(32, 64), torch.nn.Linear(64, 8)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+class Conv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        return torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 2).flatten(1)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(32, 96)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return torch.softmax(q @ k.transpose(-1, -2) / 5.66, dim=-1) @ v
+
+
+TRIGGERS = [
+    ("a new shape", "state[0] += 1; f(a if state[0] % 2 else b)", "size mismatch"),
+    ("a new dtype", "state[0] += 1; f(a if state[0] % 2 else a.double())", "dtype mismatch"),
+    ("a changed global", "state[0] += 1; g['SCALE'] = 1 + state[0] % 2; s(a)", "SCALE"),
+    ("a Python scalar argument", "state[0] += 1; k(a, state[0] % 2 + 2)", "s =="),
+    ("a grad-mode change", "state[0] += 1; torch.set_grad_enabled(state[0] % 2 == 0); f(w)",
+     "grad_mode"),
+]
+
+
+def measure(stmt: str, setup: str, min_run_time: float = 0.1, **globals_):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return measure_compile(torchmark.Timer(stmt, setup, globals=globals_),
+                               min_run_time=min_run_time, warm_samples=2)
+
+
+def models() -> int:
+    misses = 0
+    print(f"{'model':<10} {'cold s':>8} {'Dynamo s':>9} {'ratio':>6} {'warm s':>14}  "
+          "steady state against eager")
+    for model, shape in ((Mlp, (16, 32)), (Conv, (2, 3, 16, 16)), (Attention, (2, 16, 32))):
+        m = measure("with torch.no_grad(): f(x)", f"x = torch.randn{shape}", 0.3,
+                    f=torch.compile(model().eval()))
+        ratio = m.cold_s / m.dynamo_s
+        misses += not 0.9 <= ratio <= 1.1
+        v = m.verdict
+        print(f"{model.__name__:<10} {m.cold_s:>8.3f} {m.dynamo_s:>9.3f} {ratio:>6.3f} "
+              f"{', '.join(f'{w:.3f}' for w in m.warm_s):>14}  {v.kind} {v.change:+.1%}")
+    return misses
+
+
+def triggers(trials: int) -> int:
+    misses = 0
+    for name, stmt, named in TRIGGERS:
+        found = 0
+        reason = ""
+        for _ in range(trials):
+            try:
+                m = measure(stmt, "a = torch.ones(8); b = torch.ones(16)", 0.05,
+                            f=torch.compile(plain, backend="eager"),
+                            s=torch.compile(scaled, backend="eager"),
+                            k=torch.compile(with_scalar, backend="eager"),
+                            g=scaled.__globals__, state=[0],
+                            w=torch.ones(8, requires_grad=True))
+            finally:
+                torch.set_grad_enabled(True)
+            hits = [r for r in m.recompiles if named in r.reason]
+            found += bool(hits)
+            reason = (hits or m.recompiles or [None])[0]
+        misses += found < trials
+        print(f"{name:<26} detected and named {found}/{trials}: "
+              f"{reason.reason if reason else '-'}")
+    return misses
+
+
+def breaks() -> int:
+    misses = 0
+    for fn in (plain, one_break, two_breaks):
+        with contextlib.redirect_stdout(io.StringIO()):
+            explained = torch._dynamo.explain(fn)(torch.ones(4))
+        m = measure("f(x)", "x = torch.ones(4)", 0.05, f=torch.compile(fn, backend="eager"))
+        same = (m.graphs, m.graph_breaks) == (explained.graph_count,
+                                             explained.graph_break_count)
+        misses += not same
+        print(f"{fn.__name__:<12} torchmark: {m.graphs} graphs, {m.graph_breaks} breaks; "
+              f"dynamo.explain: {explained.graph_count} graphs, "
+              f"{explained.graph_break_count} breaks [{'equal' if same else 'DIFFER'}]")
+    return misses
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=5)
+    args = parser.parse_args()
+    misses = models()
+    print()
+    misses += triggers(args.trials)
+    print()
+    misses += breaks()
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
