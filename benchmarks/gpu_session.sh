@@ -1,5 +1,5 @@
 #!/bin/sh
-# Everything issues 8, 28 and 37 need from a GPU, in one run: kernel, device and batch time
+# Everything issues 8, 28, 37 and 38 need from a GPU, in one run: kernel, device and batch time
 # against Nsight Compute and do_bench (gpu_kernel_time.py), the CUDA tests, the CLI on
 # the device, and the device-time comparison with do_bench / torch / Nsight Compute.
 # Logs go to $OUT (the device tool brings that folder back), else /tmp/gpu_session.
@@ -12,11 +12,12 @@
 # first, so a call cut off at its time limit still brings back those figures):
 #     kernel (gpu_kernel_time.py --quick: its figures first, then ncu's, each bounded),
 #     tests (pytest -m cuda), cli, flush (gpu_l2_flush.py: about a minute), simulated,
-#     measure (gpu_vs_do_bench --ncu: issue 8's), explain (gpu_explain.py: issue 37's)
+#     measure (gpu_vs_do_bench --ncu: issue 8's), explain (gpu_explain.py: issue 37's),
+#     memory (memory_table.py --device cuda: issue 38's)
 # Issue 28 alone (about 5 minutes on an H100; the sections' time limits add up to more):
 #     sh benchmarks/gpu_session.sh kernel tests cli
 set -u
-SECTIONS=${*:-kernel tests cli explain flush simulated measure}
+SECTIONS=${*:-kernel tests cli explain memory flush simulated measure}
 OUT=${OUT:-/tmp/gpu_session}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -111,6 +112,12 @@ cli() {
     for x in r if x.get('type') == 'record'])" 2>&1 | tee -a "$OUT/summary.txt"
 }
 
+memory() {
+    section "memory_table --device cuda (issue 38: peaks against max_memory_allocated)"
+    timeout 120 python3 benchmarks/memory_table.py --device cuda 2>&1 \
+        | tee -a "$OUT/summary.txt"
+}
+
 explain() {
     section "gpu_explain (issue 37: a kernel swap and a kernel grown, explained)"
     timeout 300 python3 benchmarks/gpu_explain.py 2>&1 | tee "$OUT/gpu_explain.log" \
@@ -119,8 +126,8 @@ explain() {
 
 for name in $SECTIONS; do
     case $name in
-        kernel|measure|cli|tests|simulated|flush|explain) "$name" ;;
-        *) echo "unknown section $name (kernel, measure, cli, tests, simulated, flush, explain)"
+        kernel|measure|cli|tests|simulated|flush|explain|memory) "$name" ;;
+        *) echo "unknown section $name (kernel, measure, cli, tests, simulated, flush, explain, memory)"
            exit 2 ;;
     esac
 done

@@ -12,7 +12,12 @@ Then the gate: the 20 cases measured as a baseline and again with one extra 4 Ki
 allocation (`torch.empty(1024)`) planted in one case, 10 times, each time in another
 case; the gate must fail that case, and only it, 10/10.
 
-    python benchmarks/memory_table.py [--trials 10]
+With `--device cuda` (benchmarks/gpu_session.sh), the same statements on the GPU, each
+peak beside its anchor: `torch.cuda.max_memory_allocated` after a reset, less the bytes
+allocated before the call, read around one call (sizes there are the caching
+allocator's, in its 512-byte blocks, on both sides).
+
+    python benchmarks/memory_table.py [--trials 10] [--device cuda]
 """
 
 from __future__ import annotations
@@ -90,11 +95,41 @@ def gate(trials: int) -> int:
     return trials - found
 
 
+def cuda_table() -> int:
+    """Each statement's CUDA peak by Timer.memory against max_memory_allocated's delta."""
+    import torch
+
+    import torchmark
+
+    setup = SETUP.replace("torch.rand(1000)", "torch.rand(1000, device='cuda')").replace(
+        "torch.rand(64, 64)", "torch.rand(64, 64, device='cuda')")
+    wrong = 0
+    print(f"{'statement':<28} {'torchmark peak':>15} {'max_memory_allocated':>21}  match")
+    for stmt in TABLE:
+        stmt_cuda = stmt.replace("torch.zeros(1000)", "torch.zeros(1000, device='cuda')")
+        m = torchmark.Timer(stmt_cuda, setup).memory(samples=3, device="cuda")
+        namespace = {"torch": torch}
+        exec(setup, namespace)
+        exec(stmt_cuda, namespace)  # the warm-up call Timer.memory makes too
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        exec(stmt_cuda, namespace)
+        torch.cuda.synchronize()
+        anchor = torch.cuda.max_memory_allocated() - base
+        ok = m.peak == anchor and m.agree
+        wrong += not ok
+        print(f"{stmt:<28} {m.peak:>15,} {anchor:>21,}  {'yes' if ok else 'NO'}")
+    print(f"cuda: {len(TABLE) - wrong}/{len(TABLE)} peaks equal max_memory_allocated's")
+    return wrong
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
-    wrong = table() + gate(args.trials)
+    wrong = cuda_table() if args.device == "cuda" else table() + gate(args.trials)
     return 1 if wrong else 0
 
 
