@@ -101,6 +101,9 @@ def cuda_table() -> int:
 
     import torchmark
 
+    if not torch.cuda.is_available():
+        print("--device cuda: there is no CUDA device here")
+        return 1
     setup = SETUP.replace("torch.rand(1000)", "torch.rand(1000, device='cuda')").replace(
         "torch.rand(64, 64)", "torch.rand(64, 64, device='cuda')")
     wrong = 0

@@ -102,6 +102,13 @@ def test_timeit_memory_refuses_what_it_cannot_do(capsys):
         assert message in capsys.readouterr().err
     assert main(["timeit", "--samples", "3", "x = 1"]) == 2
     assert "--samples: for --metric memory" in capsys.readouterr().err
+    import torch
+
+    if not torch.cuda.is_available():
+        from torchmark.core.errors import UsageError
+
+        with pytest.raises(UsageError, match="there is no CUDA device here"):
+            torchmark.Timer("x + y", SETUP).memory(device="cuda")
 
 
 def test_a_memory_step_in_the_history_is_detected(capsys, tmp_path):

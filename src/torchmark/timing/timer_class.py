@@ -459,6 +459,13 @@ class Timer:
         if isinstance(warm_up, bool) or not isinstance(warm_up, int) or warm_up < 0:
             raise UsageError(f"Timer.memory: warm_up must be an int >= 0, got {warm_up!r}")
         on_cpu = device is not None and str(device) == "cpu"
+        if device is not None and not on_cpu:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise UsageError(f"Timer.memory(device={device!r}): there is no CUDA device "
+                                 "here (torch.cuda.is_available() is False); leave device "
+                                 "unset, or 'cpu', for the CPU allocator's bytes")
         call, chosen = self._gpu_statement(None if on_cpu else device, "memory")
         with self._threads():
             return measure_memory(call, self._task_spec, device=None if on_cpu else chosen,
