@@ -569,3 +569,21 @@ def test_the_profilers_start_and_stop_lines_are_dropped_and_others_kept(tmp_path
     replay(tmp_path / "t.json", warmup=0, iterations=1, profile=tmp_path / "p.json")
     err = capfd.readouterr().err
     assert "from the script" in err and "USDT" not in err and "Trace Observer" not in err
+
+
+def test_memory_metric_counts_each_replayed_ops_bytes(tmp_path, capsys):
+    path = record_program(tmp_path, "mlp")
+    report = replay(path, warmup=1, iterations=2, metric="memory", out=tmp_path / "m.jsonl")
+    assert "top" in str(report) and " B " in str(report) and "peak bytes" in str(report)
+    from torchmark.ops.results_file import read_records
+    from torchmark.records import load_results
+
+    linears = [r["metrics"]["forward"]["bytes"] for r in read_records(tmp_path / "m.jsonl")
+               if r["op"] == "aten::linear"]
+    # mlp_step's two linears, float32: 8 rows into 32 features, then into 4
+    assert [b["peak"] for b in linears] == [[8 * 32 * 4] * 2, [8 * 4 * 4] * 2]
+    assert [b["allocations"] for b in linears] == [[1, 1], [1, 1]]
+    results = load_results(tmp_path / "m.jsonl")
+    assert {r.metric for r in results if r.ok} == {"memory", "allocated"}
+    assert main(["replay", str(path), "--metric", "memory", "-i", "1", "-w", "0"]) == 0
+    assert "by peak bytes" in capsys.readouterr().out

@@ -30,12 +30,13 @@ from torchmark.core.threads import MAX_THREADS
               help="torch CPU threads for the replay (as torch's Timer and every torchmark "
                    "command). The count is printed and recorded in the results.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True)
-@click.option("--metric", type=click.Choice(["time", "kernel"]), default="time",
+@click.option("--metric", type=click.Choice(["time", "kernel", "memory"]), default="time",
               show_default=True,
               help="time: each op's device time on a GPU (CUDA events), host time on the "
                    "CPU; kernel: each op's kernel time, the sum of its kernels' durations "
-                   "from the GPU's timestamps (torch.profiler; --device cuda). See "
-                   "docs/gpu.md.")
+                   "from the GPU's timestamps (torch.profiler; --device cuda); memory: "
+                   "each op's peak bytes and bytes allocated a call, from torch's "
+                   "allocator (docs/metrics.md). See docs/gpu.md.")
 @click.option("--allow-unsafe-ops", is_flag=True,
               help="Also run ops with side effects (files, process-wide state), which are "
                    "refused by default: only for a trace you trust (docs/security.md).")

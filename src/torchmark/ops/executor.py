@@ -535,7 +535,7 @@ def memory_phase(clock: _Clock, call: Callable[..., Any], n: int, *,
     """--metric memory: n calls' allocations, one sample a call (timing/memory.py), with
     `before` (its result passed to `call`) and `reset` run outside each sample:
     {"bytes": {field: [a value a call]}, "median": the peaks' median, "iterations": n}."""
-    from torchmark.timing.memory import FIELDS, sample_cpu, sample_cuda
+    from torchmark.timing.memory import columns, sample_cpu, sample_cuda
 
     samples = []
     for _ in range(n):
@@ -543,9 +543,14 @@ def memory_phase(clock: _Clock, call: Callable[..., Any], n: int, *,
         if reset is not None:
             reset()
         samples.append(sample_cuda(one, clock.device) if clock.cuda else sample_cpu(one))
-    columns = {name: [getattr(s, name) for s in samples] for name in FIELDS
-               if name != "reserved" or clock.cuda}
-    return {"bytes": columns, "median": statistics.median(columns["peak"]), "iterations": n}
+    return bytes_record(columns(samples, reserved=clock.cuda))
+
+
+def bytes_record(counted: dict[str, list[int]]) -> dict[str, Any]:
+    """A pass's record under --metric memory: {"bytes": a list a field, "median": the
+    peaks' median, "iterations": the calls sampled} (results_file.py reads it)."""
+    return {"bytes": counted, "median": statistics.median(counted["peak"]),
+            "iterations": len(counted["peak"])}
 
 
 def _kernels(clock: _Clock) -> dict[str, Any]:

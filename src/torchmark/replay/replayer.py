@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import functools
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
@@ -32,6 +32,9 @@ from torchmark.timing.measurement import Measurement
 _REF = object()  # marks an argument slot filled from an earlier op's output
 
 
+METRICS = ("time", "kernel", "memory")  # what a replay measures of each op
+
+
 @dataclasses.dataclass
 class ReplayedOp:
     """One top-level operator of the trace and what became of it."""
@@ -51,6 +54,13 @@ class ReplayedOp:
     call: Any = None  # the operator's C++ callable, resolved once after the dry run
     slots: list[tuple[int, tuple[int, int]]] | None = None  # see _output_slots
     release: tuple[tuple[int, int], ...] = ()  # outputs no later op reads: dropped after it
+    memory: list[Any] = dataclasses.field(default_factory=list)  # MemorySamples (--metric)
+
+    @property
+    def values(self) -> list[float]:
+        """What was measured of it a call: its peak bytes (--metric memory), else its
+        times."""
+        return [float(s.peak) for s in self.memory] if self.memory else self.times
 
     @property
     def id(self) -> str:
@@ -80,9 +90,10 @@ class Replayer:
                  allow_unsafe_ops: bool = False, metric: str = "time") -> None:
         import torch
 
-        if metric not in ("time", "kernel"):
-            raise ValueError(f"metric must be 'time' or 'kernel', got {metric!r}")
-        # "kernel": each op's kernel time (its kernels' durations summed, CUPTI)
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+        # "kernel": each op's kernel time (its kernels' durations summed, CUPTI);
+        # "memory": each op's allocations a call (timing/memory.py), no time
         self.metric = metric
         self.torch = torch
         self.trace, self.device = trace, torch.device(device)
@@ -354,13 +365,29 @@ class Replayer:
         else:
             warm_up(run, warmup)
         for rop in self.replayed:
-            rop.times = []
+            rop.times, rop.memory = [], []
         if self.metric == "kernel":
             self._kernel_iterations(iterations)
+            return
+        if self.metric == "memory":
+            for _ in range(iterations):
+                self.reset()
+                self.run_once(within=self._memory_of)
             return
         for _ in range(iterations):
             self.reset()
             self.run_once(lambda rop, seconds: rop.times.append(seconds))
+
+    @contextlib.contextmanager
+    def _memory_of(self, index: int) -> Iterator[None]:
+        """--metric memory: the allocations of the i-th op's call, kept as its sample."""
+        from torchmark.timing.memory import sampling
+
+        rop = self.ops[index]
+        with sampling(self.device if self.device.type == "cuda" else None) as taken:
+            yield
+        if rop.status == "replayed":
+            rop.memory.extend(taken)
 
     def _kernel_iterations(self, iterations: int) -> None:
         """Kernel time: each iteration under the profiler, each op in its range; an op's

@@ -28,12 +28,14 @@ class ReplayReport:
     # why `time_weighted` is None
     time_weighted_unknown: str = "no op durations beside the trace"
     threads: int | None = None  # torch's CPU threads during the replay
-    metric: str = "time"  # "kernel": the ops' kernel times (docs/gpu.md)
+    metric: str = "time"  # "kernel": the ops' kernel times (docs/gpu.md); "memory": bytes
 
     @property
     def quantity(self) -> str:
         """What the ops' times are: kernel time, device time (CUDA events, on a GPU)
         or host time."""
+        if self.metric == "memory":
+            return "peak bytes"
         return "kernel time" if self.metric == "kernel" else \
             "device time" if self.device.startswith("cuda") else "host time"
 
@@ -55,7 +57,7 @@ class ReplayReport:
     def top(self, n: int = 10) -> list[ReplayedOp]:
         from torchmark.replay.replayer import median_or_none
 
-        return sorted(self.replayed, key=lambda op: -(median_or_none(op.times) or 0))[:n]
+        return sorted(self.replayed, key=lambda op: -(median_or_none(op.values) or 0))[:n]
 
 
 def _load_timing(trace_path: str | os.PathLike) -> Any:
@@ -117,7 +119,6 @@ def _time_weighted(ops: list[ReplayedOp], durations: dict[int, float]) -> float 
 
 
 def op_record(op: ReplayedOp) -> dict[str, Any]:
-    from torchmark.ops.executor import summarize
 
     node = op.node
     return {"type": "record", "op": op.op, "id": op.id,
@@ -125,9 +126,20 @@ def op_record(op: ReplayedOp) -> dict[str, Any]:
                                                 "types": node.inputs["types"]},
                        "node": node.id, "schema": node.schema},
             "status": "ok" if op.status == "replayed" else op.status,
-            "metrics": {"forward": summarize(op.times)} if op.times else None,
+            "metrics": _metrics(op),
             "error": op.reason, "output_mismatch": op.output_mismatch,
             "recorded_us": op.recorded_us}
+
+
+def _metrics(op: ReplayedOp) -> dict[str, Any] | None:
+    """A replayed op's record metrics: its bytes (--metric memory) or its times."""
+    from torchmark.ops.executor import bytes_record, summarize
+    from torchmark.timing.memory import columns
+
+    if op.memory:
+        return {"forward": bytes_record(columns(op.memory, reserved=any(
+            s.reserved is not None for s in op.memory)))}
+    return {"forward": summarize(op.times)} if op.times else None
 
 
 def _unknown_because(timing: Any, durations: dict[int, float]) -> str:
@@ -152,11 +164,15 @@ def replay(path: str | os.PathLike, *, device: str = "cpu", warmup: int = 2,
     own count). Ops with side
     effects (files, process-wide state) are refused unless `allow_unsafe_ops`.
     `metric="kernel"` (a CUDA device): each op's kernel time, the sum of its kernels'
-    durations from the GPU's timestamps, instead of its device time (docs/gpu.md)."""
+    durations from the GPU's timestamps, instead of its device time (docs/gpu.md);
+    `metric="memory"`: each op's allocations a call instead (docs/metrics.md)."""
     import torch
 
-    if metric not in ("time", "kernel"):
-        raise ValueError(f"metric must be 'time' or 'kernel', got {brief_repr(metric)}")
+    from torchmark.replay.replayer import METRICS
+
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got "
+                         f"{brief_repr(metric)}")
     if metric == "kernel" and not torch.cuda.is_available():
         raise ValueError("--metric kernel: there is no CUDA device here "
                          "(torch.cuda.is_available() is False); kernel time is read from "
@@ -265,12 +281,13 @@ def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
     if report.iteration is not None:
         lines.append(f"iteration: median {format_seconds(report.iteration.median)} "
                      f"({len(report.iteration.times)} iterations)")
-    total = sum(median_or_none(op.times) or 0 for op in report.replayed) or 1.0
+    total = sum(median_or_none(op.values) or 0 for op in report.replayed) or 1.0
+    shown = (lambda b: f"{b:,.0f} B") if report.metric == "memory" else format_seconds
     lines.append(f"top {min(top, len(report.replayed))} ops by {report.quantity}:")
     for op in report.top(top):
-        median = median_or_none(op.times) or 0
+        median = median_or_none(op.values) or 0
         mark = " *" if op.output_mismatch else ""
-        lines.append(f"  {format_seconds(median):>10}  {median / total:6.1%}  {op.op} "
+        lines.append(f"  {shown(median):>10}  {median / total:6.1%}  {op.op} "
                      f"(node {op.node.id}){mark}")
     lines += [f"note: {note}" for note in report.notes]
     differing = [op for op in report.replayed if op.output_mismatch]

@@ -16,9 +16,10 @@ on first use).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from torchmark.core.task_spec import TaskSpec
@@ -48,16 +49,43 @@ class MemorySample:
         return dataclasses.asdict(self)
 
 
-def sample_cpu(call: Callable[[], Any]) -> MemorySample:
-    """One call's CPU allocations, from the profiler's memory events."""
+@contextlib.contextmanager
+def sampling(device: Any = None) -> Iterator[list[MemorySample]]:
+    """The allocations of the body as one sample, appended to the list it yields when
+    the body ends: on `device` (a CUDA torch.device) from the caching allocator's
+    statistics, else on the CPU from the profiler's memory events."""
+    taken: list[MemorySample] = []
+    if device is not None:
+        import torch
+
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_stats(device)
+        yield taken
+        torch.cuda.synchronize(device)
+        taken.append(_from_stats(before, torch.cuda.memory_stats(device)))
+        return
     from torch.profiler import ProfilerActivity, profile
 
     from torchmark.profiler_logs import quietly_entered
 
     with quietly_entered(profile(activities=[ProfilerActivity.CPU], profile_memory=True,
                                  record_shapes=False)) as prof:
+        yield taken
+    taken.append(_walk(prof.profiler.kineto_results.events()))
+
+
+def sample_cpu(call: Callable[[], Any]) -> MemorySample:
+    """One call's CPU allocations, from the profiler's memory events."""
+    with sampling() as taken:
         call()
-    return _walk(prof.profiler.kineto_results.events())
+    return taken[0]
+
+
+def columns(samples: Sequence[MemorySample], reserved: bool) -> dict[str, list[int]]:
+    """The samples as one list a field (FIELDS; `reserved` only when asked: CUDA's)."""
+    return {name: [getattr(s, name) for s in samples] for name in FIELDS
+            if name != "reserved" or reserved}
 
 
 def _walk(events: Any) -> MemorySample:
@@ -76,15 +104,13 @@ def _walk(events: Any) -> MemorySample:
 
 def sample_cuda(call: Callable[[], Any], device: Any) -> MemorySample:
     """One call's allocations on `device`, from the caching allocator's statistics."""
-    import torch
+    with sampling(device) as taken:
+        call()
+    return taken[0]
 
-    torch.cuda.synchronize(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    before = torch.cuda.memory_stats(device)
-    call()
-    torch.cuda.synchronize(device)
-    after = torch.cuda.memory_stats(device)
 
+def _from_stats(before: Mapping[str, Any], after: Mapping[str, Any]) -> MemorySample:
+    """The sample that the caching allocator's statistics before and after a call make."""
     def get(stats: Mapping[str, Any], key: str) -> int:
         return int(stats.get(key, 0))
 
