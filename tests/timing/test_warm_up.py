@@ -101,3 +101,38 @@ def test_a_stationary_statement_is_measured_as_before():
     assert "Warm-up:" not in repr(m)  # nothing to say: the repr is torch's
     assert WarmUp.from_dict(warm.to_dict()) == warm
     assert WarmUp.from_dict({"calls": "1"}) is None
+
+
+def test_device_time_sampling_leaves_its_warm_up_out_too():
+    import itertools
+
+    from torchmark.timing.gpu_sampler import sample_until
+    from torchmark.timing.measurement import Measurement
+    from torchmark.timing.stopping import FixedCount, StopRule
+    from torchmark.timing.task_spec import TaskSpec
+
+    def batches(values):
+        it = iter(values)
+        return lambda: (batch := next(it), [v / 10 for v in batch], True)
+
+    clock = iter(i * 0.01 for i in itertools.count())
+    slow_first = itertools.chain([[3e-5] * 10] * 3, itertools.repeat([1e-5] * 10))
+    rule = StopRule(rsd=0.5, min_time=1e-3, max_time=10, min_samples=10)
+    sampled = sample_until(rule, batches(slow_first), lambda: next(clock))
+    assert set(sampled.times) == {1e-5}  # the 30 slow calls left out
+    warm = sampled.decision.warm_up
+    assert warm["dropped_blocks"] == 30 and warm["stationary"]
+    # still getting faster when the time is up: said, in the measurement's warnings
+    falling = ([1e-5 * (2 - 0.01 * (10 * b + i)) for i in range(10)] for b in itertools.count())
+    clock = iter(i * 0.01 for i in itertools.count())
+    sampled = sample_until(StopRule(rsd=0.001, min_time=0, max_time=0.3, settle=0),
+                           batches(falling), lambda: next(clock))
+    assert sampled.decision.warm_up["stationary"] is False
+    m = Measurement(1, sampled.times, TaskSpec("x", "pass"),
+                    {"stop": sampled.decision.to_dict()})
+    assert any("still getting faster" in w for w in m.warnings)
+    # a fixed count (ops' passes) is taken as it is
+    clock = iter(i * 0.01 for i in itertools.count())
+    slow_first = itertools.chain([[3e-5] * 10] * 3, itertools.repeat([1e-5] * 10))
+    sampled = sample_until(FixedCount(50), batches(slow_first), lambda: next(clock))
+    assert len(sampled.times) == 50 and sampled.decision.warm_up is None

@@ -18,12 +18,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from torchmark.timing.measurement import SpinReport
-from torchmark.timing.stopping import NoiseHistory, RunningStats, StopCriterion, StopDecision
+from torchmark.timing.stopping import (
+    NoiseHistory,
+    RunningStats,
+    StopCriterion,
+    StopDecision,
+    StopRule,
+)
+from torchmark.timing.warm_up import MIN_BLOCKS_TESTED, WarmUp, warm_up_end
 
 CALIBRATION_CYCLES = 2_000_000  # about a millisecond of spin at 2 GHz
 CALIBRATION_LEAD = 200_000  # a spin ahead of the timed one hides its launch
@@ -387,6 +395,7 @@ def sample_until(rule: StopCriterion,
     kept, throttled = RunningStats(), RunningStats()
     kept_noise, throttled_noise = NoiseHistory(), NoiseHistory()
     started = clock()
+    warm = WarmUp(0, 0.0)  # the samples left out as warm-up (a StopRule's, checked)
     while True:
         batch, batch_hosts, keep = take_batch()
         if keep:
@@ -407,6 +416,18 @@ def sample_until(rule: StopCriterion,
                 decision = rule.decide(throttled, elapsed) or decision
                 return Sampled(low, low_hosts, 0,
                                dataclasses.replace(decision, all_below_clock=True))
+            if isinstance(rule, StopRule):  # a fixed count is taken as it is
+                cut = warm_up_end(samples)
+                if cut:  # the first samples were still getting faster: left out
+                    warm = WarmUp(warm.calls + cut, warm.seconds + math.fsum(samples[:cut]),
+                                  warm.dropped_blocks + cut, stationary=elapsed < rule.max_time)
+                    samples, hosts = samples[cut:], hosts[cut:]
+                    if elapsed < rule.max_time:  # time left: sample on
+                        kept, kept_noise = RunningStats(), NoiseHistory()
+                        kept.extend(samples)
+                        continue
+                decision = dataclasses.replace(decision, warm_up=dataclasses.replace(
+                    warm, tested=len(samples) >= MIN_BLOCKS_TESTED).to_dict())
             return Sampled(samples, hosts, len(low), decision)
 
 

@@ -249,10 +249,12 @@ class Measurement:
 
     @property
     def warm_up(self) -> WarmUp | None:
-        """How the warm-up went (Timer.blocked_autorange, adaptive_autorange: see
-        timing/warm_up.py), or None when the measurement does not say."""
+        """How the warm-up went (Timer.blocked_autorange, adaptive_autorange, device and
+        kernel time: see timing/warm_up.py), or None when the measurement does not say."""
         meta = self.metadata if isinstance(self.metadata, dict) else {}
-        return WarmUp.from_dict(meta.get("warm_up"))
+        stop = meta.get("stop")  # device and kernel time: their stop decision holds it
+        return WarmUp.from_dict(meta.get("warm_up") or
+                                (stop.get("warm_up") if isinstance(stop, dict) else None))
 
     def _add_warning(self, message: str) -> None:
         relative_iqr = self.iqr / self.median * 100 if self.median != 0 else math.inf

@@ -25,14 +25,18 @@ class StopDecision:
     samples: int
     rsd: float | None
     all_below_clock: bool = False
+    # how the warm-up went (timing/warm_up.py's WarmUp as a dict), where it was checked
+    warm_up: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object device-time reports have always held: `all_below_clock` only
-        when set."""
+        """The JSON object device-time reports have always held: `all_below_clock` and
+        `warm_up` only when set."""
         data: dict[str, Any] = {"rule": self.rule, "reason": self.reason,
                                 "samples": self.samples, "rsd": self.rsd}
         if self.all_below_clock:
             data["all_below_clock"] = True
+        if self.warm_up is not None:
+            data["warm_up"] = self.warm_up
         return data
 
     @classmethod
@@ -43,7 +47,9 @@ class StopDecision:
                    samples=samples if type(samples) is int else 0,
                    rsd=float(rsd) if isinstance(rsd, (int, float)) and
                    not isinstance(rsd, bool) else None,
-                   all_below_clock=data.get("all_below_clock") is True)
+                   all_below_clock=data.get("all_below_clock") is True,
+                   warm_up=data.get("warm_up") if isinstance(data.get("warm_up"), dict)
+                   else None)
 
 
 class StopCriterion(Protocol):
