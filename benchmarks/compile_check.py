@@ -24,6 +24,7 @@ import torch
 
 import torchmark
 from torchmark.compilation import measure_compile
+from torchmark.demos.compile_models import models as small_models
 
 SCALE = 1
 
@@ -53,34 +54,6 @@ def two_breaks(x):
     return y * 2
 
 
-class Mlp(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a, self.b = torch.nn.Linear(32, 64), torch.nn.Linear(64, 8)
-
-    def forward(self, x):
-        return self.b(torch.relu(self.a(x)))
-
-
-class Conv(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3)
-
-    def forward(self, x):
-        return torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 2).flatten(1)
-
-
-class Attention(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.qkv = torch.nn.Linear(32, 96)
-
-    def forward(self, x):
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        return torch.softmax(q @ k.transpose(-1, -2) / 5.66, dim=-1) @ v
-
-
 TRIGGERS = [
     ("a new shape", "state[0] += 1; f(a if state[0] % 2 else b)", "size mismatch"),
     ("a new dtype", "state[0] += 1; f(a if state[0] % 2 else a.double())", "dtype mismatch"),
@@ -97,11 +70,11 @@ def measure(stmt: str, setup: str, min_run_time: float = 0.1, **globals_):
                                min_run_time=min_run_time, warm_samples=2)
 
 
-def models() -> int:
+def compile_times() -> int:
     misses = 0
     print(f"{'model':<10} {'cold s':>8} {'Dynamo s':>9} {'ratio':>6} {'warm s':>14}  "
           "steady state against eager")
-    for model, shape in ((Mlp, (16, 32)), (Conv, (2, 3, 16, 16)), (Attention, (2, 16, 32))):
+    for model, shape in small_models():
         m = measure("with torch.no_grad(): f(x)", f"x = torch.randn{shape}", 0.3,
                     f=torch.compile(model().eval()))
         ratio = m.cold_s / m.dynamo_s
@@ -155,7 +128,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=5)
     args = parser.parse_args()
-    misses = models()
+    misses = compile_times()
     print()
     misses += triggers(args.trials)
     print()

@@ -12,6 +12,7 @@ import torchmark
 from torchmark.cli.main import main
 from torchmark.compilation import measure_compile
 from torchmark.core.errors import MeasurementError
+from torchmark.demos.compile_models import models
 
 SCALE = 1
 
@@ -119,37 +120,8 @@ def test_compile_refuses_what_it_cannot_do(capsys):
     assert "it does not take --metric" in capsys.readouterr().err
 
 
-class _Mlp(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a, self.b = torch.nn.Linear(32, 64), torch.nn.Linear(64, 8)
-
-    def forward(self, x):
-        return self.b(torch.relu(self.a(x)))
-
-
-class _Conv(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3)
-
-    def forward(self, x):
-        return torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 2).flatten(1)
-
-
-class _Attention(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.qkv = torch.nn.Linear(32, 96)
-
-    def forward(self, x):
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        return torch.softmax(q @ k.transpose(-1, -2) / 5.66, dim=-1) @ v
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("model, shape", [(_Mlp, (16, 32)), (_Conv, (2, 3, 16, 16)),
-                                          (_Attention, (2, 16, 32))])
+@pytest.mark.parametrize("model, shape", models(), ids=["mlp", "conv", "attention"])
 def test_cold_compile_time_agrees_with_dynamos_own_total(model, shape):
     compiled = torch.compile(model().eval())  # inductor, with this machine's compiler
     m = _measure("with torch.no_grad(): f(x)", f"x = torch.randn{shape}", f=compiled)

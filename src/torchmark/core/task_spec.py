@@ -88,3 +88,28 @@ class Language(enum.Enum):
 
     PYTHON = 0
     CPP = 1
+
+
+class TaskLabels:
+    """The labels a measurement of a TaskSpec shows (in Compare's rows and columns),
+    for classes holding one as `task_spec`."""
+
+    task_spec: TaskSpec
+
+    @property
+    def title(self) -> str:
+        return self.task_spec.title
+
+    @property
+    def description(self) -> str | None:
+        return self.task_spec.description
+
+    @property
+    def env(self) -> str:
+        """The environment tag, or 'Unspecified env' when none was given."""
+        return "Unspecified env" if self.task_spec.env is None else self.task_spec.env
+
+    @property
+    def as_row_name(self) -> str:
+        return self.task_spec.sub_label or self.task_spec.stmt or "[Unknown]"
+

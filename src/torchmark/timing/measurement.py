@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from torchmark.core.bounded_input import brief_repr, load_json
 from torchmark.core.stats import population_std, quantile, select_unit
-from torchmark.core.task_spec import TASK_SPEC_FIELDS, TaskSpec, plain_int
+from torchmark.core.task_spec import TASK_SPEC_FIELDS, TaskLabels, TaskSpec, plain_int
 from torchmark.timing.stopping import StopDecision
 from torchmark.timing.warm_up import TRENDING_WARNING, WarmUp
 from torchmark.verdicts.replicates import MAX_REPLICATES
@@ -148,7 +148,7 @@ def _record(cls: Any, data: dict[str, Any] | None, kind: type, **kinds: type) ->
 
 
 @dataclasses.dataclass(init=True, repr=False)
-class Measurement:
+class Measurement(TaskLabels):
     """One or more timings of one TaskSpec.
 
     `raw_times[i]` is the time of one block of `number_per_run` runs; the statistics
@@ -262,20 +262,6 @@ class Measurement:
             f"  WARNING: Interquartile range is {relative_iqr:.1f}% "
             f"of the median measurement.\n           {message}",
         )
-
-    # -- labels -----------------------------------------------------------------------
-    @property
-    def title(self) -> str:
-        return self.task_spec.title
-
-    @property
-    def env(self) -> str:
-        """The environment tag, or 'Unspecified env' when none was given."""
-        return "Unspecified env" if self.task_spec.env is None else self.task_spec.env
-
-    @property
-    def as_row_name(self) -> str:
-        return self.task_spec.sub_label or self.task_spec.stmt or "[Unknown]"
 
     def __repr__(self) -> str:
         return f"{object.__repr__(self)}\n{self._body()}"

@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from torchmark.core.task_spec import TaskSpec
+from torchmark.core.task_spec import TaskLabels, TaskSpec
 
 SCHEMA_NAME = "torchmark.memory"
 SCHEMA_VERSION = 1
@@ -125,7 +125,7 @@ def _from_stats(before: Mapping[str, Any], after: Mapping[str, Any]) -> MemorySa
 
 
 @dataclasses.dataclass(frozen=True)
-class MemoryMeasurement:
+class MemoryMeasurement(TaskLabels):
     """A statement's memory samples, one a call, after `warm_up` calls not sampled."""
 
     samples: tuple[MemorySample, ...]
@@ -180,18 +180,6 @@ class MemoryMeasurement:
     @property
     def has_warnings(self) -> bool:
         return bool(self.warnings)
-
-    @property
-    def description(self) -> str | None:
-        return self.task_spec.description
-
-    @property
-    def env(self) -> str:
-        return "Unspecified env" if self.task_spec.env is None else self.task_spec.env
-
-    @property
-    def as_row_name(self) -> str:
-        return self.task_spec.sub_label or self.task_spec.stmt or "[Unknown]"
 
     @property
     def agree(self) -> bool:
