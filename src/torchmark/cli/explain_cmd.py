@@ -83,7 +83,7 @@ def _collect_hint(result, before) -> str:
     Python profile collected at the two sides' commits."""
     title = result.case.title
     if result.case.frontend not in ("timeit", "suite", "fuzz") or \
-            not result.case.stmt.strip():
+            not result.case.stmt.strip() or result.unit != "s":
         return f"{title}: nothing stored explains its change ({result.metric}; no " \
                "per-function counts, kernels or ops on both sides)"
     old = next((r for r in before if r.case.id == result.case.id), None)
