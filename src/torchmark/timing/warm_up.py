@@ -6,8 +6,9 @@ then are not the steady state. After the blocks are timed, every split of them i
 the first k and the rest is scored by a one-sided rank test (Mann-Whitney: the first k
 slower), all at once from the blocks' ranks; at the best split, when the test says so
 at TREND_P and the first k's median is above the rest's by more than TREND_MARGIN (or,
-when more, the rest's own IQR / median), the first k were still warm-up. They are dropped, blocks are timed until the kept ones
-again reach the run time asked for, and the test repeats, within a budget of time.
+when more, the rest's own IQR / median), the first k were still warm-up. They are
+dropped, blocks are timed until the kept ones again reach the run time asked for, and
+the test repeats, within a budget of time.
 Dropping blocks of a stationary statement (a false alarm) costs time, never accuracy.
 A statement that is stationary from its first block is tested once and measured no
 longer than without the test.
@@ -46,9 +47,7 @@ def warm_up_end(times: Sequence[float]) -> int:
     sd = np.sqrt(k * (n - k) / 12 * ((n + 1) - tie_term))
     with np.errstate(invalid="ignore", divide="ignore"):
         z = np.where(sd > 0, (u - k * (n - k) / 2 - 0.5) / sd, 0.0)
-    keep = (k >= 1) & (n - k >= MIN_STEADY_BLOCKS)
-    if not keep.any():
-        return 0
+    keep = n - k >= MIN_STEADY_BLOCKS  # a steady part long enough to stand for it
     best = int(k[keep][np.argmax(z[keep])])
     p = 0.5 * math.erfc(float(z[best - 1]) / math.sqrt(2))  # one-sided: earlier is slower
     rest = values[best:]
