@@ -4,6 +4,8 @@ shortened and grouped by library; `explain --collect` counts both commits."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from torchmark.cli.main import main
@@ -75,7 +77,8 @@ def test_explain_collect_counts_both_commits_and_profiles_them(capsys, planted):
     python = lines.index("Python functions whose work changed (lines executed a run; "
                          "calls a run):")
     assert lines[python + 1].startswith("  planted/work.py:10 work: lines 8,003 -> 8,083")
-    assert lines[-1].startswith(f"reproduce: torchmark callgrind {planted.statement} -s ")
+    assert lines[-1].startswith("reproduce: " + shlex.join(
+        ["torchmark", "callgrind", planted.statement, "-s", planted.setup]))
     assert lines[-1].endswith(f"(at commit {planted.commits[2][:12]}, then at commit "
                               f"{planted.commits[3][:12]})")
 
