@@ -24,21 +24,13 @@ import torch
 
 import torchmark
 from torchmark.compilation import measure_compile
+from torchmark.demos.compile_models import (
+    RECOMPILE_TRIGGERS,
+    TRIGGER_SETUP,
+    plain,
+    trigger_globals,
+)
 from torchmark.demos.compile_models import models as small_models
-
-SCALE = 1
-
-
-def scaled(x):
-    return x * SCALE
-
-
-def with_scalar(x, s):
-    return x * s
-
-
-def plain(x):
-    return (x * 2).sum()
 
 
 def one_break(x):
@@ -52,16 +44,6 @@ def two_breaks(x):
     if y.sum().item() > 1e9:
         return y
     return y * 2
-
-
-TRIGGERS = [
-    ("a new shape", "state[0] += 1; f(a if state[0] % 2 else b)", "size mismatch"),
-    ("a new dtype", "state[0] += 1; f(a if state[0] % 2 else a.double())", "dtype mismatch"),
-    ("a changed global", "state[0] += 1; g['SCALE'] = 1 + state[0] % 2; s(a)", "SCALE"),
-    ("a Python scalar argument", "state[0] += 1; k(a, state[0] % 2 + 2)", "s =="),
-    ("a grad-mode change", "state[0] += 1; torch.set_grad_enabled(state[0] % 2 == 0); f(w)",
-     "grad_mode"),
-]
 
 
 def measure(stmt: str, setup: str, min_run_time: float = 0.1, **globals_):
@@ -87,17 +69,12 @@ def compile_times() -> int:
 
 def triggers(trials: int) -> int:
     misses = 0
-    for name, stmt, named in TRIGGERS:
+    for name, stmt, named in RECOMPILE_TRIGGERS:
         found = 0
         reason = ""
         for _ in range(trials):
             try:
-                m = measure(stmt, "a = torch.ones(8); b = torch.ones(16)", 0.05,
-                            f=torch.compile(plain, backend="eager"),
-                            s=torch.compile(scaled, backend="eager"),
-                            k=torch.compile(with_scalar, backend="eager"),
-                            g=scaled.__globals__, state=[0],
-                            w=torch.ones(8, requires_grad=True))
+                m = measure(stmt, TRIGGER_SETUP, 0.05, **trigger_globals())
             finally:
                 torch.set_grad_enabled(True)
             hits = [r for r in m.recompiles if named in r.reason]
@@ -111,7 +88,7 @@ def triggers(trials: int) -> int:
 
 def breaks() -> int:
     misses = 0
-    for fn in (plain, one_break, two_breaks):
+    for fn in (plain, one_break, two_breaks):  # none, one and three graph breaks
         with contextlib.redirect_stdout(io.StringIO()):
             explained = torch._dynamo.explain(fn)(torch.ones(4))
         m = measure("f(x)", "x = torch.ones(4)", 0.05, f=torch.compile(fn, backend="eager"))

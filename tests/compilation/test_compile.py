@@ -12,9 +12,12 @@ import torchmark
 from torchmark.cli.main import main
 from torchmark.compilation import measure_compile
 from torchmark.core.errors import MeasurementError
-from torchmark.demos.compile_models import models
-
-SCALE = 1
+from torchmark.demos.compile_models import (
+    RECOMPILE_TRIGGERS,
+    TRIGGER_SETUP,
+    models,
+    trigger_globals,
+)
 
 
 def breaking(x):
@@ -24,18 +27,6 @@ def breaking(x):
     if z.sum().item() > 1e9:  # .item(): a second break
         return z
     return z * 2
-
-
-def scaled(x):
-    return x * SCALE
-
-
-def with_scalar(x, s):
-    return x * s
-
-
-def plain(x):
-    return (x * 2).sum()
 
 
 def _measure(stmt: str, setup: str = "pass", **globals_):
@@ -53,22 +44,10 @@ def test_graph_breaks_are_counted_as_dynamo_explain_counts_them(capsys):
     assert "graph breaks: 2" in m.summary()
 
 
-@pytest.mark.parametrize("name, stmt, named", [
-    ("a new shape", "state[0] += 1; f(a if state[0] % 2 else b)", "size mismatch"),
-    ("a new dtype", "state[0] += 1; f(a if state[0] % 2 else a.double())", "dtype mismatch"),
-    ("a changed global", "state[0] += 1; g['SCALE'] = 1 + state[0] % 2; s(a)", "G['SCALE'] == 1"),
-    ("a Python scalar argument", "state[0] += 1; k(a, state[0] % 2 + 2)", "s == 2"),
-    ("a grad-mode change",
-     "state[0] += 1; torch.set_grad_enabled(state[0] % 2 == 0); f(w)", "grad_mode"),
-])
+@pytest.mark.parametrize("name, stmt, named", RECOMPILE_TRIGGERS)
 def test_each_planted_recompilation_is_detected_and_named(name, stmt, named):
     try:
-        m = _measure(stmt, "a = torch.ones(8); b = torch.ones(16)",
-                     f=torch.compile(plain, backend="eager"),
-                     s=torch.compile(scaled, backend="eager"),
-                     k=torch.compile(with_scalar, backend="eager"),
-                     g=scaled.__globals__, state=[0],
-                     w=torch.ones(8, requires_grad=True))
+        m = _measure(stmt, TRIGGER_SETUP, **trigger_globals())
     finally:
         torch.set_grad_enabled(True)
     assert m.recompiles, name
@@ -79,14 +58,13 @@ def test_each_planted_recompilation_is_detected_and_named(name, stmt, named):
 def test_a_recompilation_fails_the_measurement_when_asked():
     timer = torchmark.Timer("state[0] += 1; f(a if state[0] % 2 else b)",
                             "a = torch.ones(8); b = torch.ones(16)",
-                            globals={"f": torch.compile(plain, backend="eager"),
-                                     "state": [0]})
+                            globals={"f": trigger_globals()["f"], "state": [0]})
     with pytest.raises(MeasurementError, match="1 recompilation.*size mismatch"):
         measure_compile(timer, min_run_time=0.05, warm_samples=0, fail_on_recompile=True)
 
 
 def test_the_results_are_compile_time_and_both_wall_times(tmp_path, capsys):
-    m = _measure("f(x)", "x = torch.ones(64)", f=torch.compile(plain, backend="eager"))
+    m = _measure("f(x)", "x = torch.ones(64)", f=trigger_globals()["f"])
     compile_time, compiled, eager = m.results()
     assert compile_time.metric == "compile" and compile_time.unit == "s"
     assert compile_time.samples == m.warm_s and compile_time.extra["compile"]["graphs"] == 1
