@@ -45,6 +45,7 @@ class CaseExplanation:
     groups: dict[str, float]
     python: tuple[Change, ...] | None = None  # None: not profiled
     commits: tuple[str | None, str | None] = (None, None)  # where each side was counted
+    case_id: str | None = None  # the stored case it explains (None: counted now)
 
     @property
     def change(self) -> float:
@@ -78,7 +79,8 @@ def explain_stored(before: Sequence[Result], after: Sequence[Result], *, top: in
             explanation = explain_pair(result.case.title, result.case.stmt, result.case.setup,
                                        old, new, top=top, user_roots=user_roots)
             explained.append(dataclasses.replace(
-                explanation, commits=(_commit(a[result.case.id]), _commit(result))))
+                explanation, commits=(_commit(a[result.case.id]), _commit(result)),
+                case_id=result.case.id))
     return explained
 
 
@@ -118,9 +120,8 @@ def explain_results(before: Sequence[Result], after: Sequence[Result], *,
     kernels, op_sweeps = explain_times(old, new, threshold=threshold)
     if not ops:
         op_sweeps = []
-    done = {e.row.case_id for e in kernels} | {r.case_id for e in op_sweeps for r in e.rows}
-    done |= {r.case.id for r in new if r.metric == "instructions" and r.case.title in
-             {e.title for e in counts}}
+    done = {e.case_id for e in counts} | {e.row.case_id for e in kernels} | \
+        {r.case_id for e in op_sweeps for r in e.rows}
     unexplained, seen = [], set()
     for result in new:
         if result.case.id not in done and result.case.id not in seen and result.ok:
