@@ -535,14 +535,14 @@ def memory_phase(clock: _Clock, call: Callable[..., Any], n: int, *,
     """--metric memory: n calls' allocations, one sample a call (timing/memory.py), with
     `before` (its result passed to `call`) and `reset` run outside each sample:
     {"bytes": {field: [a value a call]}, "median": the peaks' median, "iterations": n}."""
-    from torchmark.timing.memory import columns, sample_cpu, sample_cuda
+    from torchmark.timing.memory import columns, sample
 
     samples = []
     for _ in range(n):
         one = functools.partial(call, before()) if before else call
         if reset is not None:
             reset()
-        samples.append(sample_cuda(one, clock.device) if clock.cuda else sample_cpu(one))
+        samples.append(sample(one, clock.device if clock.cuda else None))
     return bytes_record(columns(samples, reserved=clock.cuda))
 
 

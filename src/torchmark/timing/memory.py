@@ -75,9 +75,10 @@ def sampling(device: Any = None) -> Iterator[list[MemorySample]]:
     taken.append(_walk(prof.profiler.kineto_results.events()))
 
 
-def sample_cpu(call: Callable[[], Any]) -> MemorySample:
-    """One call's CPU allocations, from the profiler's memory events."""
-    with sampling() as taken:
+def sample(call: Callable[[], Any], device: Any = None) -> MemorySample:
+    """One call's allocations (see `sampling`: on `device` when it is a CUDA one, else
+    on the CPU)."""
+    with sampling(device) as taken:
         call()
     return taken[0]
 
@@ -100,13 +101,6 @@ def _walk(events: Any) -> MemorySample:
             allocated += nbytes
             allocations += 1
     return MemorySample(peak, allocated, allocations, level)
-
-
-def sample_cuda(call: Callable[[], Any], device: Any) -> MemorySample:
-    """One call's allocations on `device`, from the caching allocator's statistics."""
-    with sampling(device) as taken:
-        call()
-    return taken[0]
 
 
 def _from_stats(before: Mapping[str, Any], after: Mapping[str, Any]) -> MemorySample:
@@ -237,9 +231,6 @@ def measure_memory(call: Callable[[], Any], task_spec: TaskSpec, *, device: Any 
     on `device` (a CUDA torch.device) from the caching allocator, else on the CPU."""
     for _ in range(warm_up):
         call()
-    if device is not None:
-        taken = [sample_cuda(call, device) for _ in range(samples)]
-    else:
-        taken = [sample_cpu(call) for _ in range(samples)]
+    taken = [sample(call, device) for _ in range(samples)]
     return MemoryMeasurement(tuple(taken), task_spec, str(device) if device else "cpu",
                              warm_up)
