@@ -116,14 +116,13 @@ def measure_compile(timer: Any, *, min_run_time: float = 1.0,
     import torch
 
     from torchmark.compare.interleave import measure_ab
+    from torchmark.core.threads import set_torch_threads
     from torchmark.timing.timer_class import Timer
 
     if isinstance(warm_samples, bool) or not isinstance(warm_samples, int) or \
             warm_samples < 0:
         raise UsageError(f"measure_compile: warm_samples must be an int >= 0, got "
                          f"{warm_samples!r}")
-    from torchmark.core.threads import set_torch_threads
-
     spec = timer.task_spec
     call = timer.prepared_call()
     # compiled under the thread count it is measured with: Dynamo guards on it

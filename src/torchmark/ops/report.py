@@ -49,7 +49,7 @@ def _compute_bound(amount: dict[str, Any]) -> bool:
     return "tflops" in amount and amount.get("flops", 0) >= 4 * amount.get("bytes", 0)
 
 
-def _bytes(value: float) -> str:
+def format_bytes(value: float) -> str:
     return f"{value:,.0f} B"
 
 
@@ -126,7 +126,7 @@ def records_table(records: list[dict[str, Any]], title: str = "operator benchmar
             first = ((r.get("error") or "").strip().splitlines() or [""])[0]
             cut = first if len(first) <= _STATUS_WIDTH else first[:_STATUS_WIDTH - 3] + "..."
             status = f"failed: {cut}"
-        shown = _bytes if "bytes" in metrics.get("forward", {}) else format_seconds
+        shown = format_bytes if "bytes" in metrics.get("forward", {}) else format_seconds
         table.add_row(escape(r["op"]), escape(describe_config(r["config"])),
                       shown(fwd) if fwd is not None else "",
                       shown(bwd) if bwd is not None else "",

@@ -116,8 +116,7 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
         # continuous mode keeps one mean over all its calls: that sample covers them all
         number = int(iterations) if len(times) == 1 and isinstance(iterations, int) \
             and iterations > 1 else 1
-        made.append((Case(**{**case.__dict__, "id": f"{case.id}#{phase}",
-                             "description": f"{phase}, {mode}"}), metric, times, number,
+        made.append((_pass_case(case, phase, mode), metric, times, number,
                      (note,) if note else (), extra))
     parts = max(len(made), 1)
     if not made:
@@ -133,12 +132,17 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
             for c, m, times, number, warnings, extra in made]
 
 
+def _pass_case(case: Case, phase: str, mode: str) -> Case:
+    """The case of one pass (forward, backward) of a record's case."""
+    return Case(**{**case.__dict__, "id": f"{case.id}#{phase}",
+                   "description": f"{phase}, {mode}"})
+
+
 def _byte_results(case: Case, phase: str, mode: str, columns: Mapping[str, Any]) -> list:
     """--metric memory: a pass's two exact Results (memory: peak bytes a call; allocated:
     bytes allocated a call), as record_results' (case, metric, samples, runs a sample,
     warnings, extra) of the pass's case."""
-    passed = Case(**{**case.__dict__, "id": f"{case.id}#{phase}",
-                     "description": f"{phase}, {mode}"})
+    passed = _pass_case(case, phase, mode)
     made = []
     for metric, field in (("memory", "peak"), ("allocated", "allocated")):
         values = columns.get(field)

@@ -267,7 +267,7 @@ def _time(replayer: Replayer, torch: Any, devices: list[int], warmup: int, itera
 def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
     """The text report: coverage, iteration time, top ops, every skipped op, and every
     replayed op whose outputs differ from the recorded ones."""
-    from torchmark.ops.report import format_seconds
+    from torchmark.ops.report import format_bytes, format_seconds
     from torchmark.replay.replayer import median_or_none
 
     threads = f", {report.threads} thread{'s' if report.threads != 1 else ''}" \
@@ -282,7 +282,7 @@ def summary_lines(report: ReplayReport, top: int = 10) -> list[str]:
         lines.append(f"iteration: median {format_seconds(report.iteration.median)} "
                      f"({len(report.iteration.times)} iterations)")
     total = sum(median_or_none(op.values) or 0 for op in report.replayed) or 1.0
-    shown = (lambda b: f"{b:,.0f} B") if report.metric == "memory" else format_seconds
+    shown = format_bytes if report.metric == "memory" else format_seconds
     lines.append(f"top {min(top, len(report.replayed))} ops by {report.quantity}:")
     for op in report.top(top):
         median = median_or_none(op.values) or 0
