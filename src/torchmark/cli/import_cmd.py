@@ -1,12 +1,43 @@
-"""`torchmark import`: results files into the store (every format torchmark has written;
-bounded, validated and stored in one transaction a file; a file imported twice adds
-nothing)."""
+"""`torchmark import`: results files into the store (every format torchmark has written,
+and other tools' files and folders: store/formats/; bounded, validated and stored in one
+transaction a file; a file imported twice adds nothing)."""
 
 from __future__ import annotations
 
 import click
 
 from torchmark.cli.store_options import db_option
+
+
+FORMAT_NAMES = ("pytest-benchmark", "pyperf", "asv", "google-benchmark", "nvbench",
+                "torch-pickle")  # store/formats/FORMATS' names (not imported here: lazy)
+
+
+def _format_of(path: str, fmt: str | None, max_size: int | None) -> str | None:
+    """The other tool's format `path` is in (None: a torchmark file, checked here);
+    a UsageError for a missing path or a folder no format claims."""
+    import os
+
+    from torchmark.core.bounded_input import brief
+    from torchmark.core.errors import UsageError
+    from torchmark.store.formats import detect_format
+    from torchmark.store.importing import check_file, is_streamable
+
+    if not os.path.exists(path):
+        raise UsageError(f"{brief(path)}: no such file or folder")
+    if fmt is not None:
+        return fmt
+    if not os.path.isdir(path) and is_streamable(path):
+        check_file(path, max_size)
+        return None
+    found = detect_format(path)
+    if found is None and os.path.isdir(path):
+        raise UsageError(f"{brief(path)}: a folder of no format torchmark reads (an asv "
+                         "results folder or a pytest-benchmark .benchmarks folder: say "
+                         "which with --from)")
+    if found is None:
+        check_file(path, max_size)
+    return found
 
 
 class Size(click.ParamType):
@@ -24,26 +55,30 @@ class Size(click.ParamType):
 
 
 @click.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.option("--from", "fmt", type=click.Choice(FORMAT_NAMES), default=None,
+              help="The tool that wrote FILES [default: detected where only one format "
+                   "fits; a torchmark file otherwise].")
 @click.option("--max-size", type=Size(), default=None,
               help="The largest file imported [default: $TORCHMARK_MAX_IMPORT_SIZE, else "
                    "8G].")
 @db_option
-def import_cmd(files, max_size, db):
-    """Record the results of FILES (results files, measurements, callgrind counts, ops,
-    replay and suite results) in the store: each file checked (a regular file within
-    --max-size, every record a valid result) before the store is touched, then stored in
-    one transaction, one run a provenance it names. Results the store holds already
+def import_cmd(files, fmt, max_size, db):
+    """Record the results of FILES in the store: torchmark's files (results files,
+    measurements, callgrind counts, ops, replay and suite results) and other tools'
+    (pytest-benchmark JSON or its .benchmarks folder, pyperf JSON, an asv results
+    folder, Google Benchmark JSON, nvbench JSON, torch.utils.benchmark Measurements
+    pickled; docs/import.md). Each file is checked (a regular file within --max-size,
+    every record a valid result) before the store is touched, then stored in one
+    transaction, one run a provenance it names. Results the store holds already
     (recorded when the file was written, or imported before) are not added again."""
     from torchmark.cli.store_options import open_store
-    from torchmark.store.importing import check_file
 
-    for path in files:  # every file's bounds before the store is opened or created
-        check_file(path, max_size)
+    formats = [_format_of(path, fmt, max_size) for path in files]  # before the store
     store = open_store(db, create=True)
     total = 0
-    for path in files:
-        added = store.import_file(path, max_size)
+    for path, format_name in zip(files, formats):
+        added = store.import_file(path, max_size, fmt=format_name)
         total += added
         click.echo(f"{path}: {added} result{'s' if added != 1 else ''}"
                    + ("" if added else " (already in the store)"))

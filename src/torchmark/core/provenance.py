@@ -75,6 +75,18 @@ class Provenance:
     started: str  # ISO 8601 with the offset
     command: tuple[str, ...]
     schema_version: int = SCHEMA_VERSION
+    # the machine and environment fingerprint (core/fingerprint.py): sorted
+    # (dotted name, value) pairs, "cpu.model", "torch.blas", "env.OMP_NUM_THREADS"...
+    environment: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.environment, Mapping):
+            object.__setattr__(self, "environment", tuple(sorted(self.environment.items())))
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """The environment fingerprint as a dict (dotted name -> value)."""
+        return dict(self.environment)
 
     @property
     def machine_fingerprint(self) -> str:
@@ -96,6 +108,7 @@ class Provenance:
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["command"] = list(self.command)
+        out["environment"] = dict(self.environment)
         out["machine"]["gpus"] = list(self.machine.gpus)
         out["machine"]["fingerprint"] = self.machine.fingerprint
         return out
@@ -123,6 +136,7 @@ class Provenance:
         if not isinstance(command, (list, tuple)):
             raise ValueError("provenance: command must be a list of strings")
         values["command"] = mask_argv(command)
+        values["environment"] = _environment(values.get("environment"))
         provenance = cls(**values)
         _check_fields(provenance)
         return provenance
@@ -135,6 +149,36 @@ MAX_FIELD_CHARS = 4096  # a provenance's text fields, each, at most
 CLOCK_SKEW_S = 86400  # how far in the future a run's start may be (clocks differ)
 _TEXTS = ("torchmark_version", "python", "started")
 _OPTIONAL_TEXTS = ("torch_version", "torch_git", "torch_cuda", "git_commit", "env")
+
+
+MAX_ENVIRONMENT_FIELDS = 1000
+
+
+def _environment(value: Any) -> tuple[tuple[str, Any], ...]:
+    """A fingerprint read from a file: an object of at most MAX_ENVIRONMENT_FIELDS
+    names, each value a string (cut to MAX_FIELD_CHARS), a number, a bool or null; a
+    ValueError otherwise."""
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):  # pairs, as the dataclass holds them
+        try:
+            value = dict(value)
+        except (TypeError, ValueError):
+            raise ValueError("provenance: environment must be an object") from None
+    if not isinstance(value, Mapping) or len(value) > MAX_ENVIRONMENT_FIELDS:
+        raise ValueError(f"provenance: environment must be an object of at most "
+                         f"{MAX_ENVIRONMENT_FIELDS} fields")
+    out = {}
+    for name, item in value.items():
+        if not isinstance(name, str) or len(name) > 200:
+            raise ValueError("provenance: environment names must be strings")
+        if isinstance(item, str):
+            item = item[:MAX_FIELD_CHARS]
+        elif not (item is None or isinstance(item, (bool, int, float))):
+            raise ValueError(f"provenance: environment.{name[:60]} must be a string, a "
+                             "number, a bool or null")
+        out[name] = item
+    return tuple(sorted(out.items()))
 
 
 def parse_time(text: str) -> Any:

@@ -34,7 +34,10 @@ METRICS = {"wall": "s", "device": "s", "kernel": "s", "batch": "s",
            "compile": "s"}
 EXACT_METRICS = ("instructions", "memory", "allocated")  # counted, not sampled: no noise
 BYTE_METRICS = ("memory", "allocated")  # samples may be 0 (a call that allocates nothing)
-FRONTENDS = ("timeit", "callgrind", "cpp", "suite", "ops", "replay", "fuzz", "pytest")
+FRONTENDS = ("timeit", "callgrind", "cpp", "suite", "ops", "replay", "fuzz", "pytest",
+             # other tools' results, imported (store/formats/)
+             "pytest-benchmark", "pyperf", "asv", "google-benchmark", "nvbench")
+STATED = "stated"  # extra key: the statistics a file stated where it kept no raw samples
 MAX_ID_CHARS = 2048  # a case id's length, at most
 MAX_CASE_THREADS = 4096
 MAX_SAMPLES = 10_000_000  # samples a result may hold (80 MB packed)
@@ -205,6 +208,58 @@ def quartile(values: Sequence[float], i: int) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
+class Stated:
+    """The statistics another tool's file states for a case whose raw samples it did not
+    keep (per run, in the result's unit): how many samples, their mean and standard
+    deviation, and the median and IQR where the file gives them. Such a Result's
+    samples are only the median (or mean) as one value; the verdict engine compares
+    these statistics instead (verdicts/engine.py)."""
+
+    n: int
+    mean: float
+    stdev: float | None = None
+    median: float | None = None
+    iqr: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"stated statistics: n must be an int >= 1, got {self.n!r}")
+        for name in ("mean", "stdev", "median", "iqr"):
+            value = getattr(self, name)
+            if value is None and name != "mean":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not math.isfinite(value) or value < 0:
+                raise ValueError(f"stated statistics: {name} must be a finite number >= 0,"
+                                 f" got {str(value)[:40]!r}")
+            object.__setattr__(self, name, float(value))
+
+    @property
+    def spread(self) -> float | None:
+        """IQR / median where stated, else the IQR a normal distribution with this mean
+        and deviation has (1.349 sd) / mean; None without either."""
+        if self.iqr is not None and self.median:
+            return self.iqr / self.median
+        if self.stdev is not None and self.mean > 0:
+            return 1.349 * self.stdev / self.mean
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    @classmethod
+    def of(cls, result: Result) -> Stated | None:
+        """The statistics `result` states instead of raw samples (its extra's STATED);
+        None for a result with raw samples; a ValueError when they are malformed."""
+        data = result.extra.get(STATED)
+        if data is None:
+            return None
+        if not _is_mapping(data):
+            raise ValueError(f"{SCHEMA}: extra.{STATED} must be an object")
+        return cls(**{k: data.get(k) for k in ("n", "mean", "stdev", "median", "iqr")})
+
+
+@dataclasses.dataclass(frozen=True)
 class Result:
     """One measured (or failed) case; see the module docstring."""
 
@@ -239,6 +294,8 @@ class Result:
         if self.failure is None and not samples:
             raise ValueError(f"Result {self.case.id}: a result without samples must carry "
                              "its failure")
+        if STATED in self.extra:
+            Stated.of(self)  # malformed statistics are refused here
 
     def __hash__(self) -> int:
         return hash((self.case.id, self.metric, self.samples))

@@ -19,7 +19,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-from torchmark.core.result import Result
+from torchmark.core.result import Result, Stated
 from torchmark.core.stats import natural_key
 from torchmark.verdicts import VERDICTS, CaseVerdict, Drift, Side, judge
 from torchmark.verdicts.replicates import MAX_REPLICATES
@@ -64,7 +64,7 @@ def side_of(result: Result) -> Side:
             _numbers(processes.get("spreads"))
         if not 2 <= len(medians) <= MAX_REPLICATES or any(m <= 0 for m in medians):
             medians, spreads = (), ()
-    return Side(result.samples, medians, spreads)
+    return Side(result.samples, medians, spreads, stated=Stated.of(result))
 
 
 def _numbers(value: object) -> tuple[float, ...]:

@@ -98,6 +98,22 @@ def file_digest(fd: int) -> str:
     return digest.hexdigest()
 
 
+def path_digest(path: Path, limit: int) -> str:
+    """The sha256 of a file's content, or of a folder's files (their relative paths
+    and contents, in order; each within `limit`): what says it was imported before."""
+    files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*")
+                                                   if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        fd = open_regular(file, "import", limit)
+        try:
+            digest.update(f"{file.relative_to(path) if file != path else ''}\0"
+                          f"{file_digest(fd)}\n".encode())
+        finally:
+            os.close(fd)
+    return digest.hexdigest()
+
+
 def blocks(fd: int, size: int) -> Iterator[bytes]:
     """An open file's content from its start, `size` bytes at a time (os.pread: the
     descriptor's offset is left alone, so readers may share it)."""
@@ -195,13 +211,15 @@ def whole_file_results(path: str | os.PathLike) -> Iterator[Result]:
 
 
 class Importer:
-    """One file into one store, in one transaction (see the module docstring).
+    """One file into one store, in one transaction (see the module docstring); `fmt`:
+    another tool's format (store/formats/), the file then read whole by its reader.
     `workers`: processes that parse a results file of at least `parallel_from` bytes
     (None: up to PARSE_WORKERS, as the machine's cores allow)."""
 
     def __init__(self, store: Any, path: str | os.PathLike, max_bytes: int | None = None,
-                 workers: int | None = None, parallel_from: int = PARALLEL_FROM) -> None:
-        self.store, self.path = store, Path(path)
+                 workers: int | None = None, parallel_from: int = PARALLEL_FROM,
+                 fmt: str | None = None) -> None:
+        self.store, self.path, self.fmt = store, Path(path), fmt
         self.limit = max_import_bytes() if max_bytes is None else max_bytes
         self.workers = min(PARSE_WORKERS, os.cpu_count() or 1) if workers is None \
             else workers
@@ -212,23 +230,44 @@ class Importer:
 
     def run(self) -> int:
         """Import the file; how many results were added."""
+        if self.fmt is not None:
+            return self._run_foreign(self.fmt)
         from torchmark.records.files import file_provenance
 
         fd = open_regular(self.path, "import", self.limit)
         try:
             key = file_digest(fd)
-            engine = self.store.engine
-            with engine.connect() as conn:
-                if conn.execute(sa.select(schema.runs.c.id)
-                                .where(schema.runs.c.import_key == key)).first():
-                    return 0
+            if self._imported_before(key):
+                return 0
             fallback = file_provenance(self.path) or _unknown_origin(self.path)
-            with engine.begin() as conn, collector_paused(), bulk_cache(conn):
+            with self.store.engine.begin() as conn, collector_paused(), bulk_cache(conn):
                 for parsed in self._parsed(fd):
                     self._store(conn, parsed, key, fallback)
         finally:
             os.close(fd)
         return self.added
+
+    def _run_foreign(self, fmt: str) -> int:
+        """Import another tool's file or folder (store/formats/): every result read and
+        checked before the store is touched, then stored as a torchmark file's are."""
+        from torchmark.store.formats import read_foreign
+
+        key = path_digest(self.path, self.limit)
+        if self._imported_before(key):
+            return 0
+        with collector_paused():
+            results = list(read_foreign(self.path, fmt))
+        sent: set[str] = set()
+        with self.store.engine.begin() as conn, collector_paused(), bulk_cache(conn):
+            for start in range(0, len(results), CHUNK_RESULTS):
+                self._store(conn, parsed_of(results[start:start + CHUNK_RESULTS], sent), key,
+                            _unknown_origin(self.path))
+        return self.added
+
+    def _imported_before(self, key: str) -> bool:
+        with self.store.engine.connect() as conn:
+            return conn.execute(sa.select(schema.runs.c.id)
+                                .where(schema.runs.c.import_key == key)).first() is not None
 
     def _parsed(self, fd: int) -> Iterator[Parsed]:
         """The file's records (open as `fd`), validated, a batch at a time, in order."""

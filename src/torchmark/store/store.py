@@ -327,15 +327,17 @@ class Store:
         if stored is not None:
             stored.update(fresh)
 
-    def import_file(self, path: str | os.PathLike, max_bytes: int | None = None) -> int:
-        """Every result of a torchmark file (any format it has written) that the store
-        does not hold yet, in one transaction, one run a provenance the file names;
-        bounded and validated before anything is stored (store/importing.py). Importing
-        the same file again adds nothing, and neither do results already recorded when
-        the file was written. How many results were added."""
+    def import_file(self, path: str | os.PathLike, max_bytes: int | None = None,
+                    fmt: str | None = None) -> int:
+        """Every result of a torchmark file (any format it has written), or with `fmt`
+        of another tool's file or folder (store/formats/), that the store does not hold
+        yet, in one transaction, one run a provenance the file names; bounded and
+        validated before anything is stored (store/importing.py). Importing the same
+        file again adds nothing, and neither do results already recorded when the file
+        was written. How many results were added."""
         from torchmark.store.importing import Importer
 
-        return Importer(self, path, max_bytes).run()
+        return Importer(self, path, max_bytes, fmt=fmt).run()
 
     def held_results(self, conn: sa.Connection, wanted: list[tuple[str, str, str, str]],
                      exclude_runs: set[int] | None = None) -> set[int]:

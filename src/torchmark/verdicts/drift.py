@@ -92,9 +92,16 @@ def from_spreads(baseline: Sequence[float], candidate: Sequence[float],
                  confidence: float = 0.95) -> Drift:
     """SEQUENTIAL_SPREADS times the sum of the two runs' spreads (IQR / median), at 95%
     (wider at a higher `confidence`)."""
+    return from_spread_values(_spread(baseline), _spread(candidate), confidence,
+                              "the two runs' spreads")
+
+
+def from_spread_values(baseline: float, candidate: float, confidence: float = 0.95,
+                       what: str = "the two runs' stated spreads") -> Drift:
+    """from_spreads for two runs whose spreads (IQR / median) are known but not their
+    samples (the statistics another tool's file stated)."""
     factor = _factor(confidence)
-    spread = sum(_spread(side) for side in (baseline, candidate))
-    return Drift(factor * spread, "spreads", f"{factor:.3g} x the two runs' spreads")
+    return Drift(factor * (baseline + candidate), "spreads", f"{factor:.3g} x {what}")
 
 
 def from_processes(baseline_spreads: Sequence[float], candidate_spreads: Sequence[float],

@@ -8,6 +8,11 @@ How the ratio (candidate / baseline) and its interval are formed depends on the 
   (of A B B A quads' sums with `abba`), its distribution-free interval, the sign test;
 - runs over several processes each: Hodges-Lehmann's ratio of the processes' medians,
   its exact interval, the exact Mann-Whitney test (verdicts/replicates.py);
+- a side that holds only the statistics another tool's file stated (no raw samples:
+  core/result.py Stated): the ratio of the means, Welch's interval on the log scale
+  (delta method, the smaller side's degrees of freedom), each side's n, mean and
+  deviation; unmeasured when a side states no deviation or fewer than
+  MIN_STATED_SAMPLES samples;
 - otherwise one run a side: the ratio of the medians, its percentile-bootstrap
   interval (fixed seed), the Mann-Whitney test.
 
@@ -41,7 +46,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from torchmark.core.result import EXACT_METRICS
+from torchmark.core.result import EXACT_METRICS, Stated
 from torchmark.verdicts import drift as drifts
 from torchmark.verdicts.drift import Drift
 from torchmark.verdicts.intervals import (
@@ -55,6 +60,7 @@ from torchmark.verdicts.replicates import MAX_REPLICATES, exact_u_p, ratio_inter
 from torchmark.verdicts.verdict import Verdict
 
 DEFAULT_THRESHOLD = 0.05  # the gate's and the pytest plugin's
+MIN_STATED_SAMPLES = 3  # a side of stated statistics: samples behind them, at least
 _EPS = 1e-12
 
 
@@ -62,12 +68,14 @@ _EPS = 1e-12
 class Side:
     """One side of a case: its samples (per run, in the metric's unit), the medians
     and spreads (IQR / median) of the processes it was timed in when it ran over
-    several, or why it failed."""
+    several, the statistics a file stated where it kept no raw samples (then `samples`
+    is only their median or mean), or why it failed."""
 
     samples: Sequence[float] = ()
     process_medians: Sequence[float] = ()
     process_spreads: Sequence[float] = ()
     failure: str | None = None
+    stated: Stated | None = None
 
 
 def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
@@ -155,6 +163,21 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
             return _no_ratio("unmeasured", f"too few processes for an interval at "
                              f"{confidence * 100:.4g}% ({len(pa)} and {len(pb)}; 4 and 4 "
                              "give one at 95%)", drift, ratio, **settings)
+    elif baseline.stated is not None or candidate.stated is not None:
+        sa, sb = _stated(baseline), _stated(candidate)
+        ratio = sb.mean / sa.mean if sa.mean > 0 else math.nan
+        if drift is None:
+            spreads = [s.spread for s in (sa, sb)]
+            drift = drifts.from_spread_values(*spreads, confidence) \
+                if None not in spreads else drifts.NONE_PAIRED
+        if sa.stdev is None or sb.stdev is None or min(sa.n, sb.n) < MIN_STATED_SAMPLES \
+                or not sa.mean > 0 or not sb.mean > 0:
+            return _no_ratio("unmeasured", "summary statistics without raw samples need "
+                             f"n >= {MIN_STATED_SAMPLES} and a standard deviation a side "
+                             f"(n = {sa.n} and {sb.n})", drift, ratio, **settings)
+        low, high = _welch_interval(sa, sb, confidence)
+        method = f"ratio of the means of stated statistics (no raw samples; n = {sa.n} " \
+                 f"and {sb.n}), Welch interval"
     else:
         drift = drift or drifts.from_spreads(baseline.samples, candidate.samples, confidence)
         ratio = float(np.median(b) / np.median(a))
@@ -167,6 +190,27 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
         method = "ratio of the medians, bootstrap interval"
     return _decide(ratio, low, high, p_value, drift, method, exact, replicate_ratios,
                    shift, **settings)
+
+
+def _stated(side: Side) -> Stated:
+    """A side's statistics: those it states, or those of its raw samples."""
+    if side.stated is not None:
+        return side.stated
+    values = [float(x) for x in side.samples]
+    return Stated(len(values), statistics.fmean(values),
+                  statistics.stdev(values) if len(values) > 1 else None,
+                  statistics.median(values))
+
+
+def _welch_interval(a: Stated, b: Stated, confidence: float) -> tuple[float, float]:
+    """The interval of mean(b) / mean(a) at `confidence`: log ratio +- t * its standard
+    error (each mean's relative error, sd / mean / sqrt(n), by the delta method), t at
+    the smaller side's n - 1 degrees of freedom (at most as many as Welch's)."""
+    assert a.stdev is not None and b.stdev is not None
+    se = math.hypot(a.stdev / a.mean / math.sqrt(a.n), b.stdev / b.mean / math.sqrt(b.n))
+    t = drifts.t_quantile((1 + confidence) / 2, min(a.n, b.n) - 1)
+    log_ratio = math.log(b.mean / a.mean)
+    return _exp(log_ratio - t * se), _exp(log_ratio + t * se)
 
 
 def _unusable(baseline: Side, candidate: Side) -> tuple[str, str] | None:
