@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from torchmark.cli.env_options import allow_env_diff_option
 from torchmark.cli.params import Proportion
 from torchmark.cli.store_options import db_option
 from torchmark.core.neutralise import markdown_text, terminal_text
@@ -36,9 +37,10 @@ from torchmark.core.result import METRICS
                    "for a candidate that is this checkout).")
 @click.option("--confidence", type=Proportion(0.5, 1, low_open=True, high_open=True),
               default=0.95, show_default=True, help="Of the ratio's interval (times).")
+@allow_env_diff_option
 @db_option
 def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown_file,
-             allow_unmeasured, remeasure, confidence, db):
+             allow_unmeasured, remeasure, confidence, allow_env_diff, db):
     """Exit 0 when no case of the candidate is slower than the baseline by more than
     --max-slowdown, 1 when one is, failed, or could not be measured (unless
     --allow-unmeasured), 2 for bad usage.
@@ -51,16 +53,26 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
     from the runs' own spreads, and by the runs' common shift. A change within that
     drift is unsure, never slower. Each of n cases is judged at confidence
     1 - (1 - CONFIDENCE) / n, so unchanged code fails the gate at most 5% of the
-    time however many cases it has (docs/verdicts.md)."""
+    time however many cases it has (docs/verdicts.md).
+
+    The two sides must have run in comparable environments (the same hardware, torch
+    build and thread settings: `torchmark env diff`); otherwise the gate stops with
+    exit 2 and the differences, unless --allow-env-diff."""
 
     from torchmark.cli.store_options import store_for_refs
     from torchmark.compare.verdict_table import markdown_table, text_table
+    import dataclasses
+
+    from torchmark.cli.env_options import check_environments
+    from torchmark.regressions.comparability import mark_rows, marked
     from torchmark.regressions.gate import gate
     from torchmark.regressions.refs import resolve_side
 
     store = store_for_refs((baseline, candidate), db)
     base = resolve_side(baseline, store)
     cand = resolve_side(candidate, store)
+    env_differences = check_environments(base.results, cand.results, allow_env_diff,
+                                         f"{baseline} and {candidate}")
     histories = {}
     if store is not None:
         from torchmark.regressions.aa_history import pair_histories
@@ -78,6 +90,7 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
             fresh = {(r.case.id, r.metric): r for r in again}
             report = gate(base.results, [fresh.get((r.case.id, r.metric), r)
                                          for r in cand.results], **options)
+    report = dataclasses.replace(report, rows=mark_rows(report.rows, env_differences))
     if not report.rows:
         raise click.UsageError(
             f"{baseline} and {candidate} hold no case in common"
@@ -90,6 +103,8 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
         click.echo(f"warning: the two sides ran on different machines ({', '.join(base.machines)}"
                    f"; {', '.join(cand.machines)}): a difference may be the machine's",
                    err=True)
+    if env_differences:
+        click.echo(f"note: {terminal_text(marked(env_differences))}")
     click.echo(f"a case fails when it is slower by more than {max_slowdown:.1%} beyond "
                f"the drift between runs ({confidence:.0%} interval), failed, or "
                f"{'unmeasured (allowed here)' if allow_unmeasured else 'unmeasured'}")
@@ -109,8 +124,9 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
         from torchmark.core.atomic_files import write_atomically
 
         try:
-            write_atomically(markdown_file, markdown(report, baseline, candidate,
-                                                      markdown_table, explained))
+            write_atomically(markdown_file, markdown(
+                report, baseline, candidate, markdown_table, explained,
+                marked(env_differences) if env_differences else ""))
         except OSError as e:
             raise click.UsageError(f"--markdown {markdown_file}: {e.strerror}") from None
     if report.failing:
@@ -124,12 +140,15 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
     return 0
 
 
-def markdown(report, baseline: str, candidate: str, table, explained=()) -> str:
+def markdown(report, baseline: str, candidate: str, table, explained=(),
+             env_note: str = "") -> str:
     """The verdict as Markdown for a pull-request comment: the failing cases as a
     table (a line saying so when there are none), then where each slower case's
-    change lives (`explained`: the lines of rootcause.explain, one list a case)."""
+    change lives (`explained`: the lines of rootcause.explain, one list a case);
+    `env_note`: the mark of a comparison across differing environments."""
     head = (f"**torchmark gate**: candidate `{candidate}` against baseline `{baseline}`, "
-            f"threshold {report.max_slowdown:.1%} slower")
+            f"threshold {report.max_slowdown:.1%} slower"
+            + (f" ({markdown_text(env_note)})" if env_note else ""))
     counts = ", ".join(f"{n} {v}" for v, n in report.counts().items()) or "no case"
     if report.passed:
         return f"{head}: passed ({counts}).\n"

@@ -4,8 +4,9 @@ that a history never mixes machines, torch builds or commits without saying so.
 `Provenance.capture()` reads torchmark's and torch's versions and build, Python, the
 project's git commit (and whether the checkout was dirty) when run inside one, the
 machine (hostname, CPU model, cores, memory, GPUs and driver, frequency governor and
-turbo where Linux exposes them), an environment label (`TORCHMARK_ENV`), the start time
-and the command line. `machine_fingerprint` hashes the machine's identity: the same
+turbo where Linux exposes them), an environment label (`TORCHMARK_ENV`), the start time,
+the command line, and the environment fingerprint (core/fingerprint.py) with the
+noise warnings of this machine (core/system_check.py, as "check.warnings"). `machine_fingerprint` hashes the machine's identity: the same
 host with the same hardware always gives the same fingerprint."""
 
 from __future__ import annotations
@@ -96,14 +97,21 @@ class Provenance:
     def capture(cls, env: str | None = None, command: list[str] | None = None) -> Provenance:
         """Read everything now. `env` defaults to $TORCHMARK_ENV; `command` to sys.argv.
         torch is read only where it is already imported, or installed (its version)."""
+        from torchmark.core import fingerprint, system_check
+
         torch_info = _torch_build()
         commit, dirty = _git_state()
+        environment = fingerprint.capture()
+        noisy = system_check.warnings(environment)
+        if noisy:
+            environment["check.warnings"] = "; ".join(noisy)
         return cls(torchmark_version=_version("torchmark") or "unknown", **torch_info,
                    python=f"{platform.python_implementation()} {platform.python_version()}",
                    git_commit=commit, git_dirty=dirty, machine=Machine.capture(),
                    env=env if env is not None else os.environ.get("TORCHMARK_ENV") or None,
                    started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                   command=mask_argv(sys.argv if command is None else command))
+                   command=mask_argv(sys.argv if command is None else command),
+                   environment=environment)
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
