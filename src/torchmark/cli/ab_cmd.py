@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from torchmark.cli.env_options import allow_env_diff_option
 from torchmark.cli.params import FiniteRange, Proportion, check_syntax
 from torchmark.cli.store_options import COMMAND_LINE, db_option, recorder
 from torchmark.core.neutralise import terminal_text
@@ -205,10 +206,11 @@ _ENV_OPTIONS = {"--env-label": "env_labels", "--setup": "setup", "--threads": "n
 @click.option("--no-store", is_flag=True,
               help="With --python: do not record the two runs in the store "
                    "(TORCHMARK_NO_STORE=1 does the same).")
+@allow_env_diff_option
 @db_option
 def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_labels, setup,
            num_threads, min_run_time, rounds, worker_pairs, metric, number, label, no_store,
-           db):
+           allow_env_diff, db):
     """Compare a baseline with a candidate, case by case: the ratio of the median times,
     its bootstrap confidence interval, a Mann-Whitney p-value and a verdict (a case needs
     at least 5 times a side).
@@ -239,10 +241,11 @@ def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_lab
         raise click.UsageError(f"{', '.join(given)}: for an A/B across environments only "
                                "(--python PY_A --python PY_B STMT)")
     files = [click.Path(dir_okay=False).convert(a, None, None) for a in args]
-    return _files(files, confidence, min_effect, fmt, fail_above, seed, db)
+    return _files(files, confidence, min_effect, fmt, fail_above, seed, db, allow_env_diff)
 
 
-def _files(files, confidence, min_effect, fmt, fail_above, seed, db) -> int:
+def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
+           allow_env_diff=False) -> int:
     """Saved files, case by case."""
     from torchmark.cli.measurement_files import read_measurement_files
 
@@ -264,15 +267,17 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db) -> int:
     for side, name in zip(sides, names, strict=True):
         if not side:
             raise click.UsageError(f"{name}: holds no measurements")
-    results, only_a, only_b, errors = compare_sides(sides, confidence, min_effect, seed,
-                                                    _stored_histories(files, db))
+    results, only_a, only_b, errors = compare_sides(
+        sides, confidence, min_effect, seed, _stored_histories(files, db, allow_env_diff))
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     return _gate(results, only_a, errors, fail_above)
 
 
-def _stored_histories(files, db) -> dict:
+def _stored_histories(files, db, allow_env_diff=False) -> dict:
     """Two runs of the store: each candidate case's A/A log ratios (as `gate` and
-    `compare` read them), by case id; {} for files."""
+    `compare` read them), by case id, once their environments are found comparable
+    (cli/env_options.py); {} for files."""
+    from torchmark.cli.env_options import check_environments
     from torchmark.cli.measurement_files import is_run_id
 
     if len(files) != 2 or not all(is_run_id(f) for f in files):
@@ -283,6 +288,8 @@ def _stored_histories(files, db) -> dict:
 
     store = open_store(db)
     base, cand = (resolve_side(f"run:{f.removeprefix('run:')}", store) for f in files)
+    check_environments(base.results, cand.results, allow_env_diff,
+                       f"{files[0]} and {files[1]}")
     return {case_id: ratios
             for (case_id, _), ratios in pair_histories(store, base, cand).items()}
 

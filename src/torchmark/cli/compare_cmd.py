@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
 
+from torchmark.cli.env_options import allow_env_diff_option
 from torchmark.cli.params import Proportion
 from torchmark.cli.store_options import db_option
 
@@ -23,8 +25,9 @@ from torchmark.cli.store_options import db_option
 @click.option("--threshold", type=Proportion(0, 10, high_open=True), default=0.01,
               show_default=True, help="Two stored runs: the smallest change a verdict "
                                       "calls (a fraction, 0.01, or a percent, 1%).")
+@allow_env_diff_option
 @db_option
-def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, db):
+def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_env_diff, db):
     """Print a Compare table of the measurements in FILES (JSON from `timeit --save`,
     `demo`, or `torchmark.timing.files.save_measurements`; or `torchmark ops` results,
     a column per file; or runs of the store: `run:N`, or N). When files hold the same
@@ -60,24 +63,31 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, db):
         click.echo(compare.render(color=use_color), nl=False, color=use_color)
     if len(files) == 2 and all(is_run_id(f) for f in files) and fmt != "csv":
         click.echo("\n".join(["", *run_verdicts(files, threshold, db,
-                                                 markdown=fmt == "markdown")]))
+                                                 markdown=fmt == "markdown",
+                                                 allow_env_diff=allow_env_diff)]))
 
 
 def run_verdicts(runs: list[str], threshold: float, db: str | None,
-                 markdown: bool = False) -> list[str]:
+                 markdown: bool = False, allow_env_diff: bool = False) -> list[str]:
     """Each case of two stored runs judged by the verdict engine as the gate judges it
     (the drift from the case's A/A history where the store holds one): a table, the
-    reasons, the counts."""
+    reasons, the counts. Runs of environments that differ in what changes performance
+    are refused unless `allow_env_diff` (the verdicts then marked)."""
+    from torchmark.cli.env_options import check_environments
     from torchmark.cli.store_options import open_store
     from torchmark.compare.verdict_table import markdown_table, text_table
     from torchmark.regressions.aa_history import pair_histories
+    from torchmark.regressions.comparability import mark_rows
     from torchmark.regressions.gate import gate
     from torchmark.regressions.refs import resolve_side
 
     store = open_store(db)
     base, cand = (resolve_side(f"run:{r.removeprefix('run:')}", store) for r in runs)
+    found = check_environments(base.results, cand.results, allow_env_diff,
+                               f"{runs[0]} and {runs[1]}")
     report = gate(base.results, cand.results, max_slowdown=threshold,
                   histories=pair_histories(store, base, cand))
+    report = dataclasses.replace(report, rows=mark_rows(report.rows, found))
     head = (f"baseline: {base.describe()}; candidate: {cand.describe()}; threshold "
             f"{threshold:.1%}")
     table = (markdown_table if markdown else text_table)(report.rows)

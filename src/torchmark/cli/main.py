@@ -41,7 +41,7 @@ COMMANDS = {
     "export": "export_cmd:export_cmd", "gate": "gate_cmd:gate_cmd",
     "regressions": "regressions_cmd:regressions_cmd", "report": "report_cmd:report_cmd",
     "calibrate": "calibrate_cmd:calibrate_cmd", "bisect": "bisect_cmd:bisect_cmd",
-    "explain": "explain_cmd:explain_cmd",
+    "explain": "explain_cmd:explain_cmd", "env": "env_cmd:env_cmd",
 }
 
 
