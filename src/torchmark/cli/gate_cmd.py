@@ -59,11 +59,11 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
     build and thread settings: `torchmark env diff`); otherwise the gate stops with
     exit 2 and the differences, unless --allow-env-diff."""
 
-    from torchmark.cli.store_options import store_for_refs
-    from torchmark.compare.verdict_table import markdown_table, text_table
     import dataclasses
 
     from torchmark.cli.env_options import check_environments
+    from torchmark.cli.store_options import store_for_refs
+    from torchmark.compare.verdict_table import markdown_table, text_table
     from torchmark.regressions.comparability import mark_rows, marked
     from torchmark.regressions.gate import gate
     from torchmark.regressions.refs import resolve_side

@@ -8,7 +8,6 @@ import click
 
 from torchmark.cli.store_options import db_option
 
-
 FORMAT_NAMES = ("pytest-benchmark", "pyperf", "asv", "google-benchmark", "nvbench",
                 "torch-pickle")  # store/formats/FORMATS' names (not imported here: lazy)
 
@@ -77,7 +76,7 @@ def import_cmd(files, fmt, max_size, db):
     formats = [_format_of(path, fmt, max_size) for path in files]  # before the store
     store = open_store(db, create=True)
     total = 0
-    for path, format_name in zip(files, formats):
+    for path, format_name in zip(files, formats, strict=True):
         added = store.import_file(path, max_size, fmt=format_name)
         total += added
         click.echo(f"{path}: {added} result{'s' if added != 1 else ''}"

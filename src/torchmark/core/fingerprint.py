@@ -325,7 +325,8 @@ def _gpus_from_smi() -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     for i, line in enumerate(line for line in text.splitlines() if line.strip()):
-        for name, value in zip(SMI_FIELDS.values(), (v.strip() for v in line.split(","))):
+        for name, value in zip(SMI_FIELDS.values(), (v.strip() for v in line.split(",")),
+                               strict=False):
             if value and value not in ("[N/A]", "N/A", "[Not Supported]"):
                 out[f"gpu.{i}.{name}"] = _number(value)
     return out

@@ -31,6 +31,7 @@ class Settings:
     no_store: bool = False
     env: str | None = None
     baseline: str | None = None
+    allow_env_diff: bool = False
     fail_slower: float | None = None
     metric: str | None = None
     json_path: str | None = None
@@ -66,7 +67,9 @@ class Settings:
         return cls(only=get("torchmark_only"), skip=get("torchmark_skip"),
                    disabled=get("torchmark_disable"), store=get("torchmark_store"),
                    no_store=get("torchmark_no_store"), env=get("torchmark_env"),
-                   baseline=get("torchmark_baseline"), fail_slower=fail_slower,
+                   baseline=get("torchmark_baseline"),
+                   allow_env_diff=bool(get("torchmark_allow_env_diff")),
+                   fail_slower=fail_slower,
                    metric=get("torchmark_metric"), json_path=get("torchmark_json"),
                    min_run_time=DEFAULT_MIN_RUN_TIME if min_run_time is None
                    else min_run_time)

@@ -41,6 +41,10 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--torchmark-baseline", metavar="REF", default=None,
                     help="Compare with a run id, latest, commit:SHA, env:LABEL, or a "
                          "results file.")
+    group.addoption("--torchmark-allow-env-diff", action="store_true", default=False,
+                    help="Compare with the baseline even when its environment differs in "
+                         "what changes performance (hardware, torch build, threads); the "
+                         "verdicts are then marked.")
     group.addoption("--torchmark-fail-slower", metavar="SHARE", default=None,
                     help="Fail the session when a case is slower than the baseline by more "
                          "than this (5%% or 0.05), with confidence.")

@@ -6,6 +6,7 @@ summary."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -33,6 +34,7 @@ class BenchmarkSession:
         self.run_id: int | None = None
         self.store_where: str | None = None
         self.gate_report: Any = None
+        self.env_differences: list[Any] = []  # the baseline's, allowed and marked
 
     def load_baseline(self) -> None:
         """Read --torchmark-baseline now, before this session records a run (`latest`
@@ -86,13 +88,16 @@ class BenchmarkSession:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.results and not self.settings.no_store:
             self._record(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
-        if self.baseline is not None and self.results:
+        if self.baseline is not None and self.results and self._comparable(session):
+            from torchmark.regressions.comparability import mark_rows
             from torchmark.regressions.gate import gate
 
             threshold = self.settings.fail_slower
             self.gate_report = gate(self.baseline, self.results,
                                     max_slowdown=DEFAULT_THRESHOLD if threshold is None
                                     else threshold, histories=self._histories())
+            self.gate_report = dataclasses.replace(self.gate_report, rows=mark_rows(
+                self.gate_report.rows, self.env_differences))
             # a gate that compared nothing (a baseline of other cases, another metric)
             # fails as one that found a regression: `torchmark gate` refuses it too
             unmatched = not self.gate_report.rows
@@ -105,6 +110,26 @@ class BenchmarkSession:
             if threshold is not None and (unmatched or not self.gate_report.passed) and \
                     session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _comparable(self, session: Any) -> bool:
+        """Whether the baseline ran in an environment comparable with this session's
+        (regressions/comparability.py); if not, and not --torchmark-allow-env-diff, the
+        differences are noted and the session fails as a usage error."""
+        from torchmark.regressions.comparability import EnvironmentsDiffer, check_sides
+
+        mine = [r.with_provenance(self.provenance) for r in self.results[:1]] \
+            if self.provenance is not None else []
+        try:
+            self.env_differences = check_sides(
+                self.baseline or [], mine, self.settings.allow_env_diff,
+                f"the baseline {self.settings.baseline} and this session")
+        except EnvironmentsDiffer as refused:
+            self.notes += [f"torchmark: {refused}; nothing was compared",
+                           *(f"torchmark:   {d.describe()}" for d in refused.differences)]
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return False
+        return True
 
     def _histories(self) -> dict[tuple[str, str], Any]:
         """Each case's A/A history in the store on this machine (none without a store:

@@ -2,7 +2,9 @@
 
 A series is one case's values for one metric on one (machine, env), in time order: a
 result moved to another machine or env starts another series, so a machine change is
-never read as a regression. `scan` runs `detect` over every series, keeps the changes
+never read as a regression; so does a run whose fingerprint differs from the run before
+it in a field that changes performance (the torch build, thread settings, hardware:
+core/fingerprint.py), the series then saying what changed (`environment_change`). `scan` runs `detect` over every series, keeps the changes
 that survive the false-discovery-rate control across all of them, and describes each
 with its last good and first bad run and whether later runs recovered.
 """
@@ -56,6 +58,7 @@ class Series:
     points: tuple[Point, ...]
     samples: tuple[tuple[float, ...], ...] | None = dataclasses.field(default=None, repr=False)
     # each run's raw samples, when loaded
+    environment_change: str = ""  # why this series begins: "run 12: torch.version ..."
 
     @property
     def values(self) -> list[float]:
@@ -156,16 +159,44 @@ def _load_series(store: Any, cases: Sequence[str], metric: str | None, since: st
         grouped.setdefault((row.case_id, row.metric, row.unit, run.machine, run.env),
                            []).append(i)
     out = []
-    for (case_id, name, unit, on, label), group in grouped.items():
-        points = []
-        for i in group:
-            row, run = rows[i], runs[rows[i].run_id]
-            points.append(Point(row.run_id, run.started, float(row.median), lows[i],
-                                highs[i], int(row.n), run.git_commit, run.torch_version,
-                                run.git_dirty))
-        out.append(Series(case_id, titles[case_id], name, unit, on, label, tuple(points),
-                          tuple(rows[i].samples for i in group) if samples else None))
+    for (case_id, name, unit, on, label), whole in grouped.items():
+        for group, change in environment_parts(whole, [runs[row.run_id] for row in rows],
+                                               [row.run_id for row in rows]):
+            points = []
+            for i in group:
+                row, run = rows[i], runs[rows[i].run_id]
+                points.append(Point(row.run_id, run.started, float(row.median), lows[i],
+                                    highs[i], int(row.n), run.git_commit, run.torch_version,
+                                    run.git_dirty))
+            out.append(Series(case_id, titles[case_id], name, unit, on, label,
+                              tuple(points),
+                              tuple(rows[i].samples for i in group) if samples else None,
+                              change))
     return out
+
+
+def environment_parts(group: list[int], places: Sequence[Any], run_ids: Sequence[int]
+                      ) -> list[tuple[list[int], str]]:
+    """A series' rows (`group`, indexes into `places`, the rows' RunPlaces, and
+    `run_ids`) cut where a run's performance fields differ from the last run's that
+    recorded them, each part with what changed ("" for the first). A run without a
+    fingerprint continues the part it follows."""
+    from torchmark.core.fingerprint import differences
+
+    parts: list[tuple[list[int], str]] = [([], "")]
+    last = None
+    for i in group:
+        fields = places[i].comparable
+        if fields is not None and last is not None and fields != last:
+            found = [d for d in differences(dict(last), dict(fields)) if d.blocking]
+            if found:
+                parts.append(([], f"run {run_ids[i]}: the environment changed ("
+                                  + "; ".join(d.describe() for d in found[:3])
+                                  + (" ..." if len(found) > 3 else "") + ")"))
+        if fields is not None:
+            last = fields
+        parts[-1][0].append(i)
+    return parts
 
 
 def _recovered(series: Series, change: ChangePoint,

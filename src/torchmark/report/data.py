@@ -35,7 +35,7 @@ def _series(s: Series, index: int, changes: Sequence[Change],
     return {
         "id": _series_id(index), "case_id": s.case_id, "title": s.title, "metric": s.metric,
         "unit": s.unit, "machine": hosts.get(s.machine or "", s.machine), "env": s.env,
-        "runs": [p.run_id for p in points], "started": [p.started for p in points],
+        "environment_change": s.environment_change, "runs": [p.run_id for p in points], "started": [p.started for p in points],
         "value": [p.value for p in points], "low": [_finite(p.low) for p in points],
         "high": [_finite(p.high) for p in points],
         "commit": [(p.commit or "")[:10] for p in points],

@@ -140,6 +140,9 @@
       el("div", { class: "meta" }, `${s.metric} - machine ${s.machine || "?"} - env ` +
         `${s.env || "-"} - ${s.all_runs > s.value.length ? `newest ${s.value.length} of ` +
         `${s.all_runs}` : s.value.length} runs - ${s.changes.length} change(s) - id ${s.case_id}`),
+      s.environment_change ? el("div", { class: "env-change" },
+        `A new series: ${s.environment_change}; runs before it are not compared with ` +
+        "these.") : "",
       el("div", { class: "plot", "data-kind": "series", "data-series": s.id })));
   }
 

@@ -41,7 +41,7 @@ from torchmark.core.bounded_input import brief, env_size, open_regular
 from torchmark.core.collector import collector_paused
 from torchmark.core.errors import LimitError, UsageError
 from torchmark.core.provenance import Provenance, parse_time
-from torchmark.core.result import EXACT_METRICS, Result
+from torchmark.core.result import EXACT_METRICS, STATED, Result
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
 from torchmark.core.results_file import RESULTS_FILE_SCHEMA, RUN_SCHEMA
 from torchmark.store import schema
@@ -52,7 +52,7 @@ from torchmark.store.import_records import (
     Parsed,
     parsed_of,
 )
-from torchmark.store.result_rows import KEY_AT
+from torchmark.store.result_rows import KEY_AT, RESULT_VALUES
 
 DEFAULT_MAX_IMPORT_BYTES = 8 << 30
 MAX_LINE_BYTES = 64 << 20  # one result's line
@@ -288,8 +288,8 @@ class Importer:
         texts = [p.to_json() for p in provenances]
         places = [(self.store.run_start(p), p.machine.hostname) for p in provenances]
         held = self.store.held_results(
-            conn, [(values[KEY_AT], values[1], *places[at]) for at, values in parsed.records],
-            set(self.runs.values()))
+            conn, [(values[KEY_AT], _kind(values), *places[at])
+                   for at, values in parsed.records], set(self.runs.values()))
         groups: dict[int, list[tuple[Any, ...]]] = {}
         for i, (at, values) in enumerate(parsed.records):
             if i not in held:
@@ -395,4 +395,16 @@ def within_window(a: str | None, b: str | None) -> bool:
 
 
 def exact(metric: str) -> bool:
-    return metric in EXACT_METRICS
+    """Whether a result of this kind (a metric, or WINDOWED) repeats from run to run, so
+    that only a run of the same machine near its start can hold it already."""
+    return metric in EXACT_METRICS or metric == WINDOWED
+
+
+WINDOWED = "windowed"  # a failure, or stated statistics: its content names no moment
+
+
+def _kind(values: tuple[Any, ...]) -> str:
+    """A results row's metric, or WINDOWED for a failure (no samples) or a result of
+    stated statistics (core/result.py STATED), whose content repeats from run to run."""
+    n, extra = values[RESULT_VALUES.index("n")], values[RESULT_VALUES.index("extra")]
+    return WINDOWED if n == 0 or f'"{STATED}"' in extra else values[1]

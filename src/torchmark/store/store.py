@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
@@ -134,6 +135,35 @@ class RunPlace(NamedTuple):
     machine: str | None
     env: str | None
     torch_version: str | None
+    # the fields of its fingerprint that change performance, sorted (name, value) pairs
+    # (core/fingerprint.py BLOCKING); None for a run that recorded no fingerprint
+    comparable: tuple[tuple[str, Any], ...] | None = None
+
+
+class ComparableFields:
+    """A run's provenance column (JSON text, or the object a driver decoded) -> the
+    fields of its fingerprint that change performance, as RunPlace.comparable keeps
+    them; equal tuples shared (a store's runs have a handful of environments)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]] = {}
+
+    def __call__(self, provenance: Any) -> tuple[tuple[str, Any], ...] | None:
+        from torchmark.core.fingerprint import VARIABLES_READ, is_blocking
+
+        if isinstance(provenance, (str, bytes)):
+            try:
+                provenance = json.loads(provenance)
+            except ValueError:
+                return None
+        environment = provenance.get("environment") if isinstance(provenance, dict) \
+            else None
+        if not isinstance(environment, dict) or not environment:
+            return None
+        fields = tuple(sorted((k, v) for k, v in environment.items()
+                              if (is_blocking(k) or k == VARIABLES_READ)
+                              and isinstance(v, (str, int, float, bool))))
+        return self.seen.setdefault(fields, fields)
 
 
 class Store:
@@ -344,8 +374,9 @@ class Store:
         """The indexes of `wanted` (content key, metric, run start as the store's UTC
         text, hostname: one a result) that the store holds already, in runs other than
         `exclude_runs` (an import's own): the same case, metric and samples (their
-        content key); for exact metrics, whose counts repeat from run to run, only in a
-        run of the same host that started near the result's."""
+        content key); for exact metrics, whose counts repeat from run to run, and for
+        failures and stated statistics (importing.WINDOWED in place of the metric),
+        only in a run of the same host that started near the result's."""
         from torchmark.store.importing import exact, within_window
 
         keys = sorted({w[0] for w in wanted})
@@ -485,13 +516,15 @@ class Store:
                 chunk = ids[start:start + 500]
                 rows += driver_rows(conn, query if chunk == [None] else
                                     query.where(res.c.case_id.in_(chunk)))
+            comparable = ComparableFields()
             runs = {run_id: RunPlace(started, commit, None if dirty is None else bool(dirty),
-                                     machine_of, env_of, torch_version)
-                    for run_id, started, commit, dirty, machine_of, env_of, torch_version
-                    in driver_rows(conn, _filtered(
+                                     machine_of, env_of, torch_version,
+                                     comparable(provenance))
+                    for run_id, started, commit, dirty, machine_of, env_of, torch_version,
+                    provenance in driver_rows(conn, _filtered(
                         sa.select(r.c.id, r.c.started, r.c.git_commit, r.c.git_dirty,
-                                  r.c.machine, r.c.env, r.c.torch_version), r, since,
-                        machine, env))}
+                                  r.c.machine, r.c.env, r.c.torch_version, r.c.provenance),
+                        r, since, machine, env))}
         if cases is not None and len(ids) > 500:
             rows.sort(key=lambda row: (row[8], row[0]))
         return [SeriesRow(case_id, metric_of, unit, median, n, unpack_tuple(samples), run_id)

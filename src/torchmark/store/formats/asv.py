@@ -95,17 +95,15 @@ def _result_files(path: Path) -> tuple[list[Path], Path]:
     """The result files at `path` and where its benchmarks.json would be."""
     if not path.is_dir():
         return [path], path.parent.parent / BENCHMARKS
-    if (path / BENCHMARKS).is_file():
-        machines, benchmarks = sorted(d for d in path.iterdir() if (d / MACHINE).is_file()), \
-            path / BENCHMARKS
-    elif (path / MACHINE).is_file():
+    if (path / MACHINE).is_file():
         machines, benchmarks = [path], path.parent / BENCHMARKS
     else:
-        raise refuse(path, f"not an asv results folder (no {BENCHMARKS} or {MACHINE})")
+        machines = sorted(d for d in path.iterdir() if (d / MACHINE).is_file())
+        benchmarks = path / BENCHMARKS
     files = [file for machine in machines for file in sorted(machine.glob("*.json"))
              if file.name != MACHINE]
     if not files:
-        raise refuse(path, "no asv result files in this folder")
+        raise refuse(path, f"no asv result files here (in a folder with {MACHINE})")
     if len(files) > MAX_FILES:
         raise refuse(path, f"more than {MAX_FILES} files")
     return files, benchmarks

@@ -109,8 +109,8 @@ def _run_results(run_name: str, entries: list[tuple[str, Mapping[str, Any]]],
     if iterations:
         samples = [_seconds(entry, "real_time", where, path) for where, entry in iterations]
         extra = _extra(iterations, path)
-        warnings = [f"{len(errors)} of {len(entries)} repetitions failed: {errors[0]}"] \
-            if errors else []
+        warnings = [f"{len(errors)} of {len(errors) + len(iterations)} repetitions "
+                    f"failed: {errors[0]}"] if errors else []
         result = raw_result(case, samples, provenance, extra=extra, number_per_run=min(
             field(e, "iterations", int, path, w) for w, e in iterations))
         yield dataclasses.replace(result, warnings=tuple(warnings))
