@@ -50,12 +50,12 @@ def _here() -> dict[str, Any]:
 
 
 def _lines(fields: dict[str, Any]) -> list[str]:
-    from torchmark.core.fingerprint import VARIABLES_READ, is_blocking
+    from torchmark.core.fingerprint import CAPTURED, is_blocking
     from torchmark.core.neutralise import terminal_text
 
     width = max((len(k) for k in fields), default=0)
     return [terminal_text(f"{'*' if is_blocking(k) else ' '} {k:<{width}}  {v}")
-            for k, v in sorted(fields.items()) if k != VARIABLES_READ]
+            for k, v in sorted(fields.items()) if k != CAPTURED]
 
 
 @env_cmd.command("show")
@@ -79,11 +79,11 @@ def diff_cmd(a, b, db):
     """The fields in which A's fingerprint and B's (default: this machine now) differ,
     those that change performance first (marked `*`: the runs are not comparable), then
     the rest. Exit 0 when none change performance, 1 when some do. A, B: """ + REF_HELP
-    from torchmark.core.fingerprint import VARIABLES_READ, differences
+    from torchmark.core.fingerprint import CAPTURED, differences
     from torchmark.core.neutralise import terminal_text
 
     (fa, wa), (fb, wb) = _fingerprint(a, db), _fingerprint(b, db)
-    found = [d for d in differences(fa, fb) if d.name != VARIABLES_READ]
+    found = [d for d in differences(fa, fb) if d.name != CAPTURED]
     click.echo(f"A: {wa}")
     click.echo(f"B: {wb}")
     blocking = [d for d in found if d.blocking]

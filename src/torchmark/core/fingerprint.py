@@ -41,8 +41,11 @@ PERFORMANCE_VARIABLES = (
     "CUDA_", "CUBLAS_", "CUDNN_", "NCCL_", "NVIDIA_TF32_OVERRIDE", "PYTORCH_", "TORCH_",
     "TORCHINDUCTOR_", "ATEN_", "PYTHONHASHSEED", "PYTHONOPTIMIZE", "PYTHONMALLOC")
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL")
-VARIABLES_READ = "fingerprint.variables"  # true: the env.* fields are every one set
-UNSET = "(unset)"  # an env.* field a side that read the variables does not hold
+# true in a fingerprint torchmark captured: then a field of ABSENT_MEANS_NONE it lacks
+# is none (no such variable set, no GPU, no quota), not unknown
+CAPTURED = "fingerprint.captured"
+ABSENT_MEANS_NONE = ("env.", "gpu.", "cpu.quota")
+UNSET = "(none)"  # such a field on a side that captured but does not hold it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,13 +74,13 @@ def is_blocking(name: str) -> bool:
 
 
 def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
-    """The fields `a` and `b` disagree on: blocking ones first, then by name. A
-    variable one side set and the other (which read the variables) did not is a
-    difference: UNSET against its value."""
+    """The fields `a` and `b` disagree on: blocking ones first, then by name. A field
+    of ABSENT_MEANS_NONE that a fingerprint torchmark captured lacks reads as UNSET (a
+    variable one side set, a GPU one side has, is a difference)."""
     def value(side: Mapping[str, Any], name: str) -> Any:
         if name in side:
             return side[name]
-        return UNSET if name.startswith("env.") and side.get(VARIABLES_READ) else None
+        return UNSET if name.startswith(ABSENT_MEANS_NONE) and side.get(CAPTURED) else None
 
     found = [Difference(name, value(a, name), value(b, name))
              for name in sorted({*a, *b}) if value(a, name) != value(b, name)]
@@ -92,7 +95,7 @@ def capture() -> dict[str, Any]:
     fields.update(_python())
     fields.update(_torch())
     fields.update(_variables(os.environ))
-    fields[VARIABLES_READ] = True
+    fields[CAPTURED] = True
     fields.update(_gpus())
     return {k: v for k, v in fields.items() if v is not None}
 

@@ -111,7 +111,7 @@ class Provenance:
                    env=env if env is not None else os.environ.get("TORCHMARK_ENV") or None,
                    started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                    command=mask_argv(sys.argv if command is None else command),
-                   environment=environment)
+                   environment=tuple(sorted(environment.items())))
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

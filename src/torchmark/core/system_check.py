@@ -111,7 +111,7 @@ def busy_siblings(cpus: list[int]) -> dict[int, float]:
 
 def _cpu_times() -> dict[int, tuple[int, int]]:
     """Each CPU's (busy, total) jiffies from /proc/stat."""
-    out = {}
+    out: dict[int, tuple[int, int]] = {}
     try:
         lines = Path("/proc/stat").read_text().splitlines()
     except OSError:

@@ -149,7 +149,7 @@ class ComparableFields:
         self.seen: dict[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]] = {}
 
     def __call__(self, provenance: Any) -> tuple[tuple[str, Any], ...] | None:
-        from torchmark.core.fingerprint import VARIABLES_READ, is_blocking
+        from torchmark.core.fingerprint import CAPTURED, is_blocking
 
         if isinstance(provenance, (str, bytes)):
             try:
@@ -161,7 +161,7 @@ class ComparableFields:
         if not isinstance(environment, dict) or not environment:
             return None
         fields = tuple(sorted((k, v) for k, v in environment.items()
-                              if (is_blocking(k) or k == VARIABLES_READ)
+                              if (is_blocking(k) or k == CAPTURED)
                               and isinstance(v, (str, int, float, bool))))
         return self.seen.setdefault(fields, fields)
 

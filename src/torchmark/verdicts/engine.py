@@ -167,9 +167,9 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
         sa, sb = _stated(baseline), _stated(candidate)
         ratio = sb.mean / sa.mean if sa.mean > 0 else math.nan
         if drift is None:
-            spreads = [s.spread for s in (sa, sb)]
-            drift = drifts.from_spread_values(*spreads, confidence) \
-                if None not in spreads else drifts.NONE_PAIRED
+            spread_a, spread_b = sa.spread, sb.spread
+            drift = drifts.from_spread_values(spread_a, spread_b, confidence) \
+                if spread_a is not None and spread_b is not None else drifts.NONE_PAIRED
         if sa.stdev is None or sb.stdev is None or min(sa.n, sb.n) < MIN_STATED_SAMPLES \
                 or not sa.mean > 0 or not sb.mean > 0:
             return _no_ratio("unmeasured", "summary statistics without raw samples need "

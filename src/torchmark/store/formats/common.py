@@ -162,4 +162,4 @@ def foreign_provenance(tool: str, version: str | None, path: str | os.PathLike, 
                         gpus=tuple(text(g) for g in gpus), gpu_driver=gpu_driver),
         env=env, started=started,
         command=("torchmark", "import", "--from", tool, brief(str(path), 400)),
-        **({"environment": dict(environment)} if environment else {}))
+        environment=tuple(sorted((environment or {}).items())))

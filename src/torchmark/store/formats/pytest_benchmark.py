@@ -18,6 +18,7 @@ from typing import Any
 
 from torchmark.core.result import Result, Stated
 from torchmark.store.formats.common import (
+    count,
     field,
     file_time,
     foreign_case,
@@ -97,11 +98,9 @@ def read_file(path: Path) -> Iterator[Result]:
 
 
 def _provenance(document: Mapping[str, Any], path: Path) -> Any:
-    machine = document.get("machine_info") if isinstance(document.get("machine_info"),
-                                                         Mapping) else {}
-    cpu = machine.get("cpu") if isinstance(machine.get("cpu"), Mapping) else {}
-    commit = document.get("commit_info") if isinstance(document.get("commit_info"),
-                                                       Mapping) else {}
+    machine: Mapping[str, Any] = _mapping(document.get("machine_info"))
+    cpu: Mapping[str, Any] = _mapping(machine.get("cpu"))
+    commit: Mapping[str, Any] = _mapping(document.get("commit_info"))
     commit_id = commit.get("id") if isinstance(commit.get("id"), str) and \
         commit.get("id") != "unversioned" else None
     python = f"{text(machine.get('python_implementation'), 'Python')} " \
@@ -118,7 +117,11 @@ def _provenance(document: Mapping[str, Any], path: Path) -> Any:
         TOOL, text(document.get("version"), "") or None, path,
         started=when(document.get("datetime"), file_time(path)),
         hostname=text(machine.get("node")), cpu_model=text(cpu.get("brand_raw")),
-        cores=cpu.get("count"), python=python, commit=commit_id,
+        cores=count(cpu.get("count")), python=python, commit=commit_id,
         dirty=commit.get("dirty") if commit_id else None,
         environment={k: v for k, v in environment.items()
                      if isinstance(v, (str, int)) and not isinstance(v, bool)})
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
