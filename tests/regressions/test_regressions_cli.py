@@ -185,3 +185,32 @@ def test_a_2x_step_at_run_9_is_reported_at_run_9_with_its_dirty_marker(tmp_path,
     assert main(["history", "--db", db, "step"]) == 0
     out = capsys.readouterr().out
     assert "08dddddddd+" in out and "1 (few)" in out
+
+
+def test_a_torch_build_change_splits_the_series_and_the_report_says_so(tmp_path, measured,
+                                                                       capsys):
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    history(db, measured, [1.0] * 12)
+    store = Store(db)
+    base = Provenance.capture(env="ci")
+    other = dataclasses.replace(base, environment=tuple(sorted(
+        {**base.fingerprint, "torch.version": "2.14.0+cpu", "threads.intra_op": 1}.items())))
+    for k in range(12):  # 50% slower, on the same machine with another torch build
+        run = store.start_run(dataclasses.replace(
+            other, started=f"2026-09-02T{k:02d}:00:00+00:00"))
+        store.record([dataclasses.replace(measured, samples=tuple(
+            s * 1.5 for s in measured.samples))], run)
+        store.finish_run(run, "ok")
+    from torchmark.regressions.history import load_series
+
+    first, second = load_series(store)
+    assert (len(first.points), len(second.points)) == (12, 12)
+    assert first.environment_change == ""
+    assert second.environment_change.startswith("run 13: the environment changed")
+    assert "torch.version" in second.environment_change
+    store.close()
+    assert main(["regressions", "--db", db]) == 0
+    assert capsys.readouterr().out.strip() == "no change detected"
+    report = tmp_path / "r.html"
+    assert main(["report", "--db", db, "-o", str(report)]) == 0
+    assert "the environment changed" in report.read_text()
