@@ -140,14 +140,16 @@ def _cpu() -> dict[str, Any]:
         "cpu.smt": (smt == "1") if smt is not None else
         (len(cores) < threads if cores else None),
         "cpu.governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        "cpu.boost": _boost(),
+        "cpu.boost": boost(),
         "cpu.max_mhz": int(max_khz) // 1000 if max_khz and max_khz.isdigit() else None,
         "cpu.affinity": cpu_ranges(affinity) if affinity else None,
         "cpu.quota": cgroup_quota(),
     }
 
 
-def _boost() -> bool | None:
+def boost() -> bool | None:
+    """Whether turbo / boost is on (intel_pstate's no_turbo, else cpufreq's boost);
+    None where neither is readable."""
     no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
     if no_turbo is not None:
         return no_turbo == "0"

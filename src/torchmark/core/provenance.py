@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from torchmark.core.fingerprint import boost
 from torchmark.core.secrets import mask_argv
 
 SCHEMA_VERSION = 1
@@ -55,7 +56,7 @@ class Machine:
         return cls(hostname=platform.node(), cpu_model=_cpu_model(), cores=os.cpu_count() or 1,
                    memory_bytes=_memory_bytes(), gpus=gpus, gpu_driver=driver,
                    governor=_read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-                   turbo=_turbo())
+                   turbo=boost())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,14 +266,6 @@ def _memory_bytes() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return 0
-
-
-def _turbo() -> bool | None:
-    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
-    if no_turbo is not None:
-        return no_turbo == "0"
-    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
-    return None if boost is None else boost == "1"
 
 
 def _gpus() -> tuple[tuple[str, ...], str | None]:
