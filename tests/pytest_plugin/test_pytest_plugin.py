@@ -630,3 +630,22 @@ def test_help_lists_the_plugins_options(pytester):
     assert out.ret == 0
     text = out.stdout.str()
     assert "--torchmark-fail-slower" in text and "(5% or 0.05)" in text
+
+
+def test_a_baseline_of_other_thread_settings_is_not_compared_unless_allowed(pytester,
+                                                                             tmp_path,
+                                                                             monkeypatch):
+    _gated_project(pytester)
+    baseline = tmp_path / "baseline.jsonl"
+    _run(pytester, "--torchmark-no-store", f"--torchmark-json={baseline}",
+         "-k", "test_changed").assert_outcomes(passed=1, deselected=2)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # a thread setting: not comparable
+    args = ("--torchmark-no-store", f"--torchmark-baseline={baseline}", "-k", "test_changed")
+    refused = _run(pytester, *args)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stdout.fnmatch_lines(["*differ in * field(s) that change performance "
+                                  "(env.OMP_NUM_THREADS*nothing was compared",
+                                  "*env.OMP_NUM_THREADS: (none) -> 1*"])
+    allowed = _run(pytester, *args, "--torchmark-allow-env-diff")
+    assert allowed.ret == 0
+    assert "not comparable" not in allowed.stdout.str()
