@@ -111,7 +111,7 @@ def test_env_diff_shows_every_planted_difference_and_gate_refuses_them(tmp_path,
                  "--allow-env-diff"]) == 0
     out = capsys.readouterr().out
     assert "environments differ" in out and "1 same" in out
-    for command in (["compare", "run:1", "run:2"], ["ab", "run:1", "run:2"]):
+    for command in (["compare", "run:1", "run:2"], ["ab", "run:1", "run:2"], ["ab", a, b]):
         assert main([*command, "--db", db]) == 2
         assert "not comparable" in capsys.readouterr().err
         assert main([*command, "--db", db, "--allow-env-diff"]) in (0, 1)

@@ -247,7 +247,7 @@ def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_lab
 def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
            allow_env_diff=False) -> int:
     """Saved files, case by case."""
-    from torchmark.cli.measurement_files import read_measurement_files
+    from torchmark.cli.measurement_files import is_run_id, read_measurement_files
 
     if len(files) > 2:
         raise click.UsageError(f"give one or two files, got {len(files)}")
@@ -267,10 +267,22 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
     for side, name in zip(sides, names, strict=True):
         if not side:
             raise click.UsageError(f"{name}: holds no measurements")
+    if len(files) == 2 and not any(is_run_id(f) for f in files):
+        _check_files(files, allow_env_diff)
     results, only_a, only_b, errors = compare_sides(
         sides, confidence, min_effect, seed, _stored_histories(files, db, allow_env_diff))
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     return _gate(results, only_a, errors, fail_above)
+
+
+def _check_files(files, allow_env_diff) -> None:
+    """Two files' runs compared only in comparable environments (cli/env_options.py):
+    the fingerprints their provenance holds (a file of a format without one: none)."""
+    from torchmark.cli.env_options import check_environments
+    from torchmark.records import load_results
+
+    check_environments(load_results(files[0]), load_results(files[1]), allow_env_diff,
+                       f"{files[0]} and {files[1]}")
 
 
 def _stored_histories(files, db, allow_env_diff=False) -> dict:
