@@ -1,5 +1,5 @@
 #!/bin/sh
-# Everything issues 8, 28, 37 and 38 need from a GPU, in one run: kernel, device and batch time
+# Everything issues 8, 28, 37, 38 and 39 need from a GPU, in one run: kernel, device and batch time
 # against Nsight Compute and do_bench (gpu_kernel_time.py), the CUDA tests, the CLI on
 # the device, and the device-time comparison with do_bench / torch / Nsight Compute.
 # Logs go to $OUT (the device tool brings that folder back), else /tmp/gpu_session.
@@ -13,11 +13,12 @@
 #     kernel (gpu_kernel_time.py --quick: its figures first, then ncu's, each bounded),
 #     tests (pytest -m cuda), cli, flush (gpu_l2_flush.py: about a minute), simulated,
 #     measure (gpu_vs_do_bench --ncu: issue 8's), explain (gpu_explain.py: issue 37's),
-#     memory (memory_table.py --device cuda: issue 38's)
+#     memory (memory_table.py --device cuda: issue 38's), fingerprint (env show's GPU
+#     fields beside nvidia-smi's: issue 39's)
 # Issue 28 alone (about 5 minutes on an H100; the sections' time limits add up to more):
 #     sh benchmarks/gpu_session.sh kernel tests cli
 set -u
-SECTIONS=${*:-kernel tests cli explain memory flush simulated measure}
+SECTIONS=${*:-kernel tests cli explain memory fingerprint flush simulated measure}
 OUT=${OUT:-/tmp/gpu_session}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -118,6 +119,15 @@ memory() {
         | tee -a "$OUT/summary.txt"
 }
 
+fingerprint() {
+    section "env show (issue 39: the GPU fields of the fingerprint, against nvidia-smi)"
+    timeout 60 python3 -m torchmark env show 2>&1 | grep -E "gpu\.|torch\.(cuda|cudnn|nccl)" \
+        | tee -a "$OUT/summary.txt"
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.memory,\
+enforced.power.limit,ecc.mode.current,mig.mode.current --format=csv 2>&1 \
+        | tee -a "$OUT/summary.txt"
+}
+
 explain() {
     section "gpu_explain (issue 37: a kernel swap and a kernel grown, explained)"
     timeout 300 python3 benchmarks/gpu_explain.py 2>&1 | tee "$OUT/gpu_explain.log" \
@@ -126,8 +136,8 @@ explain() {
 
 for name in $SECTIONS; do
     case $name in
-        kernel|measure|cli|tests|simulated|flush|explain|memory) "$name" ;;
-        *) echo "unknown section $name (kernel, measure, cli, tests, simulated, flush, explain, memory)"
+        kernel|measure|cli|tests|simulated|flush|explain|memory|fingerprint) "$name" ;;
+        *) echo "unknown section $name (kernel, measure, cli, tests, simulated, flush, explain, memory, fingerprint)"
            exit 2 ;;
     esac
 done
