@@ -202,6 +202,8 @@ def child_env(venv_bin: str) -> dict[str, str]:
     env["TORCHMARK_CALLGRIND_KEEPALIVE"] = "0"
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
+    for name in [n for n in env if n.startswith("PYTEST_")]:  # as a reader's shell: no
+        env.pop(name)  # xdist worker variables (pytest-benchmark turns itself off on them)
     return env
 
 

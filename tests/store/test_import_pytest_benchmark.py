@@ -6,6 +6,7 @@ malformed file refused whole."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,13 +35,15 @@ def written(tmp_path_factory):
     """Two sessions of pytest-benchmark: --benchmark-json files and a .benchmarks folder."""
     folder = tmp_path_factory.mktemp("pb")
     (folder / "test_bench.py").write_text(TESTS)
+    # without this session's xdist variables: pytest-benchmark turns itself off on them
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     for name in ("first", "second"):
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:torchmark",
                         "-p", "no:cacheprovider", "-p", "no:xdist",
                         f"--benchmark-json={folder / name}.json", f"--benchmark-save={name}",
                         "--benchmark-max-time=0.02", "--benchmark-min-rounds=5",
                         "test_bench.py"], cwd=folder, check=True, capture_output=True,
-                       timeout=120)
+                       timeout=120, env=env)
     return folder
 
 

@@ -31,9 +31,9 @@ def _format_of(path: str, fmt: str | None, max_size: int | None) -> str | None:
         return None
     found = detect_format(path)
     if found is None and os.path.isdir(path):
-        raise UsageError(f"{brief(path)}: a folder of no format torchmark reads (an asv "
-                         "results folder or a pytest-benchmark .benchmarks folder: say "
-                         "which with --from)")
+        raise UsageError(f"{brief(path)}: is a directory of no format torchmark reads "
+                         "(an asv results folder or a pytest-benchmark .benchmarks folder: "
+                         "say which with --from)")
     if found is None:
         check_file(path, max_size)
     return found
