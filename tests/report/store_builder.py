@@ -25,8 +25,11 @@ def build_store(url: str, cases: int = 3, runs: int = 30, step_case: int = 1,
                       label="mul", sub_label=f"n={i}") for i in range(cases)]
     stepped = {i for i in range(cases) if i == step_case or (step_every and i % step_every == 0)}
     for k in range(runs):
+        when = first + dt.timedelta(hours=k)
         provenance = dataclasses.replace(base, git_commit=f"{k:04d}" + "ab" * 18,
-                                         started=(first + dt.timedelta(hours=k)).isoformat())
+                                         git_dirty=False, git_commit_date=when.isoformat(),
+                                         git_commit_subject=f"Change number {k}",
+                                         started=when.isoformat())
         run = store.start_run(provenance)
         results = []
         for i, case in enumerate(all_cases):

@@ -42,6 +42,7 @@ COMMANDS = {
     "regressions": "regressions_cmd:regressions_cmd", "report": "report_cmd:report_cmd",
     "calibrate": "calibrate_cmd:calibrate_cmd", "bisect": "bisect_cmd:bisect_cmd",
     "explain": "explain_cmd:explain_cmd", "env": "env_cmd:env_cmd",
+    "serve": "serve_cmd:serve_cmd",
 }
 
 

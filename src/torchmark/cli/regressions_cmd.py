@@ -138,6 +138,9 @@ def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvement
     for line in align(HEADER, _rows(changes), [False, False, False, True, False, False,
                                               False, False, False, False], rule=True):
         click.echo(line)
+    for change in changes:  # what was said of each marked change
+        if change.note:
+            click.echo(terminal_text(f"{change.key}: {change.mark}: {change.note}"))
     from torchmark.rootcause.explain import explain_changes
 
     for change, explanation in explain_changes(changes, store):

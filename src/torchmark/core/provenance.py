@@ -80,6 +80,8 @@ class Provenance:
     # the machine and environment fingerprint (core/fingerprint.py): sorted
     # (dotted name, value) pairs, "cpu.model", "torch.blas", "env.OMP_NUM_THREADS"...
     environment: tuple[tuple[str, Any], ...] = ()
+    git_commit_date: str | None = None  # the commit's committer date (ISO), ordering commits
+    git_commit_subject: str | None = None  # its subject line
 
     def __post_init__(self) -> None:
         if isinstance(self.environment, Mapping):
@@ -102,6 +104,7 @@ class Provenance:
 
         torch_info = _torch_build()
         commit, dirty = _git_state()
+        commit_date, subject = _commit_info(commit) if commit else (None, None)
         environment = fingerprint.capture()
         noisy = system_check.warnings(environment)
         if noisy:
@@ -112,7 +115,8 @@ class Provenance:
                    env=env if env is not None else os.environ.get("TORCHMARK_ENV") or None,
                    started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                    command=mask_argv(sys.argv if command is None else command),
-                   environment=tuple(sorted(environment.items())))
+                   environment=tuple(sorted(environment.items())),
+                   git_commit_date=commit_date, git_commit_subject=subject)
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -157,7 +161,8 @@ class Provenance:
 MAX_FIELD_CHARS = 4096  # a provenance's text fields, each, at most
 CLOCK_SKEW_S = 86400  # how far in the future a run's start may be (clocks differ)
 _TEXTS = ("torchmark_version", "python", "started")
-_OPTIONAL_TEXTS = ("torch_version", "torch_git", "torch_cuda", "git_commit", "env")
+_OPTIONAL_TEXTS = ("torch_version", "torch_git", "torch_cuda", "git_commit", "env",
+                   "git_commit_date", "git_commit_subject")
 
 
 MAX_ENVIRONMENT_FIELDS = 1000
@@ -329,23 +334,33 @@ def _torch_build() -> dict[str, Any]:
             "torch_debug": bool(getattr(torch.version, "debug", False))}
 
 
+def _git(*args: str, folder: str | None = None) -> str | None:
+    """git's output in `folder` (default: the current one); None when it fails or there
+    is no git. No fsmonitor hook (the checkout's own program) and no index lock taken."""
+    try:
+        proc = subprocess.run(["git", "-c", "core.fsmonitor=", "--no-optional-locks", *args],
+                              capture_output=True, text=True, timeout=10, check=False,
+                              cwd=folder)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _commit_info(commit: str, folder: str | None = None) -> tuple[str | None, str | None]:
+    """The committer date of `commit` (ISO 8601 with its offset) and its subject; Nones
+    without git."""
+    date, _, subject = (_git("show", "-s", "--format=%cI%n%s", commit, folder=folder)
+                        or "").partition("\n")
+    return date.strip() or None, subject.strip()[:MAX_FIELD_CHARS] or None
+
+
 def _git_state(folder: str | None = None) -> tuple[str | None, bool | None]:
     """(commit, dirty) of the git checkout `folder` (default: the current one) is in;
     (None, None) outside one or without git."""
-    def git(*args: str) -> str | None:
-        try:
-            # no fsmonitor hook (the checkout's own program) and no index lock taken
-            proc = subprocess.run(["git", "-c", "core.fsmonitor=", "--no-optional-locks",
-                                   *args], capture_output=True, text=True, timeout=10,
-                                  check=False, cwd=folder)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return proc.stdout if proc.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
+    commit = _git("rev-parse", "HEAD", folder=folder)
     if commit is None:
         return None, None
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = _git("status", "--porcelain", "--untracked-files=no", folder=folder)
     return commit.strip(), (bool(status.strip()) if status is not None else None)
 
 

@@ -452,6 +452,83 @@ class Store:
             run["results"] = counts.get(run["id"], 0)
         return found
 
+    def runs_page(self, *, since: str | None = None, until: str | None = None,
+                  machine: str | None = None, env: str | None = None,
+                  commit: str | None = None, command: str | None = None,
+                  run: int | None = None, offset: int = 0,
+                  limit: int = 50) -> tuple[list[dict[str, Any]], int]:
+        """One page of runs, newest first (as `runs`, with each run's result count and
+        its commit's subject and date from its provenance), and how many runs the
+        filters select in all. `commit`: a prefix of the commit; `command`: a word the
+        command line holds; `run`: that run only."""
+        r, res = schema.runs, schema.results
+        query = _filtered(sa.select(r.c.id), r, since, machine, env)
+        if until is not None:
+            query = query.where(r.c.started <= _since(until))
+        if commit:
+            query = query.where(r.c.git_commit.startswith(commit, autoescape=True))
+        if run is not None:
+            query = query.where(r.c.id == run)
+        if command:
+            query = query.where(sa.cast(r.c.command, sa.Text).contains(command,
+                                                                       autoescape=True))
+        with self.engine.connect() as conn:
+            total = conn.execute(sa.select(sa.func.count()).select_from(
+                query.subquery())).scalar() or 0
+            ids = [row[0] for row in conn.execute(
+                query.order_by(r.c.started.desc(), r.c.id.desc()).offset(offset).limit(limit))]
+            found = {row.id: dict(row._mapping) for row in conn.execute(sa.select(
+                r.c.id, r.c.started, r.c.ended, r.c.status, r.c.command, r.c.git_commit,
+                r.c.git_dirty, r.c.torch_version, r.c.machine, r.c.env, r.c.tags,
+                r.c.provenance).where(r.c.id.in_(ids)))} if ids else {}
+            counts: dict[int, int] = dict(conn.execute(
+                sa.select(res.c.run_id, sa.func.count()).where(res.c.run_id.in_(ids))
+                .group_by(res.c.run_id)).all()) if ids else {}
+        out = []
+        for run_id in ids:
+            row = found[run_id]
+            provenance = _json(row.pop("provenance"))
+            row["commit_subject"] = provenance.get("git_commit_subject")
+            row["commit_date"] = provenance.get("git_commit_date")
+            row["results"] = counts.get(run_id, 0)
+            out.append(row)
+        return out, int(total)
+
+    def run_provenance(self, run_id: int) -> dict[str, Any] | None:
+        """A run's whole provenance as it was captured (None for no such run, {} for a
+        run stored without one)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(schema.runs.c.provenance)
+                               .where(schema.runs.c.id == run_id)).first()
+        return None if row is None else _json(row[0])
+
+    def run_commits(self, run_ids: Iterable[int]) -> dict[int, tuple[str | None, str | None]]:
+        """Each run's commit date and subject from its provenance."""
+        ids = sorted(set(run_ids))
+        out: dict[int, tuple[str | None, str | None]] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), 500):
+                for run_id, provenance in conn.execute(
+                        sa.select(schema.runs.c.id, schema.runs.c.provenance)
+                        .where(schema.runs.c.id.in_(ids[start:start + 500]))):
+                    data = _json(provenance)
+                    out[run_id] = (data.get("git_commit_date"), data.get("git_commit_subject"))
+        return out
+
+    def search_cases(self, text: str, limit: int = 50) -> list[dict[str, Any]]:
+        """Cases whose id, statement, label, sub-label, description or parameters hold
+        `text` (case-insensitive), at most `limit`, by id."""
+        c = schema.cases
+        pattern = f"%{text.lower()}%"
+        columns = (c.c.id, c.c.stmt, c.c.label, c.c.sub_label, c.c.description,
+                   sa.cast(c.c.params, sa.Text))
+        query = sa.select(c.c.id, c.c.frontend, c.c.stmt, c.c.label, c.c.sub_label,
+                          c.c.description, c.c.threads, c.c.device, c.c.params).where(
+            sa.or_(*(sa.func.lower(column).like(pattern) for column in columns))
+        ).order_by(c.c.id).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
     def results(self, *, case: str | None = None, run: int | None = None,
                 metric: str | None = None, since: str | None = None,
                 machine: str | None = None, env: str | None = None,
@@ -801,6 +878,16 @@ def _since(text: str) -> str:
     except ValueError:
         raise UsageError(f"--since {text!r}: expected a date (2026-11-01) or an ISO time "
                          "(2026-11-01T09:00:00+00:00)") from None
+
+
+def _json(value: Any) -> dict[str, Any]:
+    """A JSON column's object (drivers give text or the decoded value); {} otherwise."""
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _filtered(query: Any, runs: sa.Table, since: str | None, machine: str | None,

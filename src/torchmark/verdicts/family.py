@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 from torchmark.verdicts.drift import from_history
@@ -70,14 +70,19 @@ def _median_ratio(p: Pair) -> float | None:
 
 def judge_all(pairs: Sequence[Pair], *, threshold: float, confidence: float = 0.95,
               histories: Mapping[Any, Sequence[float]] | None = None,
-              seed: int = 0, resamples: int = 2000) -> dict[Any, Verdict]:
+              seed: int = 0, resamples: int = 2000,
+              only: Collection[Hashable] | None = None) -> dict[Any, Verdict]:
     """Each pair's verdict (see the module docstring). `histories`: key -> the case's
-    A/A log ratios (regressions/aa_history.py)."""
+    A/A log ratios (regressions/aa_history.py). `only`: the keys whose verdicts are
+    wanted (a page of a long comparison); the family and the common shift are still all
+    of `pairs`', so each verdict is the one judging them all gives."""
     each = each_confidence(confidence, len(pairs))
     shifts = common_shifts(pairs)
     histories = histories or {}
     out = {}
     for p in pairs:
+        if only is not None and p.key not in only:
+            continue
         ratios = histories.get(p.key)
         drift = from_history(ratios, each) if ratios else None
         out[p.key] = judge(p.baseline, p.candidate, metric=p.metric, threshold=threshold,

@@ -1,0 +1,222 @@
+"""How fast `torchmark serve` answers on a large store (issue 40's targets: each page's
+server time under 300 ms on 10,000 cases x 1,000 runs, 10M results, SQLite and
+PostgreSQL).
+
+A store of CASES x RUNS wall-time results (10 raw samples each, one case in 100 with a 25%
+step half-way, the runs a commit each with its date and subject) is built first, in bulk
+(its time printed, not a target). Then `torchmark serve` is started on it (a subprocess,
+as a user starts it) and each page is requested: the regressions feed (after the first
+request, which detects the changes across the store: its time printed apart), runs
+(pages 1 and 10, a machine filter), a run, a case's history, a comparison of two runs,
+a search; each 100 times one after the other, then by 20 concurrent clients. Printed:
+the server's time (its Server-Timing header) median and p95, and the round trip's, each
+page. Then the static report's build time on the same store (`torchmark report`, with a
+time limit).
+
+    python benchmarks/serve_speed.py [--cases 10000] [--runs 1000] [--postgres URL|auto]
+        [--requests 100] [--clients 20] [--report-timeout 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import datetime as dt
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import sqlalchemy as sa
+
+from torchmark.core.provenance import Provenance
+from torchmark.store import Store
+from torchmark.store import schema as tables
+from torchmark.store.result_rows import content_key
+from torchmark.store.store import utc_now
+
+SAMPLES = 10
+STEP_EVERY = 100  # one case in this many steps up 25% half-way
+
+
+def build(url: str, cases: int, runs: int) -> tuple[Store, float]:
+    """The store (module docstring) and the seconds it took to build."""
+    started = time.perf_counter()
+    store = Store(url)
+    rng = np.random.default_rng(3)
+    ids = [f"suite:case{i:05d}" for i in range(cases)]
+    with store.engine.begin() as conn:
+        conn.execute(tables.cases.insert(), [
+            {"id": case, "frontend": "suite", "stmt": f"torch.mul(x, {i})",
+             "setup": "", "label": f"op{i % 50}", "sub_label": f"n={i}",
+             "description": None, "threads": 1, "device": "cpu",
+             "params": {"n": i, "dtype": "float32" if i % 2 else "bfloat16"}}
+            for i, case in enumerate(ids)])
+    base = Provenance.capture(env="ci")
+    first = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+    level = 1e-6 * (1 + (np.arange(cases) % 97) / 10)
+    stepped = np.arange(cases) % STEP_EVERY == 0
+    now = utc_now()
+    for k in range(runs):
+        when = first + dt.timedelta(hours=k)
+        run = store.start_run(dataclasses.replace(
+            base, git_commit=f"{k:08x}" + "cd" * 16, git_dirty=False,
+            git_commit_date=when.isoformat(), git_commit_subject=f"Commit number {k}",
+            started=(when + dt.timedelta(minutes=3)).isoformat()))
+        scale = level * np.where(stepped & (k >= runs // 2), 1.25, 1.0)
+        values = scale[:, None] * (1 + 0.01 * rng.standard_normal((cases, SAMPLES)))
+        ordered = np.sort(values, axis=1)
+        medians = (ordered[:, SAMPLES // 2 - 1] + ordered[:, SAMPLES // 2]) / 2
+        q1 = ordered[:, 2] * 0.75 + ordered[:, 3] * 0.25
+        q3 = ordered[:, 6] * 0.25 + ordered[:, 7] * 0.75
+        means = values.mean(axis=1)
+        blobs = [row.astype("<f8").tobytes() for row in values]
+        rows = [{"run_id": run, "case_id": ids[i], "metric": "wall", "unit": "s", "env": None,
+                 "number_per_run": 100, "n": SAMPLES, "median": float(medians[i]),
+                 "mean": float(means[i]), "iqr": float(q3[i] - q1[i]),
+                 "min": float(ordered[i, 0]), "max": float(ordered[i, -1]),
+                 "samples": blobs[i], "content_key": content_key(ids[i], "wall", blobs[i]),
+                 "warnings": [], "failure": None, "failure_tail": None, "extra": {},
+                 "recorded": now} for i in range(cases)]
+        with store.engine.begin() as conn:
+            conn.execute(tables.results.insert(), rows)
+        store.finish_run(run, "ok")
+        if k % 100 == 99:
+            print(f"  built {k + 1} of {runs} runs ({time.perf_counter() - started:.0f} s)",
+                  flush=True)
+    return store, time.perf_counter() - started
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fetch(url: str) -> tuple[float, float]:
+    """(server ms from Server-Timing, round-trip ms) of one GET."""
+    started = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=600) as response:
+        response.read()
+        timing = response.headers.get("Server-Timing", "app;dur=nan")
+    return float(timing.split("dur=")[1]), (time.perf_counter() - started) * 1000
+
+
+def p95(values: list[float]) -> float:
+    return float(np.percentile(values, 95))
+
+
+def measure(base: str, pages: dict[str, str], requests: int, clients: int) -> None:
+    first_ms = fetch(base + pages["regressions"])[1]
+    print(f"first regressions request (detects the changes across the store): "
+          f"{first_ms / 1000:.1f} s")
+    for path in pages.values():
+        fetch(base + path)  # warm
+    print(f"{'page':<14} {'server median':>14} {'server p95':>11} {'round trip':>11} "
+          f"| {clients} clients: {'server median':>14} {'p95':>9}")
+    for name, path in pages.items():
+        alone = [fetch(base + path) for _ in range(requests)]
+        with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+            together = list(pool.map(fetch, [base + path] * requests))
+        server = [a[0] for a in alone]
+        busy = [t[0] for t in together]
+        print(f"{name:<14} {statistics.median(server):>11.1f} ms {p95(server):>8.1f} ms "
+              f"{statistics.median(a[1] for a in alone):>8.1f} ms | "
+              f"{statistics.median(busy):>11.1f} ms {p95(busy):>6.1f} ms", flush=True)
+
+
+def serve_and_measure(url: str, store: Store, args: argparse.Namespace) -> None:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "torchmark", "serve", "--db", url,
+                             "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{base}/api/v1", timeout=5)
+                break
+            except OSError:
+                time.sleep(0.2)
+        runs = store.runs(limit=None)
+        newest, older = runs[0]["id"], runs[len(runs) // 2]["id"]
+        machine = runs[0]["machine"]
+        pages = {"regressions": "/regressions", "runs": "/runs", "runs page 10": "/runs?page=10",
+                 "runs machine": f"/runs?machine={machine}", "run": f"/runs/{newest}",
+                 "case": "/cases/suite:case00100", "compare": f"/compare?a={older}&b={newest}",
+                 "search": "/search?q=n%3D4242", "api regressions": "/api/v1/regressions",
+                 "api case": "/api/v1/cases/suite:case00100"}
+        measure(base, pages, args.requests, args.clients)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def report_time(url: str, timeout: float) -> str:
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        try:
+            subprocess.run([sys.executable, "-m", "torchmark", "report", "--db", url, "-o",
+                            str(Path(folder) / "r.html")], check=True, timeout=timeout,
+                           stdout=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return f"over {timeout:.0f} s (stopped)"
+        return f"{time.perf_counter() - started:.1f} s"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--report-timeout", type=float, default=600)
+    parser.add_argument("--postgres", default=None,
+                        help="A PostgreSQL URL, or `auto` for a throw-away cluster "
+                             "(tests/pg_cluster.py)")
+    parser.add_argument("--db", default=None, help="Reuse (or build at) this SQLite path.")
+    args = parser.parse_args()
+    targets = []
+    folder = tempfile.mkdtemp(prefix="torchmark-serve-speed-")
+    sqlite_path = args.db or os.path.join(folder, "store.db")
+    targets.append(("SQLite", f"sqlite:///{sqlite_path}"))
+    cluster = None
+    if args.postgres == "auto":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from pg_cluster import PostgresCluster, pg_bin
+
+        if pg_bin("initdb"):
+            cluster = PostgresCluster()
+            targets.append(("PostgreSQL", cluster.url()))
+    elif args.postgres:
+        targets.append(("PostgreSQL", args.postgres))
+    try:
+        for name, url in targets:
+            print(f"== {name}: {args.cases} cases x {args.runs} runs "
+                  f"({args.cases * args.runs:,} results)", flush=True)
+            store = Store(url)
+            with store.engine.connect() as conn:
+                held = conn.execute(sa.select(sa.func.count()).select_from(
+                    tables.results)).scalar()
+            if held != args.cases * args.runs:
+                store, seconds = build(url, args.cases, args.runs)
+                print(f"built in {seconds:.0f} s", flush=True)
+            serve_and_measure(url, store, args)
+            print(f"static report: {report_time(url, args.report_timeout)}", flush=True)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    print(json.dumps({"targets_ms": 300}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""`torchmark serve`: the dashboard over the store (server/)."""
+
+from __future__ import annotations
+
+import click
+
+from torchmark.cli.store_options import db_option
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to listen on; any but a loopback one needs a token.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--token", default=None, metavar="TOKEN",
+              help="Required on every request (at least 16 characters) and what lets its "
+                   "holder acknowledge or dismiss regressions [default: "
+                   "$TORCHMARK_SERVE_TOKEN].")
+@click.option("--token-file", type=click.Path(dir_okay=False), default=None,
+              help="Read the token from this file's first line (mode 600).")
+@db_option
+def serve_cmd(host, port, token, token_file, db):
+    """Serve the dashboard: the regressions feed, runs, each case's history by commit,
+    comparisons of two runs and search, each page at a stable address, and its data as
+    JSON under /api/v1/. Read-only without a token; bound to anything but a loopback
+    address it needs one (docs/dashboard.md)."""
+    from torchmark.cli.store_options import open_store
+    from torchmark.server import auth
+
+    token = auth.read_token(token if token is not None else auth.env_token(), token_file)
+    auth.check_binding(host, token)
+    try:
+        import uvicorn
+
+        from torchmark.server.app import create_app
+    except ImportError as e:
+        from torchmark.core.errors import ToolMissingError
+
+        raise ToolMissingError(f"the dashboard needs the serve extra ({e.name} is missing): "
+                               "pip install 'torchmark[serve]'") from None
+    store = open_store(db)
+    click.echo(f"torchmark serve: {store.where} on http://{host}:{port}/"
+               + (" (token required)" if token else " (read-only)"), err=True)
+    uvicorn.run(create_app(store, token), host=host, port=port, log_level="warning",
+                access_log=False)
+    return 0

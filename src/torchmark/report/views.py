@@ -1,0 +1,285 @@
+"""What each page of the dashboard (`torchmark serve`) shows, as plain data: the HTML
+pages and the JSON API under /api/v1/ serve the same values, and the static report draws
+a case's history from `case_view` too.
+
+- `runs_view`: a page of runs, filtered by machine, env, commit, command and date;
+- `run_view`: one run's provenance, fingerprint and results;
+- `case_view`: a case's history per metric and machine, commits on the x axis in commit
+  order (the committer date; the run's start where a run recorded none), each point's
+  commit subject, torch build, machine and sample spread, the change points with their
+  ratio and interval; a history longer than MAX_POINTS reduced to MAX_POINTS buckets
+  (saying so), change points kept;
+- `regressions_view`: the changes detected across the store, newest first, filtered by
+  metric, machine, size and state (new, confirmed, not-confirmed, dismissed,
+  acknowledged, recovered);
+- `compare_view`: the verdict engine's table of two runs (as `torchmark compare`);
+- `search_view`: cases whose names or parameters hold a text.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from torchmark.regressions.history import Change, Point, Series
+
+MAX_POINTS = 400  # points a history plot draws; longer ones are reduced server-side
+PAGE_SIZE = 50
+STATES = ("new", "confirmed", "not-confirmed", "dismissed", "acknowledged", "recovered")
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def runs_view(store: Any, *, machine: str | None = None, env: str | None = None,
+              commit: str | None = None, command: str | None = None,
+              since: str | None = None, until: str | None = None, page: int = 1,
+              per_page: int = PAGE_SIZE) -> dict[str, Any]:
+    """One page of runs, newest first, and how many the filters select."""
+    page = max(1, page)
+    runs, total = store.runs_page(machine=machine, env=env, commit=commit, command=command,
+                                  since=since, until=until, offset=(page - 1) * per_page,
+                                  limit=per_page)
+    hosts = store.hostnames()
+    return {"page": page, "per_page": per_page, "total": total,
+            "filters": {"machine": machine, "env": env, "commit": commit,
+                        "command": command, "since": since, "until": until},
+            "runs": [_run_row(run, hosts) for run in runs]}
+
+
+def _run_row(run: dict[str, Any], hosts: dict[str, str]) -> dict[str, Any]:
+    return {"id": run["id"], "started": run["started"], "status": run["status"],
+            "command": " ".join(run["command"] or []), "commit": run["git_commit"],
+            "dirty": run["git_dirty"], "subject": run.get("commit_subject"),
+            "torch": run["torch_version"], "machine": hosts.get(run["machine"] or "",
+                                                                run["machine"]),
+            "env": run["env"], "results": run.get("results", 0)}
+
+
+def run_view(store: Any, run_id: int) -> dict[str, Any] | None:
+    """A run: its provenance (its fingerprint apart) and its results (case, metric,
+    unit, n, median, IQR, warnings, failure), by title; None for no such run."""
+    from torchmark.core.stats import natural_key
+
+    provenance = store.run_provenance(run_id)
+    if provenance is None:
+        return None
+    runs, _ = store.runs_page(run=run_id, limit=1)
+    fingerprint = provenance.pop("environment", None) or {}
+    rows = []
+    for r in store.results(run=run_id):
+        title = _title(r)
+        rows.append({"case_id": r["case_id"], "case": title, "metric": r["metric"],
+                     "unit": r["unit"], "n": r["n"], "median": _finite(r["median"]),
+                     "iqr": _finite(r["iqr"]), "failure": r["failure"],
+                     "warnings": len(r["warnings"] or [])})
+    rows.sort(key=lambda row: natural_key(row["case"]))
+    return {"run": _run_row(runs[0], store.hostnames()) if runs else {"id": run_id},
+            "provenance": provenance, "fingerprint": fingerprint, "results": rows}
+
+
+def _title(row: dict[str, Any]) -> str:
+    from torchmark.core.result import Case
+
+    return Case(id=row["case_id"], frontend=row["frontend"], stmt=row["stmt"] or "",
+                label=row["label"], sub_label=row["sub_label"],
+                description=row["description"], threads=row["threads"] or 1).title
+
+
+def case_view(store: Any, case_id: str, *, metric: str | None = None,
+              max_points: int = MAX_POINTS) -> dict[str, Any] | None:
+    """A case's history (module docstring); None for a case the store does not hold."""
+    from torchmark.regressions.history import load_series, scan
+
+    titles = store.case_titles()
+    if case_id not in titles:
+        return None
+    series = load_series(store, cases=[case_id], metric=metric)
+    changes = scan(store, series=series, improvements=True)
+    commits = store.run_commits(p.run_id for s in series for p in s.points)
+    hosts = store.hostnames()
+    return {"case_id": case_id, "title": titles[case_id],
+            "params": store.case_params().get(case_id, {}),
+            "series": [_history(s, [c for c in changes if c.series is s], commits, hosts,
+                                max_points) for s in series]}
+
+
+def _history(series: Series, changes: Sequence[Change],
+             commits: dict[int, tuple[str | None, str | None]], hosts: dict[str, str],
+             max_points: int) -> dict[str, Any]:
+    """One series as drawn: its points in commit order, reduced to `max_points` buckets
+    when longer (each bucket: its runs' median of medians, the lowest 25th and highest
+    75th percentile, its first and last commit)."""
+    def commit_order(p: Point) -> tuple[str, str, int]:
+        return (commits.get(p.run_id, (None, None))[0] or p.started, p.started, p.run_id)
+
+    points = sorted(series.points, key=commit_order)
+    buckets = _buckets(len(points), max_points,
+                       keep={points.index(p) for c in changes
+                             for p in (c.last_good, c.first_bad)})
+    drawn: list[dict[str, Any]] = []
+    for first, last in buckets:
+        group = points[first:last]
+        head, tail = group[0], group[-1]
+        drawn.append({
+            "runs": [p.run_id for p in group],
+            "commit": head.commit_label + (f" .. {tail.commit_label}" if len(group) > 1
+                                           else ""),
+            "subject": commits.get(head.run_id, (None, None))[1] or "",
+            "commit_date": commits.get(head.run_id, (None, None))[0],
+            "started": head.started, "torch": head.torch or "",
+            "value": statistics.median(p.value for p in group),
+            "low": _finite(min((p.low for p in group if math.isfinite(p.low)),
+                               default=math.nan)),
+            "high": _finite(max((p.high for p in group if math.isfinite(p.high)),
+                                default=math.nan)),
+            "n": sum(p.n for p in group)})
+    where = {run: i for i, point in enumerate(drawn) for run in point["runs"]}
+    return {
+        "metric": series.metric, "unit": series.unit, "env": series.env,
+        "machine": hosts.get(series.machine or "", series.machine),
+        "environment_change": series.environment_change, "runs": len(points),
+        "reduced": len(drawn) < len(points), "points": drawn,
+        "changes": [{"key": c.key, "at": where[c.first_bad.run_id], "kind": c.kind,
+                     "ratio": c.point.ratio, "low": _finite(c.point.low),
+                     "high": _finite(c.point.high), "last_good": c.last_good.run_id,
+                     "first_bad": c.first_bad.run_id, "mark": c.mark, "note": c.note}
+                    for c in changes],
+    }
+
+
+def _buckets(n: int, most: int, keep: set[int]) -> list[tuple[int, int]]:
+    """[first, last) index ranges covering n points in order, at most `most` of them
+    (about), each index of `keep` a bucket of its own."""
+    if n <= most:
+        return [(i, i + 1) for i in range(n)]
+    size = math.ceil(n / max(1, most - 2 * len(keep)))
+    out, start = [], 0
+    for i in range(n):
+        if i in keep:
+            if start < i:
+                out.append((start, i))
+            out.append((i, i + 1))
+            start = i + 1
+        elif i + 1 - start >= size:
+            out.append((start, i + 1))
+            start = i + 1
+    if start < n:
+        out.append((start, n))
+    return out
+
+
+def change_state(change: Change) -> str:
+    """new, a mark (confirmed, not-confirmed, dismissed, acknowledged), or recovered."""
+    if change.mark:
+        return change.mark
+    return "recovered" if change.recovered_at is not None else "new"
+
+
+def regressions_view(changes: Sequence[Change], hosts: dict[str, str], *,
+                     metric: str | None = None, machine: str | None = None,
+                     state: str | None = None, min_size: float = 0.0,
+                     page: int = 1, per_page: int = PAGE_SIZE) -> dict[str, Any]:
+    """The regressions of `changes` (a store's scan), newest first, filtered; sizes as
+    relative steps (0.1: 10%)."""
+    picked = [c for c in changes if c.kind == "regression"
+              and (metric is None or c.series.metric == metric)
+              and (machine is None or machine in (c.series.machine,
+                                                  hosts.get(c.series.machine or "")))
+              and (state is None or change_state(c) == state)
+              and abs(c.point.ratio - 1) >= min_size]
+    picked.sort(key=lambda c: (c.first_bad.started, c.first_bad.run_id), reverse=True)
+    page = max(1, page)
+    return {"page": page, "per_page": per_page, "total": len(picked),
+            "filters": {"metric": metric, "machine": machine, "state": state,
+                        "min_size": min_size},
+            "regressions": [_change_row(c, hosts) for c in
+                            picked[(page - 1) * per_page:page * per_page]]}
+
+
+def _change_row(c: Change, hosts: dict[str, str]) -> dict[str, Any]:
+    return {"key": c.key, "case_id": c.series.case_id, "case": c.series.title,
+            "metric": c.series.metric, "unit": c.series.unit,
+            "machine": hosts.get(c.series.machine or "", c.series.machine),
+            "env": c.series.env, "ratio": c.point.ratio, "low": _finite(c.point.low),
+            "high": _finite(c.point.high), "before": c.point.before,
+            "after": c.point.after, "last_good": c.last_good.run_id,
+            "first_bad": c.first_bad.run_id, "commit": c.first_bad.commit_label,
+            "started": c.first_bad.started, "state": change_state(c), "note": c.note,
+            "recovered": c.recovered_at.run_id if c.recovered_at else None}
+
+
+def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float = 0.05,
+                 sort: str = "change", page: int = 1,
+                 per_page: int = PAGE_SIZE) -> dict[str, Any]:
+    """The cases two runs share, a page at a time (`sort`: "change", the largest ratio
+    of the medians first, or "case"), each judged as `torchmark compare` judges it: the
+    family and the runs' common shift of all the cases, the drift from each case's A/A
+    history (verdicts/family.py `only`), so a page costs its own cases' verdicts."""
+    from torchmark.core.stats import natural_key
+    from torchmark.regressions.aa_history import history_ratios
+    from torchmark.regressions.comparability import blocking_differences, side_fingerprint
+    from torchmark.regressions.gate import side_of
+    from torchmark.regressions.refs import resolve_side
+    from torchmark.verdicts.family import Pair, judge_all
+
+    base, cand = (resolve_side(f"run:{run}", store) for run in (baseline, candidate))
+    a = {(r.case.id, r.metric): r for r in base.results}
+    b = {(r.case.id, r.metric): r for r in cand.results}
+    keys = [key for key in a if key in b]
+    ratios = {key: _median_ratio(a[key], b[key]) for key in keys}
+    if sort == "case":
+        keys.sort(key=lambda key: natural_key(a[key].case.title))
+    else:
+        def worst(key: tuple[str, str]) -> float:
+            ratio = ratios[key]
+            return -ratio if ratio is not None else math.inf
+
+        keys.sort(key=worst)
+    page = max(1, page)
+    shown = keys[(page - 1) * per_page:page * per_page]
+    histories = history_ratios(store, set(shown), machine=cand.machine, env=cand.env,
+                               exclude={*base.runs, *cand.runs})
+    verdicts = judge_all([Pair(key, side_of(a[key]), side_of(b[key]), key[1])
+                          for key in keys], threshold=threshold, histories=histories,
+                         only=set(shown))
+    differences = blocking_differences(side_fingerprint(base.results),
+                                       side_fingerprint(cand.results))
+
+    def median(r: Any) -> float | None:
+        return _finite(r.summary.median) if r.ok and r.summary else None
+
+    return {"baseline": baseline, "candidate": candidate, "threshold": threshold,
+            "sort": sort, "page": page, "per_page": per_page, "total": len(keys),
+            "environment_differences": [d.describe() for d in differences],
+            "only_baseline": len([k for k in a if k not in b]),
+            "only_candidate": len([k for k in b if k not in a]),
+            "rows": [{"case_id": key[0], "case": a[key].case.title, "metric": key[1],
+                      "unit": a[key].unit, "baseline": median(a[key]),
+                      "candidate": median(b[key]), "ratio": _finite(verdicts[key].ratio),
+                      "low": _finite(verdicts[key].lower),
+                      "high": _finite(verdicts[key].upper), "verdict": verdicts[key].kind,
+                      "reason": verdicts[key].reason} for key in shown]}
+
+
+def _median_ratio(a: Any, b: Any) -> float | None:
+    """The ratio of two results' medians (None where either has none)."""
+    if not (a.ok and b.ok and a.summary and b.summary) or not a.summary.median > 0:
+        return None
+    return b.summary.median / a.summary.median
+
+
+def search_view(store: Any, text: str, limit: int = PAGE_SIZE) -> dict[str, Any]:
+    """Cases whose id, names or parameters hold `text` (case-insensitive)."""
+    from torchmark.core.result import Case
+
+    found = store.search_cases(text, limit=limit) if text.strip() else []
+    return {"query": text, "cases": [
+        {"case_id": row["id"], "frontend": row["frontend"], "params": row["params"] or {},
+         "title": Case(id=row["id"], frontend=row["frontend"], stmt=row["stmt"] or "",
+                       label=row["label"], sub_label=row["sub_label"],
+                       description=row["description"], threads=row["threads"] or 1).title}
+        for row in found]}

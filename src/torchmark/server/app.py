@@ -1,0 +1,302 @@
+"""The dashboard's web application: each page at a stable address, its data from
+report/views.py both as the page (HTML that draws it with dashboard.js and the plotly.js
+served from the package, nothing from another host) and under /api/v1/ as JSON.
+
+Pages: /regressions (the home page), /runs, /runs/{id}, /cases/{id}, /compare?a=&b=,
+/search?q=. API: /api/v1/ (the index), /api/v1/runs, /api/v1/runs/{id},
+/api/v1/cases/{id}, /api/v1/regressions (?since_commit=SHA: what regressed since it),
+/api/v1/compare, /api/v1/search, and POST /api/v1/regressions/mark (a token holder's
+acknowledgement or dismissal, with a note)."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import time
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from torchmark.report import views
+from torchmark.server import auth
+from torchmark.server.changes_cache import ChangesCache
+
+API_VERSION = "v1"
+STATIC = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+CSP = ("default-src 'none'; script-src 'self' 'unsafe-eval'; style-src 'self' "
+       "'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+MARKS = ("acknowledged", "dismissed")
+MAX_NOTE = 2000
+MAX_PER_PAGE = 500
+
+
+class Dashboard:
+    """The application's state: the store, the token (None: read-only), the cache."""
+
+    def __init__(self, store: Any, token: str | None) -> None:
+        self.store, self.token = store, token
+        self.changes = ChangesCache(store)
+
+    # -- pages and their data --------------------------------------------------------
+    def runs(self, q: Any) -> dict[str, Any]:
+        return views.runs_view(self.store, machine=q.get("machine") or None,
+                               env=q.get("env") or None, commit=q.get("commit") or None,
+                               command=q.get("command") or None,
+                               since=q.get("since") or None, until=q.get("until") or None,
+                               page=_int(q.get("page"), 1), per_page=_per_page(q))
+
+    def run(self, run_id: int) -> dict[str, Any] | None:
+        return views.run_view(self.store, run_id)
+
+    def case(self, case_id: str, q: Any) -> dict[str, Any] | None:
+        return views.case_view(self.store, case_id, metric=q.get("metric") or None)
+
+    def regressions(self, q: Any) -> dict[str, Any]:
+        changes, status = self.changes.get()
+        since = q.get("since_commit") or None
+        if since:
+            runs = self.store.finished_runs(commit=since)
+            first = min((r["started"] for r in runs), default=None)
+            changes = [c for c in changes if first is not None and
+                       c.first_bad.started > first]
+        state = q.get("state") or None
+        if state is not None and state not in views.STATES:
+            raise BadRequest(f"state must be one of {', '.join(views.STATES)}")
+        data = views.regressions_view(
+            changes, self.store.hostnames(), metric=q.get("metric") or None,
+            machine=q.get("machine") or None, state=state,
+            min_size=_float(q.get("min_size"), 0.0), page=_int(q.get("page"), 1),
+            per_page=_per_page(q))
+        return {**data, "status": status, "writable": self.token is not None,
+                "since_commit": since}
+
+    def compare(self, q: Any) -> dict[str, Any]:
+        a, b = _int(q.get("a"), 0), _int(q.get("b"), 0)
+        if not (a and b):
+            raise BadRequest("compare needs two runs: ?a=RUN&b=RUN")
+        for run in (a, b):
+            if not self.store.has_run(run):
+                raise NotFound(f"no run {run}")
+        sort = q.get("sort") or "change"
+        if sort not in ("change", "case"):
+            raise BadRequest("sort must be change or case")
+        return views.compare_view(self.store, a, b,
+                                  threshold=_float(q.get("threshold"), 0.05), sort=sort,
+                                  page=_int(q.get("page"), 1))
+
+    def search(self, q: Any) -> dict[str, Any]:
+        return views.search_view(self.store, (q.get("q") or "")[:200])
+
+    def mark(self, key: str, mark: str, note: str, by: str | None) -> dict[str, Any]:
+        """Store a mark on the change named `key` (a regression's key)."""
+        if mark not in MARKS:
+            raise BadRequest(f"mark must be one of {', '.join(MARKS)}")
+        changes, _ = self.changes.get()
+        change = next((c for c in changes if c.key == key), None)
+        if change is None:
+            raise NotFound(f"no detected change {key!r}")
+        self.store.mark_change(case_id=change.series.case_id, metric=change.series.metric,
+                               first_bad_run=change.first_bad.run_id, mark=mark,
+                               note=note[:MAX_NOTE], by=by)
+        self.changes.invalidate()
+        return {"key": key, "mark": mark, "note": note[:MAX_NOTE]}
+
+
+class BadRequest(Exception):
+    status = 400
+
+
+class NotFound(Exception):
+    status = 404
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value) if value not in (None, "") else default
+    except ValueError:
+        raise BadRequest(f"not a whole number: {str(value)[:40]!r}") from None
+
+
+def _per_page(q: Any) -> int:
+    """?per_page=N, 1 to MAX_PER_PAGE (default: views.PAGE_SIZE)."""
+    return min(max(_int(q.get("per_page"), views.PAGE_SIZE), 1), MAX_PER_PAGE)
+
+
+def _float(value: Any, default: float) -> float:
+    try:
+        number = float(value) if value not in (None, "") else default
+    except ValueError:
+        raise BadRequest(f"not a number: {str(value)[:40]!r}") from None
+    if not math.isfinite(number):
+        raise BadRequest("not a finite number")
+    return number
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
+
+
+def _script_json(data: Any) -> str:
+    """JSON safe inside a <script> element."""
+    return _json(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _page(kind: str, title: str, data: Any) -> HTMLResponse:
+    template = resources.files("torchmark.server").joinpath("templates/page.html") \
+        .read_text(encoding="utf-8")
+    body = (template.replace("{{title}}", html.escape(title))
+            .replace("{{kind}}", html.escape(kind))
+            .replace("{{data}}", _script_json(data)))
+    return HTMLResponse(body)
+
+
+def _error(status: int, message: str, as_json: bool) -> Response:
+    if as_json:
+        return JSONResponse({"error": message}, status_code=status)
+    return HTMLResponse(f"<!DOCTYPE html><title>torchmark: {status}</title>"
+                        f"<p>{html.escape(message)}</p>", status_code=status)
+
+
+def create_app(store: Any, token: str | None = None) -> Starlette:
+    """The application over `store`; `token`: required on every request, and what lets
+    its holder mark regressions (None: read-only, for a loopback address)."""
+    dash = Dashboard(store, token)
+
+    def handler(kind: str, produce: Any, title: Any) -> Any:
+        """A page (or, under /api/, its JSON) from `produce(request)`."""
+        def endpoint(request: Request) -> Response:
+            api = request.url.path.startswith("/api/")
+            try:
+                data = produce(request)
+            except (BadRequest, NotFound) as e:
+                return _error(e.status, str(e), api)
+            except ValueError as e:  # a bad filter value (a date) the store refused
+                return _error(400, str(e).splitlines()[0][:300], api)
+            if data is None:
+                return _error(404, "not found", api)
+            if api:
+                return Response(_json({"version": API_VERSION, **data}),
+                                media_type="application/json")
+            return _page(kind, title(request, data), data)
+        return endpoint
+
+    def run_data(request: Request) -> Any:
+        return dash.run(_int(request.path_params["run_id"], 0))
+
+    def case_data(request: Request) -> Any:
+        return dash.case(request.path_params["case_id"], request.query_params)
+
+    pages = [
+        ("regressions", "/regressions", lambda r: dash.regressions(r.query_params),
+         lambda r, d: "Regressions"),
+        ("runs", "/runs", lambda r: dash.runs(r.query_params), lambda r, d: "Runs"),
+        ("run", "/runs/{run_id:int}", run_data, lambda r, d: f"Run {d['run']['id']}"),
+        ("case", "/cases/{case_id:path}", case_data, lambda r, d: d["title"]),
+        ("compare", "/compare", lambda r: dash.compare(r.query_params),
+         lambda r, d: f"Run {d['baseline']} against run {d['candidate']}"),
+        ("search", "/search", lambda r: dash.search(r.query_params), lambda r, d: "Search"),
+    ]
+    routes = []
+    for kind, path, produce, title in pages:
+        endpoint = handler(kind, produce, title)
+        routes += [Route(path, endpoint), Route(f"/api/{API_VERSION}{path}", endpoint)]
+
+    def home(request: Request) -> Response:
+        return RedirectResponse("/regressions", status_code=307)
+
+    def api_index(request: Request) -> Response:
+        return JSONResponse({"version": API_VERSION, "endpoints": {
+            f"/api/{API_VERSION}{path}": kind for kind, path, _, _ in pages},
+            "mark": f"POST /api/{API_VERSION}/regressions/mark "
+                    "{key, mark: acknowledged|dismissed, note} (token holders)"})
+
+    async def mark(request: Request) -> Response:
+        if token is None:
+            return _error(403, "read-only: start `torchmark serve` with --token to let "
+                               "token holders mark regressions", True)
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "the body must be a JSON object", True)
+        if not isinstance(body, dict) or not all(isinstance(body.get(k, ""), str)
+                                                 for k in ("key", "mark", "note", "by")):
+            return _error(400, "give key, mark and note as strings", True)
+        from starlette.concurrency import run_in_threadpool
+
+        try:
+            data = await run_in_threadpool(dash.mark, body.get("key", ""),
+                                           body.get("mark", ""), body.get("note", ""),
+                                           body.get("by") or "dashboard")
+        except (BadRequest, NotFound) as e:
+            return _error(e.status, str(e), True)
+        return JSONResponse({"version": API_VERSION, **data})
+
+    def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name == "plotly.min.js":
+            from plotly.offline import get_plotlyjs
+
+            return Response(get_plotlyjs(), media_type="text/javascript",
+                            headers={"Cache-Control": "max-age=86400"})
+        if name not in STATIC:
+            return _error(404, "not found", False)
+        text = resources.files("torchmark.server").joinpath(f"static/{name}") \
+            .read_text(encoding="utf-8")
+        return Response(text, media_type=STATIC[name])
+
+    routes += [Route("/", home), Route(f"/api/{API_VERSION}", api_index),
+               Route(f"/api/{API_VERSION}/regressions/mark", mark, methods=["POST"]),
+               Route("/static/{name}", static)]
+    app = Starlette(routes=routes, middleware=[Middleware(Guard, token=token)])
+    app.state.dashboard = dash
+    return app
+
+
+class Guard(BaseHTTPMiddleware):
+    """The token on every request (when one is set), the security headers, and the
+    server's time on the request (`Server-Timing: app;dur=MS`)."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        super().__init__(app)
+        self.token = token
+
+    async def dispatch(self, request: Request, call_next: Any) -> Response:
+        if self.token is not None:
+            given = request.query_params.get("token")
+            if given is not None:
+                if not auth.matches(given, self.token):
+                    return _error(401, "wrong token", request.url.path.startswith("/api/"))
+                rest = urlencode([(k, v) for k, v in request.query_params.multi_items()
+                                  if k != "token"])
+                response: Response = RedirectResponse(
+                    request.url.path + (f"?{rest}" if rest else ""), status_code=303)
+                response.set_cookie(auth.COOKIE, self.token, httponly=True, samesite="strict")
+                return _secured(response)
+            header = request.headers.get("authorization", "")
+            bearer = header[7:] if header.lower().startswith("bearer ") else None
+            if not (auth.matches(bearer, self.token) or
+                    auth.matches(request.cookies.get(auth.COOKIE), self.token)):
+                return _secured(_error(401, "this dashboard needs its token (?token=, or "
+                                            "Authorization: Bearer TOKEN)",
+                                       request.url.path.startswith("/api/")))
+        started = time.perf_counter()
+        response = await call_next(request)
+        response.headers["Server-Timing"] = \
+            f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
+        return _secured(response)
+
+
+def _secured(response: Response) -> Response:
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response

@@ -1,0 +1,229 @@
+// torchmark's dashboard: draws the page whose data the server embedded (report/views.py),
+// with plotly.js served by the same server. Nothing is fetched from another host.
+"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("page-data").textContent);
+  const kind = document.body.dataset.kind;
+  const app = document.getElementById("app");
+  const UNITS = [[1, "s"], [1e-3, "ms"], [1e-6, "us"], [1e-9, "ns"]];
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c !== null && c !== undefined && c !== "") node.append(c instanceof Node ? c : String(c));
+    }
+    return node;
+  }
+  function link(href, text) { return el("a", { href }, text); }
+  function query(params) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== "") q.set(k, v);
+    const s = q.toString();
+    return s ? "?" + s : "";
+  }
+  function scaleFor(unit, values) {
+    if (unit !== "s") return [1, unit];
+    const finite = values.filter((v) => v !== null && isFinite(v) && v > 0);
+    const m = finite.length ? Math.min(...finite) : 1;
+    for (const [scale, name] of UNITS) if (m >= scale) return [scale, name];
+    return UNITS[UNITS.length - 1];
+  }
+  function value(v, unit) {
+    if (v === null || v === undefined) return "-";
+    const [scale, name] = scaleFor(unit, [v]);
+    return `${(v / scale).toPrecision(4)} ${name}`;
+  }
+  function pct(ratio) {
+    return ratio === null || ratio === undefined ? "-" : `${((ratio - 1) * 100).toFixed(1)}%`;
+  }
+  function table(header, rows, opts) {
+    const head = el("tr", {}, header.map((h, i) => el("th", {
+      class: opts && opts.sortable ? "sortable" : null,
+      onclick: opts && opts.sortable ? () => sortBy(i) : null }, h)));
+    const body = el("tbody", {}, rows);
+    const t = el("table", { class: opts && opts.cls }, el("thead", {}, head), body);
+    const order = {};
+    function sortBy(i) {
+      order[i] = !order[i];
+      const sorted = Array.from(body.children).sort((a, b) => {
+        const x = a.children[i].dataset.sort ?? a.children[i].textContent;
+        const y = b.children[i].dataset.sort ?? b.children[i].textContent;
+        const nx = Number(x), ny = Number(y);
+        const c = isNaN(nx) || isNaN(ny) ? x.localeCompare(y) : nx - ny;
+        return order[i] ? c : -c;
+      });
+      body.replaceChildren(...sorted);
+    }
+    return t;
+  }
+  function td(content, sort, cls) {
+    return el("td", { "data-sort": sort === undefined ? null : String(sort), class: cls || null }, content);
+  }
+  function filters(fields, values) {
+    return el("form", { class: "filters", method: "get" },
+      fields.map(([name, label, options]) => el("label", {}, label, options
+        ? el("select", { name }, el("option", { value: "" }, "any"),
+          options.map((o) => el("option", { value: o, selected: values[name] === o }, o)))
+        : el("input", { name, value: values[name] ?? "" }))),
+      el("button", { type: "submit" }, "Filter"));
+  }
+  function pager(page, perPage, total, params) {
+    const last = Math.max(1, Math.ceil(total / perPage));
+    return el("p", { class: "pager" },
+      page > 1 ? link(query({ ...params, page: page - 1 }), "previous") : "",
+      el("span", {}, `page ${page} of ${last} (${total})`),
+      page < last ? link(query({ ...params, page: page + 1 }), "next") : "");
+  }
+
+  const pages = {
+    runs() {
+      app.append(filters([["machine", "machine"], ["env", "env"], ["commit", "commit"],
+        ["command", "command"], ["since", "since"], ["until", "until"]], data.filters),
+      table(["run", "started (UTC)", "command", "commit", "torch", "machine", "env", "results", "status"],
+        data.runs.map((r) => el("tr", {}, td(link(`/runs/${r.id}`, r.id), r.id),
+          td(r.started.slice(0, 19).replace("T", " ")), td(r.command),
+          td((r.commit || "").slice(0, 10) + (r.dirty ? "+" : ""), undefined, null),
+          td(r.torch || ""), td(r.machine || ""), td(r.env || ""), td(r.results, r.results, "num"),
+          td(r.status)))),
+      pager(data.page, data.per_page, data.total, { ...data.filters, per_page: data.per_page }));
+    },
+    run() {
+      const r = data.run;
+      app.append(el("p", {}, `${r.command || ""}`, el("br"),
+        `commit ${r.commit || "-"} ${r.subject ? "(" + r.subject + ")" : ""} - torch ${r.torch || "-"} - machine ${r.machine || "-"} - env ${r.env || "-"}`),
+      el("p", {}, link(`/compare${query({ a: r.id - 1, b: r.id })}`, "compare with the run before")),
+      el("h2", {}, "Results"),
+      table(["case", "metric", "n", "median", "IQR", "warnings", "failure"],
+        data.results.map((x) => el("tr", {}, td(link(`/cases/${encodeURIComponent(x.case_id)}`, x.case)),
+          td(x.metric), td(x.n, x.n, "num"), td(value(x.median, x.unit), x.median, "num"),
+          td(value(x.iqr, x.unit), x.iqr, "num"), td(x.warnings, x.warnings, "num"), td(x.failure || ""))),
+        { sortable: true }),
+      el("h2", {}, "Fingerprint"),
+      table(["field", "value"], Object.entries(data.fingerprint).map(([k, v]) =>
+        el("tr", {}, td(el("code", {}, k)), td(String(v))))),
+      el("h2", {}, "Provenance"),
+      table(["field", "value"], Object.entries(data.provenance).map(([k, v]) =>
+        el("tr", {}, td(el("code", {}, k)), td(typeof v === "object" ? JSON.stringify(v) : String(v))))));
+    },
+    case() {
+      app.append(el("p", { class: "note" }, `id ${data.case_id}`,
+        Object.keys(data.params).length ? ` - params ${JSON.stringify(data.params)}` : ""),
+      el("p", { class: "note", id: "picked" }, "Click two points to compare their runs."));
+      const picked = [];
+      data.series.forEach((s, i) => {
+        const div = el("div", { class: "plot", id: `plot-${i}` });
+        app.append(el("h2", {}, `${s.metric} - machine ${s.machine || "?"} - env ${s.env || "-"}`),
+          s.environment_change ? el("div", { class: "env-change" }, `A new series: ${s.environment_change}`) : "",
+          s.reduced ? el("p", { class: "note" }, `${s.runs} runs drawn as ${s.points.length} buckets (each its runs' median; change points kept as their own runs)`) : "",
+          div,
+          s.changes.length ? table(["change", "ratio", "interval", "last good", "first bad", "mark"],
+            s.changes.map((c) => el("tr", { id: `change-${c.first_bad}` }, td(c.kind, undefined, c.kind),
+              td(pct(c.ratio)), td(`${pct(c.low)} .. ${pct(c.high)}`),
+              td(link(`/runs/${c.last_good}`, c.last_good)), td(link(`/runs/${c.first_bad}`, c.first_bad)),
+              td(c.mark ? `${c.mark}${c.note ? ": " + c.note : ""}` : "new"),
+              td(link(`/compare${query({ a: c.last_good, b: c.first_bad })}`, "compare"))))) : "");
+        drawHistory(div, s, picked);
+      });
+    },
+    regressions() {
+      const f = data.filters;
+      app.append(filters([["metric", "metric", ["wall", "device", "kernel", "batch", "instructions", "memory", "allocated", "compile"]],
+        ["machine", "machine"], ["state", "state", ["new", "confirmed", "not-confirmed", "dismissed", "acknowledged", "recovered"]],
+        ["min_size", "size at least (0.1 = 10%)"]], f),
+      el("p", { class: "note" }, `changes detected ${new Date(data.status.computed_at * 1000).toISOString().slice(0, 19).replace("T", " ")} UTC in ${data.status.scan_seconds.toFixed(1)} s${data.status.refreshing ? " (detecting again: the store changed)" : ""}`),
+      data.regressions.length ? table(["case", "metric", "change", "interval", "machine", "first bad", "commit", "state", ""],
+        data.regressions.map((r) => el("tr", {}, td(link(`/cases/${encodeURIComponent(r.case_id)}#change-${r.first_bad}`, r.case), r.case),
+          td(r.metric), td(pct(r.ratio), r.ratio, "num regression"), td(`${pct(r.low)} .. ${pct(r.high)}`),
+          td(r.machine || ""), td(link(`/runs/${r.first_bad}`, r.first_bad), r.first_bad), td(r.commit),
+          td(r.state + (r.note ? `: ${r.note}` : "")),
+          td([link(`/compare${query({ a: r.last_good, b: r.first_bad })}`, "compare"),
+            data.writable ? [" ", markButton(r, "acknowledged", "acknowledge"), " ", markButton(r, "dismissed", "dismiss")] : ""]))),
+        { sortable: true }) : el("p", {}, "No regression detected."),
+      pager(data.page, data.per_page, data.total, { ...f, per_page: data.per_page }));
+    },
+    compare() {
+      app.append(el("p", {}, "baseline ", link(`/runs/${data.baseline}`, `run ${data.baseline}`),
+        ", candidate ", link(`/runs/${data.candidate}`, `run ${data.candidate}`),
+        `; threshold ${(data.threshold * 100).toFixed(1)}%; ${data.total} cases in common, `,
+        data.sort === "case" ? link(query({ a: data.baseline, b: data.candidate, sort: "change" }), "largest change first")
+          : link(query({ a: data.baseline, b: data.candidate, sort: "case" }), "by case")),
+      data.environment_differences.length ? el("div", { class: "env-change" },
+        "The runs' environments differ in what changes performance: " + data.environment_differences.join("; ")) : "",
+      table(["case", "metric", "baseline", "candidate", "change", "interval", "verdict", "why"],
+        data.rows.map((r) => el("tr", {}, td(link(`/cases/${encodeURIComponent(r.case_id)}`, r.case), r.case),
+          td(r.metric), td(value(r.baseline, r.unit), r.baseline, "num"),
+          td(value(r.candidate, r.unit), r.candidate, "num"), td(pct(r.ratio), r.ratio, "num"),
+          td(`${pct(r.low)} .. ${pct(r.high)}`), td(r.verdict, undefined, r.verdict),
+          td(el("span", { class: "note" }, r.reason)))), { sortable: true }),
+      pager(data.page, data.per_page, data.total, { a: data.baseline, b: data.candidate, sort: data.sort }),
+      data.only_baseline ? el("p", { class: "note" }, `${data.only_baseline} case(s) only in the baseline`) : "",
+      data.only_candidate ? el("p", { class: "note" }, `${data.only_candidate} case(s) only in the candidate`) : "");
+    },
+    search() {
+      app.append(el("form", { method: "get" }, el("input", { name: "q", value: data.query, autofocus: true }),
+        el("button", { type: "submit" }, "Search")),
+      data.query ? table(["case", "frontend", "params"], data.cases.map((c) => el("tr", {},
+        td(link(`/cases/${encodeURIComponent(c.case_id)}`, c.title)), td(c.frontend),
+        td(el("code", {}, JSON.stringify(c.params)))))) : "",
+      data.query && !data.cases.length ? el("p", {}, "No case matches.") : "");
+    },
+  };
+
+  function markButton(r, mark, label) {
+    return el("button", { type: "button", onclick: async (event) => {
+      const note = window.prompt(`Note for ${label} (${r.case})`, "") ;
+      if (note === null) return;
+      const response = await fetch("/api/v1/regressions/mark", { method: "POST",
+        headers: { "Content-Type": "application/json" }, credentials: "same-origin",
+        body: JSON.stringify({ key: r.key, mark, note }) });
+      event.target.closest("td").previousSibling.textContent = response.ok
+        ? `${mark}${note ? ": " + note : ""}` : `failed: ${(await response.json()).error}`;
+    } }, label);
+  }
+
+  function drawHistory(div, s, picked) {
+    const [scale, unit] = scaleFor(s.unit, s.points.map((p) => p.value));
+    const x = s.points.map((_, i) => i);
+    const labels = s.points.map((p) => p.commit || p.started.slice(0, 16));
+    const hover = s.points.map((p) => `${p.commit || "(no commit)"} ${p.subject}<br>` +
+      `${value(p.value, s.unit)} (25-75%: ${value(p.low, s.unit)} .. ${value(p.high, s.unit)}, n ${p.n})<br>` +
+      `torch ${p.torch} - ${s.machine || "?"} - runs ${p.runs.join(", ")}`);
+    const ys = (key) => s.points.map((p) => (p[key] === null ? null : p[key] / scale));
+    const traces = [
+      { x, y: ys("high"), mode: "lines", line: { width: 0 }, hoverinfo: "skip", showlegend: false },
+      { x, y: ys("low"), mode: "lines", line: { width: 0 }, fill: "tonexty", fillcolor: "rgba(9,105,218,0.15)",
+        hoverinfo: "skip", name: "25-75% of the samples" },
+      { x, y: ys("value"), mode: "lines+markers", name: `median (${s.machine || "?"})`, text: hover,
+        hovertemplate: "%{text}<extra></extra>", marker: { size: s.points.length > 150 ? 4 : 7 } },
+    ];
+    const annotations = s.changes.map((c) => ({ x: c.at, y: s.points[c.at].value / scale,
+      text: `${c.kind === "regression" ? "+" : ""}${pct(c.ratio)}`, showarrow: true, arrowhead: 2,
+      font: { color: c.kind === "regression" ? "#cf222e" : "#1a7f37" } }));
+    const step = Math.max(1, Math.ceil(x.length / 12));
+    Plotly.newPlot(div, traces, {
+      margin: { t: 20, r: 20, b: 80, l: 70 }, annotations,
+      xaxis: { tickmode: "array", tickvals: x.filter((i) => i % step === 0),
+        ticktext: labels.filter((_, i) => i % step === 0), tickangle: -35,
+        range: x.length === 1 ? [-1, 1] : undefined, title: { text: "commit (in commit order)" } },
+      yaxis: { title: { text: unit }, rangemode: "tozero" },
+    }, { displaylogo: false, responsive: true });
+    div.on("plotly_click", (event) => {
+      const point = s.points[event.points[0].x];
+      picked.push(point.runs[point.runs.length - 1]);
+      const note = document.getElementById("picked");
+      if (picked.length === 2) {
+        const [a, b] = picked.splice(0, 2);
+        note.replaceChildren("Compare ", link(`/compare${query({ a, b })}`, `run ${a} with run ${b}`));
+      } else {
+        note.textContent = `Picked run ${picked[0]}: click another point.`;
+      }
+    });
+  }
+
+  pages[kind]();
+})();

@@ -1,0 +1,192 @@
+"""`torchmark serve` started for real (a subprocess on a loopback port) over a store with a
+planted regression: the JSON API, every page in a real browser (Debian's Chromium driven
+by playwright: no console error, no request leaving the host), the click path from the
+regressions feed to the case to the comparison, the token, and an acknowledgement that
+`torchmark regressions` then shows. Screenshots go to tests/artifacts/."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from store_builder import build_store
+
+from torchmark.cli.main import main
+
+pytest.importorskip("starlette", reason="the serve extra is not installed")
+pytest.importorskip("uvicorn", reason="the serve extra is not installed")
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+TOKEN = "a-test-token-of-some-length"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(db: str, *args: str):
+    """`torchmark serve` on a free port until the block ends; its base URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "torchmark", "serve", "--db", db,
+                             "--port", str(port), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/v1", timeout=5)
+                break
+            except urllib.error.HTTPError:
+                break  # it answers (a 401 without the token)
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"serve did not start: {proc.stdout.read()}") \
+                        from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, object]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return build_store(f"sqlite:///{tmp_path_factory.mktemp('serve') / 'history.db'}")
+
+
+@pytest.fixture(scope="module")
+def served(store):
+    with serving(store.url) as base:
+        yield base
+
+
+def test_the_api_gives_every_page_s_data(served):
+    status, runs = get(f"{served}/api/v1/runs?per_page=5")
+    assert status == 200 and runs["version"] == "v1" and runs["total"] == 30
+    assert runs["runs"][0]["subject"] == "Change number 29"
+    status, feed = get(f"{served}/api/v1/regressions")
+    assert status == 200 and feed["total"] == 1
+    [change] = feed["regressions"]
+    assert change["case"] == "mul: n=1" and 1.2 < change["ratio"] < 1.3
+    assert (change["last_good"], change["first_bad"], change["state"]) == (15, 16, "new")
+    since = "0020" + "ab" * 18
+    assert get(f"{served}/api/v1/regressions?since_commit={since}")[1]["total"] == 0
+    assert get(f"{served}/api/v1/regressions?since_commit=0010")[1]["total"] == 1
+    status, case = get(f"{served}/api/v1/cases/{change['case_id']}")
+    [series] = case["series"]
+    assert [p["commit"][:4] for p in series["points"]] == [f"{k:04d}" for k in range(30)]
+    assert series["changes"][0]["at"] == 15
+    status, compared = get(f"{served}/api/v1/compare?a=15&b=16")
+    assert status == 200 and compared["rows"][0]["verdict"] == "slower"
+    assert get(f"{served}/api/v1/search?q=n%3D2")[1]["cases"][0]["title"] == "mul: n=2"
+    assert get(f"{served}/api/v1/runs/999")[0] == 404
+    assert get(f"{served}/api/v1/runs?page=x")[0] == 400
+    assert get(f"{served}/api/v1/regressions?state=lost")[0] == 400
+    request = urllib.request.Request(f"{served}/api/v1/regressions/mark", method="POST",
+                                     data=b'{"key": "x", "mark": "dismissed"}',
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 403  # read-only without a token
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright_api = pytest.importorskip("playwright.sync_api",
+                                         reason="playwright is not installed")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no browser at {CHROMIUM} (apt-get install -y chromium)")
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser
+        browser.close()
+
+
+def watched(browser, base: str):
+    """A page whose console errors and requests to other hosts are collected."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    outside: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: outside.append(r.url)
+            if not r.url.startswith(base) else None)
+    return page, errors, outside
+
+
+def test_every_page_renders_and_the_click_path_works(browser, served):
+    page, errors, outside = watched(browser, served)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.goto(f"{served}/")
+    page.wait_for_selector("table")
+    assert "mul: n=1" in page.inner_text("main")
+    page.screenshot(path=str(ARTIFACTS / "dashboard-regressions.png"), full_page=True)
+    page.click("text=mul: n=1")
+    page.wait_for_selector(".plot svg.main-svg")
+    assert "/cases/" in page.url
+    page.screenshot(path=str(ARTIFACTS / "dashboard-case.png"), full_page=True)
+    page.click("a:text-is('compare')")
+    page.wait_for_selector("td.slower")
+    assert page.url.endswith("/compare?a=15&b=16")
+    page.screenshot(path=str(ARTIFACTS / "dashboard-compare.png"), full_page=True)
+    page.click("th:has-text('change')")  # sortable
+    for path, shot in (("/runs", "runs"), ("/runs/16", "run"), ("/search?q=mul", "search"),
+                       ("/runs?machine=nowhere", None)):
+        page.goto(f"{served}{path}")
+        page.wait_for_selector("main table, main p")
+        if shot:
+            page.screenshot(path=str(ARTIFACTS / f"dashboard-{shot}.png"), full_page=True)
+    page.goto(f"{served}/runs?per_page=10")
+    page.click("text=next")
+    assert "page=2" in page.url
+    assert errors == [] and outside == []
+
+
+def test_a_non_local_address_needs_the_token_and_its_holder_can_acknowledge(
+        browser, store, tmp_path, capsys):
+    assert main(["serve", "--db", store.url, "--host", "0.0.0.0"]) == 2
+    assert "needs" not in capsys.readouterr().out
+    with serving(store.url, "--host", "0.0.0.0", "--token", TOKEN) as base:
+        assert get(f"{base}/api/v1/runs")[0] == 401
+        assert get(f"{base}/api/v1/runs", {"Authorization": "Bearer wrong-token-xxxxxx"})[0] \
+            == 401
+        assert get(f"{base}/api/v1/runs", {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+        page, errors, outside = watched(browser, base)
+        page.goto(f"{base}/runs")
+        assert "needs its token" in page.inner_text("body")
+        page.goto(f"{base}/regressions?token={TOKEN}")  # the cookie, then no token in the URL
+        page.wait_for_selector("button:has-text('acknowledge')")
+        assert all("401" in e for e in errors)  # the page refused above, logged as errors
+        errors.clear()
+        assert TOKEN not in page.url and TOKEN not in page.content()
+        page.on("dialog", lambda dialog: dialog.accept("a known cost of the new kernel"))
+        page.click("button:has-text('acknowledge')")
+        page.wait_for_selector("text=acknowledged: a known cost of the new kernel")
+        assert errors == [] and outside == []
+    capsys.readouterr()
+    assert main(["regressions", "--db", store.url]) == 0
+    out = capsys.readouterr().out
+    assert "acknowledged" in out and "a known cost of the new kernel" in out
