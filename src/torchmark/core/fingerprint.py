@@ -20,6 +20,7 @@ file)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import platform
 import re
@@ -68,6 +69,7 @@ class Difference:
         return f"{self.name}: {shown(self.a)} -> {shown(self.b)}"
 
 
+@functools.lru_cache(maxsize=4096)
 def is_blocking(name: str) -> bool:
     """Whether a field changes performance (BLOCKING)."""
     return any(name == p or (p.endswith(".") and name.startswith(p)) for p in BLOCKING)

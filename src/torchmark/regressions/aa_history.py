@@ -54,9 +54,9 @@ def history_ratios(store: Any, keys: Collection[tuple[str, str]], *, machine: st
     (verdicts/drift.py: from 3 pairs up)."""
     if not keys:
         return {}
-    rows = [row for row in store.results(cases=sorted({case for case, _ in keys}),
-                                         machine=machine, env=env)
-            if row["run_env"] == env]  # env None: the runs without a label only
+    if not store.builds_repeat(machine=machine, env=env):
+        return {}  # no two runs of one build: no A/A pair to read
+    rows = store.median_rows(sorted({case for case, _ in keys}), machine=machine, env=env)
     return {key: ratios for key, ratios in aa_ratios(rows, exclude).items() if key in keys}
 
 

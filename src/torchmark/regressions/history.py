@@ -148,7 +148,10 @@ def _load_series(store: Any, cases: Sequence[str], metric: str | None, since: st
                  glob: bool) -> list[Series]:
     from torchmark.core.result import cases_named
 
-    titles = store.case_titles()
+    titles = store.case_titles(cases) if cases and not glob and len(cases) <= 1000 \
+        else {}
+    if not cases or glob or len(titles) < len(set(cases)):  # names, not ids: every title
+        titles = store.case_titles()
     wanted = set(cases_named(titles, cases, glob)) if cases else None
     rows, runs = store.series_rows(metric=metric, since=since, machine=machine, env=env,
                                    cases=sorted(wanted) if wanted is not None else None)
@@ -159,9 +162,10 @@ def _load_series(store: Any, cases: Sequence[str], metric: str | None, since: st
         grouped.setdefault((row.case_id, row.metric, row.unit, run.machine, run.env),
                            []).append(i)
     out = []
+    places = [runs[row.run_id] for row in rows]
+    run_ids = [row.run_id for row in rows]
     for (case_id, name, unit, on, label), whole in grouped.items():
-        for group, change in environment_parts(whole, [runs[row.run_id] for row in rows],
-                                               [row.run_id for row in rows]):
+        for group, change in environment_parts(whole, places, run_ids):
             points = []
             for i in group:
                 row, run = rows[i], runs[rows[i].run_id]

@@ -59,26 +59,25 @@ def _run_row(run: dict[str, Any], hosts: dict[str, str]) -> dict[str, Any]:
             "env": run["env"], "results": run.get("results", 0)}
 
 
-def run_view(store: Any, run_id: int) -> dict[str, Any] | None:
-    """A run: its provenance (its fingerprint apart) and its results (case, metric,
-    unit, n, median, IQR, warnings, failure), by title; None for no such run."""
-    from torchmark.core.stats import natural_key
-
+def run_view(store: Any, run_id: int, page: int = 1,
+             per_page: int = PAGE_SIZE) -> dict[str, Any] | None:
+    """A run: its provenance (its fingerprint apart) and a page of its results (case,
+    metric, unit, n, median, IQR, warnings, failure), by case name; None for no such
+    run."""
     provenance = store.run_provenance(run_id)
     if provenance is None:
         return None
     runs, _ = store.runs_page(run=run_id, limit=1)
     fingerprint = provenance.pop("environment", None) or {}
-    rows = []
-    for r in store.results(run=run_id):
-        title = _title(r)
-        rows.append({"case_id": r["case_id"], "case": title, "metric": r["metric"],
-                     "unit": r["unit"], "n": r["n"], "median": _finite(r["median"]),
-                     "iqr": _finite(r["iqr"]), "failure": r["failure"],
-                     "warnings": len(r["warnings"] or [])})
-    rows.sort(key=lambda row: natural_key(row["case"]))
+    page = max(1, page)
+    found, total = store.run_results_page(run_id, (page - 1) * per_page, per_page)
+    rows = [{"case_id": r["case_id"], "case": _title(r), "metric": r["metric"],
+             "unit": r["unit"], "n": r["n"], "median": _finite(r["median"]),
+             "iqr": _finite(r["iqr"]), "failure": r["failure"],
+             "warnings": len(r["warnings"] or [])} for r in found]
     return {"run": _run_row(runs[0], store.hostnames()) if runs else {"id": run_id},
-            "provenance": provenance, "fingerprint": fingerprint, "results": rows}
+            "provenance": provenance, "fingerprint": fingerprint, "results": rows,
+            "page": page, "per_page": per_page, "total": total}
 
 
 def _title(row: dict[str, Any]) -> str:
@@ -94,15 +93,14 @@ def case_view(store: Any, case_id: str, *, metric: str | None = None,
     """A case's history (module docstring); None for a case the store does not hold."""
     from torchmark.regressions.history import load_series, scan
 
-    titles = store.case_titles()
-    if case_id not in titles:
+    case = store.case_row(case_id)
+    if case is None:
         return None
     series = load_series(store, cases=[case_id], metric=metric)
     changes = scan(store, series=series, improvements=True)
     commits = store.run_commits(p.run_id for s in series for p in s.points)
     hosts = store.hostnames()
-    return {"case_id": case_id, "title": titles[case_id],
-            "params": store.case_params().get(case_id, {}),
+    return {"case_id": case_id, "title": case.title, "params": dict(case.params),
             "series": [_history(s, [c for c in changes if c.series is s], commits, hosts,
                                 max_points) for s in series]}
 

@@ -54,8 +54,9 @@ class Dashboard:
                                since=q.get("since") or None, until=q.get("until") or None,
                                page=_int(q.get("page"), 1), per_page=_per_page(q))
 
-    def run(self, run_id: int) -> dict[str, Any] | None:
-        return views.run_view(self.store, run_id)
+    def run(self, run_id: int, q: Any) -> dict[str, Any] | None:
+        return views.run_view(self.store, run_id, page=_int(q.get("page"), 1),
+                              per_page=_per_page(q))
 
     def case(self, case_id: str, q: Any) -> dict[str, Any] | None:
         return views.case_view(self.store, case_id, metric=q.get("metric") or None)
@@ -190,7 +191,7 @@ def create_app(store: Any, token: str | None = None) -> Starlette:
         return endpoint
 
     def run_data(request: Request) -> Any:
-        return dash.run(_int(request.path_params["run_id"], 0))
+        return dash.run(_int(request.path_params["run_id"], 0), request.query_params)
 
     def case_data(request: Request) -> Any:
         return dash.case(request.path_params["case_id"], request.query_params)
@@ -247,6 +248,9 @@ def create_app(store: Any, token: str | None = None) -> Starlette:
 
             return Response(get_plotlyjs(), media_type="text/javascript",
                             headers={"Cache-Control": "max-age=86400"})
+        if name == "history_plot.js":  # the report's own: one code path for both
+            return Response(resources.files("torchmark.report").joinpath(name)
+                            .read_text(encoding="utf-8"), media_type="text/javascript")
         if name not in STATIC:
             return _error(404, "not found", False)
         text = resources.files("torchmark.server").joinpath(f"static/{name}") \

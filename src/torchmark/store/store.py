@@ -494,6 +494,92 @@ class Store:
             out.append(row)
         return out, int(total)
 
+    def run_results_page(self, run_id: int, offset: int = 0,
+                         limit: int = 50) -> tuple[list[dict[str, Any]], int]:
+        """One page of a run's results (by case label, sub-label and id) with their
+        cases' names, and how many results the run holds."""
+        res, c = schema.results, schema.cases
+        query = sa.select(res.c.case_id, res.c.metric, res.c.unit, res.c.n, res.c.median,
+                          res.c.iqr, res.c.warnings, res.c.failure, c.c.frontend, c.c.stmt,
+                          c.c.label, c.c.sub_label, c.c.description, c.c.threads
+                          ).join(c, c.c.id == res.c.case_id).where(res.c.run_id == run_id)
+        with self.engine.connect() as conn:
+            total = conn.execute(sa.select(sa.func.count()).select_from(res)
+                                 .where(res.c.run_id == run_id)).scalar() or 0
+            rows = [dict(row._mapping) for row in conn.execute(
+                query.order_by(c.c.label, c.c.sub_label, res.c.case_id, res.c.metric)
+                .offset(offset).limit(limit))]
+        return rows, int(total)
+
+    def median_rows(self, cases: Sequence[str], *, machine: str | None = None,
+                    env: str | None = None) -> list[dict[str, Any]]:
+        """What an A/A history is read from, lean: each measured result of `cases` on
+        `machine` in runs labelled `env` (None: unlabelled runs only), oldest first, as
+        a dict of its run id, case id, metric and median, and its run's commit, tree
+        state, torch version and tags (each run's read once; driver tuples, no JSON
+        decoded a result)."""
+        r, res = schema.runs, schema.results
+        ids = sorted(set(cases))
+        rows: list[tuple[Any, ...]] = []
+        with self.engine.connect() as conn:
+            query = _filtered(sa.select(res.c.run_id, res.c.case_id, res.c.metric,
+                                        res.c.median, r.c.started, res.c.id)
+                              .join(r, r.c.id == res.c.run_id)
+                              .where(res.c.failure.is_(None), res.c.median.is_not(None),
+                                     r.c.env.is_(None) if env is None else r.c.env == env),
+                              r, None, machine, None)
+            for start in range(0, len(ids), 500):
+                rows += driver_rows(conn, query.where(res.c.case_id.in_(ids[start:start + 500])))
+            run_ids = sorted({row[0] for row in rows})
+            runs: dict[int, tuple[Any, ...]] = {}
+            for start in range(0, len(run_ids), 500):
+                for run in conn.execute(sa.select(r.c.id, r.c.git_commit, r.c.git_dirty,
+                                                  r.c.torch_version, r.c.tags, r.c.env)
+                                        .where(r.c.id.in_(run_ids[start:start + 500]))):
+                    runs[run[0]] = tuple(run)
+        rows.sort(key=lambda row: (row[4], row[5]))
+        out = []
+        for run_id, case_id, metric, median, _, _ in rows:
+            _, commit, dirty, torch_version, tags, run_env = runs[run_id]
+            out.append({"run_id": run_id, "case_id": case_id, "metric": metric,
+                        "median": median, "failure": None, "git_commit": commit,
+                        "git_dirty": None if dirty is None else bool(dirty),
+                        "torch_version": torch_version, "run_tags": tags, "run_env": run_env})
+        return out
+
+    def builds_repeat(self, *, machine: str | None = None, env: str | None = None) -> bool:
+        """Whether two finished runs on `machine` labelled `env` (None: unlabelled) share
+        a build (a clean commit and torch version, or a `calibrate` round's tag): whether
+        an A/A history can exist there at all."""
+        r = schema.runs
+        query = _filtered(sa.select(r.c.git_commit, r.c.git_dirty, r.c.torch_version,
+                                    r.c.tags), r, None, machine, None).where(
+            r.c.env.is_(None) if env is None else r.c.env == env)
+        seen: set[tuple[Any, ...]] = set()
+        with self.engine.connect() as conn:
+            for commit, dirty, torch_version, tags in conn.execute(query):
+                aa = tags.get("aa") if isinstance(tags, dict) else None
+                build = ("aa", aa, torch_version) if aa else \
+                    (commit, torch_version) if commit and dirty is False else None
+                if build is not None:
+                    if build in seen:
+                        return True
+                    seen.add(build)
+        return False
+
+    def case_row(self, case_id: str) -> Any:
+        """One case as the core's Case record; None when the store holds no such case."""
+        from torchmark.core.result import Case
+
+        c = schema.cases
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(c).where(c.c.id == case_id)).first()
+        if row is None:
+            return None
+        return Case(id=row.id, frontend=row.frontend, stmt=row.stmt, setup=row.setup,
+                    label=row.label, sub_label=row.sub_label, description=row.description,
+                    threads=row.threads, device=row.device, params=row.params or {})
+
     def run_provenance(self, run_id: int) -> dict[str, Any] | None:
         """A run's whole provenance as it was captured (None for no such run, {} for a
         run stored without one)."""
@@ -632,18 +718,21 @@ class Store:
         rows = self.results(since=since, machine=machine, env=env, case=case, metric=metric)
         return {column: [row.get(column) for row in rows] for column in TABLE_COLUMNS}
 
-    def case_titles(self) -> dict[str, str]:
-        """Every case's id -> its one-line name (Case.title)."""
+    def case_titles(self, ids: Sequence[str] | None = None) -> dict[str, str]:
+        """Every case's id (or those of `ids` the store holds) -> its one-line name
+        (Case.title)."""
         from torchmark.core.result import Case
 
         c = schema.cases
+        query = sa.select(c.c.id, c.c.frontend, c.c.stmt, c.c.label, c.c.sub_label,
+                          c.c.description, c.c.threads)
+        if ids is not None:
+            query = query.where(c.c.id.in_(sorted(set(ids))[:1000]))
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(c.c.id, c.c.frontend, c.c.stmt, c.c.label,
-                                          c.c.sub_label, c.c.description, c.c.threads))
             return {row.id: Case(id=row.id, frontend=row.frontend, stmt=row.stmt,
                                  label=row.label, sub_label=row.sub_label,
                                  description=row.description, threads=row.threads).title
-                    for row in rows}
+                    for row in conn.execute(query)}
 
     def case_params(self) -> dict[str, dict[str, Any]]:
         """Every case's id -> its parameters (shapes, dtypes, a test's parametrization)."""

@@ -103,6 +103,7 @@
           td(x.metric), td(x.n, x.n, "num"), td(value(x.median, x.unit), x.median, "num"),
           td(value(x.iqr, x.unit), x.iqr, "num"), td(x.warnings, x.warnings, "num"), td(x.failure || ""))),
         { sortable: true }),
+      pager(data.page, data.per_page, data.total, { per_page: data.per_page }),
       el("h2", {}, "Fingerprint"),
       table(["field", "value"], Object.entries(data.fingerprint).map(([k, v]) =>
         el("tr", {}, td(el("code", {}, k)), td(String(v))))),
@@ -121,13 +122,22 @@
           s.environment_change ? el("div", { class: "env-change" }, `A new series: ${s.environment_change}`) : "",
           s.reduced ? el("p", { class: "note" }, `${s.runs} runs drawn as ${s.points.length} buckets (each its runs' median; change points kept as their own runs)`) : "",
           div,
-          s.changes.length ? table(["change", "ratio", "interval", "last good", "first bad", "mark"],
+          s.changes.length ? table(["change", "size", "interval", "last good", "first bad", "mark", ""],
             s.changes.map((c) => el("tr", { id: `change-${c.first_bad}` }, td(c.kind, undefined, c.kind),
               td(pct(c.ratio)), td(`${pct(c.low)} .. ${pct(c.high)}`),
               td(link(`/runs/${c.last_good}`, c.last_good)), td(link(`/runs/${c.first_bad}`, c.first_bad)),
               td(c.mark ? `${c.mark}${c.note ? ": " + c.note : ""}` : "new"),
               td(link(`/compare${query({ a: c.last_good, b: c.first_bad })}`, "compare"))))) : "");
-        drawHistory(div, s, picked);
+        window.torchmarkHistoryPlot(div, s, (run) => {
+          picked.push(run);
+          const note = document.getElementById("picked");
+          if (picked.length === 2) {
+            const [a, b] = picked.splice(0, 2);
+            note.replaceChildren("Compare ", link(`/compare${query({ a, b })}`, `run ${a} with run ${b}`));
+          } else {
+            note.textContent = `Picked run ${picked[0]}: click another point.`;
+          }
+        });
       });
     },
     regressions() {
@@ -184,45 +194,6 @@
       event.target.closest("td").previousSibling.textContent = response.ok
         ? `${mark}${note ? ": " + note : ""}` : `failed: ${(await response.json()).error}`;
     } }, label);
-  }
-
-  function drawHistory(div, s, picked) {
-    const [scale, unit] = scaleFor(s.unit, s.points.map((p) => p.value));
-    const x = s.points.map((_, i) => i);
-    const labels = s.points.map((p) => p.commit || p.started.slice(0, 16));
-    const hover = s.points.map((p) => `${p.commit || "(no commit)"} ${p.subject}<br>` +
-      `${value(p.value, s.unit)} (25-75%: ${value(p.low, s.unit)} .. ${value(p.high, s.unit)}, n ${p.n})<br>` +
-      `torch ${p.torch} - ${s.machine || "?"} - runs ${p.runs.join(", ")}`);
-    const ys = (key) => s.points.map((p) => (p[key] === null ? null : p[key] / scale));
-    const traces = [
-      { x, y: ys("high"), mode: "lines", line: { width: 0 }, hoverinfo: "skip", showlegend: false },
-      { x, y: ys("low"), mode: "lines", line: { width: 0 }, fill: "tonexty", fillcolor: "rgba(9,105,218,0.15)",
-        hoverinfo: "skip", name: "25-75% of the samples" },
-      { x, y: ys("value"), mode: "lines+markers", name: `median (${s.machine || "?"})`, text: hover,
-        hovertemplate: "%{text}<extra></extra>", marker: { size: s.points.length > 150 ? 4 : 7 } },
-    ];
-    const annotations = s.changes.map((c) => ({ x: c.at, y: s.points[c.at].value / scale,
-      text: `${c.kind === "regression" ? "+" : ""}${pct(c.ratio)}`, showarrow: true, arrowhead: 2,
-      font: { color: c.kind === "regression" ? "#cf222e" : "#1a7f37" } }));
-    const step = Math.max(1, Math.ceil(x.length / 12));
-    Plotly.newPlot(div, traces, {
-      margin: { t: 20, r: 20, b: 80, l: 70 }, annotations,
-      xaxis: { tickmode: "array", tickvals: x.filter((i) => i % step === 0),
-        ticktext: labels.filter((_, i) => i % step === 0), tickangle: -35,
-        range: x.length === 1 ? [-1, 1] : undefined, title: { text: "commit (in commit order)" } },
-      yaxis: { title: { text: unit }, rangemode: "tozero" },
-    }, { displaylogo: false, responsive: true });
-    div.on("plotly_click", (event) => {
-      const point = s.points[event.points[0].x];
-      picked.push(point.runs[point.runs.length - 1]);
-      const note = document.getElementById("picked");
-      if (picked.length === 2) {
-        const [a, b] = picked.splice(0, 2);
-        note.replaceChildren("Compare ", link(`/compare${query({ a, b })}`, `run ${a} with run ${b}`));
-      } else {
-        note.textContent = `Picked run ${picked[0]}: click another point.`;
-      }
-    });
   }
 
   pages[kind]();
