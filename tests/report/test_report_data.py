@@ -30,8 +30,11 @@ def test_a_large_store_is_drawn_in_part_and_says_so(store, monkeypatch):
     titles = [s["title"] for s in data["series"]]
     assert "mul: n=4" in titles and len(titles) == 2  # the changed one drawn
     drawn = next(s for s in data["series"] if s["title"] == "mul: n=4")
-    assert len(drawn["value"]) == 10 and drawn["all_runs"] == 24
-    assert [c["index"] for c in drawn["changes"]] == [20 - 14]  # within the newest 10
+    assert drawn["reduced"] and drawn["runs"] == 24 and len(drawn["points"]) <= 10
+    [step] = drawn["changes"]  # its two runs either side kept as points of their own
+    assert drawn["points"][step["at"]]["runs"] == [step["first_bad"]]
+    assert drawn["points"][step["at"] - 1]["runs"] == [step["last_good"]]
+    assert sum(len(p["runs"]) for p in drawn["points"]) == 24
 
 
 def test_a_small_store_is_drawn_whole(store):
@@ -39,4 +42,5 @@ def test_a_small_store_is_drawn_whole(store):
     data = report_data.gather(store)
     assert data["drawn"]["series_drawn"] == data["drawn"]["series"] == 6
     assert data["drawn"]["points_cut"] == 0
-    assert all(len(s["value"]) == s["all_runs"] == 24 for s in data["series"])
+    assert all(len(s["points"]) == s["runs"] == 24 and not s["reduced"]
+               for s in data["series"])

@@ -1,9 +1,10 @@
 """What the report shows, gathered from the store as plain JSON-ready data: the runs,
 the detected changes (over every series) and, where the caller explains them, where
-each regression lives, the series drawn with their change points (at
-most MAX_SERIES_DRAWN, those with a change first, each its newest MAX_POINTS_DRAWN runs:
-the page says what it left out), an A/B comparison of two runs and one run's raw
-samples."""
+each regression lives, the series drawn with their change points (at most
+MAX_SERIES_DRAWN, those with a change first, each as the dashboard draws a case:
+report/views.py history_series, commits in commit order, reduced to MAX_POINTS_DRAWN
+buckets when longer: the page says what it left out), an A/B comparison of two runs and
+one run's raw samples."""
 
 from __future__ import annotations
 
@@ -27,23 +28,13 @@ def _series_id(index: int) -> str:
     return f"s{index}"
 
 
-def _series(s: Series, index: int, changes: Sequence[Change],
-            hosts: dict[str, str]) -> dict[str, Any]:
-    """A drawn series: its newest MAX_POINTS_DRAWN runs, and the changes among them."""
-    first = max(0, len(s.points) - MAX_POINTS_DRAWN)
-    points = s.points[first:]
-    return {
-        "id": _series_id(index), "case_id": s.case_id, "title": s.title, "metric": s.metric,
-        "unit": s.unit, "machine": hosts.get(s.machine or "", s.machine), "env": s.env,
-        "environment_change": s.environment_change, "runs": [p.run_id for p in points], "started": [p.started for p in points],
-        "value": [p.value for p in points], "low": [_finite(p.low) for p in points],
-        "high": [_finite(p.high) for p in points],
-        "commit": [(p.commit or "")[:10] for p in points],
-        "torch": [p.torch or "" for p in points], "all_runs": len(s.points),
-        "changes": [{"index": c.point.index - first, "before": c.point.before,
-                     "after": c.point.after, "ratio": c.point.ratio, "kind": c.kind,
-                     "mark": c.mark} for c in changes if c.point.index >= first],
-    }
+def _series(s: Series, index: int, changes: Sequence[Change], hosts: dict[str, str],
+            commits: dict[int, tuple[str | None, str | None]]) -> dict[str, Any]:
+    """A drawn series, as the dashboard's case page draws it (report/views.py)."""
+    from torchmark.report.views import history_series
+
+    return {"id": _series_id(index), "case_id": s.case_id, "title": s.title,
+            **history_series(s, changes, commits, hosts, MAX_POINTS_DRAWN)}
 
 
 def _drawn(series: Sequence[Series], by_series: dict[int, list[Change]]) -> list[int]:
@@ -106,6 +97,7 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
         ab = _newest_pair(store, run_ids)
     shown = run if run is not None else (run_ids[0] if run_ids else None)
     drawn = _drawn(series, by_series)
+    commits = store.run_commits(p.run_id for i in drawn for p in series[i].points)
     return {
         "store": store.where,
         "drawn": {"series": len(series), "series_drawn": len(drawn),
@@ -128,7 +120,8 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
                      "machine": hosts.get(c.series.machine or "", c.series.machine),
                      "recovered": c.recovered_at.run_id if c.recovered_at else None,
                      "mark": c.mark, "note": c.note} for c in changes],
-        "series": [_series(series[i], i, by_series.get(i, []), hosts) for i in drawn],
+        "series": [_series(series[i], i, by_series.get(i, []), hosts, commits)
+                   for i in drawn],
         "ab": _ab(store, *ab, cases, glob) if ab else None,
         "distributions": _distributions(store, shown, cases, glob) if shown is not None
         else None,

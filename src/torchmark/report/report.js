@@ -130,16 +130,17 @@
   if (drawn.series_drawn < drawn.series || drawn.points_cut) {
     casesSection.append(el("p", { class: "summarised" },
       `Drawn: ${drawn.series_drawn} of ${drawn.series} series (those with a detected ` +
-      `change first), each its newest ${drawn.max_points} runs at most ` +
-      `(${drawn.points_cut} series cut). Changes were detected over every series and ` +
-      "every run; `torchmark history CASE` shows any series whole."));
+      `change first), each in ${drawn.max_points} points at most ` +
+      `(${drawn.points_cut} series longer: their runs drawn in buckets, each the median of ` +
+      "its runs, change points kept as their own runs). Changes were detected over every " +
+      "series and every run; `torchmark history CASE` shows any series whole."));
   }
   for (const s of data.series) {
     casesSection.append(el("div", { class: "case", id: s.id },
       el("h3", {}, s.title),
       el("div", { class: "meta" }, `${s.metric} - machine ${s.machine || "?"} - env ` +
-        `${s.env || "-"} - ${s.all_runs > s.value.length ? `newest ${s.value.length} of ` +
-        `${s.all_runs}` : s.value.length} runs - ${s.changes.length} change(s) - id ${s.case_id}`),
+        `${s.env || "-"} - ${s.runs} runs${s.reduced ? ` drawn as ${s.points.length} buckets` : ""}` +
+        ` - ${s.changes.length} change(s) - id ${s.case_id}`),
       s.environment_change ? el("div", { class: "env-change" },
         `A new series: ${s.environment_change}; runs before it are not compared with ` +
         "these.") : "",
@@ -147,37 +148,7 @@
   }
 
   // -- plots -------------------------------------------------------------------------
-  function seriesPlot(div, s) {
-    const [scale, unit] = scaleFor(s.unit, s.value);
-    const x = s.started.map(when);
-    const y = s.value.map((v) => v / scale);
-    const low = s.low.map((v) => (v === null ? null : v / scale));
-    const high = s.high.map((v) => (v === null ? null : v / scale));
-    const hover = s.value.map((v, i) => `run ${s.runs[i]}<br>${fmt(v, s.unit)}` +
-      `<br>commit ${esc(s.commit[i] || "?")}<br>torch ${esc(s.torch[i] || "?")}` +
-      `<br>machine ${esc(s.machine || "?")}`);
-    const traces = [
-      { x, y: low, mode: "lines", line: { width: 0 }, hoverinfo: "skip", showlegend: false },
-      { x, y: high, mode: "lines", line: { width: 0 }, fill: "tonexty",
-        fillcolor: "rgba(9,105,218,0.15)", hoverinfo: "skip", name: "25-75% of raw samples" },
-      { x, y, mode: "lines+markers", name: "median", marker: { size: 5 },
-        line: { color: "#0969da" }, text: hover, hoverinfo: "text" },
-    ];
-    const shapes = [];
-    const annotations = [];
-    for (const c of s.changes) {
-      const color = c.kind === "regression" ? "#cf222e" : "#1a7f37";
-      shapes.push({ type: "line", xref: "x", yref: "paper", x0: x[c.index], x1: x[c.index],
-        y0: 0, y1: 1, line: { color, dash: "dash", width: 2 } });
-      annotations.push({ x: x[c.index], y: 1, xref: "x", yref: "paper", showarrow: false,
-        yanchor: "bottom", font: { color, size: 11 }, text: pct(c.ratio) + (c.mark ? " (" + esc(c.mark) + ")" : "") });
-    }
-    Plotly.newPlot(div, traces, {
-      margin: { l: 60, r: 10, t: 22, b: 40 }, shapes, annotations, showlegend: false,
-      yaxis: { title: { text: esc(s.metric + " (" + unit + ")") }, rangemode: "tozero" },
-      xaxis: { type: "date" }, hovermode: "closest",
-    }, CONFIG);
-  }
+  function seriesPlot(div, s) { window.torchmarkHistoryPlot(div, s); }
   function abPlot(div) {
     const rows = data.ab.rows.filter((r) => r.ratio !== null);
     const colors = { slower: "#cf222e", faster: "#1a7f37", unsure: "#bf8700", unmeasured: "#8250df", failed: "#cf222e" };

@@ -101,11 +101,11 @@ def case_view(store: Any, case_id: str, *, metric: str | None = None,
     commits = store.run_commits(p.run_id for s in series for p in s.points)
     hosts = store.hostnames()
     return {"case_id": case_id, "title": case.title, "params": dict(case.params),
-            "series": [_history(s, [c for c in changes if c.series is s], commits, hosts,
-                                max_points) for s in series]}
+            "series": [history_series(s, [c for c in changes if c.series is s], commits,
+                                      hosts, max_points) for s in series]}
 
 
-def _history(series: Series, changes: Sequence[Change],
+def history_series(series: Series, changes: Sequence[Change],
              commits: dict[int, tuple[str | None, str | None]], hosts: dict[str, str],
              max_points: int) -> dict[str, Any]:
     """One series as drawn: its points in commit order, reduced to `max_points` buckets
