@@ -140,6 +140,15 @@ class RunPlace(NamedTuple):
     comparable: tuple[tuple[str, Any], ...] | None = None
 
 
+class RunFacts(NamedTuple):
+    """What a run's provenance says that series and pages read (Store.run_facts)."""
+
+    comparable: tuple[tuple[str, Any], ...] | None  # RunPlace.comparable
+    commit_date: str | None
+    commit_subject: str | None
+    started: str  # the run's start: a run id reused after a deletion is told apart
+
+
 class ComparableFields:
     """A run's provenance column (JSON text, or the object a driver decoded) -> the
     fields of its fingerprint that change performance, as RunPlace.comparable keeps
@@ -177,6 +186,9 @@ class Store:
             raise UsageError(f"--db {sa.engine.make_url(self.url).render_as_string()}: "
                              f"{str(e).splitlines()[0]}") from None
         self.dialect = self.engine.dialect.name
+        # what a run's provenance says that series and pages read, by run id (a run's
+        # provenance never changes once stored): see run_facts
+        self._facts: dict[int, RunFacts] = {}
         if upgrade:
             try:
                 self._ensure_schema()
@@ -590,16 +602,25 @@ class Store:
 
     def run_commits(self, run_ids: Iterable[int]) -> dict[int, tuple[str | None, str | None]]:
         """Each run's commit date and subject from its provenance."""
-        ids = sorted(set(run_ids))
-        out: dict[int, tuple[str | None, str | None]] = {}
         with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                for run_id, provenance in conn.execute(
-                        sa.select(schema.runs.c.id, schema.runs.c.provenance)
-                        .where(schema.runs.c.id.in_(ids[start:start + 500]))):
-                    data = _json(provenance)
-                    out[run_id] = (data.get("git_commit_date"), data.get("git_commit_subject"))
-        return out
+            return {run_id: (facts.commit_date, facts.commit_subject)
+                    for run_id, facts in self.run_facts(conn, run_ids).items()}
+
+    def run_facts(self, conn: sa.Connection, run_ids: Iterable[int]) -> dict[int, RunFacts]:
+        """What each run's provenance says that series and pages read (RunFacts), its
+        JSON parsed once a run for the life of this Store (series_rows drops a run id
+        whose start changed: deleted, and reused)."""
+        ids = set(run_ids)
+        missing = sorted(ids.difference(self._facts))
+        comparable = ComparableFields()
+        for start in range(0, len(missing), 500):
+            for run_id, provenance, started in driver_rows(conn, sa.select(
+                    schema.runs.c.id, schema.runs.c.provenance, schema.runs.c.started)
+                    .where(schema.runs.c.id.in_(missing[start:start + 500]))):
+                data = _json(provenance)
+                self._facts[run_id] = RunFacts(comparable(data), data.get("git_commit_date"),
+                                               data.get("git_commit_subject"), started)
+        return {run_id: self._facts[run_id] for run_id in ids if run_id in self._facts}
 
     def search_cases(self, text: str, limit: int = 50) -> list[dict[str, Any]]:
         """Cases whose id, statement, label, sub-label, description or parameters hold
@@ -679,15 +700,18 @@ class Store:
                 chunk = ids[start:start + 500]
                 rows += driver_rows(conn, query if chunk == [None] else
                                     query.where(res.c.case_id.in_(chunk)))
-            comparable = ComparableFields()
+            places = driver_rows(conn, _filtered(
+                sa.select(r.c.id, r.c.started, r.c.git_commit, r.c.git_dirty, r.c.machine,
+                          r.c.env, r.c.torch_version), r, since, machine, env))
+            for place in places:  # a run id that now names another run
+                if place[0] in self._facts and self._facts[place[0]].started != place[1]:
+                    del self._facts[place[0]]
+            facts = self.run_facts(conn, (place[0] for place in places))
             runs = {run_id: RunPlace(started, commit, None if dirty is None else bool(dirty),
                                      machine_of, env_of, torch_version,
-                                     comparable(provenance))
-                    for run_id, started, commit, dirty, machine_of, env_of, torch_version,
-                    provenance in driver_rows(conn, _filtered(
-                        sa.select(r.c.id, r.c.started, r.c.git_commit, r.c.git_dirty,
-                                  r.c.machine, r.c.env, r.c.torch_version, r.c.provenance),
-                        r, since, machine, env))}
+                                     facts[run_id].comparable if run_id in facts else None)
+                    for run_id, started, commit, dirty, machine_of, env_of, torch_version
+                    in places}
         if cases is not None and len(ids) > 500:
             rows.sort(key=lambda row: (row[8], row[0]))
         return [SeriesRow(case_id, metric_of, unit, median, n, unpack_tuple(samples), run_id)
