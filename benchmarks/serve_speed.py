@@ -14,7 +14,7 @@ page. Then the static report's build time on the same store (`torchmark report`,
 time limit).
 
     python benchmarks/serve_speed.py [--cases 10000] [--runs 1000] [--postgres URL|auto]
-        [--requests 100] [--clients 20] [--report-timeout 600]
+        [--requests 100] [--clients 20] [--report-timeout 600] [--workers 1]
 """
 
 from __future__ import annotations
@@ -136,7 +136,8 @@ def measure(base: str, pages: dict[str, str], requests: int, clients: int) -> No
 def serve_and_measure(url: str, store: Store, args: argparse.Namespace) -> None:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "torchmark", "serve", "--db", url,
-                             "--port", str(port)], stdout=subprocess.DEVNULL,
+                             "--port", str(port), "--workers", str(args.workers)],
+                            stdout=subprocess.DEVNULL,
                             stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -179,6 +180,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--report-timeout", type=float, default=600)
+    parser.add_argument("--workers", type=int, default=1, help="serve's --workers")
     parser.add_argument("--postgres", default=None,
                         help="A PostgreSQL URL, or `auto` for a throw-away cluster "
                              "(tests/pg_cluster.py)")

@@ -26,10 +26,10 @@ LAYERS = [
     ["regressions"],
     ["report"],
     ["rootcause"],
-    ["utils", "demos", "pytest_plugin", "cli", "__main__", "torchmark"],
+    ["utils", "demos", "pytest_plugin", "server", "cli", "__main__", "torchmark"],
 ]
 SIDEWAYS = {("replay", "ops"), ("cli", "demos"), ("cli", "report"), ("__main__", "cli"),
-            ("utils", "compare")}
+            ("utils", "compare"), ("cli", "server")}
 ENTRY_POINTS = {"cli", "pytest_plugin", "__main__", "torchmark"}  # nothing imports these
 
 

@@ -17,8 +17,11 @@ from torchmark.cli.store_options import db_option
                    "$TORCHMARK_SERVE_TOKEN].")
 @click.option("--token-file", type=click.Path(dir_okay=False), default=None,
               help="Read the token from this file's first line (mode 600).")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Server processes (uvicorn's): more answer more clients at once on more "
+                   "cores; each detects the store's changes itself (memory x N).")
 @db_option
-def serve_cmd(host, port, token, token_file, db):
+def serve_cmd(host, port, token, token_file, workers, db):
     """Serve the dashboard: the regressions feed, runs, each case's history by commit,
     comparisons of two runs and search, each page at a stable address, and its data as
     JSON under /api/v1/. Read-only without a token; bound to anything but a loopback
@@ -39,7 +42,17 @@ def serve_cmd(host, port, token, token_file, db):
                                "pip install 'torchmark[serve]'") from None
     store = open_store(db)
     click.echo(f"torchmark serve: {store.where} on http://{host}:{port}/"
-               + (" (token required)" if token else " (read-only)"), err=True)
+               + (" (token required)" if token else " (read-only)")
+               + (f", {workers} processes" if workers > 1 else ""), err=True)
+    if workers > 1:  # each process makes its app from the environment
+        import os
+
+        os.environ["TORCHMARK_SERVE_DB"] = store.url
+        if token:
+            os.environ["TORCHMARK_SERVE_TOKEN"] = token
+        uvicorn.run("torchmark.server.app:app_from_environment", factory=True, host=host,
+                    port=port, workers=workers, log_level="warning", access_log=False)
+        return 0
     uvicorn.run(create_app(store, token), host=host, port=port, log_level="warning",
                 access_log=False)
     return 0

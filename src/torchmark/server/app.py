@@ -265,6 +265,17 @@ def create_app(store: Any, token: str | None = None) -> Starlette:
     return app
 
 
+def app_from_environment() -> Starlette:
+    """The application of a `torchmark serve --workers N` process (uvicorn starts it by
+    name): the store from $TORCHMARK_SERVE_DB, the token from $TORCHMARK_SERVE_TOKEN."""
+    import os
+
+    from torchmark.store import open as open_store
+
+    return create_app(open_store(os.environ["TORCHMARK_SERVE_DB"]),
+                      os.environ.get("TORCHMARK_SERVE_TOKEN") or None)
+
+
 class Guard(BaseHTTPMiddleware):
     """The token on every request (when one is set), the security headers, and the
     server's time on the request (`Server-Timing: app;dur=MS`)."""
