@@ -7,11 +7,12 @@ step half-way, the runs a commit each with its date and subject) is built first,
 (its time printed, not a target). Then `torchmark serve` is started on it (a subprocess,
 as a user starts it) and each page is requested: the regressions feed (after the first
 request, which detects the changes across the store: its time printed apart), runs
-(pages 1 and 10, a machine filter), a run, a case's history, a comparison of two runs,
-a search; each 100 times one after the other, then by 20 concurrent clients. Printed:
-the server's time (its Server-Timing header) median and p95, and the round trip's, each
-page. Then the static report's build time on the same store (`torchmark report`, with a
-time limit).
+(paged, and filtered by machine), a run, a case's history, a comparison of two runs, a
+search, and two API answers; each 100 times one after the other, then 100 times from 20
+concurrent clients, each request for another case, run, pair of runs or page (nothing
+answers from a cache). Printed: the server's time (its Server-Timing header) median and
+p95, and the round trip's median, each page. Then the static report's build time on the
+same store (`torchmark report`, with a time limit).
 
     python benchmarks/serve_speed.py [--cases 10000] [--runs 1000] [--postgres URL|auto]
         [--requests 100] [--clients 20] [--report-timeout 600] [--workers 1]
@@ -33,6 +34,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
@@ -114,18 +116,22 @@ def p95(values: list[float]) -> float:
     return float(np.percentile(values, 95))
 
 
-def measure(base: str, pages: dict[str, str], requests: int, clients: int) -> None:
-    first_ms = fetch(base + pages["regressions"])[1]
+def measure(base: str, pages: dict[str, Any], requests: int, clients: int) -> None:
+    """Each page `requests` times (request i asks for `pages[name](i)`: another case,
+    run, pair of runs or page each time, so nothing answers from a cache), alone and
+    from `clients` concurrent clients."""
+    first_ms = fetch(base + "/regressions")[1]
     print(f"first regressions request (detects the changes across the store): "
           f"{first_ms / 1000:.1f} s")
-    for path in pages.values():
-        fetch(base + path)  # warm
+    for path_of in pages.values():
+        fetch(base + path_of(0))  # warm
     print(f"{'page':<14} {'server median':>14} {'server p95':>11} {'round trip':>11} "
           f"| {clients} clients: {'server median':>14} {'p95':>9}")
-    for name, path in pages.items():
-        alone = [fetch(base + path) for _ in range(requests)]
+    for name, path_of in pages.items():
+        alone = [fetch(base + path_of(i)) for i in range(requests)]
         with concurrent.futures.ThreadPoolExecutor(clients) as pool:
-            together = list(pool.map(fetch, [base + path] * requests))
+            together = list(pool.map(fetch, [base + path_of(requests + i)
+                                             for i in range(requests)]))
         server = [a[0] for a in alone]
         busy = [t[0] for t in together]
         print(f"{name:<14} {statistics.median(server):>11.1f} ms {p95(server):>8.1f} ms "
@@ -147,14 +153,24 @@ def serve_and_measure(url: str, store: Store, args: argparse.Namespace) -> None:
                 break
             except OSError:
                 time.sleep(0.2)
-        runs = store.runs(limit=None)
-        newest, older = runs[0]["id"], runs[len(runs) // 2]["id"]
-        machine = runs[0]["machine"]
-        pages = {"regressions": "/regressions", "runs": "/runs", "runs page 10": "/runs?page=10",
-                 "runs machine": f"/runs?machine={machine}", "run": f"/runs/{newest}",
-                 "case": "/cases/suite:case00100", "compare": f"/compare?a={older}&b={newest}",
-                 "search": "/search?q=n%3D4242", "api regressions": "/api/v1/regressions",
-                 "api case": "/api/v1/cases/suite:case00100"}
+        ids = [run["id"] for run in store.runs(limit=None)]
+        machine = store.runs(limit=1)[0]["machine"]
+        cases, n = args.cases, len(ids)
+
+        def case(i: int) -> str:
+            return f"suite:case{(i * 37) % cases:05d}"
+
+        pages = {
+            "regressions": lambda i: f"/regressions?page={1 + i % 2}",
+            "runs": lambda i: f"/runs?page={1 + i % max(1, n // 50)}",
+            "runs machine": lambda i: f"/runs?machine={machine}&page={1 + i % 3}",
+            "run": lambda i: f"/runs/{ids[i % n]}",
+            "case": lambda i: f"/cases/{case(i)}",
+            "compare": lambda i: f"/compare?a={ids[(i + 1) % n]}&b={ids[i % n]}",
+            "search": lambda i: f"/search?q=n%3D{(i * 7919) % cases}",
+            "api regressions": lambda i: f"/api/v1/regressions?page={1 + i % 2}",
+            "api case": lambda i: f"/api/v1/cases/{case(i + 500)}",
+        }
         measure(base, pages, args.requests, args.clients)
     finally:
         proc.terminate()

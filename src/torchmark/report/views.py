@@ -215,37 +215,51 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
                  per_page: int = PAGE_SIZE) -> dict[str, Any]:
     """The cases two runs share, a page at a time (`sort`: "change", the largest ratio
     of the medians first, or "case"), each judged as `torchmark compare` judges it: the
-    family and the runs' common shift of all the cases, the drift from each case's A/A
-    history (verdicts/family.py `only`), so a page costs its own cases' verdicts."""
+    family and the runs' common shift of all the cases (from their stored medians), the
+    drift from each case's A/A history (verdicts/family.py `only`, `family`). Only the
+    page's cases are read whole, so a page costs its own cases' reads and verdicts."""
     from torchmark.core.stats import natural_key
     from torchmark.regressions.aa_history import history_ratios
     from torchmark.regressions.comparability import blocking_differences, side_fingerprint
     from torchmark.regressions.gate import side_of
-    from torchmark.regressions.refs import resolve_side
+    from torchmark.verdicts import Side
     from torchmark.verdicts.family import Pair, judge_all
 
-    base, cand = (resolve_side(f"run:{run}", store) for run in (baseline, candidate))
-    a = {(r.case.id, r.metric): r for r in base.results}
-    b = {(r.case.id, r.metric): r for r in cand.results}
-    keys = [key for key in a if key in b]
-    ratios = {key: _median_ratio(a[key], b[key]) for key in keys}
+    medians_a, medians_b = store.run_medians(baseline), store.run_medians(candidate)
+    keys = [key for key in medians_a if key in medians_b]
+
+    def ratio(key: tuple[str, str]) -> float | None:
+        a, b = medians_a[key], medians_b[key]
+        return b / a if a is not None and b is not None and a > 0 else None
+
     if sort == "case":
-        keys.sort(key=lambda key: natural_key(a[key].case.title))
+        titles = store.case_titles(sorted({case for case, _ in keys})) \
+            if len(keys) <= 1000 else store.case_titles()
+        keys.sort(key=lambda key: (natural_key(titles.get(key[0], key[0])), key[1]))
     else:
         def worst(key: tuple[str, str]) -> float:
-            ratio = ratios[key]
-            return -ratio if ratio is not None else math.inf
+            value = ratio(key)
+            return -value if value is not None else math.inf
 
         keys.sort(key=worst)
     page = max(1, page)
     shown = keys[(page - 1) * per_page:page * per_page]
-    histories = history_ratios(store, set(shown), machine=cand.machine, env=cand.env,
-                               exclude={*base.runs, *cand.runs})
+
+    def light(median: float | None) -> Side:
+        return Side((median,)) if median is not None else Side(failure="failed")
+
+    family = [Pair(key, light(medians_a[key]), light(medians_b[key]), key[1])
+              for key in keys]
+    ids = sorted({case for case, _ in shown})
+    a = {(r.case.id, r.metric): r for r in store.result_records(run=baseline, cases=ids)}
+    b = {(r.case.id, r.metric): r for r in store.result_records(run=candidate, cases=ids)}
+    histories = history_ratios(store, set(shown), machine=_machine(b.values()),
+                               env=_env(b.values()), exclude={baseline, candidate})
     verdicts = judge_all([Pair(key, side_of(a[key]), side_of(b[key]), key[1])
-                          for key in keys], threshold=threshold, histories=histories,
-                         only=set(shown))
-    differences = blocking_differences(side_fingerprint(base.results),
-                                       side_fingerprint(cand.results))
+                          for key in shown], threshold=threshold, histories=histories,
+                         only=set(shown), family=family)
+    differences = blocking_differences(side_fingerprint(a.values()),
+                                       side_fingerprint(b.values()))
 
     def median(r: Any) -> float | None:
         return _finite(r.summary.median) if r.ok and r.summary else None
@@ -253,8 +267,8 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     return {"baseline": baseline, "candidate": candidate, "threshold": threshold,
             "sort": sort, "page": page, "per_page": per_page, "total": len(keys),
             "environment_differences": [d.describe() for d in differences],
-            "only_baseline": len([k for k in a if k not in b]),
-            "only_candidate": len([k for k in b if k not in a]),
+            "only_baseline": len([k for k in medians_a if k not in medians_b]),
+            "only_candidate": len([k for k in medians_b if k not in medians_a]),
             "rows": [{"case_id": key[0], "case": a[key].case.title, "metric": key[1],
                       "unit": a[key].unit, "baseline": median(a[key]),
                       "candidate": median(b[key]), "ratio": _finite(verdicts[key].ratio),
@@ -263,11 +277,14 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
                       "reason": verdicts[key].reason} for key in shown]}
 
 
-def _median_ratio(a: Any, b: Any) -> float | None:
-    """The ratio of two results' medians (None where either has none)."""
-    if not (a.ok and b.ok and a.summary and b.summary) or not a.summary.median > 0:
-        return None
-    return b.summary.median / a.summary.median
+def _machine(results: Any) -> str | None:
+    """The machine fingerprint of a run's results (as refs.Side.machine)."""
+    return next((r.provenance.machine.fingerprint for r in results
+                 if r.provenance is not None), None)
+
+
+def _env(results: Any) -> str | None:
+    return next((r.provenance.env for r in results if r.provenance is not None), None)
 
 
 def search_view(store: Any, text: str, limit: int = PAGE_SIZE) -> dict[str, Any]:

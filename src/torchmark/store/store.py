@@ -592,6 +592,16 @@ class Store:
                     label=row.label, sub_label=row.sub_label, description=row.description,
                     threads=row.threads, device=row.device, params=row.params or {})
 
+    def run_medians(self, run_id: int) -> dict[tuple[str, str], float | None]:
+        """Each (case id, metric) of a run -> its median (None for a failed result or
+        one without samples): what ranks a comparison's cases before any is judged."""
+        res = schema.results
+        with self.engine.connect() as conn:
+            return {(case_id, metric): median if failure is None else None
+                    for case_id, metric, median, failure in driver_rows(conn, sa.select(
+                        res.c.case_id, res.c.metric, res.c.median, res.c.failure)
+                        .where(res.c.run_id == run_id))}
+
     def run_provenance(self, run_id: int) -> dict[str, Any] | None:
         """A run's whole provenance as it was captured (None for no such run, {} for a
         run stored without one)."""
@@ -783,9 +793,11 @@ class Store:
                              "(`torchmark runs` lists them)")
 
     def result_records(self, *, run: int | None = None, case: str | None = None,
-                       metric: str | None = None) -> list[Result]:
+                       metric: str | None = None,
+                       cases: Sequence[str] | None = None) -> list[Result]:
         """Stored results as the core's Result records (raw samples, case, provenance of
-        their run), oldest first: what the gate and `compare` work on."""
+        their run), oldest first: what the gate and `compare` work on. `cases`: only
+        these case ids (at most 1000)."""
         from torchmark.core.result import Case, Failure
 
         r, res, c = schema.runs, schema.results, schema.cases
@@ -799,6 +811,8 @@ class Store:
                               (res.c.metric, metric)):
             if value is not None:
                 query = query.where(column == value)
+        if cases is not None:
+            query = query.where(res.c.case_id.in_(sorted(set(cases))[:1000]))
         out = []
         provenances: dict[int, Provenance | None] = {}  # each run's, parsed once
         with self.engine.connect() as conn:

@@ -71,13 +71,17 @@ def _median_ratio(p: Pair) -> float | None:
 def judge_all(pairs: Sequence[Pair], *, threshold: float, confidence: float = 0.95,
               histories: Mapping[Any, Sequence[float]] | None = None,
               seed: int = 0, resamples: int = 2000,
-              only: Collection[Hashable] | None = None) -> dict[Any, Verdict]:
+              only: Collection[Hashable] | None = None,
+              family: Sequence[Pair] | None = None) -> dict[Any, Verdict]:
     """Each pair's verdict (see the module docstring). `histories`: key -> the case's
     A/A log ratios (regressions/aa_history.py). `only`: the keys whose verdicts are
-    wanted (a page of a long comparison); the family and the common shift are still all
-    of `pairs`', so each verdict is the one judging them all gives."""
-    each = each_confidence(confidence, len(pairs))
-    shifts = common_shifts(pairs)
+    wanted (a page of a long comparison). `family`: the whole comparison, when `pairs`
+    holds only part of it (each side of a pair needs only its median there, as one
+    sample, or its failure): its size and common shift are the family's, so each
+    verdict is the one judging them all gives."""
+    family = pairs if family is None else family
+    each = each_confidence(confidence, len(family))
+    shifts = common_shifts(family)
     histories = histories or {}
     out = {}
     for p in pairs:
