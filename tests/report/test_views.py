@@ -1,0 +1,64 @@
+"""What the dashboard's pages show (report/views.py), on the report tests' store: a
+comparison a page at a time gives the gate's verdicts, a long history is reduced with its
+change points kept, runs filter and page, search finds names and parameters."""
+
+from __future__ import annotations
+
+import pytest
+from store_builder import build_store
+
+from torchmark.regressions.gate import gate
+from torchmark.regressions.refs import resolve_side
+from torchmark.report import views
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return build_store(f"sqlite:///{tmp_path_factory.mktemp('views') / 's.db'}", cases=12,
+                       runs=30, step_case=4, step_at=15)
+
+
+def test_a_comparison_page_gives_the_gate_s_verdicts(store):
+    report = gate(resolve_side("run:15", store).results, resolve_side("run:16", store).results,
+                  max_slowdown=0.05)
+    expected = {r.case_id: (r.kind, r.verdict.lower, r.verdict.upper) for r in report.rows}
+    seen = {}
+    for page in (1, 2, 3):
+        data = views.compare_view(store, 15, 16, page=page, per_page=5)
+        assert data["total"] == 12 and len(data["rows"]) == (5 if page < 3 else 2)
+        seen.update({r["case_id"]: (r["verdict"], r["low"], r["high"]) for r in data["rows"]})
+    assert seen == expected
+    first = views.compare_view(store, 15, 16, per_page=5)["rows"][0]
+    assert first["case"] == "mul: n=4" and first["verdict"] == "slower"  # largest first
+    by_case = views.compare_view(store, 15, 16, sort="case", per_page=12)["rows"]
+    assert [r["case"] for r in by_case][:3] == ["mul: n=0", "mul: n=1", "mul: n=2"]
+
+
+def test_a_long_history_is_reduced_with_its_change_points_kept(store):
+    data = views.case_view(store, "timeit:case4", max_points=8)
+    [series] = data["series"]
+    assert series["reduced"] and series["runs"] == 30 and len(series["points"]) <= 10
+    assert sum(len(p["runs"]) for p in series["points"]) == 30
+    [change] = series["changes"]
+    assert series["points"][change["at"]]["runs"] == [change["first_bad"]] == [16]
+    assert series["points"][0]["subject"] == "Change number 0"
+    whole = views.case_view(store, "timeit:case4")["series"][0]
+    assert not whole["reduced"] and len(whole["points"]) == 30
+    assert views.case_view(store, "no:such") is None
+
+
+def test_runs_filter_and_page(store):
+    assert views.runs_view(store, per_page=7)["total"] == 30
+    assert [r["id"] for r in views.runs_view(store, per_page=7, page=5)["runs"]] == [2, 1]
+    assert [r["id"] for r in views.runs_view(store, commit="0007")["runs"]] == [8]
+    assert views.runs_view(store, command="no-such-word")["total"] == 0
+    run = views.run_view(store, 16, per_page=5)
+    assert run["total"] == 12 and len(run["results"]) == 5 and run["run"]["id"] == 16
+    assert "cpu.model" in run["fingerprint"] and views.run_view(store, 999) is None
+
+
+def test_search_finds_names_and_parameters(store):
+    assert [c["title"] for c in views.search_view(store, "N=11")["cases"]] == ["mul: n=11"]
+    assert views.search_view(store, "torch.mul(x, 3)")["cases"][0]["case_id"] == \
+        "timeit:case3"
+    assert views.search_view(store, "  ")["cases"] == []
