@@ -100,6 +100,9 @@ def test_the_api_gives_every_page_s_data(served):
     assert series["changes"][0]["at"] == 15
     status, compared = get(f"{served}/api/v1/compare?a=15&b=16")
     assert status == 200 and compared["rows"][0]["verdict"] == "slower"
+    by_commit = get(f"{served}/api/v1/compare?a=commit:0014&b=commit:0015")[1]
+    assert by_commit["rows"] == compared["rows"]
+    assert get(f"{served}/api/v1/compare?a=commit:ffff&b=16")[0] == 404
     assert get(f"{served}/api/v1/search?q=n%3D2")[1]["cases"][0]["title"] == "mul: n=2"
     assert get(f"{served}/api/v1/runs/999")[0] == 404
     assert get(f"{served}/api/v1/runs?page=x")[0] == 400

@@ -62,3 +62,15 @@ def test_search_finds_names_and_parameters(store):
     assert views.search_view(store, "torch.mul(x, 3)")["cases"][0]["case_id"] == \
         "timeit:case3"
     assert views.search_view(store, "  ")["cases"] == []
+
+
+def test_the_slower_cases_of_a_page_are_explained_by_the_caller_s_explainer(store):
+    asked = []
+
+    def explainer(before, after):
+        asked.append([r.case.title for r in after])
+        return [["a made-up explanation"]]
+
+    data = views.compare_view(store, 15, 16, per_page=5, explainer=explainer)
+    assert asked == [["mul: n=4"]] and data["explanations"] == [["a made-up explanation"]]
+    assert views.compare_view(store, 1, 2, explainer=explainer)["explanations"] == []

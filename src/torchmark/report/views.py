@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchmark.regressions.history import Change, Point, Series
@@ -211,13 +211,16 @@ def _change_row(c: Change, hosts: dict[str, str]) -> dict[str, Any]:
 
 
 def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float = 0.05,
-                 sort: str = "change", page: int = 1,
-                 per_page: int = PAGE_SIZE) -> dict[str, Any]:
+                 sort: str = "change", page: int = 1, per_page: int = PAGE_SIZE,
+                 explainer: Callable[[list[Any], list[Any]], list[list[str]]] | None = None
+                 ) -> dict[str, Any]:
     """The cases two runs share, a page at a time (`sort`: "change", the largest ratio
     of the medians first, or "case"), each judged as `torchmark compare` judges it: the
     family and the runs' common shift of all the cases (from their stored medians), the
     drift from each case's A/A history (verdicts/family.py `only`, `family`). Only the
-    page's cases are read whole, so a page costs its own cases' reads and verdicts."""
+    page's cases are read whole, so a page costs its own cases' reads and verdicts.
+    `explainer(before, after)`: where the slower cases' changes live, as lines a case,
+    from what their results hold (the caller's: rootcause sits above the views)."""
     from torchmark.core.stats import natural_key
     from torchmark.regressions.aa_history import history_ratios
     from torchmark.regressions.comparability import blocking_differences, side_fingerprint
@@ -260,6 +263,9 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
                          only=set(shown), family=family)
     differences = blocking_differences(side_fingerprint(a.values()),
                                        side_fingerprint(b.values()))
+    slower = [key for key in shown if verdicts[key].kind == "slower"]
+    explanations = explainer([a[key] for key in slower], [b[key] for key in slower]) \
+        if explainer and slower else []
 
     def median(r: Any) -> float | None:
         return _finite(r.summary.median) if r.ok and r.summary else None
@@ -269,6 +275,7 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
             "environment_differences": [d.describe() for d in differences],
             "only_baseline": len([k for k in medians_a if k not in medians_b]),
             "only_candidate": len([k for k in medians_b if k not in medians_a]),
+            "explanations": explanations,
             "rows": [{"case_id": key[0], "case": a[key].case.title, "metric": key[1],
                       "unit": a[key].unit, "baseline": median(a[key]),
                       "candidate": median(b[key]), "ratio": _finite(verdicts[key].ratio),

@@ -81,18 +81,30 @@ class Dashboard:
                 "since_commit": since}
 
     def compare(self, q: Any) -> dict[str, Any]:
-        a, b = _int(q.get("a"), 0), _int(q.get("b"), 0)
-        if not (a and b):
-            raise BadRequest("compare needs two runs: ?a=RUN&b=RUN")
-        for run in (a, b):
-            if not self.store.has_run(run):
-                raise NotFound(f"no run {run}")
+        from torchmark.rootcause.explain import explain_results
+
+        a, b = (self._run_of(q.get(name)) for name in ("a", "b"))
         sort = q.get("sort") or "change"
         if sort not in ("change", "case"):
             raise BadRequest("sort must be change or case")
         return views.compare_view(self.store, a, b,
                                   threshold=_float(q.get("threshold"), 0.05), sort=sort,
-                                  page=_int(q.get("page"), 1))
+                                  page=_int(q.get("page"), 1), explainer=lambda old, new:
+                                  explain_results(old, new, ops=False, top=5).sections(5))
+
+    def _run_of(self, ref: str | None) -> int:
+        """A run id, or `commit:SHA` (its newest finished run): a side of a comparison."""
+        if not ref:
+            raise BadRequest("compare needs two runs: ?a=RUN&b=RUN (or commit:SHA)")
+        if ref.startswith("commit:"):
+            runs = self.store.finished_runs(commit=ref.removeprefix("commit:")[:64])
+            if not runs:
+                raise NotFound(f"no finished run of {ref[:80]}")
+            return int(runs[0]["id"])
+        run = _int(ref, 0)
+        if not self.store.has_run(run):
+            raise NotFound(f"no run {run}")
+        return run
 
     def search(self, q: Any) -> dict[str, Any]:
         return views.search_view(self.store, (q.get("q") or "")[:200])

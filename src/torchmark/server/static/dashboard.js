@@ -171,6 +171,8 @@
           td(`${pct(r.low)} .. ${pct(r.high)}`), td(r.verdict, undefined, r.verdict),
           td(el("span", { class: "note" }, r.reason)))), { sortable: true }),
       pager(data.page, data.per_page, data.total, { a: data.baseline, b: data.candidate, sort: data.sort }),
+      data.explanations.length ? el("h2", {}, "Where the slower cases' changes live") : "",
+      data.explanations.map((lines) => el("pre", {}, lines.join("\n"))),
       data.only_baseline ? el("p", { class: "note" }, `${data.only_baseline} case(s) only in the baseline`) : "",
       data.only_candidate ? el("p", { class: "note" }, `${data.only_candidate} case(s) only in the candidate`) : "");
     },
