@@ -18,6 +18,7 @@ a case's history from `case_view` too.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -89,15 +90,24 @@ def _title(row: dict[str, Any]) -> str:
 
 
 def case_view(store: Any, case_id: str, *, metric: str | None = None,
-              max_points: int = MAX_POINTS) -> dict[str, Any] | None:
-    """A case's history (module docstring); None for a case the store does not hold."""
+              max_points: int = MAX_POINTS,
+              detected: Sequence[Change] | None = None) -> dict[str, Any] | None:
+    """A case's history (module docstring); None for a case the store does not hold.
+    `detected`: the changes found across the whole store (the regressions feed's), so
+    the page shows the same ones; without them, the case's series are scanned alone."""
     from torchmark.regressions.history import load_series, scan
 
     case = store.case_row(case_id)
     if case is None:
         return None
     series = load_series(store, cases=[case_id], metric=metric)
-    changes = scan(store, series=series, improvements=True)
+    if detected is None:
+        changes = scan(store, series=series, improvements=True)
+    else:  # the store-wide scan's, matched to these series by their first bad run
+        changes = [dataclasses.replace(c, series=s) for s in series for c in detected
+                   if c.series.case_id == case_id and c.series.metric == s.metric
+                   and (c.series.machine, c.series.env) == (s.machine, s.env)
+                   and any(p.run_id == c.first_bad.run_id for p in s.points)]
     commits = store.run_commits(p.run_id for s in series for p in s.points)
     hosts = store.hostnames()
     return {"case_id": case_id, "title": case.title, "params": dict(case.params),

@@ -59,7 +59,10 @@ class Dashboard:
                               per_page=_per_page(q))
 
     def case(self, case_id: str, q: Any) -> dict[str, Any] | None:
-        return views.case_view(self.store, case_id, metric=q.get("metric") or None)
+        """A case's page, its changes the feed's (detected across the store)."""
+        changes, _ = self.changes.get()
+        return views.case_view(self.store, case_id, metric=q.get("metric") or None,
+                               detected=changes)
 
     def regressions(self, q: Any) -> dict[str, Any]:
         changes, status = self.changes.get()
