@@ -193,3 +193,16 @@ def test_a_non_local_address_needs_the_token_and_its_holder_can_acknowledge(
     assert main(["regressions", "--db", store.url]) == 0
     out = capsys.readouterr().out
     assert "acknowledged" in out and "a known cost of the new kernel" in out
+
+
+def test_the_api_over_a_postgresql_store(postgres):
+    store = build_store(postgres.new_database(), runs=20, step_at=10)
+    with serving(store.url) as base:
+        assert get(f"{base}/api/v1/runs")[1]["total"] == 20
+        [change] = get(f"{base}/api/v1/regressions")[1]["regressions"]
+        assert (change["last_good"], change["first_bad"]) == (10, 11)
+        case = get(f"{base}/api/v1/cases/{change['case_id']}")[1]
+        assert case["series"][0]["changes"][0]["first_bad"] == 11
+        assert get(f"{base}/api/v1/compare?a=10&b=11")[1]["rows"][0]["verdict"] == "slower"
+        assert get(f"{base}/api/v1/search?q=N%3D2")[1]["cases"][0]["title"] == "mul: n=2"
+        assert get(f"{base}/api/v1/runs/5")[1]["total"] == 3
