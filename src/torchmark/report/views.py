@@ -235,15 +235,18 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     from torchmark.regressions.aa_history import history_ratios
     from torchmark.regressions.comparability import blocking_differences, side_fingerprint
     from torchmark.regressions.gate import side_of
-    from torchmark.verdicts import Side
-    from torchmark.verdicts.family import Pair, judge_all
+    from torchmark.verdicts.family import Pair, judge_all, shifts_of
 
     medians_a, medians_b = store.run_medians(baseline), store.run_medians(candidate)
     keys = [key for key in medians_a if key in medians_b]
 
-    def ratio(key: tuple[str, str]) -> float | None:
+    def median_ratio(key: tuple[str, str]) -> float | None:
         a, b = medians_a[key], medians_b[key]
-        return b / a if a is not None and b is not None and a > 0 else None
+        return b / a if a is not None and b is not None and a > 0 and b > 0 and \
+            math.isfinite(a) and math.isfinite(b) else None
+
+    ratios = {key: median_ratio(key) for key in keys}
+    ratio = ratios.__getitem__
 
     if sort == "case":
         titles = store.case_titles(sorted({case for case, _ in keys})) \
@@ -258,11 +261,7 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     page = max(1, page)
     shown = keys[(page - 1) * per_page:page * per_page]
 
-    def light(median: float | None) -> Side:
-        return Side((median,)) if median is not None else Side(failure="failed")
-
-    family = [Pair(key, light(medians_a[key]), light(medians_b[key]), key[1])
-              for key in keys]
+    family = (len(keys), shifts_of((key[1], ratio(key)) for key in keys))
     ids = sorted({case for case, _ in shown})
     a = {(r.case.id, r.metric): r for r in store.result_records(run=baseline, cases=ids)}
     b = {(r.case.id, r.metric): r for r in store.result_records(run=candidate, cases=ids)}

@@ -1,18 +1,29 @@
 """The changes detected across the store (regressions/history.py scan), kept current for
-the regressions feed: computed once on first use, then again in a background thread
-when the store has changed (a new result or mark: their largest ids), at most every
-REFRESH_S; a request meanwhile gets the last computation, which says when it was made."""
+the regressions feed and the case pages: computed on first use, then again in a
+background thread when the store has changed (a new result or mark: their largest ids),
+checked at most every REFRESH_S; a request meanwhile gets the last computation, which
+says when it was made.
+
+The processes of one `serve --workers N` share a detection: it is written (pickled) to a
+file in this user's private folder (core/private_folder.py: 0700, nobody else can write
+it) under a file lock, and a process that finds the file at the store's current version
+reads it instead of scanning again (a scan of 10M results takes minutes and gigabytes)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 REFRESH_S = 5.0
+LOCK_WAIT_S = 3600.0  # another process's scan of a large store, at most
 
 
 class ChangesCache:
@@ -22,9 +33,10 @@ class ChangesCache:
         self.changes: Sequence[Any] | None = None
         self.version: tuple[Any, ...] | None = None
         self.computed_at = 0.0
-        self.seconds = 0.0  # how long the last scan took
+        self.seconds = 0.0  # how long the scan took
         self.checked = 0.0
         self.refreshing = False
+        self.path = _shared_path(store.url)
 
     def store_version(self) -> tuple[Any, ...]:
         """The store's newest result and mark (their ids): what a new scan depends on."""
@@ -35,24 +47,33 @@ class ChangesCache:
                     conn.execute(sa.select(sa.func.max(schema.change_marks.c.id))).scalar(),
                     conn.execute(sa.select(sa.func.count(schema.change_marks.c.id))).scalar())
 
-    def _scan(self, version: tuple[Any, ...]) -> None:
-        from torchmark.regressions.history import scan
+    def _load(self, version: tuple[Any, ...]) -> None:
+        """The detection at `version`: the shared file's when it holds that version,
+        else a scan (written to the file for the other processes)."""
+        from filelock import FileLock
 
-        start = time.perf_counter()
-        changes = scan(self.store, improvements=True)
+        with FileLock(str(self.path) + ".lock", timeout=LOCK_WAIT_S):
+            shared = _read(self.path)
+            if shared is not None and shared["version"] == version:
+                found = shared
+            else:
+                from torchmark.regressions.history import scan
+
+                start = time.perf_counter()
+                changes = scan(self.store, improvements=True)
+                found = {"version": version, "changes": changes, "computed_at": time.time(),
+                         "seconds": time.perf_counter() - start}
+                _write(self.path, found)
         with self.lock:
-            self.changes, self.version = changes, version
-            self.computed_at, self.seconds = time.time(), time.perf_counter() - start
-            self.refreshing = False
+            self.changes, self.version = found["changes"], version
+            self.computed_at, self.seconds = found["computed_at"], found["seconds"]
 
     def get(self) -> tuple[Sequence[Any], dict[str, Any]]:
         """The changes, and how current they are."""
         now = time.monotonic()
         if self.changes is None:
-            with self.lock:
-                first = self.changes is None
-            if first:
-                self._scan(self.store_version())
+            self._load(self.store_version())
+            self.checked = now
         elif now - self.checked >= REFRESH_S and not self.refreshing:
             self.checked = now
             version = self.store_version()
@@ -66,10 +87,42 @@ class ChangesCache:
 
     def _background(self, version: tuple[Any, ...]) -> None:
         try:
-            self._scan(version)
+            self._load(version)
         finally:
             self.refreshing = False
 
     def invalidate(self) -> None:
-        """Scan again now (after this server stored a mark)."""
-        self._scan(self.store_version())
+        """Detect again now (after this server stored a mark)."""
+        self._load(self.store_version())
+
+
+def _shared_path(url: str) -> Path:
+    """Where the processes serving the store at `url` share its detection."""
+    from torchmark.core.private_folder import private_folder
+
+    key = hashlib.sha256(url.encode()).hexdigest()[:20]
+    return private_folder() / f"serve-changes-{os.getuid()}-{key}.pickle"
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    """The shared detection, when the file is this user's own (in the private folder,
+    not a link, not writable by others); None otherwise."""
+    try:
+        info = os.lstat(path)
+        if info.st_uid != os.getuid() or info.st_mode & 0o022 or not path.is_file():
+            return None
+        with open(path, "rb") as f:
+            found = pickle.load(f)  # noqa: S301 (this user's own file: see above)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+    return found if isinstance(found, dict) and "version" in found else None
+
+
+def _write(path: Path, found: dict[str, Any]) -> None:
+    """Replace the shared detection atomically (a reader never sees half a file)."""
+    from torchmark.core.atomic_files import write_atomically
+
+    try:
+        write_atomically(path, pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
+    except (OSError, pickle.PicklingError, TypeError):
+        pass  # the others scan for themselves

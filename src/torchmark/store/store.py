@@ -189,6 +189,7 @@ class Store:
         # what a run's provenance says that series and pages read, by run id (a run's
         # provenance never changes once stored): see run_facts
         self._facts: dict[int, RunFacts] = {}
+        self._counts: dict[tuple[int, str], int] = {}  # a finished run's result count
         if upgrade:
             try:
                 self._ensure_schema()
@@ -473,7 +474,7 @@ class Store:
         its commit's subject and date from its provenance), and how many runs the
         filters select in all. `commit`: a prefix of the commit; `command`: a word the
         command line holds; `run`: that run only."""
-        r, res = schema.runs, schema.results
+        r = schema.runs
         query = _filtered(sa.select(r.c.id), r, since, machine, env)
         if until is not None:
             query = query.where(r.c.started <= _since(until))
@@ -493,9 +494,8 @@ class Store:
                 r.c.id, r.c.started, r.c.ended, r.c.status, r.c.command, r.c.git_commit,
                 r.c.git_dirty, r.c.torch_version, r.c.machine, r.c.env, r.c.tags,
                 r.c.provenance).where(r.c.id.in_(ids)))} if ids else {}
-            counts: dict[int, int] = dict(conn.execute(
-                sa.select(res.c.run_id, sa.func.count()).where(res.c.run_id.in_(ids))
-                .group_by(res.c.run_id)).all()) if ids else {}
+            counts = self._result_counts(conn, [(run_id, found[run_id]["ended"])
+                                                for run_id in ids])
         out = []
         for run_id in ids:
             row = found[run_id]
@@ -601,6 +601,26 @@ class Store:
                     for case_id, metric, median, failure in driver_rows(conn, sa.select(
                         res.c.case_id, res.c.metric, res.c.median, res.c.failure)
                         .where(res.c.run_id == run_id))}
+
+    def _result_counts(self, conn: sa.Connection,
+                       runs: list[tuple[int, str | None]]) -> dict[int, int]:
+        """How many results each of `runs` (id, end) holds; a finished run's count kept
+        for the life of this Store (a resumed run ends again: another key)."""
+        res = schema.results
+        missing = [run_id for run_id, ended in runs
+                   if ended is None or (run_id, ended) not in self._counts]
+        fresh: dict[int, int] = dict(conn.execute(
+            sa.select(res.c.run_id, sa.func.count()).where(res.c.run_id.in_(missing))
+            .group_by(res.c.run_id)).all()) if missing else {}
+        out = {}
+        for run_id, ended in runs:
+            if run_id in fresh or ended is None or (run_id, ended) not in self._counts:
+                out[run_id] = fresh.get(run_id, 0)
+                if ended is not None:
+                    self._counts[(run_id, ended)] = out[run_id]
+            else:
+                out[run_id] = self._counts[(run_id, ended)]
+        return out
 
     def run_provenance(self, run_id: int) -> dict[str, Any] | None:
         """A run's whole provenance as it was captured (None for no such run, {} for a

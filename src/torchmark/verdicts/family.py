@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from torchmark.verdicts.drift import from_history
@@ -47,13 +47,16 @@ def each_confidence(confidence: float, cases: int) -> float:
 def common_shifts(pairs: Sequence[Pair]) -> dict[str, float]:
     """metric -> the median log ratio of its cases' medians, for the time metrics with
     MIN_SHIFT_CASES measured cases or more."""
+    return shifts_of((p.metric, _median_ratio(p)) for p in pairs)
+
+
+def shifts_of(ratios: Iterable[tuple[str, float | None]]) -> dict[str, float]:
+    """common_shifts from each case's (metric, ratio of the medians, None where a side
+    has none): what a caller holding only the runs' stored medians computes."""
     logs: dict[str, list[float]] = {}
-    for p in pairs:
-        if p.metric in EXACT_METRICS:
-            continue
-        ratio = _median_ratio(p)
-        if ratio is not None:
-            logs.setdefault(p.metric, []).append(math.log(ratio))
+    for metric, ratio in ratios:
+        if metric not in EXACT_METRICS and ratio is not None:
+            logs.setdefault(metric, []).append(math.log(ratio))
     return {metric: statistics.median(values) for metric, values in logs.items()
             if len(values) >= MIN_SHIFT_CASES}
 
@@ -72,16 +75,15 @@ def judge_all(pairs: Sequence[Pair], *, threshold: float, confidence: float = 0.
               histories: Mapping[Any, Sequence[float]] | None = None,
               seed: int = 0, resamples: int = 2000,
               only: Collection[Hashable] | None = None,
-              family: Sequence[Pair] | None = None) -> dict[Any, Verdict]:
+              family: tuple[int, Mapping[str, float]] | None = None
+              ) -> dict[Any, Verdict]:
     """Each pair's verdict (see the module docstring). `histories`: key -> the case's
     A/A log ratios (regressions/aa_history.py). `only`: the keys whose verdicts are
-    wanted (a page of a long comparison). `family`: the whole comparison, when `pairs`
-    holds only part of it (each side of a pair needs only its median there, as one
-    sample, or its failure): its size and common shift are the family's, so each
+    wanted (a page of a long comparison). `family`: (its size, its common shifts:
+    `shifts_of`) of the whole comparison, when `pairs` holds only part of it, so each
     verdict is the one judging them all gives."""
-    family = pairs if family is None else family
-    each = each_confidence(confidence, len(family))
-    shifts = common_shifts(family)
+    size, shifts = (len(pairs), common_shifts(pairs)) if family is None else family
+    each = each_confidence(confidence, size)
     histories = histories or {}
     out = {}
     for p in pairs:
