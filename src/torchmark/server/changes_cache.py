@@ -4,10 +4,13 @@ background thread when the store has changed (a new result or mark: their larges
 checked at most every REFRESH_S; a request meanwhile gets the last computation, which
 says when it was made.
 
-The processes of one `serve --workers N` share a detection: it is written (pickled) to a
-file in this user's private folder (core/private_folder.py: 0700, nobody else can write
-it) under a file lock, and a process that finds the file at the store's current version
-reads it instead of scanning again (a scan of 10M results takes minutes and gigabytes)."""
+The scan runs in a child process (`python -m torchmark.server.changes_cache`): a scan of
+10M results takes minutes and gigabytes, and reading its rows holds the interpreter
+lock for seconds at a time, which would stall every request (and uvicorn's health
+checks) of a server that scanned in a thread. The child writes the detection (pickled)
+to a file in this user's private folder (core/private_folder.py: 0700, nobody else can
+write it), under a file lock; every process of one `serve --workers N` reads that file
+when it is at the store's current version, so the store is scanned once."""
 
 from __future__ import annotations
 
@@ -53,17 +56,13 @@ class ChangesCache:
         from filelock import FileLock
 
         with FileLock(str(self.path) + ".lock", timeout=LOCK_WAIT_S):
-            shared = _read(self.path)
-            if shared is not None and shared["version"] == version:
-                found = shared
-            else:
-                from torchmark.regressions.history import scan
-
-                start = time.perf_counter()
-                changes = scan(self.store, improvements=True)
-                found = {"version": version, "changes": changes, "computed_at": time.time(),
-                         "seconds": time.perf_counter() - start}
-                _write(self.path, found)
+            found = _read(self.path)
+            if found is None or found["version"] != version:
+                _scan_in_child(self.store.url, self.path, version)
+                found = _read(self.path)
+            if found is None:
+                raise RuntimeError("detecting the store's changes failed (see the "
+                                   "server's log)")
         with self.lock:
             self.changes, self.version = found["changes"], version
             self.computed_at, self.seconds = found["computed_at"], found["seconds"]
@@ -96,6 +95,30 @@ class ChangesCache:
         self._load(self.store_version())
 
 
+def _scan_in_child(url: str, path: Path, version: tuple[Any, ...]) -> None:
+    """Scan the store in a child process that writes the detection at `version` to
+    `path` (the store's URL passed in its environment, never on its command line)."""
+    import json
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCHMARK_SERVE_DB=url)
+    subprocess.run([sys.executable, "-m", "torchmark.server.changes_cache", str(path),
+                    json.dumps(list(version))], env=env, check=False, timeout=LOCK_WAIT_S)
+
+
+def scan_to(path: Path, version: tuple[Any, ...]) -> None:
+    """The child's work: scan the store at $TORCHMARK_SERVE_DB, write the detection."""
+    from torchmark.regressions.history import scan
+    from torchmark.store import open as open_store
+
+    store = open_store(os.environ["TORCHMARK_SERVE_DB"])
+    start = time.perf_counter()
+    changes = scan(store, improvements=True)
+    _write(path, {"version": version, "changes": changes, "computed_at": time.time(),
+                  "seconds": time.perf_counter() - start})
+
+
 def _shared_path(url: str) -> Path:
     """Where the processes serving the store at `url` share its detection."""
     from torchmark.core.private_folder import private_folder
@@ -126,3 +149,10 @@ def _write(path: Path, found: dict[str, Any]) -> None:
         write_atomically(path, pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
     except (OSError, pickle.PicklingError, TypeError):
         pass  # the others scan for themselves
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    scan_to(Path(sys.argv[1]), tuple(json.loads(sys.argv[2])))
