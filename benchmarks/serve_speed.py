@@ -16,6 +16,7 @@ same store (`torchmark report`, with a time limit).
 
     python benchmarks/serve_speed.py [--cases 10000] [--runs 1000] [--postgres URL|auto]
         [--requests 100] [--clients 20] [--report-timeout 600] [--workers 1]
+        [--skip-sqlite]
 """
 
 from __future__ import annotations
@@ -201,11 +202,14 @@ def main() -> int:
                         help="A PostgreSQL URL, or `auto` for a throw-away cluster "
                              "(tests/pg_cluster.py)")
     parser.add_argument("--db", default=None, help="Reuse (or build at) this SQLite path.")
+    parser.add_argument("--skip-sqlite", action="store_true",
+                        help="Measure PostgreSQL only.")
     args = parser.parse_args()
     targets = []
     folder = tempfile.mkdtemp(prefix="torchmark-serve-speed-")
     sqlite_path = args.db or os.path.join(folder, "store.db")
-    targets.append(("SQLite", f"sqlite:///{sqlite_path}"))
+    if not args.skip_sqlite:
+        targets.append(("SQLite", f"sqlite:///{sqlite_path}"))
     cluster = None
     if args.postgres == "auto":
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
