@@ -245,3 +245,21 @@ def store_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
     return request.getfixturevalue("postgres").new_database()
+
+
+# -- a real browser: Debian's Chromium driven by playwright (never `playwright install`) --
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright_api = pytest.importorskip("playwright.sync_api",
+                                         reason="playwright is not installed")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no browser at {CHROMIUM} (apt-get install -y chromium)")
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser
+        browser.close()

@@ -11,26 +11,12 @@ from store_builder import build_store
 
 from torchmark.cli.main import main
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 @pytest.fixture
 def history_store(tmp_path):
     return build_store(f"sqlite:///{tmp_path / 'history.db'}")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    playwright_api = pytest.importorskip("playwright.sync_api",
-                                         reason="playwright is not installed")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no browser at {CHROMIUM} (apt-get install -y chromium)")
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield browser
-        browser.close()
 
 
 def test_the_report_renders_offline_and_links_work(browser, history_store, tmp_path):

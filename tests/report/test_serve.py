@@ -24,7 +24,6 @@ from torchmark.cli.main import main
 pytest.importorskip("starlette", reason="the serve extra is not installed")
 pytest.importorskip("uvicorn", reason="the serve extra is not installed")
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 TOKEN = "a-test-token-of-some-length"
 
@@ -113,19 +112,6 @@ def test_the_api_gives_every_page_s_data(served):
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30)
     assert refused.value.code == 403  # read-only without a token
-
-
-@pytest.fixture(scope="module")
-def browser():
-    playwright_api = pytest.importorskip("playwright.sync_api",
-                                         reason="playwright is not installed")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no browser at {CHROMIUM} (apt-get install -y chromium)")
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield browser
-        browser.close()
 
 
 def watched(browser, base: str):

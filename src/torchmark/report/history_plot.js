@@ -2,7 +2,8 @@
 // a series of report/views.py history_series, commits on the x axis in commit order,
 // the band of the 25th-75th percentiles, the change points marked with their size.
 // torchmarkHistoryPlot(div, series, onPick): onPick(run) is called with a clicked
-// point's (newest) run.
+// point's (newest) run. torchmarkHistoryPlot.shown(value, unit): a value in its unit
+// ("12.3 us"), as the plots show it.
 "use strict";
 window.torchmarkHistoryPlot = (function () {
   const UNITS = [[1, "s"], [1e-3, "ms"], [1e-6, "us"], [1e-9, "ns"]];
@@ -23,7 +24,7 @@ window.torchmarkHistoryPlot = (function () {
   }
   function pct(ratio) { return `${ratio >= 1 ? "+" : ""}${((ratio - 1) * 100).toFixed(1)}%`; }
 
-  return function draw(div, s, onPick) {
+  function draw(div, s, onPick) {
     const [scale, unit] = scaleFor(s.unit, s.points.map((p) => p.value));
     const x = s.points.map((_, i) => i);
     const labels = s.points.map((p) => p.commit || p.started.slice(0, 16).replace("T", " "));
@@ -65,5 +66,8 @@ window.torchmarkHistoryPlot = (function () {
         onPick(point.runs[point.runs.length - 1]);
       });
     }
-  };
+  }
+  draw.scaleFor = scaleFor;  // for the pages' tables: one unit scaling
+  draw.shown = shown;
+  return draw;
 })();

@@ -5,7 +5,6 @@
   const data = JSON.parse(document.getElementById("page-data").textContent);
   const kind = document.body.dataset.kind;
   const app = document.getElementById("app");
-  const UNITS = [[1, "s"], [1e-3, "ms"], [1e-6, "us"], [1e-9, "ns"]];
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -26,18 +25,7 @@
     const s = q.toString();
     return s ? "?" + s : "";
   }
-  function scaleFor(unit, values) {
-    if (unit !== "s") return [1, unit];
-    const finite = values.filter((v) => v !== null && isFinite(v) && v > 0);
-    const m = finite.length ? Math.min(...finite) : 1;
-    for (const [scale, name] of UNITS) if (m >= scale) return [scale, name];
-    return UNITS[UNITS.length - 1];
-  }
-  function value(v, unit) {
-    if (v === null || v === undefined) return "-";
-    const [scale, name] = scaleFor(unit, [v]);
-    return `${(v / scale).toPrecision(4)} ${name}`;
-  }
+  const value = window.torchmarkHistoryPlot.shown;
   function pct(ratio) {
     return ratio === null || ratio === undefined ? "-" : `${((ratio - 1) * 100).toFixed(1)}%`;
   }
