@@ -1,4 +1,5 @@
-"""What the report shows, gathered from the store as plain JSON-ready data: the runs,
+"""What the report shows, gathered from the store as plain JSON-ready data (its runs,
+changes and case histories as the dashboard's pages give them: report/views.py): the runs,
 the detected changes (over every series) and, where the caller explains them, where
 each regression lives, the series drawn with their change points (at most
 MAX_SERIES_DRAWN, those with a change first, each as the dashboard draws a case:
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchmark.regressions.history import Change, Series, load_series, scan
+from torchmark.report.views import change_row, history_series, run_row
 
 MAX_DISTRIBUTION_CASES = 60  # a run's raw samples shown for at most this many cases
 MAX_SAMPLES_SHOWN = 400  # per case, evenly thinned beyond this
@@ -31,8 +33,6 @@ def _series_id(index: int) -> str:
 def _series(s: Series, index: int, changes: Sequence[Change], hosts: dict[str, str],
             commits: dict[int, tuple[str | None, str | None]]) -> dict[str, Any]:
     """A drawn series, as the dashboard's case page draws it (report/views.py)."""
-    from torchmark.report.views import history_series
-
     return {"id": _series_id(index), "case_id": s.case_id, "title": s.title,
             **history_series(s, changes, commits, hosts, MAX_POINTS_DRAWN)}
 
@@ -103,23 +103,11 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
         "drawn": {"series": len(series), "series_drawn": len(drawn),
                   "max_points": MAX_POINTS_DRAWN,
                   "points_cut": sum(len(series[i].points) > MAX_POINTS_DRAWN for i in drawn)},
-        "runs": [{"id": r["id"], "started": r["started"], "status": r["status"],
-                  "command": " ".join(r["command"] or []), "commit": r["git_commit"],
-                  "dirty": r["git_dirty"], "torch": r["torch_version"],
-                  "machine": hosts.get(r["machine"] or "", r["machine"]), "env": r["env"],
-                  "results": r["results"]} for r in runs],
+        "runs": [run_row(r, hosts) for r in runs],
         "explanations": [{"change": position[id(c)], "lines": lines}
                          for c, lines in (explainer(changes) if explainer else ())],
-        "changes": [{"series": _series_id(index_of[id(c.series)]), "case": c.series.title,
-                     "metric": c.series.metric, "kind": c.kind, "ratio": c.point.ratio,
-                     "low": _finite(c.point.low), "high": _finite(c.point.high),
-                     "p_value": c.point.p_value, "last_good": c.last_good.run_id,
-                     "first_bad": c.first_bad.run_id,
-                     "commit": c.first_bad.commit_label,
-                     "torch": c.first_bad.torch or "",
-                     "machine": hosts.get(c.series.machine or "", c.series.machine),
-                     "recovered": c.recovered_at.run_id if c.recovered_at else None,
-                     "mark": c.mark, "note": c.note} for c in changes],
+        "changes": [{**change_row(c, hosts), "series": _series_id(index_of[id(c.series)])}
+                    for c in changes],
         "series": [_series(series[i], i, by_series.get(i, []), hosts, commits)
                    for i in drawn],
         "ab": _ab(store, *ab, cases, glob) if ab else None,

@@ -48,10 +48,11 @@ def runs_view(store: Any, *, machine: str | None = None, env: str | None = None,
     return {"page": page, "per_page": per_page, "total": total,
             "filters": {"machine": machine, "env": env, "commit": commit,
                         "command": command, "since": since, "until": until},
-            "runs": [_run_row(run, hosts) for run in runs]}
+            "runs": [run_row(run, hosts) for run in runs]}
 
 
-def _run_row(run: dict[str, Any], hosts: dict[str, str]) -> dict[str, Any]:
+def run_row(run: dict[str, Any], hosts: dict[str, str]) -> dict[str, Any]:
+    """A run as the runs page and the report list it."""
     return {"id": run["id"], "started": run["started"], "status": run["status"],
             "command": " ".join(run["command"] or []), "commit": run["git_commit"],
             "dirty": run["git_dirty"], "subject": run.get("commit_subject"),
@@ -76,7 +77,7 @@ def run_view(store: Any, run_id: int, page: int = 1,
              "unit": r["unit"], "n": r["n"], "median": _finite(r["median"]),
              "iqr": _finite(r["iqr"]), "failure": r["failure"],
              "warnings": len(r["warnings"] or [])} for r in found]
-    return {"run": _run_row(runs[0], store.hostnames()) if runs else {"id": run_id},
+    return {"run": run_row(runs[0], store.hostnames()) if runs else {"id": run_id},
             "provenance": provenance, "fingerprint": fingerprint, "results": rows,
             "page": page, "per_page": per_page, "total": total}
 
@@ -204,20 +205,22 @@ def regressions_view(changes: Sequence[Change], hosts: dict[str, str], *,
     return {"page": page, "per_page": per_page, "total": len(picked),
             "filters": {"metric": metric, "machine": machine, "state": state,
                         "min_size": min_size},
-            "regressions": [_change_row(c, hosts) for c in
+            "regressions": [change_row(c, hosts) for c in
                             picked[(page - 1) * per_page:page * per_page]]}
 
 
-def _change_row(c: Change, hosts: dict[str, str]) -> dict[str, Any]:
+def change_row(c: Change, hosts: dict[str, str]) -> dict[str, Any]:
+    """A detected change as the feed and the report list it."""
     return {"key": c.key, "case_id": c.series.case_id, "case": c.series.title,
-            "metric": c.series.metric, "unit": c.series.unit,
+            "metric": c.series.metric, "unit": c.series.unit, "kind": c.kind,
             "machine": hosts.get(c.series.machine or "", c.series.machine),
             "env": c.series.env, "ratio": c.point.ratio, "low": _finite(c.point.low),
-            "high": _finite(c.point.high), "before": c.point.before,
-            "after": c.point.after, "last_good": c.last_good.run_id,
-            "first_bad": c.first_bad.run_id, "commit": c.first_bad.commit_label,
-            "started": c.first_bad.started, "state": change_state(c), "note": c.note,
-            "recovered": c.recovered_at.run_id if c.recovered_at else None}
+            "high": _finite(c.point.high), "p_value": c.point.p_value,
+            "before": c.point.before, "after": c.point.after,
+            "last_good": c.last_good.run_id, "first_bad": c.first_bad.run_id,
+            "commit": c.first_bad.commit_label, "torch": c.first_bad.torch or "",
+            "started": c.first_bad.started, "state": change_state(c), "mark": c.mark,
+            "note": c.note, "recovered": c.recovered_at.run_id if c.recovered_at else None}
 
 
 def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float = 0.05,
