@@ -137,3 +137,10 @@ def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "run 3 (before)" in out and "run 4 (after)" in out
     assert "no cases in common" not in out and "only in the baseline" not in out
+
+
+def test_import_offers_exactly_the_formats_there_are_readers_of():
+    from torchmark.cli.import_cmd import FORMAT_NAMES
+    from torchmark.store.formats import FORMATS
+
+    assert FORMAT_NAMES == tuple(FORMATS)  # kept apart so `import --help` loads no reader

@@ -5,9 +5,10 @@ that a history never mixes machines, torch builds or commits without saying so.
 project's git commit (and whether the checkout was dirty) when run inside one, the
 machine (hostname, CPU model, cores, memory, GPUs and driver, frequency governor and
 turbo where Linux exposes them), an environment label (`TORCHMARK_ENV`), the start time,
-the command line, and the environment fingerprint (core/fingerprint.py) with the
-noise warnings of this machine (core/system_check.py, as "check.warnings"). `machine_fingerprint` hashes the machine's identity: the same
-host with the same hardware always gives the same fingerprint."""
+the command line, the commit's date and subject, and the environment fingerprint
+(core/fingerprint.py) with the noise warnings of this machine (core/system_check.py, as
+"check.warnings"). `machine_fingerprint` hashes the machine's identity: the same host
+with the same hardware always gives the same fingerprint."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ def _asset(name: str) -> str:
     return resources.files("torchmark.report").joinpath(name).read_text(encoding="utf-8")
 
 
-def _script_json(data: Any) -> str:
+def script_json(data: Any) -> str:
     """JSON safe inside a <script> element (no '</' closes it early)."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -45,7 +45,7 @@ def render(data: dict[str, Any], title: str = "torchmark report") -> str:
         "<a href=\"#ab\">A/B</a><a href=\"#distributions\">Raw samples</a>"
         "<a href=\"#cases\">Cases</a></nav></header><main id=\"app\"></main>"
         f"<script>{get_plotlyjs()}</script><script>{_asset('history_plot.js')}</script>"
-        f"<script type=\"application/json\" id=\"report-data\">{_script_json(data)}</script>"
+        f"<script type=\"application/json\" id=\"report-data\">{script_json(data)}</script>"
         f"<script>{_asset('report.js')}</script></body></html>\n")
 
 

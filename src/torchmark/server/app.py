@@ -26,6 +26,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from torchmark.report import views
+from torchmark.report.page import script_json
 from torchmark.server import auth
 from torchmark.server.changes_cache import ChangesCache
 
@@ -161,17 +162,12 @@ def _json(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
 
 
-def _script_json(data: Any) -> str:
-    """JSON safe inside a <script> element."""
-    return _json(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def _page(kind: str, title: str, data: Any) -> HTMLResponse:
     template = resources.files("torchmark.server").joinpath("templates/page.html") \
         .read_text(encoding="utf-8")
     body = (template.replace("{{title}}", html.escape(title))
             .replace("{{kind}}", html.escape(kind))
-            .replace("{{data}}", _script_json(data)))
+            .replace("{{data}}", script_json(data)))
     return HTMLResponse(body)
 
 

@@ -150,23 +150,17 @@ class RunFacts(NamedTuple):
 
 
 class ComparableFields:
-    """A run's provenance column (JSON text, or the object a driver decoded) -> the
-    fields of its fingerprint that change performance, as RunPlace.comparable keeps
-    them; equal tuples shared (a store's runs have a handful of environments)."""
+    """A run's provenance (the decoded object) -> the fields of its fingerprint that
+    change performance, as RunPlace.comparable keeps them; equal tuples shared (a
+    store's runs have a handful of environments)."""
 
     def __init__(self) -> None:
         self.seen: dict[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]] = {}
 
-    def __call__(self, provenance: Any) -> tuple[tuple[str, Any], ...] | None:
+    def __call__(self, provenance: dict[str, Any]) -> tuple[tuple[str, Any], ...] | None:
         from torchmark.core.fingerprint import CAPTURED, is_blocking
 
-        if isinstance(provenance, (str, bytes)):
-            try:
-                provenance = json.loads(provenance)
-            except ValueError:
-                return None
-        environment = provenance.get("environment") if isinstance(provenance, dict) \
-            else None
+        environment = provenance.get("environment")
         if not isinstance(environment, dict) or not environment:
             return None
         fields = tuple(sorted((k, v) for k, v in environment.items()
@@ -612,15 +606,11 @@ class Store:
         fresh: dict[int, int] = dict(conn.execute(
             sa.select(res.c.run_id, sa.func.count()).where(res.c.run_id.in_(missing))
             .group_by(res.c.run_id)).all()) if missing else {}
-        out = {}
         for run_id, ended in runs:
-            if run_id in fresh or ended is None or (run_id, ended) not in self._counts:
-                out[run_id] = fresh.get(run_id, 0)
-                if ended is not None:
-                    self._counts[(run_id, ended)] = out[run_id]
-            else:
-                out[run_id] = self._counts[(run_id, ended)]
-        return out
+            if ended is not None and (run_id, ended) not in self._counts:
+                self._counts[(run_id, ended)] = fresh.get(run_id, 0)
+        return {run_id: self._counts[(run_id, ended)] if ended is not None
+                else fresh.get(run_id, 0) for run_id, ended in runs}
 
     def run_provenance(self, run_id: int) -> dict[str, Any] | None:
         """A run's whole provenance as it was captured (None for no such run, {} for a
