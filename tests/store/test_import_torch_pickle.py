@@ -156,10 +156,19 @@ def test_malformed_pickles_are_refused(pickles, tmp_path, capsys):
             (changed(raw_times=["fast"]), "raw_times must be a non-empty list of times"),
             (changed(number_per_run=0), "number_per_run must be an int in 1.."),
             (changed(metadata={"when": {1, 2}}), "Measurement 1: metadata is not plain JSON"),
+            (changed(metadata=_shared_levels(40)), "metadata holds more than 1000000 values"),
             (pickle.dumps([1.5]), "the pickle holds float, not torch.utils.benchmark "
                                   "Measurements"),
             (pickle.dumps({}), "the pickle holds no torch.utils.benchmark Measurements")):
         assert problem in _refused(value, tmp_path, capsys, "--from", "torch-pickle"), problem
+
+
+def _shared_levels(levels: int) -> dict:
+    """Each level two references to the one below: 2**levels values written out."""
+    level: object = ["x"]
+    for _ in range(levels):
+        level = [level, level]
+    return {"bomb": level}
 
 
 def test_only_a_pickle_of_protocol_2_to_5_is_detected(pickles, tmp_path):

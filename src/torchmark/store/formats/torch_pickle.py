@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from torchmark.core.bounded_input import first_line, read_bytes
+from torchmark.core.bounded_input import MAX_NESTING, first_line, read_bytes
 from torchmark.core.errors import UsageError
 from torchmark.core.result import Result
 from torchmark.core.task_spec import TASK_SPEC_FIELDS
@@ -35,6 +35,7 @@ from torchmark.store.formats.common import (
 TOOL = "torch-pickle"
 SOURCE = "torch.utils.benchmark"
 PROTOCOLS = range(2, 6)  # the pickle protocols detected (their header: 0x80, protocol)
+MAX_METADATA_VALUES = 1_000_000  # values a Measurement's metadata writes out, at most
 
 
 class _Pickled:
@@ -139,9 +140,24 @@ def _measurements(value: Any, path: Path) -> Iterator[_Measurement]:
 
 
 def _plain(metadata: Any) -> Any:
-    """A Measurement's metadata as plain JSON data (a ValueError when it is not)."""
+    """A Measurement's metadata as plain JSON data (a ValueError when it is not). A
+    pickle may hold one container many times (each level two references to the one
+    below: a few hundred bytes that write out as gigabytes), so the values it would
+    write are counted first, each reference as often as it is reached, within
+    MAX_METADATA_VALUES and MAX_NESTING levels."""
     if metadata is None:
         return None
+    stack, counted = [(metadata, 1)], 0
+    while stack:
+        item, depth = stack.pop()
+        counted += 1
+        if counted > MAX_METADATA_VALUES or depth > MAX_NESTING:
+            raise ValueError(f"metadata holds more than {MAX_METADATA_VALUES} values or "
+                             f"nests deeper than {MAX_NESTING} levels")
+        if isinstance(item, dict):
+            stack.extend((value, depth + 1) for value in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((value, depth + 1) for value in item)
     try:
         return json.loads(json.dumps(metadata, allow_nan=False))
     except (TypeError, ValueError, RecursionError):
