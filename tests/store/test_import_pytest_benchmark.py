@@ -131,3 +131,16 @@ def test_a_truncated_file_is_refused(written, tmp_path, capsys):
     assert main(["import", str(bad), "--from", "pytest-benchmark",
                  "--db", str(tmp_path / "s.db")]) == 2
     assert "not a pytest-benchmark JSON file" in capsys.readouterr().err
+
+
+def test_links_in_a_storage_folder_are_not_followed(written, tmp_path, capsys):
+    import shutil
+
+    folder = tmp_path / "storage"
+    shutil.copytree(written / ".benchmarks", folder)
+    machine = next(p for p in folder.iterdir() if p.is_dir())
+    (machine / "0009_outside.json").symlink_to(written / "first.json")  # a file elsewhere
+    (folder / "elsewhere").symlink_to(written, target_is_directory=True)
+    db = str(tmp_path / "s.db")
+    assert main(["import", str(folder), "--db", db]) == 0
+    assert "6 results added" in capsys.readouterr().out  # the two saved files only

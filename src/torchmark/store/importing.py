@@ -100,9 +100,11 @@ def file_digest(fd: int) -> str:
 
 def path_digest(path: Path, limit: int) -> str:
     """The sha256 of a file's content, or of a folder's files (their relative paths
-    and contents, in order; each within `limit`): what says it was imported before."""
-    files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*")
-                                                   if p.is_file())
+    and contents, in order; each within `limit`; links left out, as the readers leave
+    them: formats/common.py folder_files): what says it was imported before."""
+    from torchmark.store.formats.common import folder_files
+
+    files = [path] if not path.is_dir() else folder_files(path, "*", recursive=True)
     digest = hashlib.sha256()
     for file in files:
         fd = open_regular(file, "import", limit)

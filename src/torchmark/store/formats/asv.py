@@ -35,6 +35,7 @@ from torchmark.store.formats.common import (
     count,
     field,
     file_time,
+    folder_files,
     foreign_case,
     foreign_provenance,
     load_document,
@@ -67,7 +68,7 @@ def detect(path: Path, document: Any) -> bool:
     """Whether a folder is asv's results folder (benchmarks.json and a machine folder) or
     one machine's folder in it, or a file's JSON `document` is an asv result file."""
     if path.is_dir():
-        return (path / BENCHMARKS).is_file() and any(path.glob(f"*/{MACHINE}")) or \
+        return (path / BENCHMARKS).is_file() and bool(folder_files(path, f"*/{MACHINE}")) or \
             (path / MACHINE).is_file() and (path.parent / BENCHMARKS).is_file()
     return _is_result_file(document)
 
@@ -98,9 +99,9 @@ def _result_files(path: Path) -> tuple[list[Path], Path]:
     if (path / MACHINE).is_file():
         machines, benchmarks = [path], path.parent / BENCHMARKS
     else:
-        machines = sorted(d for d in path.iterdir() if (d / MACHINE).is_file())
+        machines = sorted(file.parent for file in folder_files(path, f"*/{MACHINE}"))
         benchmarks = path / BENCHMARKS
-    files = [file for machine in machines for file in sorted(machine.glob("*.json"))
+    files = [file for machine in machines for file in folder_files(machine, "*.json")
              if file.name != MACHINE]
     if not files:
         raise refuse(path, f"no asv result files here (in a folder with {MACHINE})")

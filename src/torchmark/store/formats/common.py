@@ -34,6 +34,20 @@ def refuse(path: str | os.PathLike, problem: str) -> FormatError:
     return FormatError(f"{brief(str(path))}: {problem}")
 
 
+def folder_files(folder: Path, pattern: str, recursive: bool = False) -> list[Path]:
+    """The regular files in `folder` whose names match `pattern` (in its subfolders too
+    with `recursive`), sorted. A symbolic link, to a file or a folder, is left out: a
+    results folder from someone else must not make an import read files outside it."""
+    def linked(file: Path) -> bool:
+        """Whether the file, or a folder between `folder` and it, is a link."""
+        inner = [folder / part for part in file.relative_to(folder).parents
+                 if part != Path(".")]
+        return any(p.is_symlink() for p in (file, *inner))
+
+    found = folder.rglob(pattern) if recursive else folder.glob(pattern)
+    return sorted(file for file in found if not linked(file) and file.is_file())
+
+
 def load_document(path: str | os.PathLike, tool: str) -> Any:
     """A JSON document of `tool` read within the input limits (core/bounded_input.py);
     a FormatError when it is no JSON."""

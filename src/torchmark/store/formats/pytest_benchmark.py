@@ -21,6 +21,7 @@ from torchmark.store.formats.common import (
     count,
     field,
     file_time,
+    folder_files,
     foreign_case,
     foreign_provenance,
     load_document,
@@ -40,7 +41,7 @@ def detect(path: Path, document: Any) -> bool:
     """Whether a file's JSON `document` is pytest-benchmark's, or a folder holds its
     saved files (`.benchmarks/MACHINE/0001_NAME.json`)."""
     if path.is_dir():
-        first = next(iter(sorted(path.glob("*/[0-9][0-9][0-9][0-9]_*.json"))), None)
+        first = next(iter(folder_files(path, "*/[0-9][0-9][0-9][0-9]_*.json")), None)
         return first is not None
     return _is_document(document)
 
@@ -54,7 +55,7 @@ def read(path: str | os.PathLike) -> Iterator[Result]:
     """The Results of a pytest-benchmark JSON file or storage folder (module docstring)."""
     path = Path(path)
     if path.is_dir():
-        files = sorted(path.rglob("*.json"))
+        files = folder_files(path, "*.json", recursive=True)
         if not files:
             raise refuse(path, "no pytest-benchmark JSON files in this folder")
         if len(files) > MAX_FILES:
