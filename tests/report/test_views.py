@@ -74,3 +74,16 @@ def test_the_slower_cases_of_a_page_are_explained_by_the_caller_s_explainer(stor
     data = views.compare_view(store, 15, 16, per_page=5, explainer=explainer)
     assert asked == [["mul: n=4"]] and data["explanations"] == [["a made-up explanation"]]
     assert views.compare_view(store, 1, 2, explainer=explainer)["explanations"] == []
+
+
+def test_the_store_wide_detection_runs_in_a_child_from_a_relative_store(store, tmp_path,
+                                                                         monkeypatch):
+    from torchmark.server.changes_cache import ChangesCache
+    from torchmark.store import Store
+
+    store.backup(tmp_path / "copy.db")
+    monkeypatch.chdir(tmp_path)  # the child starts elsewhere: it must find the same file
+    cache = ChangesCache(Store("sqlite:///copy.db"))
+    changes, status = cache.get()
+    assert [c.key for c in changes if c.kind == "regression"] == ["timeit:case4@16/wall"]
+    assert status["scan_seconds"] > 0

@@ -39,7 +39,8 @@ class ChangesCache:
         self.seconds = 0.0  # how long the scan took
         self.checked = 0.0
         self.refreshing = False
-        self.path = _shared_path(store.url)
+        self.url = _absolute(store.url)  # the same store from any folder
+        self.path = _shared_path(self.url)
 
     def store_version(self) -> tuple[Any, ...]:
         """The store's newest result and mark (their ids): what a new scan depends on."""
@@ -58,7 +59,7 @@ class ChangesCache:
         with FileLock(str(self.path) + ".lock", timeout=LOCK_WAIT_S):
             found = _read(self.path)
             if found is None or found["version"] != version:
-                _scan_in_child(self.store.url, self.path, version)
+                _scan_in_child(self.url, self.path, version)
                 found = _read(self.path)
             if found is None:
                 raise RuntimeError("detecting the store's changes failed (see the "
@@ -97,14 +98,20 @@ class ChangesCache:
 
 def _scan_in_child(url: str, path: Path, version: tuple[Any, ...]) -> None:
     """Scan the store in a child process that writes the detection at `version` to
-    `path` (the store's URL passed in its environment, never on its command line)."""
+    `path` (the store's URL passed in its environment, never on its command line, where
+    `ps` would show a password)."""
     import json
     import subprocess
     import sys
 
-    env = dict(os.environ, TORCHMARK_SERVE_DB=url)
+    from torchmark.core.worker import NEUTRAL_CWD
+    # started in the neutral folder (`python -m` puts its folder first on the import
+    # path: never the user's), torchmark found where this process found it
+    env = dict(os.environ, TORCHMARK_SERVE_DB=url,
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     subprocess.run([sys.executable, "-m", "torchmark.server.changes_cache", str(path),
-                    json.dumps(list(version))], env=env, check=False, timeout=LOCK_WAIT_S)
+                    json.dumps(list(version))], env=env, cwd=NEUTRAL_CWD, check=False,
+                   timeout=LOCK_WAIT_S)
 
 
 def scan_to(path: Path, version: tuple[Any, ...]) -> None:
@@ -117,6 +124,18 @@ def scan_to(path: Path, version: tuple[Any, ...]) -> None:
     changes = scan(store, improvements=True)
     _write(path, {"version": version, "changes": changes, "computed_at": time.time(),
                   "seconds": time.perf_counter() - start})
+
+
+def _absolute(url: str) -> str:
+    """A SQLite URL with its file's whole path (the child starts in another folder, and
+    two folders' `sqlite:///results.db` are two stores); other URLs as they are."""
+    from torchmark.store.store import sqlite_path
+
+    database = sqlite_path(url)
+    if database is None:
+        return url
+    return sa.engine.make_url(url).set(database=str(database.resolve())) \
+        .render_as_string(hide_password=False)
 
 
 def _shared_path(url: str) -> Path:
