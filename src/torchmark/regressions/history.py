@@ -213,23 +213,57 @@ def _recovered(series: Series, change: ChangePoint,
     return None
 
 
-def series_changes(series: Series, found: Sequence[ChangePoint]) -> list[Change]:
+def series_changes(series: Series, found: Sequence[ChangePoint],
+                   few: Iterable[int] | None = None) -> list[Change]:
     """The change points of one series as Changes (improvements included); the last
     good run is the last before the change that detection used (runs of fewer than 3
-    samples are left out, and named)."""
-    from torchmark.regressions.noise import few_samples
-
+    samples are left out, and named). `few`: those runs' indexes, when the series no
+    longer holds its samples (few_runs' answer)."""
+    left_out = set(few_runs(series) if few is None else few)
     worse_up = HIGHER_IS_WORSE.get(series.metric, True)
-    few = set(few_samples(series.samples))
-    if len(series.points) - len(few) < 2 * MIN_SEGMENT:  # detection kept them all
-        few = set()
     out = []
     for cp in found:
         kind = "regression" if (cp.ratio > 1) == worse_up else "improvement"
-        before = max((i for i in range(cp.index) if i not in few), default=cp.index - 1)
+        before = max((i for i in range(cp.index) if i not in left_out),
+                     default=cp.index - 1)
         out.append(Change(series, cp, kind, series.points[before], series.points[cp.index],
                           _recovered(series, cp, found),
-                          few_samples=tuple(series.points[i].run_id for i in sorted(few))))
+                          few_samples=tuple(series.points[i].run_id
+                                            for i in sorted(left_out))))
+    return out
+
+
+def few_runs(series: Series) -> list[int]:
+    """The indexes of the series' runs that detection left out for having fewer than 3
+    samples (none when too few runs would remain)."""
+    from torchmark.regressions.noise import few_samples
+
+    few = few_samples(series.samples)
+    return [] if len(series.points) - len(few) < 2 * MIN_SEGMENT else list(few)
+
+
+def detect_each(series: Sequence[Series],
+                thresholds: dict[str, Thresholds] | None = None) -> list[list[ChangePoint]]:
+    """`detect`'s change points of each series (before the store-wide selection)."""
+    limits = thresholds or {}
+    return [detect(s.values, samples=s.samples, metric=s.metric,
+                   thresholds=limits.get(s.metric)) for s in series]
+
+
+def changes_of(series: Sequence[Series | None], found: Sequence[Sequence[ChangePoint]], *,
+               q: float = 0.05, improvements: bool = False,
+               few: Sequence[Iterable[int] | None] | None = None) -> list[Change]:
+    """The changes that survive false-discovery-rate control at level `q` across every
+    series (`found`: detect_each's, one list a series; a series without any may be
+    None), newest first (then by key), without marks. `few`: each series' few_runs, when
+    the series hold no samples."""
+    kept = select_fdr(found, q=q)
+    out = [change for i, (s, changes) in enumerate(zip(series, kept, strict=True))
+           if changes and s is not None
+           for change in series_changes(s, changes, few[i] if few is not None else None)
+           if improvements or change.kind != "improvement"]
+    out.sort(key=lambda c: c.key)
+    out.sort(key=lambda c: (c.first_bad.started, c.first_bad.run_id), reverse=True)
     return out
 
 
@@ -284,15 +318,8 @@ def scan(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
     if series is None:
         series = load_series(store, cases=cases, metric=metric, since=since,
                              machine=machine, env=env, glob=glob)
-    limits = thresholds or {}
-    found = [detect(s.values, samples=s.samples, metric=s.metric,
-                    thresholds=limits.get(s.metric)) for s in series]
-    kept = select_fdr(found, q=q)
-    out = [change for s, changes in zip(series, kept, strict=True)
-           for change in series_changes(s, changes)
-           if improvements or change.kind != "improvement"]
-    out.sort(key=lambda c: (c.first_bad.started, c.first_bad.run_id), reverse=True)
-    return with_marks(out, store)
+    found = detect_each(series, thresholds)
+    return with_marks(changes_of(series, found, q=q, improvements=improvements), store)
 
 
 def with_marks(changes: Sequence[Change], store: Any) -> list[Change]:

@@ -124,7 +124,7 @@ class Dashboard:
         self.store.mark_change(case_id=change.series.case_id, metric=change.series.metric,
                                first_bad_run=change.first_bad.run_id, mark=mark,
                                note=note[:MAX_NOTE], by=by)
-        self.changes.invalidate()
+        self.changes.marks_changed()
         return {"key": key, "mark": mark, "note": note[:MAX_NOTE]}
 
 

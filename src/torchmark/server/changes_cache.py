@@ -1,16 +1,19 @@
-"""The changes detected across the store (regressions/history.py scan), kept current for
-the regressions feed and the case pages: computed on first use, then again in a
-background thread when the store has changed (a new result or mark: their largest ids),
-checked at most every REFRESH_S; a request meanwhile gets the last computation, which
-says when it was made.
+"""The changes detected across the store (regressions/rescan.py: history.scan's changes,
+kept current), for the regressions feed and the case pages: computed on first use, then
+again in a background thread when the store's results have changed (their largest id,
+the number of runs), checked at most every REFRESH_S; a request meanwhile gets the last
+computation, which says when it was made. Marks (acknowledged, dismissed, ...) are read
+apart and applied in this process: a mark never starts a detection.
 
-The scan runs in a child process (`python -m torchmark.server.changes_cache`): a scan of
-10M results takes minutes and gigabytes, and reading its rows holds the interpreter
-lock for seconds at a time, which would stall every request (and uvicorn's health
-checks) of a server that scanned in a thread. The child writes the detection (pickled)
-to a file in this user's private folder (core/private_folder.py: 0700, nobody else can
-write it), under a file lock; every process of one `serve --workers N` reads that file
-when it is at the store's current version, so the store is scanned once."""
+The detection runs in a child process (`python -m torchmark.server.changes_cache`): the
+first one reads every result (minutes at 10M results), and reading rows holds the
+interpreter lock for seconds at a time, which would stall every request (and uvicorn's
+health checks) of a server that detected in a thread. The child writes its state
+(pickled) to a file in this user's private folder (core/private_folder.py: 0700, nobody
+else can write it), under a file lock; every process of one `serve --workers N` reads
+that file when it is at the store's current version, so the store is read once; the
+next child starts from that state and detects again only the cases whose results
+changed."""
 
 from __future__ import annotations
 
@@ -33,27 +36,56 @@ class ChangesCache:
     def __init__(self, store: Any) -> None:
         self.store = store
         self.lock = threading.Lock()
-        self.changes: Sequence[Any] | None = None
+        self.detected: Sequence[Any] | None = None  # the changes, without marks
+        self.changes: Sequence[Any] | None = None  # and with them
         self.version: tuple[Any, ...] | None = None
+        self.marks_version: tuple[Any, ...] | None = None
         self.computed_at = 0.0
-        self.seconds = 0.0  # how long the scan took
+        self.seconds = 0.0  # how long the detection took
+        self.cases = 0  # and how many cases it detected again
         self.checked = 0.0
         self.refreshing = False
         self.url = _absolute(store.url)  # the same store from any folder
         self.path = _shared_path(self.url)
 
     def store_version(self) -> tuple[Any, ...]:
-        """The store's newest result and mark (their ids): what a new scan depends on."""
+        """The store's newest result and its number of runs: what a new detection
+        depends on."""
         from torchmark.store import schema
 
         with self.store.engine.connect() as conn:
             return (conn.execute(sa.select(sa.func.max(schema.results.c.id))).scalar(),
-                    conn.execute(sa.select(sa.func.max(schema.change_marks.c.id))).scalar(),
-                    conn.execute(sa.select(sa.func.count(schema.change_marks.c.id))).scalar())
+                    conn.execute(sa.select(sa.func.count(schema.runs.c.id))).scalar())
+
+    def _marks_version(self) -> tuple[Any, ...]:
+        from torchmark.store import schema
+
+        marks = schema.change_marks.c.id
+        with self.store.engine.connect() as conn:
+            return tuple(conn.execute(sa.select(sa.func.max(marks), sa.func.count(marks)))
+                         .one())
+
+    def _marked(self, detected: Sequence[Any] | None = None) -> None:
+        """Hold `detected` (a new detection) with the store's marks applied; without
+        it, apply them again to the detection held, when they changed."""
+        from torchmark.regressions.history import with_marks
+
+        version = self._marks_version()
+        held = detected is None
+        with self.lock:
+            if held:
+                detected = self.detected
+                if detected is None or version == self.marks_version:
+                    return
+        assert detected is not None
+        marked = with_marks(detected, self.store)
+        with self.lock:
+            if not held or self.detected is detected:
+                self.detected, self.changes, self.marks_version = detected, marked, version
 
     def _load(self, version: tuple[Any, ...]) -> None:
         """The detection at `version`: the shared file's when it holds that version,
-        else a scan (written to the file for the other processes)."""
+        else a new one (written to the file for the other processes)."""
         from filelock import FileLock
 
         with FileLock(str(self.path) + ".lock", timeout=LOCK_WAIT_S):
@@ -64,25 +96,29 @@ class ChangesCache:
             if found is None:
                 raise RuntimeError("detecting the store's changes failed (see the "
                                    "server's log)")
+        self._marked(found["changes"])
         with self.lock:
-            self.changes, self.version = found["changes"], version
+            self.version = version
             self.computed_at, self.seconds = found["computed_at"], found["seconds"]
+            self.cases = found.get("cases", 0)
 
     def get(self) -> tuple[Sequence[Any], dict[str, Any]]:
         """The changes, and how current they are."""
         now = time.monotonic()
-        if self.changes is None:
+        if self.detected is None:
             self._load(self.store_version())
             self.checked = now
-        elif now - self.checked >= REFRESH_S and not self.refreshing:
+        elif now - self.checked >= REFRESH_S:
             self.checked = now
+            self._marked()
             version = self.store_version()
-            if version != self.version:
+            if version != self.version and not self.refreshing:
                 self.refreshing = True
                 threading.Thread(target=self._background, args=(version,),
                                  daemon=True).start()
         assert self.changes is not None
         return self.changes, {"computed_at": self.computed_at, "scan_seconds": self.seconds,
+                              "cases_detected": self.cases,
                               "refreshing": self.refreshing}
 
     def _background(self, version: tuple[Any, ...]) -> None:
@@ -91,15 +127,15 @@ class ChangesCache:
         finally:
             self.refreshing = False
 
-    def invalidate(self) -> None:
-        """Detect again now (after this server stored a mark)."""
-        self._load(self.store_version())
+    def marks_changed(self) -> None:
+        """Apply the marks again now (after this server stored one)."""
+        self._marked()
 
 
 def _scan_in_child(url: str, path: Path, version: tuple[Any, ...]) -> None:
-    """Scan the store in a child process that writes the detection at `version` to
-    `path` (the store's URL passed in its environment, never on its command line, where
-    `ps` would show a password)."""
+    """Detect in a child process that writes the detection at `version` to `path`,
+    starting from the state there (the store's URL passed in its environment, never on
+    its command line, where `ps` would show a password)."""
     import json
     import subprocess
     import sys
@@ -115,14 +151,20 @@ def _scan_in_child(url: str, path: Path, version: tuple[Any, ...]) -> None:
 
 
 def scan_to(path: Path, version: tuple[Any, ...]) -> None:
-    """The child's work: scan the store at $TORCHMARK_SERVE_DB, write the detection."""
-    from torchmark.regressions.history import scan
+    """The child's work: bring the detection in `path` (a new one when there is none)
+    up to the store at $TORCHMARK_SERVE_DB, write it back."""
+    from torchmark.regressions.rescan import StoreDetection
     from torchmark.store import open as open_store
 
     store = open_store(os.environ["TORCHMARK_SERVE_DB"])
     start = time.perf_counter()
-    changes = scan(store, improvements=True)
-    _write(path, {"version": version, "changes": changes, "computed_at": time.time(),
+    previous = _read(path)
+    detection = previous.get("detection") if previous else None
+    if not isinstance(detection, StoreDetection):
+        detection = StoreDetection()
+    cases = detection.update(store)
+    _write(path, {"version": version, "changes": detection.changes(improvements=True),
+                  "detection": detection, "cases": cases, "computed_at": time.time(),
                   "seconds": time.perf_counter() - start})
 
 

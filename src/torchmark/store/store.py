@@ -762,6 +762,17 @@ class Store:
         rows = self.results(since=since, machine=machine, env=env, case=case, metric=metric)
         return {column: [row.get(column) for row in rows] for column in TABLE_COLUMNS}
 
+    def case_versions(self) -> dict[str, tuple[int, int]]:
+        """Each case's (number of results, largest result id): it changes whenever a
+        result of the case is added or deleted, whatever order writers commit in (one
+        pass over an index: about a second at 10M results)."""
+        res = schema.results
+        query = sa.select(res.c.case_id, sa.func.count(), sa.func.max(res.c.id)) \
+            .group_by(res.c.case_id)
+        with self.engine.connect() as conn:
+            return {case: (int(count), int(last))
+                    for case, count, last in driver_rows(conn, query)}
+
     def case_titles(self, ids: Sequence[str] | None = None) -> dict[str, str]:
         """Every case's id (or those of `ids` the store holds) -> its one-line name
         (Case.title)."""

@@ -1,0 +1,100 @@
+"""The dashboard's store-wide detection kept current (regressions/rescan.py): after new
+results only their cases are detected again, and the changes are always those a whole
+scan finds; a mark is applied without detecting anything."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import pickle
+import time
+
+import numpy as np
+import pytest
+from store_builder import build_store
+
+from torchmark.core.provenance import Provenance
+from torchmark.core.result import Case, Result
+from torchmark.regressions.history import scan
+from torchmark.regressions.rescan import StoreDetection
+
+
+@pytest.fixture
+def store(tmp_path):
+    return build_store(f"sqlite:///{tmp_path / 's.db'}", cases=12, runs=30, step_case=4,
+                       step_at=15, step_every=5)
+
+
+def _same(detection: StoreDetection, store) -> list[str]:
+    """The keys of the changes, after checking they equal a whole scan's."""
+    whole = [c.to_dict() for c in scan(store, improvements=True)]
+    assert [c.to_dict() for c in detection.changes(improvements=True)] == whole
+    return [change["key"] for change in whole]
+
+
+def _add_runs(store, case_index: int, runs: int, level: float) -> None:
+    """`runs` more runs (after the builder's, on its machine and env) of one case."""
+    rng = np.random.default_rng(1)
+    case = Case(id=f"timeit:case{case_index}", frontend="timeit",
+                stmt=f"torch.mul(x, {case_index})", label="mul", sub_label=f"n={case_index}")
+    base = Provenance.capture(env="ci")
+    for k in range(runs):
+        when = dt.datetime(2026, 11, 1, k, tzinfo=dt.timezone.utc).isoformat()
+        run = store.start_run(dataclasses.replace(base, git_commit=f"{k:04d}" + "cd" * 18,
+                                                  git_commit_date=when, started=when))
+        store.record([Result(case=case, metric="wall", unit="s", number_per_run=100,
+                             samples=tuple(level * (1 + 0.01 * rng.standard_normal(40))))],
+                     run)
+        store.finish_run(run, "ok")
+
+
+def test_only_the_changed_cases_are_detected_again_and_the_changes_stay_a_scan_s(store):
+    detection = StoreDetection()
+    assert detection.update(store) == 12
+    first = _same(detection, store)
+    assert {key.split("@")[0] for key in first} == {f"timeit:case{i}" for i in (0, 4, 5, 10)}
+    assert detection.update(store) == 0
+
+    _add_runs(store, 7, 10, 8e-5 * 1.6)  # case 7 (8e-5 s) 60% slower for 10 new runs
+    assert detection.update(store) == 1
+    now = _same(detection, store)
+    assert [key for key in now if key not in first] == ["timeit:case7@31/wall"]
+
+    store.delete_runs([31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 16])  # every case's run 16
+    assert detection.update(store) == 12
+    assert _same(detection, store) != first  # the changes at run 16 moved to run 17
+
+    again = pickle.loads(pickle.dumps(detection))
+    assert [c.to_dict() for c in again.changes()] == \
+        [c.to_dict() for c in detection.changes()]
+    assert len(pickle.dumps(detection)) < 100_000
+
+
+def test_a_mark_is_applied_without_detecting_and_new_results_detect_their_cases(store,
+                                                                                 tmp_path):
+    from torchmark.server.changes_cache import ChangesCache
+
+    cache = ChangesCache(store)
+    changes, status = cache.get()
+    assert status["cases_detected"] == 12
+    change = next(c for c in changes if c.key == "timeit:case4@16/wall")
+    computed = status["computed_at"]
+    store.mark_change(case_id="timeit:case4", metric="wall", first_bad_run=16,
+                      mark="acknowledged", note="expected: new kernel")
+    cache.marks_changed()
+    changes, status = cache.get()
+    marked = next(c for c in changes if c.key == change.key)
+    assert (marked.mark, marked.note) == ("acknowledged", "expected: new kernel")
+    assert status["computed_at"] == computed  # nothing detected again
+
+    _add_runs(store, 7, 10, 8e-5 * 1.6)
+    cache.checked = 0.0  # as if REFRESH_S had passed
+    cache.get()
+    deadline = time.monotonic() + 120
+    while cache.refreshing and time.monotonic() < deadline:
+        time.sleep(0.1)
+    changes, status = cache.get()
+    assert status["cases_detected"] == 1 and status["computed_at"] > computed
+    assert "timeit:case7@31/wall" in [c.key for c in changes]
+    assert next(c for c in changes if c.key == change.key).mark == "acknowledged"
+    assert [c.key for c in changes] == [c.key for c in scan(store, improvements=True)]
