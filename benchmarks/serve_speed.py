@@ -11,8 +11,10 @@ request, which detects the changes across the store: its time printed apart), ru
 search, and two API answers; each 100 times one after the other, then 100 times from 20
 concurrent clients, each request for another case, run, pair of runs or page (nothing
 answers from a cache). Printed: the server's time (its Server-Timing header) median and
-p95, and the round trip's median, each page. Then the static report's build time on the
-same store (`torchmark report`, with a time limit).
+p95, and the round trip's median, each page. Then how long the feed takes to show a new
+run (of 1% of the cases, then of all: the detection is done again for their cases only),
+and the static report's build time on the same store (`torchmark report`, with a time
+limit).
 
     python benchmarks/serve_speed.py [--cases 10000] [--runs 1000] [--postgres URL|auto]
         [--requests 100] [--clients 20] [--report-timeout 600] [--workers 1]
@@ -48,6 +50,7 @@ from torchmark.store.store import utc_now
 
 SAMPLES = 10
 STEP_EVERY = 100  # one case in this many steps up 25% half-way
+FIRST = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)  # the first run's commit date
 
 
 def build(url: str, cases: int, runs: int) -> tuple[Store, float]:
@@ -64,38 +67,45 @@ def build(url: str, cases: int, runs: int) -> tuple[Store, float]:
              "params": {"n": i, "dtype": "float32" if i % 2 else "bfloat16"}}
             for i, case in enumerate(ids)])
     base = Provenance.capture(env="ci")
-    first = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
     level = 1e-6 * (1 + (np.arange(cases) % 97) / 10)
     stepped = np.arange(cases) % STEP_EVERY == 0
-    now = utc_now()
     for k in range(runs):
-        when = first + dt.timedelta(hours=k)
-        run = store.start_run(dataclasses.replace(
-            base, git_commit=f"{k:08x}" + "cd" * 16, git_dirty=False,
-            git_commit_date=when.isoformat(), git_commit_subject=f"Commit number {k}",
-            started=(when + dt.timedelta(minutes=3)).isoformat()))
-        scale = level * np.where(stepped & (k >= runs // 2), 1.25, 1.0)
-        values = scale[:, None] * (1 + 0.01 * rng.standard_normal((cases, SAMPLES)))
-        ordered = np.sort(values, axis=1)
-        medians = (ordered[:, SAMPLES // 2 - 1] + ordered[:, SAMPLES // 2]) / 2
-        q1 = ordered[:, 2] * 0.75 + ordered[:, 3] * 0.25
-        q3 = ordered[:, 6] * 0.25 + ordered[:, 7] * 0.75
-        means = values.mean(axis=1)
-        blobs = [row.astype("<f8").tobytes() for row in values]
-        rows = [{"run_id": run, "case_id": ids[i], "metric": "wall", "unit": "s", "env": None,
-                 "number_per_run": 100, "n": SAMPLES, "median": float(medians[i]),
-                 "mean": float(means[i]), "iqr": float(q3[i] - q1[i]),
-                 "min": float(ordered[i, 0]), "max": float(ordered[i, -1]),
-                 "samples": blobs[i], "content_key": content_key(ids[i], "wall", blobs[i]),
-                 "warnings": [], "failure": None, "failure_tail": None, "extra": {},
-                 "recorded": now} for i in range(cases)]
-        with store.engine.begin() as conn:
-            conn.execute(tables.results.insert(), rows)
-        store.finish_run(run, "ok")
+        write_run(store, base, k, ids, level * np.where(stepped & (k >= runs // 2), 1.25, 1.0),
+                  rng)
         if k % 100 == 99:
             print(f"  built {k + 1} of {runs} runs ({time.perf_counter() - started:.0f} s)",
                   flush=True)
     return store, time.perf_counter() - started
+
+
+def write_run(store: Store, base: Provenance, k: int, ids: list[str], scale: np.ndarray,
+              rng: np.random.Generator) -> int:
+    """Run number `k` (commit k, an hour after run k - 1) of the cases `ids` at the
+    levels `scale` (seconds, 1% noise), written in bulk; its id."""
+    when = FIRST + dt.timedelta(hours=k)
+    run = store.start_run(dataclasses.replace(
+        base, git_commit=f"{k:08x}" + "cd" * 16, git_dirty=False,
+        git_commit_date=when.isoformat(), git_commit_subject=f"Commit number {k}",
+        started=(when + dt.timedelta(minutes=3)).isoformat()))
+    values = scale[:, None] * (1 + 0.01 * rng.standard_normal((len(ids), SAMPLES)))
+    ordered = np.sort(values, axis=1)
+    medians = (ordered[:, SAMPLES // 2 - 1] + ordered[:, SAMPLES // 2]) / 2
+    q1 = ordered[:, 2] * 0.75 + ordered[:, 3] * 0.25
+    q3 = ordered[:, 6] * 0.25 + ordered[:, 7] * 0.75
+    means = values.mean(axis=1)
+    blobs = [row.astype("<f8").tobytes() for row in values]
+    now = utc_now()
+    rows = [{"run_id": run, "case_id": case, "metric": "wall", "unit": "s", "env": None,
+             "number_per_run": 100, "n": SAMPLES, "median": float(medians[i]),
+             "mean": float(means[i]), "iqr": float(q3[i] - q1[i]),
+             "min": float(ordered[i, 0]), "max": float(ordered[i, -1]),
+             "samples": blobs[i], "content_key": content_key(case, "wall", blobs[i]),
+             "warnings": [], "failure": None, "failure_tail": None, "extra": {},
+             "recorded": now} for i, case in enumerate(ids)]
+    with store.engine.begin() as conn:
+        conn.execute(tables.results.insert(), rows)
+    store.finish_run(run, "ok")
+    return run
 
 
 def free_port() -> int:
@@ -140,7 +150,42 @@ def measure(base: str, pages: dict[str, Any], requests: int, clients: int) -> No
               f"{statistics.median(busy):>11.1f} ms {p95(busy):>6.1f} ms", flush=True)
 
 
+def feed_status(base: str) -> dict[str, Any]:
+    with urllib.request.urlopen(base + "/api/v1/regressions?per_page=1", timeout=600) as r:
+        return json.loads(r.read())["status"]
+
+
+def freshness(base: str, store: Store, args: argparse.Namespace) -> None:
+    """How long after a new run is written the feed holds it: a run of 1% of the cases,
+    then one of all of them (both deleted afterwards, leaving the store as built)."""
+    ids = [f"suite:case{i:05d}" for i in range(args.cases)]
+    level = 1e-6 * (1 + (np.arange(args.cases) % 97) / 10)
+    scale = level * np.where(np.arange(args.cases) % STEP_EVERY == 0, 1.25, 1.0)
+    provenance, rng, added = Provenance.capture(env="ci"), np.random.default_rng(5), []
+    try:
+        for count in (max(1, args.cases // 100), args.cases):
+            before = feed_status(base)["computed_at"]
+            started = time.perf_counter()
+            added.append(write_run(store, provenance, args.runs + len(added), ids[:count],
+                                   scale[:count], rng))
+            written = time.perf_counter() - started
+            while True:
+                status = feed_status(base)
+                if status["computed_at"] != before and not status["refreshing"]:
+                    break
+                time.sleep(0.5)
+            print(f"a new run of {count} cases (written in {written:.1f} s): in the feed "
+                  f"{time.perf_counter() - started - written:.1f} s later (the detection: "
+                  f"{status['scan_seconds']:.1f} s, {status['cases_detected']} cases "
+                  f"detected again)", flush=True)
+    finally:
+        store.delete_runs(added)
+
+
 def serve_and_measure(url: str, store: Store, args: argparse.Namespace) -> None:
+    from torchmark.server.changes_cache import ChangesCache
+
+    ChangesCache(store).path.unlink(missing_ok=True)  # measure a first detection
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "torchmark", "serve", "--db", url,
                              "--port", str(port), "--workers", str(args.workers)],
@@ -173,6 +218,7 @@ def serve_and_measure(url: str, store: Store, args: argparse.Namespace) -> None:
             "api case": lambda i: f"/api/v1/cases/{case(i + 500)}",
         }
         measure(base, pages, args.requests, args.clients)
+        freshness(base, store, args)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
