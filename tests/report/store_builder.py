@@ -14,9 +14,12 @@ from torchmark.store import Store
 
 
 def build_store(url: str, cases: int = 3, runs: int = 30, step_case: int = 1,
-                step_at: int = 15, samples: int = 40, step_every: int = 0) -> Store:
+                step_at: int = 15, samples: int = 40, step_every: int = 0,
+                second_machine: int = 0) -> Store:
     """`runs` runs an hour apart of `cases` wall-time cases (1% noise); case `step_case`
-    (and with `step_every` N, every N-th case) takes 25% longer from run `step_at` on."""
+    (and with `step_every` N, every N-th case) takes 25% longer from run `step_at` on.
+    `second_machine` N: then N runs on another machine ("box-b", 10% slower, no step)
+    of the last N runs' commits."""
     store = Store(url)
     rng = np.random.default_rng(7)
     base = Provenance.capture(env="ci")
@@ -24,16 +27,21 @@ def build_store(url: str, cases: int = 3, runs: int = 30, step_case: int = 1,
     all_cases = [Case(id=f"timeit:case{i}", frontend="timeit", stmt=f"torch.mul(x, {i})",
                       label="mul", sub_label=f"n={i}") for i in range(cases)]
     stepped = {i for i in range(cases) if i == step_case or (step_every and i % step_every == 0)}
-    for k in range(runs):
+    box_b = dataclasses.replace(base, machine=dataclasses.replace(base.machine,
+                                                                  hostname="box-b"))
+    plan = [(base, k) for k in range(runs)] + \
+        [(box_b, k) for k in range(runs - second_machine, runs)]
+    for machine, k in plan:
         when = first + dt.timedelta(hours=k)
-        provenance = dataclasses.replace(base, git_commit=f"{k:04d}" + "ab" * 18,
+        provenance = dataclasses.replace(machine, git_commit=f"{k:04d}" + "ab" * 18,
                                          git_dirty=False, git_commit_date=when.isoformat(),
                                          git_commit_subject=f"Change number {k}",
                                          started=when.isoformat())
         run = store.start_run(provenance)
         results = []
         for i, case in enumerate(all_cases):
-            level = 1e-5 * (1 + i % 10) * (1.25 if i in stepped and k >= step_at else 1.0)
+            level = 1e-5 * (1 + i % 10) * (1.1 if machine is box_b else 1.25
+                                           if i in stepped and k >= step_at else 1.0)
             noisy = level * (1 + 0.01 * rng.standard_normal(samples))
             results.append(Result(case=case, metric="wall", unit="s", number_per_run=100,
                                   samples=tuple(noisy)))

@@ -72,7 +72,8 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, object]:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    return build_store(f"sqlite:///{tmp_path_factory.mktemp('serve') / 'history.db'}")
+    return build_store(f"sqlite:///{tmp_path_factory.mktemp('serve') / 'history.db'}",
+                       second_machine=12)
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +84,8 @@ def served(store):
 
 def test_the_api_gives_every_page_s_data(served):
     status, runs = get(f"{served}/api/v1/runs?per_page=5")
-    assert status == 200 and runs["version"] == "v1" and runs["total"] == 30
-    assert runs["runs"][0]["subject"] == "Change number 29"
+    assert status == 200 and runs["version"] == "v1" and runs["total"] == 42
+    assert runs["runs"][0]["subject"] == "Change number 29"  # on both machines
     status, feed = get(f"{served}/api/v1/regressions")
     assert status == 200 and feed["total"] == 1
     [change] = feed["regressions"]
@@ -94,8 +95,11 @@ def test_the_api_gives_every_page_s_data(served):
     assert get(f"{served}/api/v1/regressions?since_commit={since}")[1]["total"] == 0
     assert get(f"{served}/api/v1/regressions?since_commit=0010")[1]["total"] == 1
     status, case = get(f"{served}/api/v1/cases/{change['case_id']}")
-    [series] = case["series"]
+    [plot] = case["plots"]  # the two machines' series on one commit axis
+    series, other = (case["series"][i] for i in plot["series"])
+    assert other["machine"] == "box-b" and not other["changes"]
     assert [p["commit"][:4] for p in series["points"]] == [f"{k:04d}" for k in range(30)]
+    assert [p["x"] for p in other["points"]] == list(range(18, 30))  # A's places
     assert series["changes"][0]["at"] == 15
     status, compared = get(f"{served}/api/v1/compare?a=15&b=16")
     assert status == 200 and compared["rows"][0]["verdict"] == "slower"

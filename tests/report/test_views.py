@@ -87,3 +87,42 @@ def test_the_store_wide_detection_runs_in_a_child_from_a_relative_store(store, t
     changes, status = cache.get()
     assert [c.key for c in changes if c.kind == "regression"] == ["timeit:case4@16/wall"]
     assert status["scan_seconds"] > 0
+
+
+def test_machines_are_traces_of_one_plot_on_one_commit_axis(tmp_path):
+    import dataclasses
+    import datetime as dt
+
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Case, Result
+    from torchmark.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'two.db'}")
+    case = Case(id="timeit:add", frontend="timeit", stmt="x + y", label="add", sub_label="n")
+    base = Provenance.capture(env="ci")
+    other = dataclasses.replace(base, machine=dataclasses.replace(base.machine,
+                                                                  hostname="box-b"))
+    # machine A: commits 0..9, commit 3 measured twice; machine B: commits 5..11
+    plan = [(base, k) for k in range(10)] + [(base, 3)] + [(other, k) for k in range(5, 12)]
+    for provenance, k in plan:
+        when = (dt.datetime(2026, 10, 1, tzinfo=dt.timezone.utc)
+                + dt.timedelta(hours=k)).isoformat()
+        run = store.start_run(dataclasses.replace(
+            provenance, git_commit=f"{k:04d}" + "ef" * 18, git_dirty=False,
+            git_commit_date=when, git_commit_subject=f"Change {k}", started=when))
+        store.record([Result(case=case, metric="wall", unit="s", number_per_run=10,
+                             samples=(1e-5, 1.1e-5, 1.2e-5))], run)
+    data = views.case_view(store, "timeit:add")
+    [plot] = data["plots"]
+    first, second = (data["series"][i] for i in plot["series"])
+    assert {first["machine"], second["machine"]} >= {"box-b"} and len(plot["series"]) == 2
+    a, b = (first, second) if second["machine"] == "box-b" else (second, first)
+    assert len(plot["labels"]) == 13  # commits 0..11, commit 3 twice
+    at_a = {p["commit"][:4]: [] for p in a["points"]}
+    for p in a["points"]:
+        at_a[p["commit"][:4]].append(p["x"])
+    assert len(at_a["0003"]) == 2 and len(set(at_a["0003"])) == 2  # two runs: two places
+    assert all(at_a[p["commit"][:4]][0] == p["x"] for p in b["points"]
+               if p["commit"][:4] in at_a)  # one commit on two machines: one place
+    assert [p["x"] for p in b["points"]] == sorted(p["x"] for p in b["points"])
+    assert plot["labels"][b["points"][-1]["x"]].startswith("0011")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchmark.regressions.history import Change, Series, load_series, scan
-from torchmark.report.views import change_row, history_series, run_row
+from torchmark.report.views import change_row, history_plots, history_series, run_row
 
 MAX_DISTRIBUTION_CASES = 60  # a run's raw samples shown for at most this many cases
 MAX_SAMPLES_SHOWN = 400  # per case, evenly thinned beyond this
@@ -32,9 +32,12 @@ def _series_id(index: int) -> str:
 
 def _series(s: Series, index: int, changes: Sequence[Change], hosts: dict[str, str],
             commits: dict[int, tuple[str | None, str | None]]) -> dict[str, Any]:
-    """A drawn series, as the dashboard's case page draws it (report/views.py)."""
-    return {"id": _series_id(index), "case_id": s.case_id, "title": s.title,
-            **history_series(s, changes, commits, hosts, MAX_POINTS_DRAWN)}
+    """A drawn series, as the dashboard's case page draws it (report/views.py), with
+    its commit axis' tick labels."""
+    drawn = history_series(s, changes, commits, hosts, MAX_POINTS_DRAWN)
+    [plot] = history_plots([drawn])
+    return {"id": _series_id(index), "case_id": s.case_id, "title": s.title, **drawn,
+            "labels": plot["labels"]}
 
 
 def _drawn(series: Sequence[Series], by_series: dict[int, list[Change]]) -> list[int]:

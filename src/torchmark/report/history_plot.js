@@ -1,7 +1,8 @@
 // A case's history as the dashboard and the static report both draw it (one code path):
-// a series of report/views.py history_series, commits on the x axis in commit order,
-// the band of the 25th-75th percentiles, the change points marked with their size.
-// torchmarkHistoryPlot(div, series, onPick): onPick(run) is called with a clicked
+// series of report/views.py history_series (machines, envs: one trace each) on one
+// axis of commits in commit order (history_plots), each with the band of its 25th-75th
+// percentiles and its change points marked with their size.
+// torchmarkHistoryPlot(div, plot, series, onPick): onPick(run) is called with a clicked
 // point's (newest) run. torchmarkHistoryPlot.shown(value, unit): a value in its unit
 // ("12.3 us"), as the plots show it.
 "use strict";
@@ -24,46 +25,62 @@ window.torchmarkHistoryPlot = (function () {
   }
   function pct(ratio) { return `${ratio >= 1 ? "+" : ""}${((ratio - 1) * 100).toFixed(1)}%`; }
 
-  function draw(div, s, onPick) {
-    const [scale, unit] = scaleFor(s.unit, s.points.map((p) => p.value));
-    const x = s.points.map((_, i) => i);
-    const labels = s.points.map((p) => p.commit || p.started.slice(0, 16).replace("T", " "));
-    const hover = s.points.map((p) => `${esc(p.commit || "(no commit)")} ${esc(p.subject)}<br>` +
-      `${shown(p.value, s.unit)} (25-75%: ${shown(p.low, s.unit)} .. ${shown(p.high, s.unit)}, ` +
-      `${p.n} samples)<br>torch ${esc(p.torch || "?")} - ${esc(s.machine || "?")} - ` +
-      `run${p.runs.length > 1 ? "s" : ""} ${p.runs.length > 3 ? p.runs[0] + " .. " + p.runs[p.runs.length - 1] : p.runs.join(", ")}`);
-    const ys = (key) => s.points.map((p) => (p[key] === null ? null : p[key] / scale));
-    const traces = [
-      { x, y: ys("high"), mode: "lines", line: { width: 0 }, hoverinfo: "skip", showlegend: false },
-      { x, y: ys("low"), mode: "lines", line: { width: 0 }, fill: "tonexty",
-        fillcolor: "rgba(9,105,218,0.15)", hoverinfo: "skip", name: "25-75% of the samples" },
-      { x, y: ys("value"), mode: "lines+markers", name: `median (${esc(s.machine || "?")})`,
-        text: hover, hovertemplate: "%{text}<extra></extra>", line: { color: "#0969da" },
-        marker: { size: s.points.length > 150 ? 4 : 7 } },
-    ];
-    const shapes = [], annotations = [];
-    for (const c of s.changes) {
-      const color = c.kind === "regression" ? "#cf222e" : "#1a7f37";
-      shapes.push({ type: "line", xref: "x", yref: "paper", x0: c.at - 0.5, x1: c.at - 0.5,
-        y0: 0, y1: 1, line: { color, dash: "dash", width: 2 } });
-      annotations.push({ x: c.at - 0.5, y: 1, xref: "x", yref: "paper", showarrow: false,
-        yanchor: "bottom", font: { color, size: 11 },
-        text: pct(c.ratio) + (c.mark ? ` (${esc(c.mark)})` : "") });
-    }
-    const step = Math.max(1, Math.ceil(x.length / 12));
+  const COLORS = ["#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#0a7c86", "#57606a"];
+  function band(color) {
+    const n = parseInt(color.slice(1), 16);
+    return `rgba(${n >> 16},${(n >> 8) & 255},${n & 255},0.15)`;
+  }
+  function seriesName(s) {
+    return `${s.machine || "?"}${s.env ? " / " + s.env : ""}${s.environment_change ? " (" + s.environment_change.split(":")[0] + " on)" : ""}`;
+  }
+
+  // plot: {metric, unit, labels: the commit axis' ticks}; series: the series it draws,
+  // each point at its place `x` on that axis (report/views.py history_plots).
+  function draw(div, plot, series, onPick) {
+    const [scale, unit] = scaleFor(plot.unit, series.flatMap((s) => s.points.map((p) => p.value)));
+    const many = series.length > 1;
+    const traces = [], shapes = [], annotations = [];
+    series.forEach((s, k) => {
+      const color = COLORS[k % COLORS.length];
+      const x = s.points.map((p) => p.x);
+      const hover = s.points.map((p) => `${esc(p.commit || "(no commit)")} ${esc(p.subject)}<br>` +
+        `${shown(p.value, s.unit)} (25-75%: ${shown(p.low, s.unit)} .. ${shown(p.high, s.unit)}, ` +
+        `${p.n} samples)<br>torch ${esc(p.torch || "?")} - ${esc(seriesName(s))} - ` +
+        `run${p.runs.length > 1 ? "s" : ""} ${p.runs.length > 3 ? p.runs[0] + " .. " + p.runs[p.runs.length - 1] : p.runs.join(", ")}`);
+      const ys = (key) => s.points.map((p) => (p[key] === null ? null : p[key] / scale));
+      traces.push(
+        { x, y: ys("high"), mode: "lines", line: { width: 0 }, hoverinfo: "skip", showlegend: false },
+        { x, y: ys("low"), mode: "lines", line: { width: 0 }, fill: "tonexty", fillcolor: band(color),
+          hoverinfo: "skip", showlegend: false },
+        { x, y: ys("value"), mode: "lines+markers", name: esc(seriesName(s)),
+          text: hover, hovertemplate: "%{text}<extra></extra>", line: { color },
+          customdata: s.points.map((p) => p.runs[p.runs.length - 1]),
+          marker: { size: s.points.length > 150 ? 4 : 7 } });
+      for (const c of s.changes) {
+        const mark = c.kind === "regression" ? "#cf222e" : "#1a7f37";
+        const at = s.points[c.at].x;
+        shapes.push({ type: "line", xref: "x", yref: "paper", x0: at - 0.5, x1: at - 0.5,
+          y0: 0, y1: 1, line: { color: many ? color : mark, dash: "dash", width: 2 } });
+        annotations.push({ x: at - 0.5, y: 1, xref: "x", yref: "paper", showarrow: false,
+          yanchor: "bottom", font: { color: mark, size: 11 },
+          text: pct(c.ratio) + (c.mark ? ` (${esc(c.mark)})` : "") });
+      }
+    });
+    const places = plot.labels.length;
+    const step = Math.max(1, Math.ceil(places / 12));
+    const ticks = plot.labels.map((_, i) => i).filter((i) => i % step === 0);
     Plotly.newPlot(div, traces, {
-      margin: { t: 24, r: 20, b: 80, l: 70 }, shapes, annotations, showlegend: false,
-      hovermode: "closest",
-      xaxis: { tickmode: "array", tickvals: x.filter((i) => i % step === 0),
-        ticktext: labels.filter((_, i) => i % step === 0).map(esc), tickangle: -35,
-        range: x.length < 3 ? [-1, x.length] : undefined,
+      margin: { t: 24, r: 20, b: 80, l: 70 }, shapes, annotations, showlegend: many,
+      legend: { orientation: "h", y: -0.35 }, hovermode: "closest",
+      xaxis: { tickmode: "array", tickvals: ticks, ticktext: ticks.map((i) => esc(plot.labels[i])),
+        tickangle: -35, range: places < 3 ? [-1, places] : undefined,
         title: { text: "commit (in commit order)" } },
-      yaxis: { title: { text: `${esc(s.metric)} (${unit})` }, rangemode: "tozero" },
+      yaxis: { title: { text: `${esc(plot.metric)} (${unit})` }, rangemode: "tozero" },
     }, { displaylogo: false, responsive: true });
     if (onPick) {
       div.on("plotly_click", (event) => {
-        const point = s.points[event.points[0].x];
-        onPick(point.runs[point.runs.length - 1]);
+        const run = event.points[0].customdata;
+        if (run !== undefined) onPick(run);
       });
     }
   }

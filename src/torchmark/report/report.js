@@ -148,7 +148,9 @@
   }
 
   // -- plots -------------------------------------------------------------------------
-  function seriesPlot(div, s) { window.torchmarkHistoryPlot(div, s); }
+  function seriesPlot(div, s) {
+    window.torchmarkHistoryPlot(div, { metric: s.metric, unit: s.unit, labels: s.labels }, [s]);
+  }
   function abPlot(div) {
     const rows = data.ab.rows.filter((r) => r.ratio !== null);
     const colors = { slower: "#cf222e", faster: "#1a7f37", unsure: "#bf8700", unmeasured: "#8250df", failed: "#cf222e" };

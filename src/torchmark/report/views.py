@@ -111,9 +111,10 @@ def case_view(store: Any, case_id: str, *, metric: str | None = None,
                    and any(p.run_id == c.first_bad.run_id for p in s.points)]
     commits = store.run_commits(p.run_id for s in series for p in s.points)
     hosts = store.hostnames()
+    drawn = [history_series(s, [c for c in changes if c.series is s], commits, hosts,
+                            max_points) for s in series]
     return {"case_id": case_id, "title": case.title, "params": dict(case.params),
-            "series": [history_series(s, [c for c in changes if c.series is s], commits,
-                                      hosts, max_points) for s in series]}
+            "series": drawn, "plots": history_plots(drawn)}
 
 
 def history_series(series: Series, changes: Sequence[Change],
@@ -122,8 +123,8 @@ def history_series(series: Series, changes: Sequence[Change],
     """One series as drawn: its points in commit order, reduced to `max_points` buckets
     when longer (each bucket: its runs' median of medians, the lowest 25th and highest
     75th percentile, its first and last commit)."""
-    def commit_order(p: Point) -> tuple[str, str, int]:
-        return (commits.get(p.run_id, (None, None))[0] or p.started, p.started, p.run_id)
+    def commit_order(p: Point) -> tuple[str, str, str, int]:
+        return (*_place(p, commits), p.started, p.run_id)
 
     points = sorted(series.points, key=commit_order)
     buckets = _buckets(len(points), max_points,
@@ -140,6 +141,7 @@ def history_series(series: Series, changes: Sequence[Change],
             "subject": commits.get(head.run_id, (None, None))[1] or "",
             "commit_date": commits.get(head.run_id, (None, None))[0],
             "started": head.started, "torch": head.torch or "",
+            "place": _place(head, commits),
             "value": statistics.median(p.value for p in group),
             "low": _finite(min((p.low for p in group if math.isfinite(p.low)),
                                default=math.nan)),
@@ -158,6 +160,41 @@ def history_series(series: Series, changes: Sequence[Change],
                      "first_bad": c.first_bad.run_id, "mark": c.mark, "note": c.note}
                     for c in changes],
     }
+
+
+def _place(p: Point, commits: dict[int, tuple[str | None, str | None]]) -> tuple[str, str]:
+    """Where a run sits on the commit axis: its commit's date and its commit (the run's
+    start for either it did not record)."""
+    return (commits.get(p.run_id, (None, None))[0] or p.started, p.commit or p.started)
+
+
+def history_plots(drawn: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """history_series' series as plots, one a metric and unit, each series (a machine,
+    an env, a part after an environment change) a trace over one commit axis: each
+    point gains its place `x` on that axis (one commit measured on two machines: one
+    place; measured twice on one: two), each plot its series' indexes and the axis'
+    tick `labels`."""
+    plots: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, series in enumerate(drawn):
+        plots.setdefault((series["metric"], series["unit"]), {
+            "metric": series["metric"], "unit": series["unit"], "series": [],
+            "labels": []})["series"].append(i)
+    for plot in plots.values():
+        keys = []
+        for i in plot["series"]:
+            seen: dict[tuple[str, str], int] = {}
+            for point in drawn[i]["points"]:
+                place = tuple(point["place"])
+                seen[place] = seen.get(place, 0) + 1
+                keys.append((*place, seen[place]))
+        order = {key: x for x, key in enumerate(sorted(set(keys)))}
+        plot["labels"] = [""] * len(order)
+        points = (point for i in plot["series"] for point in drawn[i]["points"])
+        for key, point in zip(keys, points, strict=True):
+            point["x"] = order[key]
+            plot["labels"][point["x"]] = plot["labels"][point["x"]] or point["commit"] or \
+                point["started"][:16].replace("T", " ")
+    return list(plots.values())
 
 
 def _buckets(n: int, most: int, keep: set[int]) -> list[tuple[int, int]]:

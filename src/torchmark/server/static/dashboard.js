@@ -104,19 +104,24 @@
         Object.keys(data.params).length ? ` - params ${JSON.stringify(data.params)}` : ""),
       el("p", { class: "note", id: "picked" }, "Click two points to compare their runs."));
       const picked = [];
-      data.series.forEach((s, i) => {
+      data.plots.forEach((plot, i) => {
+        const series = plot.series.map((k) => data.series[k]);
         const div = el("div", { class: "plot", id: `plot-${i}` });
-        app.append(el("h2", {}, `${s.metric} - machine ${s.machine || "?"} - env ${s.env || "-"}`),
-          s.environment_change ? el("div", { class: "env-change" }, `A new series: ${s.environment_change}`) : "",
-          s.reduced ? el("p", { class: "note" }, `${s.runs} runs drawn as ${s.points.length} buckets (each its runs' median; change points kept as their own runs)`) : "",
+        const changes = series.flatMap((s) => s.changes.map((c) => [s, c]));
+        app.append(el("h2", {}, `${plot.metric}` + (series.length > 1 ? ` - ${series.length} series` :
+          ` - machine ${series[0].machine || "?"} - env ${series[0].env || "-"}`)),
+          ...series.filter((s) => s.environment_change).map((s) => el("div", { class: "env-change" },
+            `A new series on ${s.machine || "?"}: ${s.environment_change}`)),
+          ...series.filter((s) => s.reduced).map((s) => el("p", { class: "note" }, `${s.machine || "?"}${s.env ? " / " + s.env : ""}: ${s.runs} runs drawn as ${s.points.length} buckets (each its runs' median; change points kept as their own runs)`)),
           div,
-          s.changes.length ? table(["change", "size", "interval", "last good", "first bad", "mark", ""],
-            s.changes.map((c) => el("tr", { id: `change-${c.first_bad}` }, td(c.kind, undefined, c.kind),
+          changes.length ? table(["change", "machine", "env", "size", "interval", "last good", "first bad", "mark", ""],
+            changes.map(([s, c]) => el("tr", { id: `change-${c.first_bad}` }, td(c.kind, undefined, c.kind),
+              td(s.machine || "?"), td(s.env || "-"),
               td(pct(c.ratio)), td(`${pct(c.low)} .. ${pct(c.high)}`),
               td(link(`/runs/${c.last_good}`, c.last_good)), td(link(`/runs/${c.first_bad}`, c.first_bad)),
               td(c.mark ? `${c.mark}${c.note ? ": " + c.note : ""}` : "new"),
               td(link(`/compare${query({ a: c.last_good, b: c.first_bad })}`, "compare"))))) : "");
-        window.torchmarkHistoryPlot(div, s, (run) => {
+        window.torchmarkHistoryPlot(div, plot, series, (run) => {
           picked.push(run);
           const note = document.getElementById("picked");
           if (picked.length === 2) {
