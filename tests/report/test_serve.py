@@ -152,6 +152,13 @@ def test_every_page_renders_and_the_click_path_works(browser, served):
         page.wait_for_selector("main table, main p")
         if shot:
             page.screenshot(path=str(ARTIFACTS / f"dashboard-{shot}.png"), full_page=True)
+    page.goto(f"{served}/runs/16")  # its times as Compare's table, a cell a case's link
+    assert "[object" not in page.inner_text("main")
+    assert page.locator("table.compare caption").inner_text() == "mul"
+    assert page.locator("table.compare td.grade-best").count() == 1  # n=0, the fastest
+    page.click("table.compare tr:has(th:text-is('n=1')) a")
+    page.wait_for_selector(".plot svg.main-svg")
+    assert page.url.endswith(("/cases/timeit%3Acase1", "/cases/timeit:case1"))
     page.goto(f"{served}/runs?per_page=10")
     page.click("text=next")
     assert "page=2" in page.url

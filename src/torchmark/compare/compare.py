@@ -16,7 +16,7 @@ from torchmark.timing.memory import MemoryMeasurement
 QUANTITIES = ("wall", "host_launch", "device", "batch", "kernel", "memory")
 
 
-def _clock_tagged(m: Measurement) -> Measurement:
+def clock_tagged(m: Measurement) -> Measurement:
     """Device-, batch- and kernel-time (and host launch-time) measurements carry their
     quantity in their column name ("[device, L2 cold]", "[kernel, L2 cold]", "[batch, L2
     hot]", "[host launch]"), so a table never mixes quantities silently."""
@@ -96,7 +96,7 @@ class Compare:
         groups: dict[tuple[str | None, bool], list[Any]] = {}
         shown = [m for m in self._results if m.quantity in self._quantities]
         times = [m for m in shown if not isinstance(m, MemoryMeasurement)]
-        for m in Measurement.merge(_clock_tagged(m) for m in times):
+        for m in Measurement.merge(clock_tagged(m) for m in times):
             groups.setdefault((m.task_spec.label, False), []).append(m)
         for m in shown:
             if isinstance(m, MemoryMeasurement):

@@ -64,8 +64,8 @@ def run_row(run: dict[str, Any], hosts: dict[str, str]) -> dict[str, Any]:
 def run_view(store: Any, run_id: int, page: int = 1,
              per_page: int = PAGE_SIZE) -> dict[str, Any] | None:
     """A run: its provenance (its fingerprint apart) and a page of its results (case,
-    metric, unit, n, median, IQR, warnings, failure), by case name; None for no such
-    run."""
+    metric, unit, n, median, IQR, warnings, failure), by case name, the page's times
+    also as Compare's tables (`compare_tables`); None for no such run."""
     provenance = store.run_provenance(run_id)
     if provenance is None:
         return None
@@ -77,9 +77,47 @@ def run_view(store: Any, run_id: int, page: int = 1,
              "unit": r["unit"], "n": r["n"], "median": _finite(r["median"]),
              "iqr": _finite(r["iqr"]), "failure": r["failure"],
              "warnings": len(r["warnings"] or [])} for r in found]
+    tables = compare_tables(store.measurements(run_id, cases=sorted({
+        r["case_id"] for r in found}))) if found else []
     return {"run": run_row(runs[0], store.hostnames()) if runs else {"id": run_id},
             "provenance": provenance, "fingerprint": fingerprint, "results": rows,
-            "page": page, "per_page": per_page, "total": total}
+            "tables": tables, "page": page, "per_page": per_page, "total": total}
+
+
+def compare_tables(measurements: Sequence[Any]) -> list[dict[str, Any]]:
+    """Measurements (each with its stored case's id in its metadata) laid out as
+    Compare lays them out (compare/layout.py: a table a label, rows by thread count,
+    env and sub-label, a column a description and quantity, colour grades against each
+    column's best, digits trimmed to what the spread supports), each cell with its text,
+    grade and case id."""
+    from torchmark.compare.compare import clock_tagged
+    from torchmark.compare.layout import Colorize, Options, TableLayout
+
+    case_of: dict[int, str | None] = {}
+    by_label: dict[str | None, list[Any]] = {}
+    for m in measurements:
+        tagged = clock_tagged(m)
+        case_of[id(tagged)] = (m.metadata or {}).get("case_id")
+        by_label.setdefault(tagged.task_spec.label, []).append(tagged)
+    options = Options(Colorize.COLUMNWISE, trim_significant_figures=True,
+                      highlight_warnings=True)
+    out = []
+    for group in by_label.values():
+        layout = TableLayout(group, options)
+        out.append({
+            "label": layout.label or "", "note": layout.unit_note,
+            "columns": ["" if key is None else str(key) for key in layout.column_keys],
+            "rows": [{"name": row.name,
+                      "threads": row.num_threads if row.starts_group else None,
+                      "env": layout.env_text(row) if row.shows_env else None,
+                      "cells": [None if m is None else {
+                          "text": column.short(m, layout.scale),
+                          "grade": grade.value if grade is not None else None,
+                          "case_id": case_of.get(id(m))}
+                          for m, column, grade in zip(row.results, layout.columns,
+                                                      row.grades, strict=True)]}
+                     for row in layout.rows]})
+    return out
 
 
 def _title(row: dict[str, Any]) -> str:

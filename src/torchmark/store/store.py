@@ -923,14 +923,15 @@ class Store:
             return {(row.case_id, row.metric, row.first_bad_run): dict(row._mapping)
                     for row in rows}
 
-    def measurements(self, run: int) -> list[Any]:
-        """A run's time results (wall or device) as Measurements (per-run samples back to
-        block times), for Compare and `ab` as saved files are."""
+    def measurements(self, run: int, cases: Sequence[str] | None = None) -> list[Any]:
+        """A run's time results (wall or device; `cases`: only these case ids) as
+        Measurements (per-run samples back to block times), for Compare and `ab` as saved
+        files are."""
         from torchmark.core.task_spec import TaskSpec
         from torchmark.timing.measurement import Measurement
 
         out = []
-        for row in self.results(run=run, samples=True):
+        for row in self.results(run=run, samples=True, cases=cases):
             if row["metric"] not in _QUANTITY_METADATA or not row["samples"]:
                 continue
             spec = TaskSpec(stmt=row["stmt"], setup="pass", label=row["label"],

@@ -68,6 +68,23 @@
       page < last ? link(query({ ...params, page: page + 1 }), "next") : "");
   }
 
+  // one of Compare's tables (report/views.py compare_tables)
+  function compareTable(t) {
+    const width = t.columns.length + 1;
+    const rows = [];
+    for (const r of t.rows) {
+      if (r.threads !== null) rows.push(el("tr", {}, el("th", { colspan: width, class: "group" }, `${r.threads} threads`)));
+      rows.push(el("tr", {}, el("th", {}, (r.env ? r.env + " " : "") + r.name),
+        r.cells.map((c) => c === null ? el("td") : el("td", { class: `num${c.grade ? " grade-" + c.grade : ""}` },
+          c.case_id ? link(`/cases/${encodeURIComponent(c.case_id)}`, c.text) : c.text))));
+    }
+    return el("div", { class: "compare" },
+      el("table", { class: "compare" }, el("caption", {}, t.label),
+        el("thead", {}, el("tr", {}, el("th"), t.columns.map((c) => el("th", {}, c)))),
+        el("tbody", {}, rows)),
+      el("p", { class: "note" }, t.note));
+  }
+
   const pages = {
     runs() {
       app.append(filters([["machine", "machine"], ["env", "env"], ["commit", "commit"],
@@ -86,6 +103,9 @@
         `commit ${r.commit || "-"} ${r.subject ? "(" + r.subject + ")" : ""} - torch ${r.torch || "-"} - machine ${r.machine || "-"} - env ${r.env || "-"}`),
       el("p", {}, link(`/compare${query({ a: r.id - 1, b: r.id })}`, "compare with the run before")),
       el("h2", {}, "Results"),
+      el("p", { class: "note" }, "This page's times as Compare lays them out (each cell a link to its case's history); every result of the page, failures and other metrics included, is in the table below them."),
+      ...data.tables.map(compareTable),
+      el("h2", {}, "Each result"),
       table(["case", "metric", "n", "median", "IQR", "warnings", "failure"],
         data.results.map((x) => el("tr", {}, td(link(`/cases/${encodeURIComponent(x.case_id)}`, x.case)),
           td(x.metric), td(x.n, x.n, "num"), td(value(x.median, x.unit), x.median, "num"),
