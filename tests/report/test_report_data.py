@@ -44,3 +44,19 @@ def test_a_small_store_is_drawn_whole(store):
     assert data["drawn"]["points_cut"] == 0
     assert all(len(s["points"]) == s["runs"] == 24 and not s["reduced"]
                for s in data["series"])
+
+
+def test_the_a_b_section_is_the_dashboard_s_comparison(store, monkeypatch):
+    from torchmark.report import views
+
+    data = report_data.gather(store, ab=(20, 21))
+    page = views.compare_view(store, 20, 21, per_page=100)
+    assert data["ab"]["rows"] == [{key: row[key] for key in data["ab"]["rows"][0]}
+                                  for row in page["rows"]]
+    assert data["ab"]["rows"][0]["case"] == "mul: n=4" and \
+        data["ab"]["rows"][0]["verdict"] == "slower"
+    only = report_data.gather(store, ab=(20, 21), cases=["mul: n=4", "mul: n=5"])["ab"]
+    assert sorted(row["case"] for row in only["rows"]) == ["mul: n=4", "mul: n=5"]
+    monkeypatch.setattr(report_data, "MAX_AB_CASES", 2)
+    cut = report_data.gather(store, ab=(20, 21))["ab"]
+    assert cut["total"] == 6 and len(cut["rows"]) == 2

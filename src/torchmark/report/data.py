@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchmark.regressions.history import Change, Series, load_series, scan
-from torchmark.report.views import change_row, history_plots, history_series, run_row
+from torchmark.report.views import change_row, compare_view, history_plots, history_series, run_row
 
+MAX_AB_CASES = 2000  # the A/B section's cases (the largest changes first)
 MAX_DISTRIBUTION_CASES = 60  # a run's raw samples shown for at most this many cases
 MAX_SAMPLES_SHOWN = 400  # per case, evenly thinned beyond this
 MAX_SERIES_DRAWN = 500  # series drawn: those with a change first (every one detected)
@@ -50,16 +51,15 @@ def _drawn(series: Sequence[Series], by_series: dict[int, list[Change]]) -> list
 
 def _ab(store: Any, run_a: int, run_b: int, cases: Sequence[str],
         glob: bool) -> dict[str, Any]:
-    from torchmark.regressions.gate import gate
+    """The two runs compared as the dashboard's comparison page compares them (every
+    case of `cases`, or all, on one page)."""
+    from torchmark.core.result import cases_named
 
-    report = gate(store.result_records(run=run_a), store.result_records(run=run_b),
-                  max_slowdown=0.0, cases=cases, glob=glob)
-    rows = sorted(report.rows,
-                  key=lambda r: r.verdict.ratio if math.isfinite(r.verdict.ratio) else 0)
-    return {"baseline": run_a, "candidate": run_b,
-            "rows": [{"case": r.title, "metric": r.metric, "ratio": _finite(r.verdict.ratio),
-                      "low": _finite(r.verdict.lower), "high": _finite(r.verdict.upper),
-                      "verdict": r.kind} for r in rows]}
+    wanted = cases_named(store.case_titles(), cases, glob) if cases else None
+    data = compare_view(store, run_a, run_b, cases=wanted, per_page=MAX_AB_CASES)
+    return {"baseline": run_a, "candidate": run_b, "total": data["total"],
+            "rows": [{key: row[key] for key in ("case", "metric", "ratio", "low", "high",
+                                                "verdict")} for row in data["rows"]]}
 
 
 def _distributions(store: Any, run: int, patterns: Sequence[str],

@@ -107,7 +107,10 @@
   const abSection = section("ab", "A/B: two runs");
   if (data.ab && data.ab.rows.some((r) => r.ratio !== null)) {
     abSection.append(el("p", {}, `candidate run ${data.ab.candidate} / baseline run ` +
-      `${data.ab.baseline}: the ratio of the medians with its 95% interval, sorted`));
+      `${data.ab.baseline}: each case's ratio with its interval and verdict, as ` +
+      "`torchmark serve` compares two runs, the largest change first" +
+      (data.ab.total > data.ab.rows.length ? ` (the ${data.ab.rows.length} largest of ` +
+        `${data.ab.total} cases)` : "")));
     abSection.append(el("div", { class: "plot tall", id: "ab-plot", "data-kind": "ab" }));
   } else {
     abSection.append(el("p", { class: "empty" }, "fewer than two runs with a case in common"));

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from torchmark.regressions.history import Change, Point, Series
@@ -300,15 +300,16 @@ def change_row(c: Change, hosts: dict[str, str]) -> dict[str, Any]:
 
 def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float = 0.05,
                  sort: str = "change", page: int = 1, per_page: int = PAGE_SIZE,
-                 explainer: Callable[[list[Any], list[Any]], list[list[str]]] | None = None
-                 ) -> dict[str, Any]:
+                 explainer: Callable[[list[Any], list[Any]], list[list[str]]] | None = None,
+                 cases: Collection[str] | None = None) -> dict[str, Any]:
     """The cases two runs share, a page at a time (`sort`: "change", the largest ratio
     of the medians first, or "case"), each judged as `torchmark compare` judges it: the
     family and the runs' common shift of all the cases (from their stored medians), the
     drift from each case's A/A history (verdicts/family.py `only`, `family`). Only the
     page's cases are read whole, so a page costs its own cases' reads and verdicts.
     `explainer(before, after)`: where the slower cases' changes live, as lines a case,
-    from what their results hold (the caller's: rootcause sits above the views)."""
+    from what their results hold (the caller's: rootcause sits above the views).
+    `cases`: only these case ids (the comparison, its family included, is of them)."""
     from torchmark.core.stats import natural_key
     from torchmark.regressions.aa_history import history_ratios
     from torchmark.regressions.comparability import blocking_differences, side_fingerprint
@@ -316,6 +317,10 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     from torchmark.verdicts.family import Pair, judge_all, shifts_of
 
     medians_a, medians_b = store.run_medians(baseline), store.run_medians(candidate)
+    if cases is not None:
+        wanted = set(cases)
+        medians_a, medians_b = ({key: value for key, value in medians.items()
+                                 if key[0] in wanted} for medians in (medians_a, medians_b))
     keys = [key for key in medians_a if key in medians_b]
 
     def median_ratio(key: tuple[str, str]) -> float | None:
