@@ -111,7 +111,8 @@ def test_env_diff_shows_every_planted_difference_and_gate_refuses_them(tmp_path,
                  "--allow-env-diff"]) == 0
     out = capsys.readouterr().out
     assert "environments differ" in out and "1 same" in out
-    for command in (["compare", "run:1", "run:2"], ["ab", "run:1", "run:2"], ["ab", a, b]):
+    for command in (["compare", "run:1", "run:2"], ["ab", "run:1", "run:2"], ["ab", a, b],
+                    ["compare", a, b], ["compare", a, a, b]):
         assert main([*command, "--db", db]) == 2
         assert "not comparable" in capsys.readouterr().err
         assert main([*command, "--db", db, "--allow-env-diff"]) in (0, 1)
@@ -122,6 +123,8 @@ def test_files_compare_when_only_the_noise_differs(tmp_path, capsys):
     a, b = _runs(tmp_path, {"load.1m": 7.5, "cpu.governor": "powersave"})
     assert main(["gate", "--baseline", a, "--candidate", b]) == 0
     assert "environments differ" not in capsys.readouterr().out
+    assert main(["compare", a, b]) == 0
+    assert "not comparable" not in capsys.readouterr().err
 
 
 def test_env_show_and_check_run_here(capsys):

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from torchmark.cli.env_options import allow_env_diff_option
+from torchmark.cli.env_options import allow_env_diff_option, check_files
 from torchmark.cli.params import FiniteRange, Proportion, check_syntax
 from torchmark.cli.store_options import COMMAND_LINE, db_option, recorder
 from torchmark.core.neutralise import terminal_text
@@ -268,21 +268,11 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
         if not side:
             raise click.UsageError(f"{name}: holds no measurements")
     if len(files) == 2 and not any(is_run_id(f) for f in files):
-        _check_files(files, allow_env_diff)
+        check_files(list(files), allow_env_diff)
     results, only_a, only_b, errors = compare_sides(
         sides, confidence, min_effect, seed, _stored_histories(files, db, allow_env_diff))
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     return _gate(results, only_a, errors, fail_above)
-
-
-def _check_files(files, allow_env_diff) -> None:
-    """Two files' runs compared only in comparable environments (cli/env_options.py):
-    the fingerprints their provenance holds (a file of a format without one: none)."""
-    from torchmark.cli.env_options import check_environments
-    from torchmark.records import load_results
-
-    check_environments(load_results(files[0]), load_results(files[1]), allow_env_diff,
-                       f"{files[0]} and {files[1]}")
 
 
 def _stored_histories(files, db, allow_env_diff=False) -> dict:

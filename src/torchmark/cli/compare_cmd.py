@@ -35,7 +35,8 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
     (or, where the measurements have descriptions, its name in their env) instead of
     pooling into one cell. Two runs of the store also get each case's verdict (faster,
     slower, same, unsure, unmeasured, failed) from the verdict engine, as `gate` gives
-    it at the same threshold."""
+    it at the same threshold. Files or runs whose environments differ in what changes
+    performance (their fingerprints) are refused unless --allow-env-diff."""
     from torchmark.cli.measurement_files import (
         is_run_id,
         read_measurement_files,
@@ -43,6 +44,11 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
     )
     from torchmark.compare import Compare
 
+    from torchmark.cli.env_options import check_files
+
+    plain = [f for f in files if not is_run_id(f)]
+    if len(plain) == len(files) > 1:  # runs of the store: run_verdicts checks them
+        check_files(list(files), allow_env_diff)
     groups = read_measurement_files(list(files), db)
     measurements = [m for group in tell_files_apart(groups, list(files)) for m in group]
     if not measurements:

@@ -42,3 +42,14 @@ def check_environments(baseline: Iterable[Any], candidate: Iterable[Any], allow:
         for difference in found:
             click.echo(terminal_text(f"  {difference.describe()}"), err=True)
     return found
+
+
+def check_files(files: list[str], allow: bool) -> None:
+    """Files compared only in comparable environments: each file's results (the
+    fingerprints their provenance holds; a format without one: none) against the first
+    file's, as check_environments."""
+    from torchmark.records import load_results
+
+    first = load_results(files[0])
+    for other in files[1:]:
+        check_environments(first, load_results(other), allow, f"{files[0]} and {other}")
