@@ -37,14 +37,13 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
     slower, same, unsure, unmeasured, failed) from the verdict engine, as `gate` gives
     it at the same threshold. Files or runs whose environments differ in what changes
     performance (their fingerprints) are refused unless --allow-env-diff."""
+    from torchmark.cli.env_options import check_files
     from torchmark.cli.measurement_files import (
         is_run_id,
         read_measurement_files,
         tell_files_apart,
     )
     from torchmark.compare import Compare
-
-    from torchmark.cli.env_options import check_files
 
     plain = [f for f in files if not is_run_id(f)]
     if len(plain) == len(files) > 1:  # runs of the store: run_verdicts checks them
