@@ -409,4 +409,10 @@ def _kind(values: tuple[Any, ...]) -> str:
     """A results row's metric, or WINDOWED for a failure (no samples) or a result of
     stated statistics (core/result.py STATED), whose content repeats from run to run."""
     n, extra = values[RESULT_VALUES.index("n")], values[RESULT_VALUES.index("extra")]
-    return WINDOWED if n == 0 or f'"{STATED}"' in extra else values[1]
+    if n == 0:
+        return WINDOWED
+    if f'"{STATED}"' in extra:  # the text names it: is it the extra's own key?
+        document = json.loads(extra)
+        if isinstance(document, dict) and STATED in document:
+            return WINDOWED
+    return values[1]
