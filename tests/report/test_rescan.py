@@ -98,3 +98,14 @@ def test_a_mark_is_applied_without_detecting_and_new_results_detect_their_cases(
     assert "timeit:case7@31/wall" in [c.key for c in changes]
     assert next(c for c in changes if c.key == change.key).mark == "acknowledged"
     assert [c.key for c in changes] == [c.key for c in scan(store, improvements=True)]
+
+
+def test_worker_processes_detect_what_one_process_detects(store, monkeypatch):
+    from torchmark.regressions import rescan
+
+    monkeypatch.setattr(rescan, "CHUNK", 5)  # three chunks of the twelve cases
+    alone, together = StoreDetection(), StoreDetection()
+    assert alone.update(store) == together.update(store, workers=2) == 12
+    assert [c.to_dict() for c in together.changes(improvements=True)] == \
+        [c.to_dict() for c in alone.changes(improvements=True)]
+    assert together.by_case == alone.by_case

@@ -4,6 +4,7 @@ run's own uncertainty from the spread of its raw samples."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -110,8 +111,7 @@ def run_errors(samples: Sequence[Sequence[float]] | None, n: int) -> np.ndarray:
     width = int(counts.max(initial=0))
     if width < 3:
         return np.zeros(n)
-    flat = np.concatenate([np.asarray(run, dtype=np.float64).reshape(-1)
-                           for run in samples if run is not None])
+    flat = _flat(samples, int(counts.sum()))
     padded = np.full((n, width), np.nan)
     rows = np.repeat(np.arange(n), counts)
     padded[rows, np.arange(flat.size) - np.repeat(np.cumsum(counts) - counts, counts)] = flat
@@ -125,6 +125,16 @@ def run_errors(samples: Sequence[Sequence[float]] | None, n: int) -> np.ndarray:
     typical = float(np.median(spread[known])) if known.any() else 0.0
     spread = np.where(known, spread, typical)
     return MEDIAN_SE * spread / np.sqrt(np.maximum(usable, 1))
+
+
+def _flat(samples: Sequence[Sequence[float]], total: int) -> np.ndarray:
+    """Every run's samples one after the other (a run of None: none)."""
+    present = [run for run in samples if run is not None]
+    try:  # runs of numbers (the store's tuples): read at C speed
+        return np.fromiter(itertools.chain.from_iterable(present), np.float64, count=total)
+    except (TypeError, ValueError):  # arrays, nested sequences: each flattened
+        return np.concatenate([np.asarray(run, dtype=np.float64).reshape(-1)
+                               for run in present])
 
 
 def few_samples(samples: Sequence[Sequence[float]] | None) -> list[int]:

@@ -38,30 +38,55 @@ class SeriesDetection:
     few: tuple[int, ...] = ()
 
 
+def detect_cases(store: Any, cases: Sequence[str]) -> dict[str, list[SeriesDetection]]:
+    """Each case's series (of the store at `store`) and their change points."""
+    series = load_series(store, cases=cases)
+    found: dict[str, list[SeriesDetection]] = {case: [] for case in cases}
+    for s, points in zip(series, detect_each(series), strict=True):
+        found[s.case_id].append(
+            SeriesDetection(tuple(points), dataclasses.replace(s, samples=None),
+                            tuple(few_runs(s))) if points else SeriesDetection(()))
+    return found
+
+
+_stores: dict[str, Any] = {}  # a worker process' store, opened once
+
+
+def _detect_at(url: str, cases: Sequence[str]) -> dict[str, list[SeriesDetection]]:
+    """detect_cases in a worker process, on the store at `url`."""
+    from torchmark.store import open as open_store
+
+    if url not in _stores:
+        _stores[url] = open_store(url)
+    return detect_cases(_stores[url], cases)
+
+
 @dataclasses.dataclass
 class StoreDetection:
     by_case: dict[str, list[SeriesDetection]] = dataclasses.field(default_factory=dict)
     versions: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
-    def update(self, store: Any) -> int:
+    def update(self, store: Any, workers: int = 1) -> int:
         """Detect again the cases whose results changed since the last update (all of
-        them the first time); how many cases that was."""
+        them the first time), CHUNK cases at a time, in `workers` processes (each
+        reading and detecting its own chunks); how many cases that was."""
         versions = store.case_versions()
         for gone in set(self.by_case) - set(versions):
             del self.by_case[gone]
         stale = sorted(case for case, version in versions.items()
                        if self.versions.get(case) != version)
-        for start in range(0, len(stale), CHUNK):
-            chunk = stale[start:start + CHUNK]
-            series = load_series(store, cases=chunk)
-            found = detect_each(series)
-            for case in chunk:
-                self.by_case[case] = []
-            for s, points in zip(series, found, strict=True):
-                self.by_case[s.case_id].append(
-                    SeriesDetection(tuple(points), dataclasses.replace(s, samples=None),
-                                    tuple(few_runs(s)))
-                    if points else SeriesDetection(()))
+        chunks = [stale[start:start + CHUNK] for start in range(0, len(stale), CHUNK)]
+        if workers > 1 and len(chunks) > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(min(workers, len(chunks)),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                for found in pool.map(_detect_at, [store.url] * len(chunks), chunks):
+                    self.by_case.update(found)
+        else:
+            for chunk in chunks:
+                self.by_case.update(detect_cases(store, chunk))
         self.versions = versions
         return len(stale)
 

@@ -5,8 +5,10 @@ the number of runs), checked at most every REFRESH_S; a request meanwhile gets t
 computation, which says when it was made. Marks (acknowledged, dismissed, ...) are read
 apart and applied in this process: a mark never starts a detection.
 
-The detection runs in a child process (`python -m torchmark.server.changes_cache`): the
-first one reads every result (minutes at 10M results), and reading rows holds the
+The detection runs in a child process (`python -m torchmark.server.changes_cache`, at a
+lower priority than the server, its chunks of cases read and detected in a process a
+core, DETECT_WORKERS at most): the first one reads every result (minutes at 10M results
+on two cores), and reading rows holds the
 interpreter lock for seconds at a time, which would stall every request (and uvicorn's
 health checks) of a server that detected in a thread. The child writes its state
 (pickled) to a file in this user's private folder (core/private_folder.py: 0700, nobody
@@ -29,6 +31,8 @@ from typing import Any
 import sqlalchemy as sa
 
 REFRESH_S = 5.0
+DETECT_WORKERS = 8  # processes of one detection, at most (one a core)
+DETECT_NICENESS = 10
 LOCK_WAIT_S = 3600.0  # another process's scan of a large store, at most
 
 
@@ -156,13 +160,14 @@ def scan_to(path: Path, version: tuple[Any, ...]) -> None:
     from torchmark.regressions.rescan import StoreDetection
     from torchmark.store import open as open_store
 
+    os.nice(DETECT_NICENESS)  # the server's requests first
     store = open_store(os.environ["TORCHMARK_SERVE_DB"])
     start = time.perf_counter()
     previous = _read(path)
     detection = previous.get("detection") if previous else None
     if not isinstance(detection, StoreDetection):
         detection = StoreDetection()
-    cases = detection.update(store)
+    cases = detection.update(store, workers=min(os.cpu_count() or 1, DETECT_WORKERS))
     _write(path, {"version": version, "changes": detection.changes(improvements=True),
                   "detection": detection, "cases": cases, "computed_at": time.time(),
                   "seconds": time.perf_counter() - start})
