@@ -322,29 +322,22 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
         medians_a, medians_b = ({key: value for key, value in medians.items()
                                  if key[0] in wanted} for medians in (medians_a, medians_b))
     keys = [key for key in medians_a if key in medians_b]
-
-    def median_ratio(key: tuple[str, str]) -> float | None:
-        a, b = medians_a[key], medians_b[key]
-        return b / a if a is not None and b is not None and a > 0 and b > 0 and \
-            math.isfinite(a) and math.isfinite(b) else None
-
-    ratios = {key: median_ratio(key) for key in keys}
-    ratio = ratios.__getitem__
+    inf = math.inf
+    # the ratio of the medians, None where a side has no positive finite one
+    ratios = {key: b / a if a is not None and b is not None and 0 < a < inf and 0 < b < inf
+              else None for key in keys for a, b in ((medians_a[key], medians_b[key]),)}
 
     if sort == "case":
         titles = store.case_titles(sorted({case for case, _ in keys})) \
             if len(keys) <= 1000 else store.case_titles()
         keys.sort(key=lambda key: (natural_key(titles.get(key[0], key[0])), key[1]))
     else:
-        def worst(key: tuple[str, str]) -> float:
-            value = ratio(key)
-            return -value if value is not None else math.inf
-
-        keys.sort(key=worst)
+        worst = {key: -value if value is not None else inf for key, value in ratios.items()}
+        keys.sort(key=worst.__getitem__)
     page = max(1, page)
     shown = keys[(page - 1) * per_page:page * per_page]
 
-    family = (len(keys), shifts_of((key[1], ratio(key)) for key in keys))
+    family = (len(keys), shifts_of((key[1], value) for key, value in ratios.items()))
     ids = sorted({case for case, _ in shown})
     a = {(r.case.id, r.metric): r for r in store.result_records(run=baseline, cases=ids)}
     b = {(r.case.id, r.metric): r for r in store.result_records(run=candidate, cases=ids)}

@@ -183,6 +183,8 @@ class Store:
         # what a run's provenance says that series and pages read, by run id (a run's
         # provenance never changes once stored): see run_facts
         self._facts: dict[int, RunFacts] = {}
+        # builds_repeat's answers, by (machine, env, largest run id, number of runs)
+        self._repeats: dict[tuple[Any, ...], bool] = {}
         self._counts: dict[tuple[int, str], int] = {}  # a finished run's result count
         if upgrade:
             try:
@@ -556,22 +558,30 @@ class Store:
     def builds_repeat(self, *, machine: str | None = None, env: str | None = None) -> bool:
         """Whether two finished runs on `machine` labelled `env` (None: unlabelled) share
         a build (a clean commit and torch version, or a `calibrate` round's tag): whether
-        an A/A history can exist there at all."""
+        an A/A history can exist there at all. Kept until the store's runs change."""
         r = schema.runs
-        query = _filtered(sa.select(r.c.git_commit, r.c.git_dirty, r.c.torch_version,
-                                    r.c.tags), r, None, machine, None).where(
-            r.c.env.is_(None) if env is None else r.c.env == env)
-        seen: set[tuple[Any, ...]] = set()
         with self.engine.connect() as conn:
+            key = (machine, env, *conn.execute(sa.select(sa.func.max(r.c.id),
+                                                         sa.func.count(r.c.id))).one())
+            if key in self._repeats:
+                return self._repeats[key]
+            query = _filtered(sa.select(r.c.git_commit, r.c.git_dirty, r.c.torch_version,
+                                        r.c.tags), r, None, machine, None).where(
+                r.c.env.is_(None) if env is None else r.c.env == env)
+            found, seen = False, set()
             for commit, dirty, torch_version, tags in conn.execute(query):
                 aa = tags.get("aa") if isinstance(tags, dict) else None
                 build = ("aa", aa, torch_version) if aa else \
                     (commit, torch_version) if commit and dirty is False else None
                 if build is not None:
                     if build in seen:
-                        return True
+                        found = True
+                        break
                     seen.add(build)
-        return False
+        if len(self._repeats) >= 256:
+            self._repeats.clear()
+        self._repeats[key] = found
+        return found
 
     def case_row(self, case_id: str) -> Any:
         """One case as the core's Case record; None when the store holds no such case."""
