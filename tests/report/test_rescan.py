@@ -109,3 +109,35 @@ def test_worker_processes_detect_what_one_process_detects(store, monkeypatch):
     assert [c.to_dict() for c in together.changes(improvements=True)] == \
         [c.to_dict() for c in alone.changes(improvements=True)]
     assert together.by_case == alone.by_case
+
+
+def test_runs_deleted_and_their_ids_given_again_detect_every_case_again(store):
+    from torchmark.server.changes_cache import ChangesCache
+
+    detection, cache = StoreDetection(), ChangesCache(store)
+    detection.update(store)
+    before = cache.store_version()
+    newest = [run["id"] for run in store.runs(limit=5)]
+    store.delete_runs(newest)
+    _add_all(store, 5)  # five new runs of every case: SQLite gives them the five ids
+    assert sorted(run["id"] for run in store.runs(limit=5)) == sorted(newest)
+    assert cache.store_version() != before
+    assert detection.update(store) == 12
+    _same(detection, store)
+
+
+def _add_all(store, runs: int) -> None:
+    """`runs` more runs of the builder's twelve cases, 40% slower (a new level)."""
+    rng = np.random.default_rng(2)
+    base = Provenance.capture(env="ci")
+    cases = [Case(id=f"timeit:case{i}", frontend="timeit", stmt=f"torch.mul(x, {i})",
+                  label="mul", sub_label=f"n={i}") for i in range(12)]
+    for k in range(runs):
+        when = dt.datetime(2026, 12, 1, k, tzinfo=dt.timezone.utc).isoformat()
+        run = store.start_run(dataclasses.replace(base, git_commit=f"{k:04d}" + "ee" * 18,
+                                                  git_commit_date=when, started=when))
+        store.record([Result(case=case, metric="wall", unit="s", number_per_run=100,
+                             samples=tuple(1.4e-5 * (1 + i % 10) *
+                                           (1 + 0.01 * rng.standard_normal(40))))
+                      for i, case in enumerate(cases)], run)
+        store.finish_run(run, "ok")

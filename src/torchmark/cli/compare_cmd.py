@@ -35,8 +35,9 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
     (or, where the measurements have descriptions, its name in their env) instead of
     pooling into one cell. Two runs of the store also get each case's verdict (faster,
     slower, same, unsure, unmeasured, failed) from the verdict engine, as `gate` gives
-    it at the same threshold. Files or runs whose environments differ in what changes
-    performance (their fingerprints) are refused unless --allow-env-diff."""
+    it at the same threshold. Files (when all are files) or two runs whose environments
+    differ in what changes performance (their fingerprints) are refused unless
+    --allow-env-diff."""
     from torchmark.cli.env_options import check_files
     from torchmark.cli.measurement_files import (
         is_run_id,

@@ -65,18 +65,24 @@ def _detect_at(url: str, cases: Sequence[str]) -> dict[str, list[SeriesDetection
 class StoreDetection:
     by_case: dict[str, list[SeriesDetection]] = dataclasses.field(default_factory=dict)
     versions: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    runs: dict[int, str] = dataclasses.field(default_factory=dict)  # id -> start
 
     def update(self, store: Any, workers: int = 1) -> int:
         """Detect again the cases whose results changed since the last update (all of
-        them the first time), CHUNK cases at a time, in `workers` processes (each
-        reading and detecting its own chunks); how many cases that was."""
+        them the first time, and all of them after a run was deleted: SQLite gives a
+        deleted run's ids to the next ones, which a case's version cannot tell), CHUNK
+        cases at a time, in `workers` processes (each reading and detecting its own
+        chunks); how many cases that was."""
+        runs = store.run_starts()
+        if any(runs.get(run) != started for run, started in self.runs.items()):
+            self.versions = {}  # a run deleted (or its id given to another)
         versions = store.case_versions()
         for gone in set(self.by_case) - set(versions):
             del self.by_case[gone]
         stale = sorted(case for case, version in versions.items()
                        if self.versions.get(case) != version)
         chunks = [stale[start:start + CHUNK] for start in range(0, len(stale), CHUNK)]
-        if workers > 1 and len(chunks) > 1:
+        if workers > 1 and len(chunks) > 1 and not store.in_memory:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
@@ -87,7 +93,7 @@ class StoreDetection:
         else:
             for chunk in chunks:
                 self.by_case.update(detect_cases(store, chunk))
-        self.versions = versions
+        self.versions, self.runs = versions, runs
         return len(stale)
 
     def changes(self, *, q: float = 0.05, improvements: bool = False) -> list[Change]:

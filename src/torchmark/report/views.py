@@ -165,9 +165,10 @@ def history_series(series: Series, changes: Sequence[Change],
         return (*_place(p, commits), p.started, p.run_id)
 
     points = sorted(series.points, key=commit_order)
+    at = {p.run_id: i for i, p in enumerate(points)}
     buckets = _buckets(len(points), max_points,
-                       keep={points.index(p) for c in changes
-                             for p in (c.last_good, c.first_bad)})
+                       keep={at[p.run_id] for c in changes
+                             for p in (c.last_good, c.first_bad) if p.run_id in at})
     drawn: list[dict[str, Any]] = []
     for first, last in buckets:
         group = points[first:last]

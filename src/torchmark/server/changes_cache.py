@@ -30,6 +30,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+FORMAT = 1  # the detection file's layout
 REFRESH_S = 5.0
 DETECT_WORKERS = 8  # processes of one detection, at most (one a core)
 DETECT_NICENESS = 10
@@ -40,6 +41,7 @@ class ChangesCache:
     def __init__(self, store: Any) -> None:
         self.store = store
         self.lock = threading.Lock()
+        self.loading = threading.Lock()  # one load at a time: the newest wins
         self.detected: Sequence[Any] | None = None  # the changes, without marks
         self.changes: Sequence[Any] | None = None  # and with them
         self.version: tuple[Any, ...] | None = None
@@ -53,13 +55,13 @@ class ChangesCache:
         self.path = _shared_path(self.url)
 
     def store_version(self) -> tuple[Any, ...]:
-        """The store's newest result and its number of runs: what a new detection
-        depends on."""
+        """The store's newest result and its runs' version (Store.runs_version): what a
+        new detection depends on."""
         from torchmark.store import schema
 
         with self.store.engine.connect() as conn:
-            return (conn.execute(sa.select(sa.func.max(schema.results.c.id))).scalar(),
-                    conn.execute(sa.select(sa.func.count(schema.runs.c.id))).scalar())
+            newest = conn.execute(sa.select(sa.func.max(schema.results.c.id))).scalar()
+        return (newest, *self.store.runs_version())
 
     def _marks_version(self) -> tuple[Any, ...]:
         from torchmark.store import schema
@@ -92,7 +94,9 @@ class ChangesCache:
         else a new one (written to the file for the other processes)."""
         from filelock import FileLock
 
-        with FileLock(str(self.path) + ".lock", timeout=LOCK_WAIT_S):
+        with self.loading, FileLock(str(self.path) + ".lock", timeout=LOCK_WAIT_S):
+            if self.version == version and self.detected is not None:
+                return  # another thread loaded it meanwhile
             found = _read(self.path)
             if found is None or found["version"] != version:
                 _scan_in_child(self.url, self.path, version)
@@ -100,11 +104,11 @@ class ChangesCache:
             if found is None:
                 raise RuntimeError("detecting the store's changes failed (see the "
                                    "server's log)")
-        self._marked(found["changes"])
-        with self.lock:
-            self.version = version
-            self.computed_at, self.seconds = found["computed_at"], found["seconds"]
-            self.cases = found.get("cases", 0)
+            self._marked(found["changes"])
+            with self.lock:
+                self.version = version
+                self.computed_at, self.seconds = found["computed_at"], found["seconds"]
+                self.cases = found.get("cases", 0)
 
     def get(self) -> tuple[Sequence[Any], dict[str, Any]]:
         """The changes, and how current they are."""
@@ -116,8 +120,11 @@ class ChangesCache:
             self.checked = now
             self._marked()
             version = self.store_version()
-            if version != self.version and not self.refreshing:
-                self.refreshing = True
+            with self.lock:
+                start = version != self.version and not self.refreshing
+                if start:
+                    self.refreshing = True
+            if start:
                 threading.Thread(target=self._background, args=(version,),
                                  daemon=True).start()
         assert self.changes is not None
@@ -168,7 +175,8 @@ def scan_to(path: Path, version: tuple[Any, ...]) -> None:
     if not isinstance(detection, StoreDetection):
         detection = StoreDetection()
     cases = detection.update(store, workers=min(os.cpu_count() or 1, DETECT_WORKERS))
-    _write(path, {"version": version, "changes": detection.changes(improvements=True),
+    _write(path, {"format": _format(), "version": version,
+                  "changes": detection.changes(improvements=True),
                   "detection": detection, "cases": cases, "computed_at": time.time(),
                   "seconds": time.perf_counter() - start})
 
@@ -193,18 +201,28 @@ def _shared_path(url: str) -> Path:
     return private_folder() / f"serve-changes-{os.getuid()}-{key}.pickle"
 
 
+def _format() -> tuple[int, str]:
+    """What wrote a detection file: its layout and torchmark's version (another
+    version's detection is not reused: its detect may differ)."""
+    from torchmark import __version__
+
+    return FORMAT, __version__
+
+
 def _read(path: Path) -> dict[str, Any] | None:
     """The shared detection, when the file is this user's own (in the private folder,
-    not a link, not writable by others); None otherwise."""
+    not a link, not writable by others) and of this torchmark (_format); None
+    otherwise."""
     try:
         info = os.lstat(path)
         if info.st_uid != os.getuid() or info.st_mode & 0o022 or not path.is_file():
             return None
         with open(path, "rb") as f:
             found = pickle.load(f)  # noqa: S301 (this user's own file: see above)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+    except Exception:  # noqa: BLE001 (damaged, or of classes since changed: detect again)
         return None
-    return found if isinstance(found, dict) and "version" in found else None
+    return found if isinstance(found, dict) and found.get("format") == _format() and \
+        "version" in found else None
 
 
 def _write(path: Path, found: dict[str, Any]) -> None:

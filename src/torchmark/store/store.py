@@ -255,6 +255,11 @@ class Store:
         return HEAD
 
     @property
+    def in_memory(self) -> bool:
+        """A SQLite store without a file: no other process can open it."""
+        return self.dialect == "sqlite" and sqlite_path(self.url) is None
+
+    @property
     def where(self) -> str:
         """The URL without a password."""
         return self.engine.url.render_as_string(hide_password=True)
@@ -556,13 +561,13 @@ class Store:
         return out
 
     def builds_repeat(self, *, machine: str | None = None, env: str | None = None) -> bool:
-        """Whether two finished runs on `machine` labelled `env` (None: unlabelled) share
+        """Whether two runs on `machine` labelled `env` (None: unlabelled) share
         a build (a clean commit and torch version, or a `calibrate` round's tag): whether
-        an A/A history can exist there at all. Kept until the store's runs change."""
+        an A/A history can exist there at all. Kept until the store's runs change
+        (runs_version)."""
         r = schema.runs
+        key = (machine, env, *self.runs_version())
         with self.engine.connect() as conn:
-            key = (machine, env, *conn.execute(sa.select(sa.func.max(r.c.id),
-                                                         sa.func.count(r.c.id))).one())
             if key in self._repeats:
                 return self._repeats[key]
             query = _filtered(sa.select(r.c.git_commit, r.c.git_dirty, r.c.torch_version,
@@ -772,10 +777,26 @@ class Store:
         rows = self.results(since=since, machine=machine, env=env, case=case, metric=metric)
         return {column: [row.get(column) for row in rows] for column in TABLE_COLUMNS}
 
+    def run_starts(self) -> dict[int, str]:
+        """Each run's id -> its start (an id SQLite gave again, after a deletion, names a
+        run of another start)."""
+        r = schema.runs
+        with self.engine.connect() as conn:
+            return dict(driver_rows(conn, sa.select(r.c.id, r.c.started)))
+
+    def runs_version(self) -> tuple[Any, ...]:
+        """What changes when runs are added or deleted: their number, largest id and
+        latest start (a deleted run's id given to a new run: its start)."""
+        r = schema.runs
+        with self.engine.connect() as conn:
+            return tuple(conn.execute(sa.select(sa.func.count(r.c.id), sa.func.max(r.c.id),
+                                                sa.func.max(r.c.started))).one())
+
     def case_versions(self) -> dict[str, tuple[int, int]]:
         """Each case's (number of results, largest result id): it changes whenever a
-        result of the case is added or deleted, whatever order writers commit in (one
-        pass over an index: about a second at 10M results)."""
+        result of the case is added or deleted, whatever order writers commit in, unless
+        a deletion of the newest results let SQLite give their ids again (see
+        run_starts) (one pass over an index: about a second at 10M results)."""
         res = schema.results
         query = sa.select(res.c.case_id, sa.func.count(), sa.func.max(res.c.id)) \
             .group_by(res.c.case_id)
