@@ -164,14 +164,13 @@ def freshness(base: str, store: Store, args: argparse.Namespace) -> None:
     provenance, rng, added = Provenance.capture(env="ci"), np.random.default_rng(5), []
     try:
         for count in (max(1, args.cases // 100), args.cases):
-            before = feed_status(base)["computed_at"]
-            started = time.perf_counter()
+            started, at = time.perf_counter(), time.time()
             added.append(write_run(store, provenance, args.runs + len(added), ids[:count],
                                    scale[:count], rng))
             written = time.perf_counter() - started
-            while True:
+            while True:  # a detection begun after the run was written (by any worker)
                 status = feed_status(base)
-                if status["computed_at"] != before and not status["refreshing"]:
+                if status["started_at"] >= at + written and not status["refreshing"]:
                     break
                 time.sleep(0.5)
             print(f"a new run of {count} cases (written in {written:.1f} s): in the feed "

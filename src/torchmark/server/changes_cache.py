@@ -30,7 +30,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-FORMAT = 1  # the detection file's layout
+FORMAT = 2  # the detection file's layout
 REFRESH_S = 5.0
 DETECT_WORKERS = 8  # processes of one detection, at most (one a core)
 DETECT_NICENESS = 10
@@ -49,6 +49,7 @@ class ChangesCache:
         self.computed_at = 0.0
         self.seconds = 0.0  # how long the detection took
         self.cases = 0  # and how many cases it detected again
+        self.started_at = 0.0  # when it began: it holds what the store held then
         self.checked = 0.0
         self.refreshing = False
         self.url = _absolute(store.url)  # the same store from any folder
@@ -108,7 +109,7 @@ class ChangesCache:
             with self.lock:
                 self.version = version
                 self.computed_at, self.seconds = found["computed_at"], found["seconds"]
-                self.cases = found.get("cases", 0)
+                self.started_at, self.cases = found["started_at"], found["cases"]
 
     def get(self) -> tuple[Sequence[Any], dict[str, Any]]:
         """The changes, and how current they are."""
@@ -128,7 +129,8 @@ class ChangesCache:
                 threading.Thread(target=self._background, args=(version,),
                                  daemon=True).start()
         assert self.changes is not None
-        return self.changes, {"computed_at": self.computed_at, "scan_seconds": self.seconds,
+        return self.changes, {"computed_at": self.computed_at, "started_at": self.started_at,
+                              "scan_seconds": self.seconds,
                               "cases_detected": self.cases,
                               "refreshing": self.refreshing}
 
@@ -169,7 +171,7 @@ def scan_to(path: Path, version: tuple[Any, ...]) -> None:
 
     os.nice(DETECT_NICENESS)  # the server's requests first
     store = open_store(os.environ["TORCHMARK_SERVE_DB"])
-    start = time.perf_counter()
+    started_at, start = time.time(), time.perf_counter()
     previous = _read(path)
     detection = previous.get("detection") if previous else None
     if not isinstance(detection, StoreDetection):
@@ -177,7 +179,8 @@ def scan_to(path: Path, version: tuple[Any, ...]) -> None:
     cases = detection.update(store, workers=min(os.cpu_count() or 1, DETECT_WORKERS))
     _write(path, {"format": _format(), "version": version,
                   "changes": detection.changes(improvements=True),
-                  "detection": detection, "cases": cases, "computed_at": time.time(),
+                  "detection": detection, "cases": cases, "started_at": started_at,
+                  "computed_at": time.time(),
                   "seconds": time.perf_counter() - start})
 
 
