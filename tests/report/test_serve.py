@@ -94,6 +94,12 @@ def test_the_api_gives_every_page_s_data(served):
     since = "0020" + "ab" * 18
     assert get(f"{served}/api/v1/regressions?since_commit={since}")[1]["total"] == 0
     assert get(f"{served}/api/v1/regressions?since_commit=0010")[1]["total"] == 1
+    status, refused = get(f"{served}/api/v1/regressions?since_commit=zzzz")
+    assert status == 404 and "since_commit" in refused["error"]
+    assert get(f"{served}/api/v1/regressions?since_commit=00")[0] == 400  # many commits
+    assert get(f"{served}/api/v1/regressions?metric=bogus")[0] == 400
+    assert get(f"{served}/api/v1/regressions?machine=box-b")[1]["total"] == 0
+    assert get(f"{served}/api/v1/regressions?machine={change['machine']}")[1]["total"] == 1
     status, case = get(f"{served}/api/v1/cases/{change['case_id']}")
     [plot] = case["plots"]  # the two machines' series on one commit axis
     series, other = (case["series"][i] for i in plot["series"])
@@ -106,6 +112,16 @@ def test_the_api_gives_every_page_s_data(served):
     by_commit = get(f"{served}/api/v1/compare?a=commit:0014&b=commit:0015")[1]
     assert by_commit["rows"] == compared["rows"]
     assert get(f"{served}/api/v1/compare?a=commit:ffff&b=16")[0] == 404
+    assert get(f"{served}/api/v1/compare?a=run:15&b=16")[1]["rows"] == compared["rows"]
+    status, refused = get(f"{served}/api/v1/compare?a=x&b=16")
+    assert status == 400 and refused["error"].startswith("a: expected a run")
+    assert get(f"{served}/api/v1/no/such/page") == (404, {"error": "no page at "
+                                                         "/api/v1/no/such/page"})
+    assert get(f"{served}/api/v1/runs/16")[1]["previous"] == 15
+    assert get(f"{served}/api/v1/runs/1")[1]["previous"] is None
+    assert get(f"{served}/api/v1/runs/31")[1]["previous"] is None  # box-b's first
+    day = get(f"{served}/api/v1/runs?since=2026-10-01&until=2026-10-01")[1]
+    assert day["total"] == 24 + 6  # that day's runs (hours 0-23; box-b's 18-23) to its end
     assert get(f"{served}/api/v1/search?q=n%3D2")[1]["cases"][0]["title"] == "mul: n=2"
     assert get(f"{served}/api/v1/runs/999")[0] == 404
     assert get(f"{served}/api/v1/runs?page=x")[0] == 400

@@ -126,3 +126,28 @@ def test_machines_are_traces_of_one_plot_on_one_commit_axis(tmp_path):
                if p["commit"][:4] in at_a)  # one commit on two machines: one place
     assert [p["x"] for p in b["points"]] == sorted(p["x"] for p in b["points"])
     assert plot["labels"][b["points"][-1]["x"]].startswith("0011")
+
+
+def test_the_command_filter_takes_several_words_and_a_comparison_ranks_by_size(tmp_path):
+    import dataclasses
+
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Case, Result
+    from torchmark.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'words.db'}")
+    cases = [Case(id=f"timeit:c{i}", frontend="timeit", stmt=f"f({i})", label="f",
+                  sub_label=f"n={i}") for i in range(3)]
+    for run, factors in enumerate(((1, 1, 1), (1.1, 0.5, 1.0))):
+        provenance = dataclasses.replace(Provenance.capture(),
+                                         command=("bench.py", "--size", str(run + 8)))
+        run_id = store.start_run(provenance)
+        store.record([Result(case=case, metric="wall", unit="s", number_per_run=1,
+                             samples=tuple(1e-3 * factor * (1 + 0.001 * k)
+                                           for k in range(10)))
+                      for case, factor in zip(cases, factors, strict=True)], run_id)
+    assert views.runs_view(store, command="bench.py 9")["total"] == 1
+    assert views.runs_view(store, command="9 bench.py")["total"] == 1
+    assert views.runs_view(store, command="bench.py 7")["total"] == 0
+    rows = views.compare_view(store, 1, 2)["rows"]
+    assert [r["case"] for r in rows] == ["f: n=1", "f: n=0", "f: n=2"]  # 2x faster first

@@ -14,12 +14,13 @@ from torchmark.cli.store_options import db_option
 @click.option("--token", default=None, metavar="TOKEN",
               help="Required on every request (at least 16 characters) and what lets its "
                    "holder acknowledge or dismiss regressions [default: "
-                   "$TORCHMARK_SERVE_TOKEN].")
+                   "$TORCHMARK_SERVE_TOKEN]. Other users see a command line: prefer "
+                   "--token-file or the variable.")
 @click.option("--token-file", type=click.Path(dir_okay=False), default=None,
               help="Read the token from this file's first line (mode 600).")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Server processes (uvicorn's): more answer more clients at once on more "
-                   "cores; each detects the store's changes itself (memory x N).")
+                   "cores; they share one detection of the store's changes.")
 @db_option
 def serve_cmd(host, port, token, token_file, workers, db):
     """Serve the dashboard: the regressions feed, runs, each case's history by commit,
@@ -41,7 +42,8 @@ def serve_cmd(host, port, token, token_file, workers, db):
         raise ToolMissingError(f"the dashboard needs the serve extra ({e.name} is missing): "
                                "pip install 'torchmark[serve]'") from None
     store = open_store(db)
-    click.echo(f"torchmark serve: {store.where} on http://{host}:{port}/"
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 address
+    click.echo(f"torchmark serve: {store.where} on http://{shown}:{port}/"
                + (" (token required)" if token else " (read-only)")
                + (f", {workers} processes" if workers > 1 else ""), err=True)
     if workers > 1:  # each process makes its app from the environment

@@ -76,12 +76,15 @@ def run_view(store: Any, run_id: int, page: int = 1,
     rows = [{"case_id": r["case_id"], "case": _title(r), "metric": r["metric"],
              "unit": r["unit"], "n": r["n"], "median": _finite(r["median"]),
              "iqr": _finite(r["iqr"]), "failure": r["failure"],
-             "warnings": len(r["warnings"] or [])} for r in found]
+             "warnings": len(r["warnings"] or []),
+             "warning_text": [str(w)[:300] for w in (r["warnings"] or [])][:5]}
+            for r in found]
     tables = compare_tables(store.measurements(run_id, cases=sorted({
         r["case_id"] for r in found}))) if found else []
     return {"run": run_row(runs[0], store.hostnames()) if runs else {"id": run_id},
             "provenance": provenance, "fingerprint": fingerprint, "results": rows,
-            "tables": tables, "page": page, "per_page": per_page, "total": total}
+            "tables": tables, "previous": store.previous_run(run_id), "page": page,
+            "per_page": per_page, "total": total}
 
 
 def compare_tables(measurements: Sequence[Any]) -> list[dict[str, Any]]:
@@ -272,8 +275,7 @@ def regressions_view(changes: Sequence[Change], hosts: dict[str, str], *,
     relative steps (0.1: 10%)."""
     picked = [c for c in changes if c.kind == "regression"
               and (metric is None or c.series.metric == metric)
-              and (machine is None or machine in (c.series.machine,
-                                                  hosts.get(c.series.machine or "")))
+              and (machine is None or _on_machine(c.series.machine, machine, hosts))
               and (state is None or change_state(c) == state)
               and abs(c.point.ratio - 1) >= min_size]
     picked.sort(key=lambda c: (c.first_bad.started, c.first_bad.run_id), reverse=True)
@@ -283,6 +285,14 @@ def regressions_view(changes: Sequence[Change], hosts: dict[str, str], *,
                         "min_size": min_size},
             "regressions": [change_row(c, hosts) for c in
                             picked[(page - 1) * per_page:page * per_page]]}
+
+
+def _on_machine(fingerprint: str | None, asked: str, hosts: dict[str, str]) -> bool:
+    """Whether a machine is the one asked for: its hostname, fingerprint, or the
+    fingerprint's first characters (4 at least, as `torchmark runs` lists them)."""
+    found = fingerprint or ""
+    return asked in (found, hosts.get(found)) or \
+        (len(asked) >= 4 and found.startswith(asked))
 
 
 def change_row(c: Change, hosts: dict[str, str]) -> dict[str, Any]:
@@ -303,8 +313,8 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
                  sort: str = "change", page: int = 1, per_page: int = PAGE_SIZE,
                  explainer: Callable[[list[Any], list[Any]], list[list[str]]] | None = None,
                  cases: Collection[str] | None = None) -> dict[str, Any]:
-    """The cases two runs share, a page at a time (`sort`: "change", the largest ratio
-    of the medians first, or "case"), each judged as `torchmark compare` judges it: the
+    """The cases two runs share, a page at a time (`sort`: "change", the largest change
+    of the medians first, slower or faster, or "case"), each judged as `torchmark compare` judges it: the
     family and the runs' common shift of all the cases (from their stored medians), the
     drift from each case's A/A history (verdicts/family.py `only`, `family`). Only the
     page's cases are read whole, so a page costs its own cases' reads and verdicts.
@@ -333,8 +343,9 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
             if len(keys) <= 1000 else store.case_titles()
         keys.sort(key=lambda key: (natural_key(titles.get(key[0], key[0])), key[1]))
     else:
-        worst = {key: -value if value is not None else inf for key, value in ratios.items()}
-        keys.sort(key=worst.__getitem__)
+        largest = {key: -abs(math.log(value)) if value is not None else inf
+                   for key, value in ratios.items()}  # slower or faster alike
+        keys.sort(key=largest.__getitem__)
     page = max(1, page)
     shown = keys[(page - 1) * per_page:page * per_page]
 

@@ -66,18 +66,28 @@ class Dashboard:
                                detected=changes)
 
     def regressions(self, q: Any) -> dict[str, Any]:
+        from torchmark.core.result import METRICS
+
         changes, status = self.changes.get()
-        since = q.get("since_commit") or None
+        since = (q.get("since_commit") or "")[:64] or None
         if since:
             runs = self.store.finished_runs(commit=since)
-            first = min((r["started"] for r in runs), default=None)
-            changes = [c for c in changes if first is not None and
-                       c.first_bad.started > first]
+            commits = {r["git_commit"] for r in runs}
+            if not runs:
+                raise NotFound(f"since_commit: no finished run of a commit {since!r}")
+            if len(commits) > 1:
+                raise BadRequest(f"since_commit: {since!r} begins {len(commits)} commits: "
+                                 "give more of it")
+            first = min(r["started"] for r in runs)
+            changes = [c for c in changes if c.first_bad.started > first]
         state = q.get("state") or None
         if state is not None and state not in views.STATES:
             raise BadRequest(f"state must be one of {', '.join(views.STATES)}")
+        metric = q.get("metric") or None
+        if metric is not None and metric not in METRICS:
+            raise BadRequest(f"metric must be one of {', '.join(METRICS)}")
         data = views.regressions_view(
-            changes, self.store.hostnames(), metric=q.get("metric") or None,
+            changes, self.store.hostnames(), metric=metric,
             machine=q.get("machine") or None, state=state,
             min_size=_float(q.get("min_size"), 0.0), page=_int(q.get("page"), 1),
             per_page=_per_page(q))
@@ -87,7 +97,7 @@ class Dashboard:
     def compare(self, q: Any) -> dict[str, Any]:
         from torchmark.rootcause.explain import explain_results
 
-        a, b = (self._run_of(q.get(name)) for name in ("a", "b"))
+        a, b = (self._run_of(name, q.get(name)) for name in ("a", "b"))
         sort = q.get("sort") or "change"
         if sort not in ("change", "case"):
             raise BadRequest("sort must be change or case")
@@ -96,18 +106,25 @@ class Dashboard:
                                   page=_int(q.get("page"), 1), explainer=lambda old, new:
                                   explain_results(old, new, ops=False, top=5).sections(5))
 
-    def _run_of(self, ref: str | None) -> int:
-        """A run id, or `commit:SHA` (its newest finished run): a side of a comparison."""
+    def _run_of(self, name: str, ref: str | None) -> int:
+        """A side of a comparison (the query parameter `name`): a run id, `run:N`,
+        `latest` (the newest finished run) or `commit:SHA` (its newest finished run)."""
         if not ref:
-            raise BadRequest("compare needs two runs: ?a=RUN&b=RUN (or commit:SHA)")
-        if ref.startswith("commit:"):
-            runs = self.store.finished_runs(commit=ref.removeprefix("commit:")[:64])
+            raise BadRequest("compare needs two runs: ?a=RUN&b=RUN (or run:N, latest, "
+                             "commit:SHA)")
+        if ref == "latest" or ref.startswith("commit:"):
+            commit = ref.removeprefix("commit:")[:64] if ref != "latest" else None
+            runs = self.store.finished_runs(commit=commit)
             if not runs:
-                raise NotFound(f"no finished run of {ref[:80]}")
+                raise NotFound(f"{name}: no finished run of {ref[:80]}")
             return int(runs[0]["id"])
-        run = _int(ref, 0)
+        try:
+            run = int(ref.removeprefix("run:"))
+        except ValueError:
+            raise BadRequest(f"{name}: expected a run (12, run:12, latest or commit:SHA), "
+                             f"got {ref[:40]!r}") from None
         if not self.store.has_run(run):
-            raise NotFound(f"no run {run}")
+            raise NotFound(f"{name}: no run {run}")
         return run
 
     def search(self, q: Any) -> dict[str, Any]:
@@ -175,7 +192,15 @@ def _error(status: int, message: str, as_json: bool) -> Response:
     if as_json:
         return JSONResponse({"error": message}, status_code=status)
     return HTMLResponse(f"<!DOCTYPE html><title>torchmark: {status}</title>"
-                        f"<p>{html.escape(message)}</p>", status_code=status)
+                        f"<p>{html.escape(message)}</p><p><a href=\"/regressions\">"
+                        "regressions</a> - <a href=\"/runs\">runs</a></p>",
+                        status_code=status)
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    """An address no page has (JSON under /api/)."""
+    return _error(404, f"no page at {request.url.path[:200]}",
+                  request.url.path.startswith("/api/"))
 
 
 def create_app(store: Any, token: str | None = None) -> Starlette:
@@ -271,7 +296,8 @@ def create_app(store: Any, token: str | None = None) -> Starlette:
     routes += [Route("/", home), Route(f"/api/{API_VERSION}", api_index),
                Route(f"/api/{API_VERSION}/regressions/mark", mark, methods=["POST"]),
                Route("/static/{name}", static)]
-    app = Starlette(routes=routes, middleware=[Middleware(Guard, token=token)])
+    app = Starlette(routes=routes, middleware=[Middleware(Guard, token=token)],
+                    exception_handlers={404: _not_found})
     app.state.dashboard = dash
     return app
 

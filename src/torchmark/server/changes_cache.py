@@ -34,6 +34,7 @@ FORMAT = 2  # the detection file's layout
 REFRESH_S = 5.0
 DETECT_WORKERS = 8  # processes of one detection, at most (one a core)
 DETECT_NICENESS = 10
+FORGET_AFTER_S = 7 * 24 * 3600.0  # another store's detection unused this long: removed
 LOCK_WAIT_S = 3600.0  # another process's scan of a large store, at most
 
 
@@ -236,6 +237,20 @@ def _write(path: Path, found: dict[str, Any]) -> None:
         write_atomically(path, pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
     except (OSError, pickle.PicklingError, TypeError):
         pass  # the others scan for themselves
+    _forget_old(path.parent)
+
+
+def _forget_old(folder: Path) -> None:
+    """Remove the detections (and their locks) of stores no server has served for
+    FORGET_AFTER_S: each store ever served leaves one."""
+    cutoff = time.time() - FORGET_AFTER_S
+    for old in folder.glob(f"serve-changes-{os.getuid()}-*.pickle"):
+        try:
+            if old.lstat().st_mtime < cutoff:
+                old.unlink()
+                Path(f"{old}.lock").unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":

@@ -473,18 +473,22 @@ class Store:
                   limit: int = 50) -> tuple[list[dict[str, Any]], int]:
         """One page of runs, newest first (as `runs`, with each run's result count and
         its commit's subject and date from its provenance), and how many runs the
-        filters select in all. `commit`: a prefix of the commit; `command`: a word the
-        command line holds; `run`: that run only."""
+        filters select in all. `until`: a date (that day included) or a time; `commit`:
+        a prefix of the commit; `command`: words the command line holds, each (in its
+        order or not); `run`: that run only."""
         r = schema.runs
         query = _filtered(sa.select(r.c.id), r, since, machine, env)
         if until is not None:
-            query = query.where(r.c.started <= _since(until))
+            limit_at = _since(until)
+            query = query.where(r.c.started <= limit_at if "T" in limit_at else
+                                r.c.started < (dt.date.fromisoformat(limit_at)
+                                               + dt.timedelta(days=1)).isoformat())
         if commit:
             query = query.where(r.c.git_commit.startswith(commit, autoescape=True))
         if run is not None:
             query = query.where(r.c.id == run)
-        if command:
-            query = query.where(sa.cast(r.c.command, sa.Text).contains(command,
+        for word in (command or "").split():
+            query = query.where(sa.cast(r.c.command, sa.Text).contains(word,
                                                                        autoescape=True))
         with self.engine.connect() as conn:
             total = conn.execute(sa.select(sa.func.count()).select_from(
@@ -921,6 +925,22 @@ class Store:
         with self.engine.connect() as conn:
             return [dict(row._mapping) for row in
                     conn.execute(query.order_by(r.c.started.desc(), r.c.id.desc()))]
+
+    def previous_run(self, run_id: int) -> int | None:
+        """The run before `run_id` on its machine with its env label (the newest that
+        started before it), if any: what it is compared with by default."""
+        r = schema.runs
+        with self.engine.connect() as conn:
+            this = conn.execute(sa.select(r.c.started, r.c.machine, r.c.env)
+                                .where(r.c.id == run_id)).first()
+            if this is None:
+                return None
+            started, machine, env = this
+            return conn.execute(sa.select(r.c.id).where(
+                r.c.machine == machine, r.c.env.is_(None) if env is None else r.c.env == env,
+                sa.or_(r.c.started < started, sa.and_(r.c.started == started,
+                                                      r.c.id < run_id)))
+                .order_by(r.c.started.desc(), r.c.id.desc()).limit(1)).scalar()
 
     def has_run(self, run_id: int) -> bool:
         """Whether the store holds run `run_id`, whatever its status."""
