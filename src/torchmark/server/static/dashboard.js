@@ -186,9 +186,12 @@
           td(value(r.candidate, r.unit), r.candidate, "num"), td(pct(r.ratio), r.ratio, "num"),
           td(`${pct(r.low)} .. ${pct(r.high)}`), td(r.verdict, undefined, r.verdict),
           td(el("span", { class: "note" }, r.reason)))), { sortable: true }),
+      data.rows.some((r) => r.verdict === "unmeasured") ? el("p", { class: "note" },
+        "unmeasured: these two runs alone do not hold enough samples to judge the case (the why column says what is missing); " +
+        "a change the regressions feed shows is found across the case's whole history, many runs either side.") : "",
       pager(data.page, data.per_page, data.total, { a: data.baseline, b: data.candidate, sort: data.sort }),
       data.explanations.length ? el("h2", {}, "Where the slower cases' changes live") : "",
-      data.explanations.map((lines) => el("pre", {}, lines.join("\n"))),
+      ...data.explanations.map((lines) => el("pre", {}, lines.join("\n"))),
       data.only_baseline ? el("p", { class: "note" }, `${data.only_baseline} case(s) only in the baseline`) : "",
       data.only_candidate ? el("p", { class: "note" }, `${data.only_candidate} case(s) only in the candidate`) : "");
     },
