@@ -58,6 +58,10 @@ def test_only_the_changed_cases_are_detected_again_and_the_changes_stay_a_scan_s
     _add_runs(store, 7, 10, 8e-5 * 1.6)  # case 7 (8e-5 s) 60% slower for 10 new runs
     assert detection.update(store) == 1
     now = _same(detection, store)
+    running = store.start_run(Provenance.capture(env="ci"))
+    assert detection.update(store) == 0  # a run without results yet
+    store.finish_run(running, "ok")
+    assert detection.update(store) == 0  # a run that ended is the same run
     assert [key for key in now if key not in first] == ["timeit:case7@31/wall"]
 
     store.delete_runs([31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 16])  # every case's run 16

@@ -151,3 +151,28 @@ def test_the_command_filter_takes_several_words_and_a_comparison_ranks_by_size(t
     assert views.runs_view(store, command="bench.py 7")["total"] == 0
     rows = views.compare_view(store, 1, 2)["rows"]
     assert [r["case"] for r in rows] == ["f: n=1", "f: n=0", "f: n=2"]  # 2x faster first
+
+
+def test_a_run_s_medians_are_kept_while_the_run_is_unchanged(tmp_path):
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Case, Result
+    from torchmark.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'medians.db'}")
+
+    def result(i: int, level: float) -> Result:
+        case = Case(id=f"timeit:m{i}", frontend="timeit", stmt=f"g({i})", label="g")
+        return Result(case=case, metric="wall", unit="s", number_per_run=1,
+                      samples=(level, level, level))
+
+    run = store.start_run(Provenance.capture())
+    store.record([result(0, 1.0)], run)
+    first = store.run_medians(run)
+    assert store.run_medians(run) is first  # kept
+    store.record([result(1, 2.0)], run)  # the run still being written
+    assert store.run_medians(run) == {("timeit:m0", "wall"): 1.0, ("timeit:m1", "wall"): 2.0}
+    store.delete_runs([run])
+    again = store.start_run(Provenance.capture())
+    assert again == run  # SQLite gives the id again
+    store.record([result(0, 3.0), result(1, 4.0)], again)
+    assert store.run_medians(again) == {("timeit:m0", "wall"): 3.0, ("timeit:m1", "wall"): 4.0}

@@ -61,11 +61,19 @@ def _detect_at(url: str, cases: Sequence[str]) -> dict[str, list[SeriesDetection
     return detect_cases(_stores[url], cases)
 
 
+def _another(now: tuple[str, str | None] | None, was: tuple[str, str | None]) -> bool:
+    """Whether a run id (its start and end, now and at the last update) names another
+    run now: gone, started at another time, or ended otherwise than it had (a run
+    ending, from running, is the same run)."""
+    return now is None or now[0] != was[0] or (was[1] is not None and now[1] != was[1])
+
+
 @dataclasses.dataclass
 class StoreDetection:
     by_case: dict[str, list[SeriesDetection]] = dataclasses.field(default_factory=dict)
     versions: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
-    runs: dict[int, str] = dataclasses.field(default_factory=dict)  # id -> start
+    runs: dict[int, tuple[str, str | None]] = dataclasses.field(default_factory=dict)
+    # each run's id -> its start and end (Store.run_starts)
 
     def update(self, store: Any, workers: int = 1) -> int:
         """Detect again the cases whose results changed since the last update (all of
@@ -74,7 +82,7 @@ class StoreDetection:
         cases at a time, in `workers` processes (each reading and detecting its own
         chunks); how many cases that was."""
         runs = store.run_starts()
-        if any(runs.get(run) != started for run, started in self.runs.items()):
+        if any(_another(runs.get(run), was) for run, was in self.runs.items()):
             self.versions = {}  # a run deleted (or its id given to another)
         versions = store.case_versions()
         for gone in set(self.by_case) - set(versions):

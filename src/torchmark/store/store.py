@@ -7,11 +7,13 @@ store asks for `torchmark db upgrade`; a store written by a newer torchmark is r
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import functools
 import json
 import os
 import struct
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -35,6 +37,7 @@ TABLE_COLUMNS = ("run_id", "started", "case_id", "frontend", "label", "sub_label
                  "mean", "iqr", "min", "max", "failure", "git_commit", "machine", "run_env",
                  "torch_version", "threads", "device")
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
+MEDIANS_KEPT = 16  # runs whose medians run_medians keeps (about 1.5 MB each at 10k cases)
 
 
 # a time metric's rows as Measurements: the metadata that gives Measurement.quantity
@@ -183,6 +186,10 @@ class Store:
         # what a run's provenance says that series and pages read, by run id (a run's
         # provenance never changes once stored): see run_facts
         self._facts: dict[int, RunFacts] = {}
+        # run_medians' answers, the least recently used first
+        self._medians: collections.OrderedDict[int, tuple[tuple[Any, ...], dict[
+            tuple[str, str], float | None]]] = collections.OrderedDict()
+        self._medians_lock = threading.Lock()
         # builds_repeat's answers, by (machine, env, largest run id, number of runs)
         self._repeats: dict[tuple[Any, ...], bool] = {}
         self._counts: dict[tuple[int, str], int] = {}  # a finished run's result count
@@ -607,13 +614,32 @@ class Store:
 
     def run_medians(self, run_id: int) -> dict[tuple[str, str], float | None]:
         """Each (case id, metric) of a run -> its median (None for a failed result or
-        one without samples): what ranks a comparison's cases before any is judged."""
-        res = schema.results
+        one without samples): what ranks a comparison's cases before any is judged.
+        The last MEDIANS_KEPT runs' answers are kept while the run is as it was (its
+        start, its results' number, largest id and latest time recorded: a run still
+        being written, or an id SQLite gave again, is read anew): a comparison's pages and sortings read
+        them once. The dict returned is shared: read it, never change it."""
+        r, res = schema.runs, schema.results
         with self.engine.connect() as conn:
-            return {(case_id, metric): median if failure is None else None
-                    for case_id, metric, median, failure in driver_rows(conn, sa.select(
-                        res.c.case_id, res.c.metric, res.c.median, res.c.failure)
-                        .where(res.c.run_id == run_id))}
+            version = (run_id, conn.execute(sa.select(r.c.started).where(r.c.id == run_id))
+                       .scalar(), *conn.execute(sa.select(
+                           sa.func.count(res.c.id), sa.func.max(res.c.id),
+                           sa.func.max(res.c.recorded)).where(res.c.run_id == run_id)).one())
+            with self._medians_lock:
+                kept = self._medians.get(run_id)
+                if kept is not None and kept[0] == version:
+                    self._medians.move_to_end(run_id)
+                    return kept[1]
+            medians = {(case_id, metric): median if failure is None else None
+                       for case_id, metric, median, failure in driver_rows(conn, sa.select(
+                           res.c.case_id, res.c.metric, res.c.median, res.c.failure)
+                           .where(res.c.run_id == run_id))}
+        with self._medians_lock:
+            self._medians[run_id] = (version, medians)
+            self._medians.move_to_end(run_id)
+            while len(self._medians) > MEDIANS_KEPT:
+                self._medians.popitem(last=False)
+        return medians
 
     def _result_counts(self, conn: sa.Connection,
                        runs: list[tuple[int, str | None]]) -> dict[int, int]:
@@ -781,12 +807,13 @@ class Store:
         rows = self.results(since=since, machine=machine, env=env, case=case, metric=metric)
         return {column: [row.get(column) for row in rows] for column in TABLE_COLUMNS}
 
-    def run_starts(self) -> dict[int, str]:
-        """Each run's id -> its start (an id SQLite gave again, after a deletion, names a
-        run of another start)."""
+    def run_starts(self) -> dict[int, tuple[str, str | None]]:
+        """Each run's id -> its start and end (an id SQLite gave again, after a
+        deletion, names a run of another start or end)."""
         r = schema.runs
         with self.engine.connect() as conn:
-            return dict(driver_rows(conn, sa.select(r.c.id, r.c.started)))
+            return {run: (started, ended) for run, started, ended in
+                    driver_rows(conn, sa.select(r.c.id, r.c.started, r.c.ended))}
 
     def runs_version(self) -> tuple[Any, ...]:
         """What changes when runs are added or deleted: their number, largest id and
