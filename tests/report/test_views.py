@@ -176,3 +176,21 @@ def test_a_run_s_medians_are_kept_while_the_run_is_unchanged(tmp_path):
     assert again == run  # SQLite gives the id again
     store.record([result(0, 3.0), result(1, 4.0)], again)
     assert store.run_medians(again) == {("timeit:m0", "wall"): 3.0, ("timeit:m1", "wall"): 4.0}
+
+
+def test_a_comparison_page_of_more_than_a_thousand_cases_reads_them_all(tmp_path):
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Case, Result
+    from torchmark.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'many.db'}")
+    cases = [Case(id=f"timeit:k{i:04d}", frontend="timeit", stmt=f"h({i})", label="h",
+                  sub_label=f"n={i}") for i in range(1100)]
+    for level in (1.0, 1.0):
+        run = store.start_run(Provenance.capture())
+        store.record([Result(case=case, metric="wall", unit="s", number_per_run=1,
+                             samples=tuple(level * (1 + 0.001 * k) for k in range(5)))
+                      for case in cases], run)
+    data = views.compare_view(store, 1, 2, per_page=2000)  # the report's A/B reads so
+    assert data["total"] == len(data["rows"]) == 1100
+    assert len(store.result_records(run=1, cases=[c.id for c in cases])) == 1100

@@ -880,7 +880,7 @@ class Store:
                        cases: Sequence[str] | None = None) -> list[Result]:
         """Stored results as the core's Result records (raw samples, case, provenance of
         their run), oldest first: what the gate and `compare` work on. `cases`: only
-        these case ids (at most 1000)."""
+        these case ids."""
         from torchmark.core.result import Case, Failure
 
         r, res, c = schema.runs, schema.results, schema.cases
@@ -888,18 +888,25 @@ class Store:
                           res.c.samples, res.c.warnings, res.c.failure, res.c.failure_tail,
                           res.c.extra, res.c.env, c.c.frontend, c.c.stmt, c.c.setup,
                           c.c.label, c.c.sub_label, c.c.description, c.c.threads,
-                          c.c.device, c.c.params, res.c.run_id).join(
-            r, r.c.id == res.c.run_id).join(c, c.c.id == res.c.case_id)
+                          c.c.device, c.c.params, res.c.run_id, r.c.started, res.c.id
+                          ).join(r, r.c.id == res.c.run_id).join(c, c.c.id == res.c.case_id)
         for column, value in ((res.c.run_id, run), (res.c.case_id, case),
                               (res.c.metric, metric)):
             if value is not None:
                 query = query.where(column == value)
-        if cases is not None:
-            query = query.where(res.c.case_id.in_(sorted(set(cases))[:1000]))
+        query = query.order_by(r.c.started, res.c.id)
+        ids = sorted(set(cases)) if cases is not None else None
         out = []
         provenances: dict[int, Provenance | None] = {}  # each run's, parsed once
         with self.engine.connect() as conn:
-            for row in conn.execute(query.order_by(r.c.started, res.c.id)):
+            if ids is None:
+                rows = list(conn.execute(query))
+            else:  # bounded IN lists, then in time order again
+                rows = [row for start in range(0, len(ids), 500) for row in conn.execute(
+                    query.where(res.c.case_id.in_(ids[start:start + 500])))]
+                if len(ids) > 500:
+                    rows.sort(key=lambda row: (row.started, row.id))
+            for row in rows:
                 if row.run_id not in provenances:
                     stored = conn.execute(sa.select(r.c.provenance)
                                           .where(r.c.id == row.run_id)).scalar()
