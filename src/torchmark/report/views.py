@@ -314,8 +314,8 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
                  explainer: Callable[[list[Any], list[Any]], list[list[str]]] | None = None,
                  cases: Collection[str] | None = None) -> dict[str, Any]:
     """The cases two runs share, a page at a time (`sort`: "change", the largest change
-    of the medians first, slower or faster, or "case"), each judged as `torchmark compare` judges it: the
-    family and the runs' common shift of all the cases (from their stored medians), the
+    of the medians first, slower or faster, or "case"), each judged as `torchmark
+    compare` judges it: the family and the runs' common shift of all the cases (from their stored medians), the
     drift from each case's A/A history (verdicts/family.py `only`, `family`). Only the
     page's cases are read whole, so a page costs its own cases' reads and verdicts.
     `explainer(before, after)`: where the slower cases' changes live, as lines a case,
@@ -325,7 +325,7 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     from torchmark.regressions.aa_history import history_ratios
     from torchmark.regressions.comparability import blocking_differences, side_fingerprint
     from torchmark.regressions.gate import side_of
-    from torchmark.verdicts.family import Pair, judge_all, shifts_of
+    from torchmark.verdicts.family import Pair, judge_all, ratio_of, shifts_of
 
     medians_a, medians_b = store.run_medians(baseline), store.run_medians(candidate)
     if cases is not None:
@@ -333,17 +333,14 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
         medians_a, medians_b = ({key: value for key, value in medians.items()
                                  if key[0] in wanted} for medians in (medians_a, medians_b))
     keys = [key for key in medians_a if key in medians_b]
-    inf = math.inf
-    # the ratio of the medians, None where a side has no positive finite one
-    ratios = {key: b / a if a is not None and b is not None and 0 < a < inf and 0 < b < inf
-              else None for key in keys for a, b in ((medians_a[key], medians_b[key]),)}
+    ratios = {key: ratio_of(medians_a[key], medians_b[key]) for key in keys}
 
     if sort == "case":
         titles = store.case_titles(sorted({case for case, _ in keys})) \
             if len(keys) <= 1000 else store.case_titles()
         keys.sort(key=lambda key: (natural_key(titles.get(key[0], key[0])), key[1]))
     else:
-        largest = {key: -abs(math.log(value)) if value is not None else inf
+        largest = {key: -abs(math.log(value)) if value is not None else math.inf
                    for key, value in ratios.items()}  # slower or faster alike
         keys.sort(key=largest.__getitem__)
     page = max(1, page)

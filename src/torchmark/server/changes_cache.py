@@ -8,9 +8,9 @@ apart and applied in this process: a mark never starts a detection.
 The detection runs in a child process (`python -m torchmark.server.changes_cache`, at a
 lower priority than the server, its chunks of cases read and detected in a process a
 core, DETECT_WORKERS at most): the first one reads every result (minutes at 10M results
-on two cores), and reading rows holds the
-interpreter lock for seconds at a time, which would stall every request (and uvicorn's
-health checks) of a server that detected in a thread. The child writes its state
+on two cores), and reading rows holds the interpreter lock for seconds at a time, which
+would stall every request (and uvicorn's health checks) of a server that detected in a
+thread. The child writes its state
 (pickled) to a file in this user's private folder (core/private_folder.py: 0700, nobody
 else can write it), under a file lock; every process of one `serve --workers N` reads
 that file when it is at the store's current version, so the store is read once; the

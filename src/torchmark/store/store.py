@@ -578,9 +578,9 @@ class Store:
         (runs_version)."""
         r = schema.runs
         key = (machine, env, *self.runs_version())
+        if key in self._repeats:
+            return self._repeats[key]
         with self.engine.connect() as conn:
-            if key in self._repeats:
-                return self._repeats[key]
             query = _filtered(sa.select(r.c.git_commit, r.c.git_dirty, r.c.torch_version,
                                         r.c.tags), r, None, machine, None).where(
                 r.c.env.is_(None) if env is None else r.c.env == env)
@@ -617,8 +617,8 @@ class Store:
         one without samples): what ranks a comparison's cases before any is judged.
         The last MEDIANS_KEPT runs' answers are kept while the run is as it was (its
         start, its results' number, largest id and latest time recorded: a run still
-        being written, or an id SQLite gave again, is read anew): a comparison's pages and sortings read
-        them once. The dict returned is shared: read it, never change it."""
+        being written, or an id SQLite gave again, is read anew): a comparison's pages
+        and sortings read them once. The dict returned is shared: read it, never change it."""
         r, res = schema.runs, schema.results
         with self.engine.connect() as conn:
             version = (run_id, conn.execute(sa.select(r.c.started).where(r.c.id == run_id))

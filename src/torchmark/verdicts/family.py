@@ -65,8 +65,13 @@ def _median_ratio(p: Pair) -> float | None:
     sides = (p.baseline, p.candidate)
     if any(s.failure is not None or len(s.samples) == 0 for s in sides):
         return None
-    base, cand = (statistics.median(s.samples) for s in sides)
-    if not (base > 0 and cand > 0 and math.isfinite(base) and math.isfinite(cand)):
+    return ratio_of(*(statistics.median(s.samples) for s in sides))
+
+
+def ratio_of(base: float | None, cand: float | None) -> float | None:
+    """cand / base, the ratio of two medians; None unless both are positive and
+    finite."""
+    if base is None or cand is None or not (0 < base < math.inf and 0 < cand < math.inf):
         return None
     return cand / base
 
