@@ -170,12 +170,14 @@ def test_a_run_s_medians_are_kept_while_the_run_is_unchanged(tmp_path):
     first = store.run_medians(run)
     assert store.run_medians(run) is first  # kept
     store.record([result(1, 2.0)], run)  # the run still being written
-    assert store.run_medians(run) == {("timeit:m0", "wall"): 1.0, ("timeit:m1", "wall"): 2.0}
+    assert store.run_medians(run).as_dict() == {("timeit:m0", "wall"): 1.0,
+                                                ("timeit:m1", "wall"): 2.0}
     store.delete_runs([run])
     again = store.start_run(Provenance.capture())
     assert again == run  # SQLite gives the id again
     store.record([result(0, 3.0), result(1, 4.0)], again)
-    assert store.run_medians(again) == {("timeit:m0", "wall"): 3.0, ("timeit:m1", "wall"): 4.0}
+    assert store.run_medians(again).as_dict() == {("timeit:m0", "wall"): 3.0,
+                                                  ("timeit:m1", "wall"): 4.0}
 
 
 def test_a_comparison_page_of_more_than_a_thousand_cases_reads_them_all(tmp_path):

@@ -24,6 +24,8 @@ import statistics
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+import numpy as np
+
 from torchmark.regressions.history import Change, Point, Series
 
 MAX_POINTS = 400  # points a history plot draws; longer ones are reduced server-side
@@ -325,28 +327,27 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     from torchmark.regressions.aa_history import history_ratios
     from torchmark.regressions.comparability import blocking_differences, side_fingerprint
     from torchmark.regressions.gate import side_of
-    from torchmark.verdicts.family import Pair, judge_all, ratio_of, shifts_of
+    from torchmark.verdicts.family import Pair, judge_all, ratios_of, shifts_of_arrays
 
     medians_a, medians_b = store.run_medians(baseline), store.run_medians(candidate)
     if cases is not None:
         wanted = set(cases)
-        medians_a, medians_b = ({key: value for key, value in medians.items()
-                                 if key[0] in wanted} for medians in (medians_a, medians_b))
-    keys = [key for key in medians_a if key in medians_b]
-    ratios = {key: ratio_of(medians_a[key], medians_b[key]) for key in keys}
+        medians_a, medians_b = medians_a.only(wanted), medians_b.only(wanted)
+    common, base, cand = medians_a.aligned(medians_b)
+    ratios = ratios_of(base, cand)
+    family = (len(common), shifts_of_arrays([metric for _, metric in common], ratios))
 
     if sort == "case":
-        titles = store.case_titles(sorted({case for case, _ in keys})) \
-            if len(keys) <= 1000 else store.case_titles()
-        keys.sort(key=lambda key: (natural_key(titles.get(key[0], key[0])), key[1]))
-    else:
-        largest = {key: -abs(math.log(value)) if value is not None else math.inf
-                   for key, value in ratios.items()}  # slower or faster alike
-        keys.sort(key=largest.__getitem__)
+        titles = store.case_titles(sorted({case for case, _ in common})) \
+            if len(common) <= 1000 else store.case_titles()
+        keys = sorted(common, key=lambda key: (natural_key(titles.get(key[0], key[0])),
+                                             key[1]))
+    else:  # the largest changes first, slower or faster alike; no ratio last
+        with np.errstate(invalid="ignore"):
+            largest = np.where(np.isnan(ratios), np.inf, -np.abs(np.log(ratios)))
+        keys = [common[i] for i in np.argsort(largest, kind="stable").tolist()]
     page = max(1, page)
     shown = keys[(page - 1) * per_page:page * per_page]
-
-    family = (len(keys), shifts_of((key[1], value) for key, value in ratios.items()))
     ids = sorted({case for case, _ in shown})
     a = {(r.case.id, r.metric): r for r in store.result_records(run=baseline, cases=ids)}
     b = {(r.case.id, r.metric): r for r in store.result_records(run=candidate, cases=ids)}
@@ -367,8 +368,8 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     return {"baseline": baseline, "candidate": candidate, "threshold": threshold,
             "sort": sort, "page": page, "per_page": per_page, "total": len(keys),
             "environment_differences": [d.describe() for d in differences],
-            "only_baseline": len([k for k in medians_a if k not in medians_b]),
-            "only_candidate": len([k for k in medians_b if k not in medians_a]),
+            "only_baseline": len(medians_a.keys) - len(keys),
+            "only_candidate": len(medians_b.keys) - len(keys),
             "explanations": explanations,
             "rows": [{"case_id": key[0], "case": a[key].case.title, "metric": key[1],
                       "unit": a[key].unit, "baseline": median(a[key]),

@@ -16,7 +16,7 @@ import struct
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -26,6 +26,9 @@ from torchmark.core.result import Result
 from torchmark.store import schema
 from torchmark.store.driver_sql import driver_rows, insert_rows, placeholders
 from torchmark.store.result_rows import RESULT_VALUES, case_row, result_values
+
+if TYPE_CHECKING:
+    from torchmark.store.run_medians import RunMedians
 
 HEAD = "0003"  # the newest migration
 REVISIONS = ("0001", "0002", "0003")  # every migration this torchmark knows, oldest first
@@ -187,8 +190,8 @@ class Store:
         # provenance never changes once stored): see run_facts
         self._facts: dict[int, RunFacts] = {}
         # run_medians' answers, the least recently used first
-        self._medians: collections.OrderedDict[int, tuple[tuple[Any, ...], dict[
-            tuple[str, str], float | None]]] = collections.OrderedDict()
+        self._medians: collections.OrderedDict[int, tuple[tuple[Any, ...], RunMedians]] \
+            = collections.OrderedDict()
         self._medians_lock = threading.Lock()
         # builds_repeat's answers, by (machine, env, largest run id, number of runs)
         self._repeats: dict[tuple[Any, ...], bool] = {}
@@ -612,28 +615,41 @@ class Store:
                     label=row.label, sub_label=row.sub_label, description=row.description,
                     threads=row.threads, device=row.device, params=row.params or {})
 
-    def run_medians(self, run_id: int) -> dict[tuple[str, str], float | None]:
-        """Each (case id, metric) of a run -> its median (None for a failed result or
-        one without samples): what ranks a comparison's cases before any is judged.
+    def run_medians(self, run_id: int) -> RunMedians:
+        """Each (case id, metric) of a run and its median (NaN for a failed result or one
+        without samples): what ranks a comparison's cases before any is judged.
         The last MEDIANS_KEPT runs' answers are kept while the run is as it was (its
         start, its results' number, largest id and latest time recorded: a run still
         being written, or an id SQLite gave again, is read anew): a comparison's pages
-        and sortings read them once. The dict returned is shared: read it, never change it."""
+        and sortings read them once. The answer is shared: read it, never change it."""
+        import numpy as np
+
+        from torchmark.store.run_medians import RunMedians
+
         r, res = schema.runs, schema.results
         with self.engine.connect() as conn:
-            version = (run_id, conn.execute(sa.select(r.c.started).where(r.c.id == run_id))
-                       .scalar(), *conn.execute(sa.select(
-                           sa.func.count(res.c.id), sa.func.max(res.c.id),
-                           sa.func.max(res.c.recorded)).where(res.c.run_id == run_id)).one())
+            started = conn.execute(sa.select(r.c.started).where(r.c.id == run_id)).scalar()
             with self._medians_lock:
                 kept = self._medians.get(run_id)
-                if kept is not None and kept[0] == version:
-                    self._medians.move_to_end(run_id)
+            if kept is not None:
+                version = (run_id, started, *driver_rows(conn, sa.select(
+                    sa.func.count(res.c.id), sa.func.max(res.c.id),
+                    sa.func.max(res.c.recorded)).where(res.c.run_id == run_id))[0])
+                if kept[0] == version:
+                    with self._medians_lock:
+                        if run_id in self._medians:
+                            self._medians.move_to_end(run_id)
                     return kept[1]
-            medians = {(case_id, metric): median if failure is None else None
-                       for case_id, metric, median, failure in driver_rows(conn, sa.select(
-                           res.c.case_id, res.c.metric, res.c.median, res.c.failure)
-                           .where(res.c.run_id == run_id))}
+            rows = driver_rows(conn, sa.select(
+                res.c.case_id, res.c.metric,
+                sa.case((res.c.failure.is_(None), res.c.median), else_=None),
+                res.c.id, res.c.recorded).where(res.c.run_id == run_id))
+        case_ids, metrics, values, ids, recorded = zip(*rows, strict=True) if rows else ((),) * 5
+        # the version the query above gives, read from the rows themselves (one pass)
+        version = (run_id, started, len(rows), max(ids, default=None),
+                   max(recorded, default=None))
+        medians = RunMedians(list(zip(case_ids, metrics, strict=True)),
+                             np.array(values, dtype=np.float64))
         with self._medians_lock:
             self._medians[run_id] = (version, medians)
             self._medians.move_to_end(run_id)

@@ -21,6 +21,8 @@ import statistics
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from torchmark.verdicts.drift import from_history
 from torchmark.verdicts.engine import EXACT_METRICS, Side, judge
 from torchmark.verdicts.verdict import Verdict
@@ -53,12 +55,22 @@ def common_shifts(pairs: Sequence[Pair]) -> dict[str, float]:
 def shifts_of(ratios: Iterable[tuple[str, float | None]]) -> dict[str, float]:
     """common_shifts from each case's (metric, ratio of the medians, None where a side
     has none): what a caller holding only the runs' stored medians computes."""
-    logs: dict[str, list[float]] = {}
+    metrics, values = [], []
     for metric, ratio in ratios:
-        if metric not in EXACT_METRICS and ratio is not None:
-            logs.setdefault(metric, []).append(math.log(ratio))
-    return {metric: statistics.median(values) for metric, values in logs.items()
-            if len(values) >= MIN_SHIFT_CASES}
+        metrics.append(metric)
+        values.append(math.nan if ratio is None else ratio)
+    return shifts_of_arrays(metrics, np.array(values, dtype=np.float64))
+
+
+def shifts_of_arrays(metrics: Sequence[str], ratios: np.ndarray) -> dict[str, float]:
+    """shifts_of from `metrics[i]`'s ratio `ratios[i]` (NaN where a side has none)."""
+    names = np.array(metrics, dtype=object)
+    shifts = {}
+    for metric in sorted(set(metrics) - set(EXACT_METRICS)):
+        values = ratios[(names == metric) & ~np.isnan(ratios)]
+        if len(values) >= MIN_SHIFT_CASES:
+            shifts[metric] = statistics.median([math.log(v) for v in values.tolist()])
+    return shifts
 
 
 def _median_ratio(p: Pair) -> float | None:
@@ -74,6 +86,14 @@ def ratio_of(base: float | None, cand: float | None) -> float | None:
     if base is None or cand is None or not (0 < base < math.inf and 0 < cand < math.inf):
         return None
     return cand / base
+
+
+def ratios_of(base: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """ratio_of of each pair of medians: NaN where it is None."""
+    valid = (base > 0) & (cand > 0) & (base < math.inf) & (cand < math.inf)
+    out = np.full(base.shape, math.nan)
+    np.divide(cand, base, out=out, where=valid)
+    return out
 
 
 def judge_all(pairs: Sequence[Pair], *, threshold: float, confidence: float = 0.95,
