@@ -51,10 +51,10 @@ def placeholders(conn: sa.Connection, n: int) -> str:
     return ", ".join([mark] * n)
 
 
-def driver_rows(conn: sa.Connection, query: sa.Select[Any]) -> list[tuple[Any, ...]]:
+def driver_rows(conn: sa.Connection, query: sa.ClauseElement) -> list[tuple[Any, ...]]:
     """`query`'s rows as the driver returns them, within `conn`'s transaction."""
-    compiled = query.compile(dialect=conn.dialect,
-                             compile_kwargs={"render_postcompile": True})
+    compiled: Any = query.compile(dialect=conn.dialect,
+                                  compile_kwargs={"render_postcompile": True})
     params: Any = compiled.params
     if compiled.positional:
         params = tuple(params[name] for name in compiled.positiontup or ())
