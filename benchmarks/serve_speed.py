@@ -28,6 +28,7 @@ import concurrent.futures
 import dataclasses
 import datetime as dt
 import json
+import math
 import os
 import socket
 import statistics
@@ -114,13 +115,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def fetch(url: str) -> tuple[float, float]:
-    """(server ms from Server-Timing, round-trip ms) of one GET."""
+def fetch(url: str) -> dict[str, float]:
+    """One GET's times in ms: its Server-Timing parts (`queue`: waiting for a page
+    thread, `page`: building the page, `app`: the whole request in the server) and the
+    round trip (`trip`)."""
     started = time.perf_counter()
     with urllib.request.urlopen(url, timeout=600) as response:
         response.read()
-        timing = response.headers.get("Server-Timing", "app;dur=nan")
-    return float(timing.split("dur=")[1]), (time.perf_counter() - started) * 1000
+        timing = response.headers.get("Server-Timing", "")
+    times = {"queue": math.nan, "page": math.nan, "app": math.nan}
+    for part in timing.split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if name in times:
+            times[name] = float(duration)
+    return {**times, "trip": (time.perf_counter() - started) * 1000}
 
 
 def p95(values: list[float]) -> float:
@@ -130,24 +138,31 @@ def p95(values: list[float]) -> float:
 def measure(base: str, pages: dict[str, Any], requests: int, clients: int) -> None:
     """Each page `requests` times (request i asks for `pages[name](i)`: another case,
     run, pair of runs or page each time, so nothing answers from a cache), alone and
-    from `clients` concurrent clients."""
-    first_ms = fetch(base + "/regressions")[1]
+    from `clients` concurrent clients. Printed: the server's time on the request (app)
+    alone, median and p95, and with the clients: the time building the page (page),
+    the wait for a page thread before it (queue) and the round trip."""
+    first_ms = fetch(base + "/regressions")["trip"]
     print(f"first regressions request (detects the changes across the store): "
           f"{first_ms / 1000:.1f} s")
     for path_of in pages.values():
         fetch(base + path_of(0))  # warm
-    print(f"{'page':<14} {'server median':>14} {'server p95':>11} {'round trip':>11} "
-          f"| {clients} clients: {'server median':>14} {'p95':>9}")
+    print(f"{'':<16}{'alone: server':>14} {'p95':>6} | {clients} clients: "
+          f"{'page':>6} {'p95':>6} {'queue':>6} {'server':>7} {'p95':>6} {'trip':>6} "
+          f"{'p95':>6}  (medians and p95, ms)")
     for name, path_of in pages.items():
-        alone = [fetch(base + path_of(i)) for i in range(requests)]
+        alone = [fetch(base + path_of(i))["app"] for i in range(requests)]
         with concurrent.futures.ThreadPoolExecutor(clients) as pool:
             together = list(pool.map(fetch, [base + path_of(requests + i)
                                              for i in range(requests)]))
-        server = [a[0] for a in alone]
-        busy = [t[0] for t in together]
-        print(f"{name:<14} {statistics.median(server):>11.1f} ms {p95(server):>8.1f} ms "
-              f"{statistics.median(a[1] for a in alone):>8.1f} ms | "
-              f"{statistics.median(busy):>11.1f} ms {p95(busy):>6.1f} ms", flush=True)
+
+        def of(part: str, together: list[dict[str, float]] = together) -> list[float]:
+            return [t[part] for t in together]
+
+        print(f"{name:<16}{statistics.median(alone):>14.1f} {p95(alone):>6.1f} | "
+              f"{'':>11}{statistics.median(of('page')):>6.1f} {p95(of('page')):>6.1f} "
+              f"{statistics.median(of('queue')):>6.1f} {statistics.median(of('app')):>7.1f} "
+              f"{p95(of('app')):>6.1f} {statistics.median(of('trip')):>6.1f} "
+              f"{p95(of('trip')):>6.1f}", flush=True)
 
 
 def feed_status(base: str) -> dict[str, Any]:
@@ -184,10 +199,12 @@ def freshness(base: str, store: Store, args: argparse.Namespace) -> None:
 def serve_and_measure(url: str, store: Store, args: argparse.Namespace) -> None:
     from torchmark.server.changes_cache import ChangesCache
 
-    ChangesCache(store).path.unlink(missing_ok=True)  # measure a first detection
+    if not args.pages_only:
+        ChangesCache(store).path.unlink(missing_ok=True)  # measure a first detection
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "torchmark", "serve", "--db", url,
-                             "--port", str(port), "--workers", str(args.workers)],
+                             "--port", str(port), "--workers", str(args.workers),
+                             "--page-threads", str(args.page_threads)],
                             stdout=subprocess.DEVNULL,
                             stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -216,8 +233,14 @@ def serve_and_measure(url: str, store: Store, args: argparse.Namespace) -> None:
             "api regressions": lambda i: f"/api/v1/regressions?page={1 + i % 2}",
             "api case": lambda i: f"/api/v1/cases/{case(i + 500)}",
         }
+        if args.pages:
+            unknown = set(args.pages) - set(pages)
+            if unknown:
+                raise SystemExit(f"--pages: no page {', '.join(sorted(unknown))}")
+            pages = {name: pages[name] for name in args.pages}
         measure(base, pages, args.requests, args.clients)
-        freshness(base, store, args)
+        if not args.pages_only:
+            freshness(base, store, args)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -243,12 +266,20 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--report-timeout", type=float, default=600)
     parser.add_argument("--workers", type=int, default=1, help="serve's --workers")
+    parser.add_argument("--page-threads", type=int, default=1,
+                        help="serve's --page-threads")
     parser.add_argument("--postgres", default=None,
                         help="A PostgreSQL URL, or `auto` for a throw-away cluster "
                              "(tests/pg_cluster.py)")
     parser.add_argument("--db", default=None, help="Reuse (or build at) this SQLite path.")
     parser.add_argument("--skip-sqlite", action="store_true",
                         help="Measure PostgreSQL only.")
+    parser.add_argument("--pages", type=lambda text: text.split(","), default=None,
+                        help="Measure only these pages (comma-separated: regressions, "
+                             "runs, run, case, compare, search, ...).")
+    parser.add_argument("--pages-only", action="store_true",
+                        help="Measure the pages only: not the feed's freshness nor the "
+                             "static report.")
     args = parser.parse_args()
     targets = []
     folder = tempfile.mkdtemp(prefix="torchmark-serve-speed-")
@@ -277,6 +308,8 @@ def main() -> int:
                 store, seconds = build(url, args.cases, args.runs)
                 print(f"built in {seconds:.0f} s", flush=True)
             serve_and_measure(url, store, args)
+            if args.pages_only:
+                continue
             print(f"static report: {report_time(url, args.report_timeout)}", flush=True)
     finally:
         if cluster is not None:

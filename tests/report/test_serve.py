@@ -6,6 +6,7 @@ regressions feed to the case to the comparison, the token, and an acknowledgemen
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import socket
@@ -132,6 +133,27 @@ def test_the_api_gives_every_page_s_data(served):
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=30)
     assert refused.value.code == 403  # read-only without a token
+
+
+def test_a_process_builds_one_page_at_a_time_and_says_how_long_each_waited(served):
+    """Pages sent at once are built one after the other (--page-threads 1): the times
+    their Server-Timing gives for building them do not overlap."""
+    def timed(i: int) -> tuple[dict[str, float], float, float]:
+        started = time.perf_counter()
+        with urllib.request.urlopen(f"{served}/api/v1/compare?a={1 + i % 20}&b=16",
+                                    timeout=60) as response:
+            response.read()
+            header = response.headers["Server-Timing"]
+        parts = dict(part.strip().split(";dur=") for part in header.split(","))
+        return {k: float(v) for k, v in parts.items()}, started, time.perf_counter()
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(timed, range(16)))
+    assert all(set(t) == {"queue", "page", "app"} for t, _, _ in answers)
+    assert all(t["app"] >= t["page"] for t, _, _ in answers)
+    span = (max(end for _, _, end in answers) - min(start for _, start, _ in answers)) * 1000
+    assert sum(t["page"] for t, _, _ in answers) <= span
+    assert max(t["queue"] for t, _, _ in answers) > 0
 
 
 def watched(browser, base: str):

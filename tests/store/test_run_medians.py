@@ -30,3 +30,84 @@ def test_the_array_ratios_and_shifts_are_the_per_case_ones():
     metrics = ["wall", "device", "instructions"] * 15
     assert shifts_of_arrays(metrics, arrays) == shifts_of(zip(metrics, one_by_one, strict=True))
     assert set(shifts_of_arrays(metrics, arrays)) == {"wall", "device"}  # counts: no shift
+
+
+def _result(i: int, level: float, failure: str | None = None):
+    from torchmark.core.result import Case, Failure, Result
+
+    case = Case(id=f"timeit:p{i}", frontend="timeit", stmt=f"g({i})", label="g")
+    return Result(case=case, metric="wall", unit="s", number_per_run=1,
+                  samples=() if failure else (level, level * 1.1, level * 0.9),
+                  failure=Failure(failure) if failure else None)
+
+
+def _packed_rows(store) -> dict[int, int]:
+    import sqlalchemy as sa
+
+    from torchmark.store import schema
+
+    with store.engine.connect() as conn:
+        return dict(conn.execute(sa.select(schema.run_medians.c.run_id,
+                                           schema.run_medians.c.results)).all())
+
+
+def test_a_finished_run_s_medians_are_read_from_its_packed_row(tmp_path):
+    import sqlalchemy as sa
+
+    from torchmark.core.provenance import Provenance
+    from torchmark.store import Store, schema
+
+    store = Store(f"sqlite:///{tmp_path / 'packed.db'}")
+    running = store.start_run(Provenance.capture())
+    store.record([_result(0, 1.0), _result(1, 2.0, failure="boom")], running)
+    assert _packed_rows(store) == {}  # still running: read from its results
+    store.finish_run(running)
+    one_shot = store.record([_result(0, 3.0), _result(2, 5.0)])  # a run of its own
+    assert one_shot == 2
+    assert sorted(_packed_rows(store).values()) == [2, 2]
+    first = Store(store.url)  # a fresh process's view: nothing in memory
+    assert first.run_medians(running).as_dict() == {("timeit:p0", "wall"): 1.0,
+                                                   ("timeit:p1", "wall"): None}
+    with store.engine.begin() as conn:  # the packed row is what it reads
+        conn.execute(schema.run_medians.update().where(
+            schema.run_medians.c.run_id == running).values(
+            medians=np.array([7.0, 8.0]).astype("<f8").tobytes()))
+    assert Store(store.url).run_medians(running).as_dict()[("timeit:p0", "wall")] == 7.0
+    # results added to the finished run: its packed row no longer holds for it
+    store.record([_result(3, 4.0)], running)
+    assert Store(store.url).run_medians(running).as_dict() == {
+        ("timeit:p0", "wall"): 1.0, ("timeit:p1", "wall"): None, ("timeit:p3", "wall"): 4.0}
+    # a row not as torchmark writes it is not used
+    with store.engine.begin() as conn:
+        store.pack_medians(running, conn)
+        conn.execute(schema.run_medians.update().where(
+            schema.run_medians.c.run_id == running).values(medians=b"\0" * 5))
+    assert Store(store.url).run_medians(running).as_dict()[("timeit:p0", "wall")] == 1.0
+    with store.engine.begin() as conn:
+        store.pack_medians(running, conn)
+        conn.execute(schema.median_keys.update().values(key_list=b'[["x"]]'))
+    assert len(Store(store.url).run_medians(running).keys) == 3
+    assert store.delete_runs([running]) == 1
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(
+            schema.run_medians).where(schema.run_medians.c.run_id == running)).scalar() == 0
+    assert len(store.run_medians(running).keys) == 0
+
+
+def test_two_runs_of_one_suite_share_their_key_list(tmp_path):
+    import sqlalchemy as sa
+
+    from torchmark.store import Store, schema
+
+    store = Store(f"sqlite:///{tmp_path / 'shared.db'}")
+    a = store.record([_result(i, 1.0 + i) for i in range(5)])
+    b = store.record([_result(i, 2.0 + i) for i in range(5)])
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(
+            schema.median_keys)).scalar() == 1
+    fresh = Store(store.url)
+    runs = [r["id"] for r in fresh.runs(limit=None)]
+    first, second = (fresh.run_medians(run) for run in runs)
+    assert first.keys is second.keys  # one list in memory: compared at once
+    keys, base, cand = first.aligned(second)
+    assert len(keys) == 5 and (a, b) == (5, 5)

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Case, Failure, Result
-from torchmark.store import HEAD, Store, StoreError
+from torchmark.store import HEAD, Store, StoreError, schema
 from torchmark.store.result_rows import KEY_AT, RESULT_VALUES, case_row, result_values
 
 FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
@@ -196,6 +196,8 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path):
     assert store.schema_version() == HEAD
     assert (tmp_path / "old.db.schema-0001.bak").exists()
     assert len(store.result_records(run=run)) == 2  # kept through the upgrade
+    with store.engine.connect() as conn:  # 0004 packed the finished run's medians
+        assert conn.execute(sa.select(schema.run_medians.c.results)).all() == [(2,)]
     # 0003 gave the old rows their content keys: importing them again adds nothing
     with store.engine.connect() as conn:
         here = Provenance.capture()

@@ -21,8 +21,11 @@ from torchmark.cli.store_options import db_option
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Server processes (uvicorn's): more answer more clients at once on more "
                    "cores; they share one detection of the store's changes.")
+@click.option("--page-threads", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Pages each process builds at once; the others wait their turn (more "
+                   "only slow each other down where a page is Python's work).")
 @db_option
-def serve_cmd(host, port, token, token_file, workers, db):
+def serve_cmd(host, port, token, token_file, workers, page_threads, db):
     """Serve the dashboard: the regressions feed, runs, each case's history by commit,
     comparisons of two runs and search, each page at a stable address, and its data as
     JSON under /api/v1/. Read-only without a token; bound to anything but a loopback
@@ -52,9 +55,10 @@ def serve_cmd(host, port, token, token_file, workers, db):
         os.environ["TORCHMARK_SERVE_DB"] = store.url
         if token:
             os.environ["TORCHMARK_SERVE_TOKEN"] = token
+        os.environ["TORCHMARK_SERVE_PAGE_THREADS"] = str(page_threads)
         uvicorn.run("torchmark.server.app:app_from_environment", factory=True, host=host,
                     port=port, workers=workers, log_level="warning", access_log=False)
         return 0
-    uvicorn.run(create_app(store, token), host=host, port=port, log_level="warning",
+    uvicorn.run(create_app(store, token, page_threads), host=host, port=port, log_level="warning",
                 access_log=False)
     return 0

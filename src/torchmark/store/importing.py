@@ -245,6 +245,7 @@ class Importer:
             with self.store.engine.begin() as conn, collector_paused(), bulk_cache(conn):
                 for parsed in self._parsed(fd):
                     self._store(conn, parsed, key, fallback)
+                self._pack(conn)
         finally:
             os.close(fd)
         return self.added
@@ -264,7 +265,13 @@ class Importer:
             for start in range(0, len(results), CHUNK_RESULTS):
                 self._store(conn, parsed_of(results[start:start + CHUNK_RESULTS], sent), key,
                             _unknown_origin(self.path))
+            self._pack(conn)
         return self.added
+
+    def _pack(self, conn: sa.Connection) -> None:
+        """Each imported run's medians packed, as a finished run's are."""
+        for run_id in self.runs.values():
+            self.store.pack_medians(run_id, conn)
 
     def _imported_before(self, key: str) -> bool:
         with self.store.engine.connect() as conn:

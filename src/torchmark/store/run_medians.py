@@ -1,16 +1,32 @@
 """A run's stored medians as arrays: what ranks a comparison of two runs' cases before any
-is judged, read from the results table's `median` column (no samples)."""
+is judged, read from the results table's `median` column (no samples), and kept packed in
+one row of the run_medians table once the run is finished (schema.run_medians), so that
+a comparison reads two rows, not two runs' results.
+
+A packed row is used while the run is as it was when it was packed: its start, its
+number of results, its largest result id and that result's time recorded (ids only grow
+while results are added; a run deleted and made again with the ids SQLite gives again is
+told apart by its results' time). Otherwise the run's results are read."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
 import math
-from collections.abc import Collection
+from collections.abc import Collection, MutableMapping
+from typing import Any
 
 import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from torchmark.store import schema
+from torchmark.store.driver_sql import driver_rows
 
 Key = tuple[str, str]  # (case id, metric)
+Version = tuple[Any, ...]  # (run id, start, results, largest result id, its time recorded)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -40,10 +56,93 @@ class RunMedians:
         """The keys both runs hold (in this run's order) with this run's and `other`'s
         medians of them. Two runs of one suite store their cases in one order: then the
         keys are compared once, not looked up one by one."""
-        if self.keys == other.keys:
+        if self.keys is other.keys or self.keys == other.keys:
             return self.keys, self.medians, other.medians
         where = other.index
         mine = [i for i, key in enumerate(self.keys) if key in where]
         keys = [self.keys[i] for i in mine]
         return keys, self.medians[mine], other.medians[[where[key] for key in keys]]
 
+
+def version(conn: sa.Connection, run_id: int) -> Version | None:
+    """The run as it is now (module docstring); None when the store holds no such run."""
+    r, res = schema.runs, schema.results
+    started = conn.execute(sa.select(r.c.started).where(r.c.id == run_id)).scalar()
+    if started is None:
+        return None
+    count, last = driver_rows(conn, sa.select(sa.func.count(res.c.id), sa.func.max(res.c.id))
+                              .where(res.c.run_id == run_id))[0]
+    recorded = None if last is None else conn.execute(
+        sa.select(res.c.recorded).where(res.c.id == last)).scalar()
+    return (run_id, started, count, last, recorded)
+
+
+def from_results(conn: sa.Connection, run_id: int, started: str) -> tuple[RunMedians, Version]:
+    """The run's medians read from its results, and the version they are of."""
+    res = schema.results
+    rows = driver_rows(conn, sa.select(
+        res.c.case_id, res.c.metric,
+        sa.case((res.c.failure.is_(None), res.c.median), else_=None),
+        res.c.id, res.c.recorded).where(res.c.run_id == run_id).order_by(res.c.id))
+    case_ids, metrics, values, _, _ = zip(*rows, strict=True) if rows else ((),) * 5
+    medians = RunMedians(list(zip(case_ids, metrics, strict=True)),
+                         np.array(values, dtype=np.float64))
+    last = rows[-1] if rows else (None,) * 5
+    return medians, (run_id, started, len(rows), last[3], last[4])
+
+
+def from_packed(conn: sa.Connection, now: Version,
+                key_lists: MutableMapping[str, list[Key]]) -> RunMedians | None:
+    """The run's packed medians when they are of its version `now`; None otherwise (or
+    when the row is not as torchmark writes it). `key_lists`: the lists of keys read
+    before, by digest (a suite's runs share one), added to."""
+    m, k = schema.run_medians, schema.median_keys
+    run_id, started, count, last, recorded = now
+    row = conn.execute(sa.select(m.c.key_digest, m.c.medians).where(
+        m.c.run_id == run_id, m.c.started == started, m.c.results == count,
+        m.c.last_result.is_not_distinct_from(last),
+        m.c.last_recorded.is_not_distinct_from(recorded))).first()
+    if row is None:
+        return None
+    keys = key_lists.get(row.key_digest)
+    if keys is None:
+        keys = _keys_of(conn.execute(sa.select(k.c.key_list)
+                                     .where(k.c.digest == row.key_digest)).scalar())
+        if keys is None:
+            return None
+        key_lists[row.key_digest] = keys
+    data = bytes(row.medians)
+    if len(data) != 8 * len(keys):
+        return None
+    return RunMedians(keys, np.frombuffer(data, dtype="<f8"))
+
+
+def write_packed(conn: sa.Connection, medians: RunMedians, now: Version) -> None:
+    """Keep `medians` (of the run's version `now`) packed, within the caller's
+    transaction; a row kept before for the run is replaced."""
+    m, k = schema.run_medians, schema.median_keys
+    run_id, started, count, last, recorded = now
+    blob = json.dumps(medians.keys, separators=(",", ":")).encode()
+    digest = hashlib.sha256(blob).hexdigest()
+    insert: Any = (postgresql if conn.dialect.name == "postgresql" else sqlite).insert
+    if conn.execute(sa.select(k.c.digest).where(k.c.digest == digest)).first() is None:
+        conn.execute(insert(k).values(digest=digest, key_list=blob)
+                     .on_conflict_do_nothing())
+    values = {"started": started, "results": count, "last_result": last,
+              "last_recorded": recorded, "key_digest": digest,
+              "medians": medians.medians.astype("<f8").tobytes()}
+    conn.execute(insert(m).values(run_id=run_id, **values)
+                 .on_conflict_do_update(index_elements=[m.c.run_id], set_=values))
+
+
+def _keys_of(blob: Any) -> list[Key] | None:
+    """A median_keys row's keys; None unless it is a JSON list of [case id, metric]."""
+    try:
+        items = json.loads(bytes(blob))
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(items, list) or not all(
+            isinstance(item, list) and len(item) == 2
+            and all(isinstance(part, str) for part in item) for item in items):
+        return None
+    return [(case_id, metric) for case_id, metric in items]

@@ -111,3 +111,26 @@ change_marks = sa.Table(
     sa.Column("at", sa.Text, nullable=False),
     sa.Index("change_marks_change", "case_id", "metric", "first_bad_run"),
 )
+
+# the lists of (case id, metric) run_medians rows hold the medians of, by the digest of
+# their JSON (a suite's runs share one): see store/run_medians.py
+median_keys = sa.Table(
+    "median_keys", metadata,
+    sa.Column("digest", sa.String(64), primary_key=True),
+    sa.Column("key_list", sa.LargeBinary, nullable=False),
+)
+
+# a finished run's medians, packed (little-endian float64, NaN where none), as the run
+# was when they were read: its start, number of results, largest result id and that
+# result's time recorded
+run_medians = sa.Table(
+    "run_medians", metadata,
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("started", sa.Text, nullable=False),
+    sa.Column("results", sa.Integer, nullable=False),
+    sa.Column("last_result", sa.Integer),
+    sa.Column("last_recorded", sa.Text),
+    sa.Column("key_digest", sa.String(64), sa.ForeignKey("median_keys.digest"), nullable=False),
+    sa.Column("medians", sa.LargeBinary, nullable=False),
+)

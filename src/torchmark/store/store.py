@@ -30,8 +30,8 @@ from torchmark.store.result_rows import RESULT_VALUES, case_row, result_values
 if TYPE_CHECKING:
     from torchmark.store.run_medians import RunMedians
 
-HEAD = "0003"  # the newest migration
-REVISIONS = ("0001", "0002", "0003")  # every migration this torchmark knows, oldest first
+HEAD = "0004"  # the newest migration
+REVISIONS = ("0001", "0002", "0003", "0004")  # every migration this torchmark knows, oldest first
 # what can be said of a detected change (schema.change_marks)
 CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed")
 # the columns of a results table (Store.table, `torchmark export --format csv|parquet`)
@@ -192,6 +192,7 @@ class Store:
         # run_medians' answers, the least recently used first
         self._medians: collections.OrderedDict[int, tuple[tuple[Any, ...], RunMedians]] \
             = collections.OrderedDict()
+        self._key_lists: dict[str, list[tuple[str, str]]] = {}  # by digest: run_medians
         self._medians_lock = threading.Lock()
         # builds_repeat's answers, by (machine, env, largest run id, number of runs)
         self._repeats: dict[tuple[Any, ...], bool] = {}
@@ -310,6 +311,7 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(schema.runs.update().where(schema.runs.c.id == run_id)
                          .values(status=status, ended=utc_now()))
+            self.pack_medians(run_id, conn)
 
     def record(self, results: Iterable[Any], run_id: int | None = None) -> int:
         """Store `results` in one transaction, under `run_id` (a new finished run when
@@ -326,11 +328,14 @@ class Store:
             problem = r.storable_problem()
             if problem is not None:  # one such record made every report fail
                 raise StoreError(f"not stored: {r.case.title[:80]}: {problem}")
+        finished = run_id is None
         if run_id is None:
             provenance = next((r.provenance for r in results if r.provenance), None)
             run_id = self.start_run(provenance, status="ok")
         with self.engine.begin() as conn:
             self.insert_results(conn, results, run_id, utc_now())
+            if finished:
+                self.pack_medians(run_id, conn)
         return len(results)
 
     def insert_results(self, conn: sa.Connection, results: list[Result], run_id: int,
@@ -617,45 +622,49 @@ class Store:
 
     def run_medians(self, run_id: int) -> RunMedians:
         """Each (case id, metric) of a run and its median (NaN for a failed result or one
-        without samples): what ranks a comparison's cases before any is judged.
-        The last MEDIANS_KEPT runs' answers are kept while the run is as it was (its
-        start, its results' number, largest id and latest time recorded: a run still
-        being written, or an id SQLite gave again, is read anew): a comparison's pages
-        and sortings read them once. The answer is shared: read it, never change it."""
+        without samples): what ranks a comparison's cases before any is judged. Read
+        from the run's packed row where it is current (store/run_medians.py), else
+        from its results; the last MEDIANS_KEPT runs' answers are kept in memory while
+        the run is as it was. The answer is shared: read it, never change it."""
         import numpy as np
 
-        from torchmark.store.run_medians import RunMedians
+        from torchmark.store import run_medians as packing
 
-        r, res = schema.runs, schema.results
         with self.engine.connect() as conn:
-            started = conn.execute(sa.select(r.c.started).where(r.c.id == run_id)).scalar()
+            now = packing.version(conn, run_id)
+            if now is None:
+                return packing.RunMedians([], np.empty(0))
             with self._medians_lock:
                 kept = self._medians.get(run_id)
-            if kept is not None:
-                version = (run_id, started, *driver_rows(conn, sa.select(
-                    sa.func.count(res.c.id), sa.func.max(res.c.id),
-                    sa.func.max(res.c.recorded)).where(res.c.run_id == run_id))[0])
-                if kept[0] == version:
-                    with self._medians_lock:
-                        if run_id in self._medians:
-                            self._medians.move_to_end(run_id)
+                if kept is not None and kept[0] == now:
+                    self._medians.move_to_end(run_id)
                     return kept[1]
-            rows = driver_rows(conn, sa.select(
-                res.c.case_id, res.c.metric,
-                sa.case((res.c.failure.is_(None), res.c.median), else_=None),
-                res.c.id, res.c.recorded).where(res.c.run_id == run_id))
-        case_ids, metrics, values, ids, recorded = zip(*rows, strict=True) if rows else ((),) * 5
-        # the version the query above gives, read from the rows themselves (one pass)
-        version = (run_id, started, len(rows), max(ids, default=None),
-                   max(recorded, default=None))
-        medians = RunMedians(list(zip(case_ids, metrics, strict=True)),
-                             np.array(values, dtype=np.float64))
+            medians = packing.from_packed(conn, now, self._key_lists)
+            if medians is None:
+                medians, now = packing.from_results(conn, run_id, now[1])
         with self._medians_lock:
-            self._medians[run_id] = (version, medians)
+            self._medians[run_id] = (now, medians)
             self._medians.move_to_end(run_id)
             while len(self._medians) > MEDIANS_KEPT:
                 self._medians.popitem(last=False)
+            if len(self._key_lists) > 64:
+                self._key_lists.clear()
         return medians
+
+    def pack_medians(self, run_id: int, conn: sa.Connection | None = None) -> None:
+        """Keep the run's medians packed as it is now (store/run_medians.py), within
+        `conn`'s transaction (a transaction of its own when None): what finishing a
+        run does, and the schema upgrade for the runs stored before it."""
+        from torchmark.store import run_medians as packing
+
+        if conn is None:
+            with self.engine.begin() as own:
+                self.pack_medians(run_id, own)
+            return
+        started = conn.execute(sa.select(schema.runs.c.started)
+                               .where(schema.runs.c.id == run_id)).scalar()
+        if started is not None:
+            packing.write_packed(conn, *packing.from_results(conn, run_id, started))
 
     def _result_counts(self, conn: sa.Connection,
                        runs: list[tuple[int, str | None]]) -> dict[int, int]:
@@ -1064,8 +1073,8 @@ class Store:
 
     # -- maintenance ----------------------------------------------------------------------
     def delete_runs(self, run_ids: Sequence[int]) -> int:
-        """Remove these runs, their results and what was said of their changes, in one
-        transaction; how many runs there were."""
+        """Remove these runs, their results, packed medians and what was said of their
+        changes, in one transaction; how many runs there were."""
         ids = sorted(set(run_ids))
         r, res, marks = schema.runs, schema.results, schema.change_marks
         deleted = 0
@@ -1073,6 +1082,8 @@ class Store:
             for start in range(0, len(ids), 500):
                 chunk = ids[start:start + 500]
                 conn.execute(marks.delete().where(marks.c.first_bad_run.in_(chunk)))
+                conn.execute(schema.run_medians.delete()
+                             .where(schema.run_medians.c.run_id.in_(chunk)))
                 conn.execute(res.delete().where(res.c.run_id.in_(chunk)))
                 deleted += conn.execute(r.delete().where(r.c.id.in_(chunk))).rowcount
         return deleted
