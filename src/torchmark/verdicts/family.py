@@ -62,14 +62,16 @@ def shifts_of(ratios: Iterable[tuple[str, float | None]]) -> dict[str, float]:
     return shifts_of_arrays(metrics, np.array(values, dtype=np.float64))
 
 
-def shifts_of_arrays(metrics: Sequence[str], ratios: np.ndarray) -> dict[str, float]:
+def shifts_of_arrays(metrics: Sequence[str] | np.ndarray,
+                     ratios: np.ndarray) -> dict[str, float]:
     """shifts_of from `metrics[i]`'s ratio `ratios[i]` (NaN where a side has none)."""
-    names = np.array(metrics, dtype=object)
+    names = np.asarray(metrics, dtype=object)
+    measured = ~np.isnan(ratios)
     shifts = {}
-    for metric in sorted(set(metrics) - set(EXACT_METRICS)):
-        values = ratios[(names == metric) & ~np.isnan(ratios)]
+    for metric in sorted(set(names.tolist()) - set(EXACT_METRICS)):
+        values = ratios[(names == metric) & measured]
         if len(values) >= MIN_SHIFT_CASES:
-            shifts[metric] = statistics.median([math.log(v) for v in values.tolist()])
+            shifts[metric] = float(np.median(np.log(values)))
     return shifts
 
 
