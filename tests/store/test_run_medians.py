@@ -111,3 +111,17 @@ def test_two_runs_of_one_suite_share_their_key_list(tmp_path):
     assert first.keys is second.keys  # one list in memory: compared at once
     keys, base, cand = first.aligned(second)
     assert len(keys) == 5 and (a, b) == (5, 5)
+
+
+def test_an_imported_run_is_packed(tmp_path):
+    from torchmark.core.results_file import save_results
+    from torchmark.store import Store
+
+    path = tmp_path / "results.jsonl"
+    save_results(path, [_result(0, 1.0), _result(1, 2.0)])
+    store = Store(f"sqlite:///{tmp_path / 'imported.db'}")
+    assert store.import_file(path) == 2
+    [run] = [r["id"] for r in store.runs(limit=None)]
+    assert _packed_rows(store) == {run: 2}
+    assert Store(store.url).run_medians(run).as_dict() == {("timeit:p0", "wall"): 1.0,
+                                                           ("timeit:p1", "wall"): 2.0}
