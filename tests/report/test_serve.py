@@ -241,3 +241,48 @@ def test_the_api_over_a_postgresql_store(postgres):
         assert get(f"{base}/api/v1/compare?a=10&b=11")[1]["rows"][0]["verdict"] == "slower"
         assert get(f"{base}/api/v1/search?q=N%3D2")[1]["cases"][0]["title"] == "mul: n=2"
         assert get(f"{base}/api/v1/runs/5")[1]["total"] == 3
+
+
+def test_a_page_waiting_for_the_first_detection_holds_no_other_page(tmp_path):
+    """The first detection of a large store takes minutes: the feed waits for it, the
+    runs page (built under the same one page thread) does not."""
+    import asyncio
+
+    from torchmark.server.app import create_app
+
+    app = create_app(build_store(f"sqlite:///{tmp_path / 'h.db'}"), None)
+    detect = app.state.dashboard.changes.get
+
+    def slow_detection():
+        time.sleep(2)
+        return detect()
+
+    app.state.dashboard.changes.get = slow_detection
+
+    async def timed(path: str) -> float:
+        """GET `path` from the application itself (ASGI); the seconds it took."""
+        started, sent = time.perf_counter(), []
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "GET", "scheme": "http", "path": path,
+                 "raw_path": path.encode(), "query_string": b"", "root_path": "",
+                 "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 1),
+                 "server": ("127.0.0.1", 80)}
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await app(scope, receive, send)
+        assert sent[0]["status"] == 200
+        return time.perf_counter() - started
+
+    async def main() -> tuple[float, float]:
+        feed = asyncio.create_task(timed("/api/v1/regressions"))
+        await asyncio.sleep(0.2)
+        return await timed("/api/v1/runs"), await feed
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a loop of its own (the
+        runs, feed = pool.submit(lambda: asyncio.run(main())).result()  # browser's runs)
+    assert feed >= 2 and runs < 1.5

@@ -91,6 +91,9 @@ def test_a_finished_run_s_medians_are_read_from_its_packed_row(tmp_path):
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(
             schema.run_medians).where(schema.run_medians.c.run_id == running)).scalar() == 0
+        # the deleted run's key list went with it; the other run's stays
+        assert conn.execute(sa.select(sa.func.count()).select_from(
+            schema.median_keys)).scalar() == 1
     assert len(store.run_medians(running).keys) == 0
 
 
@@ -125,3 +128,48 @@ def test_an_imported_run_is_packed(tmp_path):
     assert _packed_rows(store) == {run: 2}
     assert Store(store.url).run_medians(run).as_dict() == {("timeit:p0", "wall"): 1.0,
                                                            ("timeit:p1", "wall"): 2.0}
+
+
+def test_a_case_measured_again_in_a_resumed_run_counts_once(tmp_path):
+    """A failed case measured again into its resumed run: the run holds it twice, the
+    comparison takes its last result (as before packing)."""
+    from torchmark.core.provenance import Provenance
+    from torchmark.report.views import compare_view
+    from torchmark.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'resumed.db'}")
+    a = store.start_run(Provenance.capture())
+    store.record([_result(i, 1.0) for i in range(6)] + [_result(6, 0, failure="oom")], a)
+    store.finish_run(a)
+    store.reopen_run(a)
+    store.record([_result(6, 2.0)], a)
+    store.finish_run(a)
+    b = store.record([_result(i, 1.0) for i in range(7)])
+    assert b == 7
+    b_id = max(r["id"] for r in store.runs(limit=None))
+    for first, second in ((a, b_id), (b_id, a)):
+        view = compare_view(Store(store.url), first, second)
+        assert (view["total"], view["only_baseline"], view["only_candidate"]) == (7, 0, 0)
+        assert len({row["case_id"] for row in view["rows"]}) == 7
+    assert Store(store.url).run_medians(a).as_dict()[("timeit:p6", "wall")] == 2.0
+
+
+def test_a_packed_row_not_as_torchmark_writes_it_is_read_from_the_results(tmp_path):
+    import sqlalchemy as sa
+
+    from torchmark.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'odd.db'}")
+    store.record([_result(0, 1.0), _result(1, 2.0)])
+    [run] = [r["id"] for r in store.runs(limit=None)]
+    damaged = [("run_medians", "medians", "abcdefghabcdefgh"),  # text, not bytes
+               ("run_medians", "medians", 16),
+               ("median_keys", "key_list", b"[" * 100_000 + b"]" * 100_000),
+               ("median_keys", "key_list", b'[["timeit:p0","wall"],["timeit:p0","wall"]]'),
+               ("median_keys", "key_list", "not bytes")]
+    for table, column, value in damaged:
+        with store.engine.begin() as conn:
+            store.pack_medians(run, conn)
+            conn.execute(sa.text(f"UPDATE {table} SET {column} = :value"), {"value": value})
+        assert Store(store.url).run_medians(run).as_dict() == {("timeit:p0", "wall"): 1.0,
+                                                               ("timeit:p1", "wall"): 2.0}

@@ -198,6 +198,12 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path):
     assert len(store.result_records(run=run)) == 2  # kept through the upgrade
     with store.engine.connect() as conn:  # 0004 packed the finished run's medians
         assert conn.execute(sa.select(schema.run_medians.c.results)).all() == [(2,)]
+        from torchmark.store import run_medians
+
+        packed = run_medians.from_packed(conn, run_medians.version(conn, run), {})
+        assert packed is not None  # as the run is: used
+        assert packed.as_dict() == store.run_medians(run).as_dict()
+        assert len(packed.keys) == 2
     # 0003 gave the old rows their content keys: importing them again adds nothing
     with store.engine.connect() as conn:
         here = Provenance.capture()

@@ -343,7 +343,7 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
         keys = sorted(common, key=lambda key: (natural_key(titles.get(key[0], key[0])),
                                              key[1]))
     else:  # the largest changes first, slower or faster alike; no ratio last
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore"):
             largest = np.where(np.isnan(ratios), np.inf, -np.abs(np.log(ratios)))
         keys = [common[i] for i in np.argsort(largest, kind="stable").tolist()]
     page = max(1, page)

@@ -40,6 +40,7 @@ MARKS = ("acknowledged", "dismissed")
 # pages one process builds at once: at 10M results, 20 clients, 2 processes on 2 cores,
 # a comparison's round trip median 292 ms with 1, 323 with 2, 373 with 40 (anyio's own)
 PAGE_THREADS = 1
+CHANGES_PAGES = ("regressions", "case")  # the pages that show the detected changes
 MAX_NOTE = 2000
 MAX_PER_PAGE = 500
 
@@ -221,7 +222,9 @@ def create_app(store: Any, token: str | None = None,
     def handler(kind: str, produce: Any, title: Any) -> Any:
         """A page (or, under /api/, its JSON) from `produce(request)`, in a thread of
         `threads`; its Server-Timing says how long it waited for one (queue) and how
-        long it took (page)."""
+        long it took (page). A page of the detected changes first waits for them
+        outside `threads` (the first detection of a store takes minutes: the other
+        pages are built meanwhile)."""
         def build(request: Request, arrived: float) -> Response:
             started = time.perf_counter()
             response = page(request)
@@ -246,6 +249,8 @@ def create_app(store: Any, token: str | None = None,
             return _page(kind, title(request, data), data)
 
         async def endpoint(request: Request) -> Response:
+            if kind in CHANGES_PAGES:
+                await anyio.to_thread.run_sync(dash.changes.get)
             response: Response = await anyio.to_thread.run_sync(
                 build, request, time.perf_counter(), limiter=threads)
             return response

@@ -78,15 +78,16 @@ def version(conn: sa.Connection, run_id: int) -> Version | None:
 
 
 def from_results(conn: sa.Connection, run_id: int, started: str) -> tuple[RunMedians, Version]:
-    """The run's medians read from its results, and the version they are of."""
+    """The run's medians read from its results (a key's last result where it has
+    several), and the version they are of."""
     res = schema.results
     rows = driver_rows(conn, sa.select(
         res.c.case_id, res.c.metric,
         sa.case((res.c.failure.is_(None), res.c.median), else_=None),
         res.c.id, res.c.recorded).where(res.c.run_id == run_id).order_by(res.c.id))
-    case_ids, metrics, values, _, _ = zip(*rows, strict=True) if rows else ((),) * 5
-    medians = RunMedians(list(zip(case_ids, metrics, strict=True)),
-                         np.array(values, dtype=np.float64))
+    # a key held twice (a failed case measured again in a resumed run): its last result
+    latest = {(case_id, metric): value for case_id, metric, value, _, _ in rows}
+    medians = RunMedians(list(latest), np.array(list(latest.values()), dtype=np.float64))
     last = rows[-1] if rows else (None,) * 5
     return medians, (run_id, started, len(rows), last[3], last[4])
 
@@ -111,8 +112,8 @@ def from_packed(conn: sa.Connection, now: Version,
         if keys is None:
             return None
         key_lists[row.key_digest] = keys
-    data = bytes(row.medians)
-    if len(data) != 8 * len(keys):
+    data = row.medians
+    if not isinstance(data, (bytes, bytearray, memoryview)) or len(data) != 8 * len(keys):
         return None
     return RunMedians(keys, np.frombuffer(data, dtype="<f8"))
 
@@ -136,13 +137,17 @@ def write_packed(conn: sa.Connection, medians: RunMedians, now: Version) -> None
 
 
 def _keys_of(blob: Any) -> list[Key] | None:
-    """A median_keys row's keys; None unless it is a JSON list of [case id, metric]."""
+    """A median_keys row's keys; None unless it is a JSON list of distinct [case id,
+    metric] pairs."""
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        return None
     try:
         items = json.loads(bytes(blob))
-    except (TypeError, ValueError):
+    except (ValueError, RecursionError):
         return None
     if not isinstance(items, list) or not all(
             isinstance(item, list) and len(item) == 2
             and all(isinstance(part, str) for part in item) for item in items):
         return None
-    return [(case_id, metric) for case_id, metric in items]
+    keys = [(case_id, metric) for case_id, metric in items]
+    return keys if len(set(keys)) == len(keys) else None

@@ -328,13 +328,14 @@ class Store:
             problem = r.storable_problem()
             if problem is not None:  # one such record made every report fail
                 raise StoreError(f"not stored: {r.case.title[:80]}: {problem}")
-        finished = run_id is None
         if run_id is None:
             provenance = next((r.provenance for r in results if r.provenance), None)
             run_id = self.start_run(provenance, status="ok")
         with self.engine.begin() as conn:
             self.insert_results(conn, results, run_id, utc_now())
-            if finished:
+            status = conn.execute(sa.select(schema.runs.c.status)
+                                  .where(schema.runs.c.id == run_id)).scalar()
+            if status is not None and status != "running":  # a finished run: repacked
                 self.pack_medians(run_id, conn)
         return len(results)
 
@@ -622,7 +623,7 @@ class Store:
 
     def run_medians(self, run_id: int) -> RunMedians:
         """Each (case id, metric) of a run and its median (NaN for a failed result or one
-        without samples): what ranks a comparison's cases before any is judged. Read
+        stored without a median): what ranks a comparison's cases before any is judged. Read
         from the run's packed row where it is current (store/run_medians.py), else
         from its results; the last MEDIANS_KEPT runs' answers are kept in memory while
         the run is as it was. The answer is shared: read it, never change it."""
@@ -1073,8 +1074,9 @@ class Store:
 
     # -- maintenance ----------------------------------------------------------------------
     def delete_runs(self, run_ids: Sequence[int]) -> int:
-        """Remove these runs, their results, packed medians and what was said of their
-        changes, in one transaction; how many runs there were."""
+        """Remove these runs, their results, packed medians (and the key lists no run
+        holds any more) and what was said of their changes, in one transaction; how many
+        runs there were."""
         ids = sorted(set(run_ids))
         r, res, marks = schema.runs, schema.results, schema.change_marks
         deleted = 0
@@ -1086,6 +1088,9 @@ class Store:
                              .where(schema.run_medians.c.run_id.in_(chunk)))
                 conn.execute(res.delete().where(res.c.run_id.in_(chunk)))
                 deleted += conn.execute(r.delete().where(r.c.id.in_(chunk))).rowcount
+            keys = schema.median_keys  # the key lists no run holds any more
+            conn.execute(keys.delete().where(keys.c.digest.not_in(
+                sa.select(schema.run_medians.c.key_digest))))
         return deleted
 
     def runs_before(self, moment: str) -> list[int]:

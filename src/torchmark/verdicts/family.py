@@ -71,7 +71,8 @@ def shifts_of_arrays(metrics: Sequence[str] | np.ndarray,
     for metric in sorted(set(names.tolist()) - set(EXACT_METRICS)):
         values = ratios[(names == metric) & measured]
         if len(values) >= MIN_SHIFT_CASES:
-            shifts[metric] = float(np.median(np.log(values)))
+            with np.errstate(divide="ignore"):  # a ratio that underflowed to 0: -inf
+                shifts[metric] = float(np.median(np.log(values)))
     return shifts
 
 
@@ -94,7 +95,8 @@ def ratios_of(base: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """ratio_of of each pair of medians: NaN where it is None."""
     valid = (base > 0) & (cand > 0) & (base < math.inf) & (cand < math.inf)
     out = np.full(base.shape, math.nan)
-    np.divide(cand, base, out=out, where=valid)
+    with np.errstate(over="ignore", under="ignore"):  # inf and 0, as Python's division
+        np.divide(cand, base, out=out, where=valid)
     return out
 
 
