@@ -196,3 +196,12 @@ def test_a_comparison_page_of_more_than_a_thousand_cases_reads_them_all(tmp_path
     data = views.compare_view(store, 1, 2, per_page=2000)  # the report's A/B reads so
     assert data["total"] == len(data["rows"]) == 1100
     assert len(store.result_records(run=1, cases=[c.id for c in cases])) == 1100
+
+
+def test_a_result_s_samples_are_thinned_to_at_most_the_most_shown():
+    from torchmark.report.views import MAX_SAMPLES_SHOWN, samples_shown
+
+    for n in (1, MAX_SAMPLES_SHOWN, MAX_SAMPLES_SHOWN + 1, 2 * MAX_SAMPLES_SHOWN - 1, 10_000):
+        shown = samples_shown("c", "t", "wall", "s", [float(i) for i in range(n)])["samples"]
+        assert 0 < len(shown) <= MAX_SAMPLES_SHOWN and shown[0] == 0.0
+        assert len(shown) > MAX_SAMPLES_SHOWN // 2 or n < MAX_SAMPLES_SHOWN // 2

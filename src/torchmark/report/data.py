@@ -14,11 +14,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchmark.regressions.history import Change, Series, load_series, scan
-from torchmark.report.views import change_row, compare_view, history_plots, history_series, run_row
+from torchmark.report.views import (
+    change_row,
+    compare_view,
+    history_plots,
+    history_series,
+    run_row,
+    samples_shown,
+)
 
 MAX_AB_CASES = 2000  # the A/B section's cases (the largest changes first)
 MAX_DISTRIBUTION_CASES = 60  # a run's raw samples shown for at most this many cases
-MAX_SAMPLES_SHOWN = 400  # per case, evenly thinned beyond this
 MAX_SERIES_DRAWN = 500  # series drawn: those with a change first (every one detected)
 MAX_POINTS_DRAWN = 500  # each drawn series' newest runs
 
@@ -70,9 +76,7 @@ def _distributions(store: Any, run: int, patterns: Sequence[str],
             continue
         if len(cases) == MAX_DISTRIBUTION_CASES:
             break
-        step = max(1, len(r.samples) // MAX_SAMPLES_SHOWN)
-        cases.append({"case": r.case.title, "metric": r.metric, "unit": r.unit,
-                      "samples": list(r.samples[::step])})
+        cases.append(samples_shown(r.case.id, r.case.title, r.metric, r.unit, r.samples))
     return {"run": run, "cases": cases}
 
 

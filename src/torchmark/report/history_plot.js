@@ -86,5 +86,6 @@ window.torchmarkHistoryPlot = (function () {
   }
   draw.scaleFor = scaleFor;  // for the pages' tables: one unit scaling
   draw.shown = shown;
+  draw.esc = esc;
   return draw;
 })();

@@ -45,6 +45,7 @@ def render(data: dict[str, Any], title: str = "torchmark report") -> str:
         "<a href=\"#ab\">A/B</a><a href=\"#distributions\">Raw samples</a>"
         "<a href=\"#cases\">Cases</a></nav></header><main id=\"app\"></main>"
         f"<script>{get_plotlyjs()}</script><script>{_asset('history_plot.js')}</script>"
+        f"<script>{_asset('samples_plot.js')}</script>"
         f"<script type=\"application/json\" id=\"report-data\">{script_json(data)}</script>"
         f"<script>{_asset('report.js')}</script></body></html>\n")
 

@@ -174,17 +174,7 @@
     }, CONFIG);
   }
   function distPlot(div) {
-    const traces = data.distributions.cases.map((c) => {
-      const sorted = [...c.samples].sort((a, b) => a - b);
-      const median = sorted[Math.floor(sorted.length / 2)] || 1;
-      return { type: "box", name: `${esc(c.case)} [${esc(c.metric)}]`, y: c.samples.map((v) => v / median),
-        boxpoints: "all", jitter: 0.4, pointpos: 0, marker: { size: 3 },
-        text: c.samples.map((v) => fmt(v, c.unit)), hoverinfo: "text+name" };
-    });
-    Plotly.newPlot(div, traces, {
-      margin: { l: 60, r: 10, t: 10, b: 120 }, showlegend: false,
-      yaxis: { title: { text: "sample / case median" } },
-    }, CONFIG);
+    window.torchmarkSamplesPlot(div, data.distributions.cases);
   }
   function draw(div) {
     if (div.dataset.drawn) return;

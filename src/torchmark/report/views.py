@@ -30,6 +30,7 @@ from torchmark.regressions.history import Change, Point, Series
 
 MAX_POINTS = 400  # points a history plot draws; longer ones are reduced server-side
 PAGE_SIZE = 50
+MAX_SAMPLES_SHOWN = 400  # a result's raw samples drawn, evenly thinned beyond this
 STATES = ("new", "confirmed", "not-confirmed", "dismissed", "acknowledged", "recovered")
 
 
@@ -67,7 +68,8 @@ def run_view(store: Any, run_id: int, page: int = 1,
              per_page: int = PAGE_SIZE) -> dict[str, Any] | None:
     """A run: its provenance (its fingerprint apart) and a page of its results (case,
     metric, unit, n, median, IQR, warnings, failure), by case name, the page's times
-    also as Compare's tables (`compare_tables`); None for no such run."""
+    also as Compare's tables (`compare_tables`), and their raw samples
+    (`samples_shown`); None for no such run."""
     provenance = store.run_provenance(run_id)
     if provenance is None:
         return None
@@ -81,12 +83,24 @@ def run_view(store: Any, run_id: int, page: int = 1,
              "warnings": len(r["warnings"] or []),
              "warning_text": [str(w)[:300] for w in (r["warnings"] or [])][:5]}
             for r in found]
-    tables = compare_tables(store.measurements(run_id, cases=sorted({
-        r["case_id"] for r in found}))) if found else []
+    measured = store.results(run=run_id, samples=True, cases=sorted({
+        r["case_id"] for r in found})) if found else []
     return {"run": run_row(runs[0], store.hostnames()) if runs else {"id": run_id},
             "provenance": provenance, "fingerprint": fingerprint, "results": rows,
-            "tables": tables, "previous": store.previous_run(run_id), "page": page,
-            "per_page": per_page, "total": total}
+            "tables": compare_tables(store.measurements_of(measured)),
+            "samples": [samples_shown(r["case_id"], _title(r), r["metric"], r["unit"],
+                                      r["samples"]) for r in measured if r["samples"]],
+            "previous": store.previous_run(run_id), "page": page, "per_page": per_page,
+            "total": total}
+
+
+def samples_shown(case_id: str, title: str, metric: str, unit: str,
+                  samples: Sequence[float]) -> dict[str, Any]:
+    """A result's raw samples as the run page and the report draw them (samples_plot.js):
+    MAX_SAMPLES_SHOWN at most, evenly thinned beyond."""
+    step = max(1, -(-len(samples) // MAX_SAMPLES_SHOWN))  # rounded up
+    return {"case_id": case_id, "case": title, "metric": metric, "unit": unit,
+            "samples": list(samples[::step])}
 
 
 def compare_tables(measurements: Sequence[Any]) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ from torchmark.server.changes_cache import ChangesCache
 
 API_VERSION = "v1"
 STATIC = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+REPORT_SCRIPTS = ("history_plot.js", "samples_plot.js")  # the report's, served as they are
 CSP = ("default-src 'none'; script-src 'self' 'unsafe-eval'; style-src 'self' "
        "'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -314,7 +315,7 @@ def create_app(store: Any, token: str | None = None,
 
             return Response(get_plotlyjs(), media_type="text/javascript",
                             headers={"Cache-Control": "max-age=86400"})
-        if name == "history_plot.js":  # the report's own: one code path for both
+        if name in REPORT_SCRIPTS:  # the report's own: one code path for both
             return Response(resources.files("torchmark.report").joinpath(name)
                             .read_text(encoding="utf-8"), media_type="text/javascript")
         if name not in STATIC:

@@ -1038,11 +1038,16 @@ class Store:
         """A run's time results (wall or device; `cases`: only these case ids) as
         Measurements (per-run samples back to block times), for Compare and `ab` as saved
         files are."""
+        return self.measurements_of(self.results(run=run, samples=True, cases=cases))
+
+    @staticmethod
+    def measurements_of(rows: Iterable[dict[str, Any]]) -> list[Any]:
+        """`measurements` of rows `results(samples=True)` gave."""
         from torchmark.core.task_spec import TaskSpec
         from torchmark.timing.measurement import Measurement
 
         out = []
-        for row in self.results(run=run, samples=True, cases=cases):
+        for row in rows:
             if row["metric"] not in _QUANTITY_METADATA or not row["samples"]:
                 continue
             spec = TaskSpec(stmt=row["stmt"], setup="pass", label=row["label"],

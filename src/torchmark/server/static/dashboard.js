@@ -113,8 +113,15 @@
           td(x.metric), td(x.n, x.n, "num"), td(value(x.median, x.unit), x.median, "num"),
           td(value(x.iqr, x.unit), x.iqr, "num"), td(x.warnings ? el("span", { title: x.warning_text.join("\n") }, `${x.warnings}: ${x.warning_text[0]}`) : "0", x.warnings), td(x.failure || ""))),
         { sortable: true }),
-      pager(data.page, data.per_page, data.total, { per_page: data.per_page }),
-      el("h2", {}, "Fingerprint"),
+      pager(data.page, data.per_page, data.total, { per_page: data.per_page }));
+      if (data.samples.length) {
+        const div = el("div", { class: "plot", id: "samples" });
+        app.append(el("h2", {}, "Raw samples"),
+          el("p", { class: "note" }, "This page's results, each sample divided by its result's median (hover: the sample)."),
+          div);
+        window.torchmarkSamplesPlot(div, data.samples);
+      }
+      app.append(el("h2", {}, "Fingerprint"),
       table(["field", "value"], Object.entries(data.fingerprint).map(([k, v]) =>
         el("tr", {}, td(el("code", {}, k)), td(String(v))))),
       el("h2", {}, "Provenance"),
