@@ -60,3 +60,24 @@ def test_the_a_b_section_is_the_dashboard_s_comparison(store, monkeypatch):
     monkeypatch.setattr(report_data, "MAX_AB_CASES", 2)
     cut = report_data.gather(store, ab=(20, 21))["ab"]
     assert cut["total"] == 6 and len(cut["rows"]) == 2
+
+
+def test_the_whole_store_is_detected_as_its_cases_read_whole_are(store, monkeypatch):
+    """Without a filter the report detects as the dashboard's feed does (a chunk of
+    cases at a time); every case named gives the same changes, series and drawing."""
+    pytest.importorskip("ruptures")
+    from torchmark.regressions import rescan
+
+    monkeypatch.setattr(rescan, "CHUNK", 2)  # three chunks of the six cases
+    monkeypatch.setattr(report_data, "CHUNK", 2)
+    monkeypatch.setattr(report_data, "MAX_SERIES_DRAWN", 3)
+    store.mark_change(case_id="timeit:case4", metric="wall", first_bad_run=21,
+                      mark="acknowledged", note="known")
+    whole = report_data.gather(store)
+    named = report_data.gather(store, cases=sorted(store.case_titles()))
+    assert whole["changes"] == named["changes"] and whole["changes"]
+    assert whole["changes"][0]["mark"] == "acknowledged"
+    assert whole["drawn"] == named["drawn"] == {"series": 6, "series_drawn": 3,
+                                                "max_points": report_data.MAX_POINTS_DRAWN,
+                                                "points_cut": 0}
+    assert [s["title"] for s in whole["series"]] == [s["title"] for s in named["series"]]

@@ -26,6 +26,7 @@ from torchmark.regressions.history import (
 )
 
 CHUNK = 500  # cases read and detected together (bounds the memory of one pass)
+DETECT_WORKERS = 8  # processes of one detection, at most (one a core)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,10 +10,12 @@ one run's raw samples."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchmark.regressions.history import Change, Series, load_series, scan
+from torchmark.regressions.rescan import CHUNK
 from torchmark.report.views import (
     change_row,
     compare_view,
@@ -47,12 +49,54 @@ def _series(s: Series, index: int, changes: Sequence[Change], hosts: dict[str, s
             "labels": plot["labels"]}
 
 
-def _drawn(series: Sequence[Series], by_series: dict[int, list[Change]]) -> list[int]:
-    """The indexes of the series drawn: those with a change, then the others in order,
-    MAX_SERIES_DRAWN in all."""
-    changed = [i for i in range(len(series)) if i in by_series]
-    others = [i for i in range(len(series)) if i not in by_series]
-    return sorted((changed + others)[:MAX_SERIES_DRAWN])
+def _drawn(series: Sequence[Series], changed: Sequence[Series]) -> list[Series]:
+    """The series drawn: those with a change, then the others in order,
+    MAX_SERIES_DRAWN in all, in series order."""
+    kept = {id(s) for s in changed}
+    return sorted([s for s in series if id(s) in kept][:MAX_SERIES_DRAWN]
+                  + [s for s in series if id(s) not in kept][:max(0, MAX_SERIES_DRAWN
+                                                                   - len(kept))],
+                  key=_series_order)
+
+
+def _series_order(s: Series) -> tuple[str, ...]:
+    return (s.case_id, s.metric, s.machine or "", s.env or "",
+            str(s.points[0].run_id) if s.points else "")
+
+
+def _filtered(store: Any, cases: Sequence[str], since: str | None, glob: bool,
+              q: float) -> tuple[list[Change], int, list[Series]]:
+    """The changes, the number of series and the series drawn of the cases and runs
+    asked for: their series read whole and scanned."""
+    series = load_series(store, cases=cases, since=since, glob=glob)
+    changes = scan(store, series=series, q=q, improvements=True)
+    return changes, len(series), _drawn(series, [c.series for c in changes])
+
+
+def _whole_store(store: Any, q: float) -> tuple[list[Change], int, list[Series]]:
+    """_filtered for every case and run, as the dashboard's feed detects them
+    (regressions/rescan.py: CHUNK cases read and detected at a time, in a process a
+    core), so that memory stays bounded however large the store; the unchanged series
+    drawn are read apart, without their samples."""
+    from torchmark.regressions.history import with_marks
+    from torchmark.regressions.rescan import DETECT_WORKERS, StoreDetection
+
+    detection = StoreDetection()
+    detection.update(store, workers=min(os.cpu_count() or 1, DETECT_WORKERS))
+    changes = with_marks(detection.changes(q=q, improvements=True), store)
+    changed = list({id(c.series): c.series for c in changes}.values())
+    drawn = sorted(changed, key=_series_order)[:MAX_SERIES_DRAWN]
+    shown = {_series_order(s) for s in drawn}
+    room = MAX_SERIES_DRAWN - len(drawn)
+    pending = sorted(detection.by_case)
+    while room > 0 and pending:
+        batch, pending = pending[:CHUNK], pending[CHUNK:]
+        for s in load_series(store, cases=batch, samples=False):
+            if room > 0 and _series_order(s) not in shown:
+                drawn.append(s)
+                room -= 1
+    total = sum(len(entries) for entries in detection.by_case.values())
+    return changes, total, sorted(drawn, key=_series_order)
 
 
 def _ab(store: Any, run_a: int, run_b: int, cases: Sequence[str],
@@ -92,31 +136,32 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
     rootcause.explain.explain_changes sits above the report)."""
     runs = store.runs(since=since)
     hosts = store.hostnames()
-    series = load_series(store, cases=cases, since=since, glob=glob)
-    changes = scan(store, series=series, q=q, improvements=True)
+    changes, total, drawn = _filtered(store, cases, since, glob, q) \
+        if cases or since is not None else _whole_store(store, q)
     by_series: dict[int, list[Change]] = {}
-    index_of = {id(s): i for i, s in enumerate(series)}
+    index_of = {id(s): i for i, s in enumerate(drawn)}
     for c in changes:
-        by_series.setdefault(index_of[id(c.series)], []).append(c)
+        if id(c.series) in index_of:
+            by_series.setdefault(index_of[id(c.series)], []).append(c)
     position = {id(c): i for i, c in enumerate(changes)}
     run_ids = [r["id"] for r in runs]
     if ab is None:
         ab = _newest_pair(store, run_ids)
     shown = run if run is not None else (run_ids[0] if run_ids else None)
-    drawn = _drawn(series, by_series)
-    commits = store.run_commits(p.run_id for i in drawn for p in series[i].points)
+    commits = store.run_commits(p.run_id for s in drawn for p in s.points)
     return {
         "store": store.where,
-        "drawn": {"series": len(series), "series_drawn": len(drawn),
+        "drawn": {"series": total, "series_drawn": len(drawn),
                   "max_points": MAX_POINTS_DRAWN,
-                  "points_cut": sum(len(series[i].points) > MAX_POINTS_DRAWN for i in drawn)},
+                  "points_cut": sum(len(s.points) > MAX_POINTS_DRAWN for s in drawn)},
         "runs": [run_row(r, hosts) for r in runs],
         "explanations": [{"change": position[id(c)], "lines": lines}
                          for c, lines in (explainer(changes) if explainer else ())],
-        "changes": [{**change_row(c, hosts), "series": _series_id(index_of[id(c.series)])}
-                    for c in changes],
-        "series": [_series(series[i], i, by_series.get(i, []), hosts, commits)
-                   for i in drawn],
+        "changes": [{**change_row(c, hosts),
+                     "series": _series_id(index_of[id(c.series)])
+                     if id(c.series) in index_of else None} for c in changes],
+        "series": [_series(s, i, by_series.get(i, []), hosts, commits)
+                   for i, s in enumerate(drawn)],
         "ab": _ab(store, *ab, cases, glob) if ab else None,
         "distributions": _distributions(store, shown, cases, glob) if shown is not None
         else None,

@@ -7,7 +7,7 @@ apart and applied in this process: a mark never starts a detection.
 
 The detection runs in a child process (`python -m torchmark.server.changes_cache`, at a
 lower priority than the server, its chunks of cases read and detected in a process a
-core, DETECT_WORKERS at most): the first one reads every result (minutes at 10M results
+core, rescan.DETECT_WORKERS at most): the first one reads every result (minutes at 10M results
 on two cores), and reading rows holds the interpreter lock for seconds at a time, which
 would stall every request (and uvicorn's health checks) of a server that detected in a
 thread. The child writes its state
@@ -32,7 +32,6 @@ import sqlalchemy as sa
 
 FORMAT = 2  # the detection file's layout
 REFRESH_S = 5.0
-DETECT_WORKERS = 8  # processes of one detection, at most (one a core)
 DETECT_NICENESS = 10
 FORGET_AFTER_S = 7 * 24 * 3600.0  # another store's detection unused this long: removed
 LOCK_WAIT_S = 3600.0  # another process's scan of a large store, at most
@@ -167,7 +166,7 @@ def _scan_in_child(url: str, path: Path, version: tuple[Any, ...]) -> None:
 def scan_to(path: Path, version: tuple[Any, ...]) -> None:
     """The child's work: bring the detection in `path` (a new one when there is none)
     up to the store at $TORCHMARK_SERVE_DB, write it back."""
-    from torchmark.regressions.rescan import StoreDetection
+    from torchmark.regressions.rescan import DETECT_WORKERS, StoreDetection
     from torchmark.store import open as open_store
 
     os.nice(DETECT_NICENESS)  # the server's requests first
