@@ -90,7 +90,7 @@ results = sa.Table(
     sa.Column("extra", sa.JSON, nullable=False),
     sa.Column("recorded", sa.Text, nullable=False),
     sa.Index("results_case_metric", "case_id", "metric"),
-    sa.Index("results_run", "run_id"),
+    sa.Index("results_run_case", "run_id", "case_id"),
     sa.Index("results_content", "content_key"),
 )
 
