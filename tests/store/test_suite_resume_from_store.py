@@ -99,3 +99,45 @@ def test_resume_run_needs_the_store_and_a_run_it_holds(tmp_path, monkeypatch, ca
     assert len(err.strip().splitlines()) == 1
     assert not out.exists()  # refused before any file was made
     assert Store(db).runs() == []
+
+
+def test_a_run_another_command_made_is_not_resumed(tmp_path):
+    """`ops --resume-run` of a `timeit` run: refused before anything is written (it
+    once failed half-way, leaving the timeit run marked failed with ops' results)."""
+    import dataclasses
+
+    import click
+
+    from torchmark.cli.store_options import resumed_cases
+    from torchmark.core.provenance import Provenance
+    from torchmark.store import Store
+
+    db = str(tmp_path / "other.db")
+    store = Store(db)
+    run = store.start_run(dataclasses.replace(
+        Provenance.capture(), command=("torchmark", "timeit", "x + 1")), status="ok")
+    with pytest.raises(click.UsageError, match="`torchmark timeit` made that run"):
+        resumed_cases(db, False, run, "ops")
+    assert resumed_cases(db, False, run, "timeit") == set()
+    assert store.runs(limit=None)[0]["status"] == "ok"
+
+
+def test_a_failed_case_measured_again_in_a_resumed_run_is_held_once(tmp_path):
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Case, Failure, Result
+    from torchmark.store.recorder import RunRecorder
+
+    db = str(tmp_path / "again.db")
+    case = Case(id="timeit:boom", frontend="timeit", stmt="boom()", label="b")
+    failed = Result(case=case, metric="wall", unit="s", number_per_run=1, samples=(),
+                    failure=Failure("ZeroDivisionError"))
+    fine = Result(case=case, metric="wall", unit="s", number_per_run=1,
+                  samples=(1.0, 1.1, 0.9))
+    store = Store(db)
+    run = store.start_run(Provenance.capture())
+    store.record([failed], run)
+    store.finish_run(run, "failed")
+    with RunRecorder(db, resume_run=run) as recorder:
+        recorder.add([fine])
+    [row] = store.results(run=run)
+    assert row["failure"] is None and row["n"] == 3

@@ -72,10 +72,12 @@ def resume_run_option(command: Callable[..., Any]) -> Callable[..., Any]:
                              "failure are skipped, the others recorded into it.")(command)
 
 
-def resumed_cases(db: str | None, no_store: bool, resume_run: int | None) -> set[str]:
+def resumed_cases(db: str | None, no_store: bool, resume_run: int | None,
+                  command: str) -> set[str]:
     """The ids of the cases stored run `resume_run` recorded without failure, which
-    `--resume-run` skips (none without it). A usage error when recording is off or the
-    store holds no such run: checked before the command replaces any file."""
+    `--resume-run` skips (none without it). A usage error when recording is off, the
+    store holds no such run, or another torchmark command (not `command`) made it:
+    checked before the command replaces any file or writes to the run."""
     if resume_run is None:
         return set()
     from torchmark.store.store import recording_off
@@ -88,6 +90,12 @@ def resumed_cases(db: str | None, no_store: bool, resume_run: int | None) -> set
 
     store = open_store(db)
     try:
+        made = store.runs_page(run=resume_run, limit=1)[0]
+        words = list(made[0]["command"] or []) if made else []
+        if len(words) > 1 and words[0] == "torchmark" and words[1] != command:
+            raise click.UsageError(f"--resume-run {resume_run}: `torchmark {words[1]}` made "
+                                   f"that run, not `torchmark {command}`: resume it with "
+                                   "the command that made it")
         done: set[str] = store.finished_cases(resume_run)
         for run in node_runs(store, resume_run).values():  # those measured on Ray nodes
             done |= store.finished_cases(run)

@@ -141,7 +141,7 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     cases = select(load_cases(definitions), pattern, subset)
     if not cases:
         raise click.UsageError("no case matches --filter")
-    done = resumed_cases(db, no_store, resume_run)  # suite results keep the case's own id
+    done = resumed_cases(db, no_store, resume_run, "suite")  # suite results keep the case's own id
     if not resume:
         prepare_output(out, SCHEMA, "suite results", "--out")
     progress = progress_bar()  # shown once the runner has checked its inputs

@@ -73,7 +73,8 @@ class RunRecorder:
             runs.setdefault(self._run_of(result), []).append(result)
         try:
             for run_id, batch in runs.items():
-                self.recorded += self.store.record(batch, run_id)
+                self.recorded += self.store.record(
+                    batch, run_id, replace_failed=self.resume_run is not None)
         except Exception as e:
             self._give_up(e)
 

@@ -313,11 +313,13 @@ class Store:
                          .values(status=status, ended=utc_now()))
             self.pack_medians(run_id, conn)
 
-    def record(self, results: Iterable[Any], run_id: int | None = None) -> int:
+    def record(self, results: Iterable[Any], run_id: int | None = None, *,
+               replace_failed: bool = False) -> int:
         """Store `results` in one transaction, under `run_id` (a new finished run when
         None, with the results' own provenance or the present one); how many. Besides
         Results, what the front-ends return is taken as it is: Measurements (torch's
-        too) and CallgrindStats."""
+        too) and CallgrindStats. `replace_failed`: the run's failed results of these
+        cases are removed first (a resumed run measuring them again holds each once)."""
         items = list(results)
         if not all(isinstance(r, Result) for r in items):
             from torchmark.records import results_of
@@ -332,6 +334,12 @@ class Store:
             provenance = next((r.provenance for r in results if r.provenance), None)
             run_id = self.start_run(provenance, status="ok")
         with self.engine.begin() as conn:
+            if replace_failed:
+                res, ids = schema.results, sorted({r.case.id for r in results})
+                for start in range(0, len(ids), 500):
+                    conn.execute(res.delete().where(
+                        res.c.run_id == run_id, res.c.failure.is_not(None),
+                        res.c.case_id.in_(ids[start:start + 500])))
             self.insert_results(conn, results, run_id, utc_now())
             status = conn.execute(sa.select(schema.runs.c.status)
                                   .where(schema.runs.c.id == run_id)).scalar()
