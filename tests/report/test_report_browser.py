@@ -64,6 +64,10 @@ def test_a_report_needs_a_store_with_the_named_runs(history_store, tmp_path, cap
     assert main(["report", "-o", str(tmp_path / "r.html"), "--run", "999",
                  "--db", history_store.url]) == 2
     assert "holds no run 999" in capsys.readouterr().err
+    assert main(["report", "-o", str(tmp_path / "r.html"), "--case", "nosuch",
+                 "--db", history_store.url]) == 2
+    assert "holds no case named 'nosuch'" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
 
 
 

@@ -125,6 +125,16 @@ def test_the_api_gives_every_page_s_data(served):
     assert day["total"] == 24 + 6  # that day's runs (hours 0-23; box-b's 18-23) to its end
     assert get(f"{served}/api/v1/search?q=n%3D2")[1]["cases"][0]["title"] == "mul: n=2"
     assert get(f"{served}/api/v1/runs/999")[0] == 404
+    huge = "9" * 25  # beyond any id a store holds: a clear answer, not a server error
+    assert get(f"{served}/api/v1/runs/{huge}")[0] == 400
+    assert get(f"{served}/api/v1/runs?page={huge}")[0] == 400
+    assert get(f"{served}/api/v1/compare?a={huge}&b=16")[0] == 404
+    assert get(f"{served}/api/v1/compare?a=commit:&b=16")[0] == 400
+    one = get(f"{served}/api/v1/compare?a=15&b=16&per_page=1&page=2&threshold=5%25")[1]
+    assert (one["per_page"], len(one["rows"]), one["threshold"]) == (1, 1, 0.05)
+    assert get(f"{served}/api/v1/compare?a=15&b=16&threshold=lots")[0] == 400
+    assert get(f"{served}/api/v1/cases/{change['case_id']}?metric=bogus")[0] == 400
+    assert get(f"{served}/api/v1/search?q=%25")[1]["cases"] == []  # % is no wildcard
     assert get(f"{served}/api/v1/runs?page=x")[0] == 400
     assert get(f"{served}/api/v1/regressions?state=lost")[0] == 400
     request = urllib.request.Request(f"{served}/api/v1/regressions/mark", method="POST",

@@ -205,3 +205,22 @@ def test_a_result_s_samples_are_thinned_to_at_most_the_most_shown():
         shown = samples_shown("c", "t", "wall", "s", [float(i) for i in range(n)])["samples"]
         assert 0 < len(shown) <= MAX_SAMPLES_SHOWN and shown[0] == 0.0
         assert len(shown) > MAX_SAMPLES_SHOWN // 2 or n < MAX_SAMPLES_SHOWN // 2
+
+
+def test_the_run_before_is_one_that_shares_a_case(tmp_path):
+    """The run page's "compare with the run before" names the newest earlier run on the
+    machine and env that holds one of its cases (not another command's run)."""
+    from torchmark.core.result import Case, Result
+    from torchmark.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'before.db'}")
+
+    def run_of(prefix: str) -> int:
+        case = Case(id=f"{prefix}:c", frontend="timeit", stmt=prefix, label=prefix)
+        store.record([Result(case=case, metric="wall", unit="s", number_per_run=1,
+                             samples=(1.0, 1.1, 0.9))])
+        return max(r["id"] for r in store.runs(limit=None))
+
+    first, other, second = run_of("ops"), run_of("timeit"), run_of("ops")
+    assert store.previous_run(second) == first
+    assert store.previous_run(other) is None and store.previous_run(first) is None

@@ -33,6 +33,14 @@ def report_cmd(output, since, cases, glob, run, ab, db):
     from torchmark.rootcause.explain import explain_changes
 
     store = open_store(db)
+    if cases:
+        from torchmark.core.result import cases_named
+
+        if not cases_named(store.case_titles(), cases, glob):
+            raise click.UsageError(f"--case: the store at {store.where} holds no case "
+                                   f"{'matching' if glob else 'named'} "
+                                   f"{', '.join(repr(c) for c in cases[:3])} "
+                                   "(`torchmark runs`, then `torchmark show RUN`, list them)")
     for wanted in ([run] if run else []) + list(ab or []):
         if not store.has_run(wanted):
             raise click.UsageError(f"the store at {store.where} holds no run {wanted} "

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import time
 from importlib import resources
 from typing import Any
@@ -44,6 +43,7 @@ PAGE_THREADS = 1
 CHANGES_PAGES = ("regressions", "case")  # the pages that show the detected changes
 MAX_NOTE = 2000
 MAX_PER_PAGE = 500
+LARGEST_INT = 2**63 - 1  # the largest id a store holds (SQLite's and PostgreSQL's bigint)
 
 
 class Dashboard:
@@ -68,11 +68,9 @@ class Dashboard:
     def case(self, case_id: str, q: Any) -> dict[str, Any] | None:
         """A case's page, its changes the feed's (detected across the store)."""
         changes, _ = self.changes.get()
-        return views.case_view(self.store, case_id, metric=q.get("metric") or None,
-                               detected=changes)
+        return views.case_view(self.store, case_id, metric=_metric(q), detected=changes)
 
     def regressions(self, q: Any) -> dict[str, Any]:
-        from torchmark.core.result import METRICS
 
         changes, status = self.changes.get()
         since = (q.get("since_commit") or "")[:64] or None
@@ -89,13 +87,11 @@ class Dashboard:
         state = q.get("state") or None
         if state is not None and state not in views.STATES:
             raise BadRequest(f"state must be one of {', '.join(views.STATES)}")
-        metric = q.get("metric") or None
-        if metric is not None and metric not in METRICS:
-            raise BadRequest(f"metric must be one of {', '.join(METRICS)}")
+        metric = _metric(q)
         data = views.regressions_view(
             changes, self.store.hostnames(), metric=metric,
             machine=q.get("machine") or None, state=state,
-            min_size=_float(q.get("min_size"), 0.0), page=_int(q.get("page"), 1),
+            min_size=_share(q.get("min_size"), 0.0, "min_size"), page=_int(q.get("page"), 1),
             per_page=_per_page(q))
         return {**data, "status": status, "writable": self.token is not None,
                 "since_commit": since}
@@ -108,8 +104,9 @@ class Dashboard:
         if sort not in ("change", "case"):
             raise BadRequest("sort must be change or case")
         return views.compare_view(self.store, a, b,
-                                  threshold=_float(q.get("threshold"), 0.05), sort=sort,
-                                  page=_int(q.get("page"), 1), explainer=lambda old, new:
+                                  threshold=_share(q.get("threshold"), 0.05, "threshold"),
+                                  sort=sort, page=_int(q.get("page"), 1),
+                                  per_page=_per_page(q), explainer=lambda old, new:
                                   explain_results(old, new, ops=False, top=5).sections(5))
 
     def _run_of(self, name: str, ref: str | None) -> int:
@@ -120,6 +117,8 @@ class Dashboard:
                              "commit:SHA)")
         if ref == "latest" or ref.startswith("commit:"):
             commit = ref.removeprefix("commit:")[:64] if ref != "latest" else None
+            if commit == "":
+                raise BadRequest(f"{name}: give the commit: commit:SHA (a prefix of it)")
             runs = self.store.finished_runs(commit=commit)
             if not runs:
                 raise NotFound(f"{name}: no finished run of {ref[:80]}")
@@ -129,6 +128,8 @@ class Dashboard:
         except ValueError:
             raise BadRequest(f"{name}: expected a run (12, run:12, latest or commit:SHA), "
                              f"got {ref[:40]!r}") from None
+        if not 0 < run <= LARGEST_INT:
+            raise NotFound(f"{name}: no run {ref[:40]}")
         if not self.store.has_run(run):
             raise NotFound(f"{name}: no run {run}")
         return run
@@ -160,10 +161,14 @@ class NotFound(Exception):
 
 
 def _int(value: Any, default: int) -> int:
+    """A whole number of the query or the path (the store's ids are 64-bit)."""
     try:
-        return int(value) if value not in (None, "") else default
+        number = int(value) if value not in (None, "") else default
     except ValueError:
         raise BadRequest(f"not a whole number: {str(value)[:40]!r}") from None
+    if abs(number) > LARGEST_INT:
+        raise BadRequest(f"too large a number: {str(value)[:40]!r}")
+    return number
 
 
 def _per_page(q: Any) -> int:
@@ -171,14 +176,27 @@ def _per_page(q: Any) -> int:
     return min(max(_int(q.get("per_page"), views.PAGE_SIZE), 1), MAX_PER_PAGE)
 
 
-def _float(value: Any, default: float) -> float:
+def _metric(q: Any) -> str | None:
+    """?metric=, one torchmark measures (None when not given)."""
+    from torchmark.core.result import METRICS
+
+    metric = q.get("metric") or None
+    if metric is not None and metric not in METRICS:
+        raise BadRequest(f"metric must be one of {', '.join(METRICS)}")
+    return metric
+
+
+def _share(value: Any, default: float, name: str) -> float:
+    """A proportion of the query: a fraction (0.05) or a percent (5%)."""
+    from torchmark.core.errors import UsageError
+    from torchmark.core.proportion import parse_proportion
+
+    if value in (None, ""):
+        return default
     try:
-        number = float(value) if value not in (None, "") else default
-    except ValueError:
-        raise BadRequest(f"not a number: {str(value)[:40]!r}") from None
-    if not math.isfinite(number):
-        raise BadRequest("not a finite number")
-    return number
+        return parse_proportion(str(value)[:40], 0, 10, high_open=True)
+    except UsageError as e:
+        raise BadRequest(f"{name}: {e}") from None
 
 
 def _json(data: Any) -> str:

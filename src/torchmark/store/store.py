@@ -40,6 +40,7 @@ TABLE_COLUMNS = ("run_id", "started", "case_id", "frontend", "label", "sub_label
                  "mean", "iqr", "min", "max", "failure", "git_commit", "machine", "run_env",
                  "torch_version", "threads", "device")
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
+PREVIOUS_RUNS_LOOKED_AT = 50  # previous_run: a run sharing a case among these, or none
 MEDIANS_KEPT = 16  # runs whose medians run_medians keeps (about 1.5 MB each at 10k cases)
 
 
@@ -725,12 +726,15 @@ class Store:
         """Cases whose id, statement, label, sub-label, description or parameters hold
         `text` (case-insensitive), at most `limit`, by id."""
         c = schema.cases
-        pattern = f"%{text.lower()}%"
+        # the text as it is: LIKE's wildcards (% and _) and the escape character escaped
+        literal = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        pattern = f"%{literal}%"
         columns = (c.c.id, c.c.stmt, c.c.label, c.c.sub_label, c.c.description,
                    sa.cast(c.c.params, sa.Text))
         query = sa.select(c.c.id, c.c.frontend, c.c.stmt, c.c.label, c.c.sub_label,
                           c.c.description, c.c.threads, c.c.device, c.c.params).where(
-            sa.or_(*(sa.func.lower(column).like(pattern) for column in columns))
+            sa.or_(*(sa.func.lower(column).like(pattern, escape="\\")
+                     for column in columns))
         ).order_by(c.c.id).limit(limit)
         with self.engine.connect() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
@@ -995,20 +999,28 @@ class Store:
                     conn.execute(query.order_by(r.c.started.desc(), r.c.id.desc()))]
 
     def previous_run(self, run_id: int) -> int | None:
-        """The run before `run_id` on its machine with its env label (the newest that
-        started before it), if any: what it is compared with by default."""
-        r = schema.runs
+        """The run before `run_id` on its machine with its env label that holds a case
+        of it (the newest that started before it, among the PREVIOUS_RUNS_LOOKED_AT
+        newest), if any: what it is compared with by default."""
+        r, res = schema.runs, schema.results
         with self.engine.connect() as conn:
             this = conn.execute(sa.select(r.c.started, r.c.machine, r.c.env)
                                 .where(r.c.id == run_id)).first()
             if this is None:
                 return None
             started, machine, env = this
-            return conn.execute(sa.select(r.c.id).where(
+            before = conn.execute(sa.select(r.c.id).where(
                 r.c.machine == machine, r.c.env.is_(None) if env is None else r.c.env == env,
                 sa.or_(r.c.started < started, sa.and_(r.c.started == started,
                                                       r.c.id < run_id)))
-                .order_by(r.c.started.desc(), r.c.id.desc()).limit(1)).scalar()
+                .order_by(r.c.started.desc(), r.c.id.desc())
+                .limit(PREVIOUS_RUNS_LOOKED_AT)).scalars().all()
+            mine = sa.select(res.c.case_id).where(res.c.run_id == run_id)
+            for other in before:
+                if conn.execute(sa.select(res.c.id).where(
+                        res.c.run_id == other, res.c.case_id.in_(mine)).limit(1)).first():
+                    return int(other)
+            return None
 
     def has_run(self, run_id: int) -> bool:
         """Whether the store holds run `run_id`, whatever its status."""
