@@ -43,10 +43,42 @@ def _picks(n_b: int, n_a: int, resamples: int,
     indexes (with replacement, from one generator seeded `seed`, the candidate's first);
     into the side's sorted samples, its median is the mean of the values at its two
     middle indexes (one, for an odd count). They depend on the sizes only: cases of the
-    same sample counts share them (cached when small)."""
+    same sample counts share them (cached when small). Larger sides have their middle
+    ranks drawn directly (_middle_ranks: the same distribution, without drawing and
+    sorting every index: 200,000 samples a side took a minute a case)."""
     if max(n_b, n_a) <= CACHED_PICKS_MAX:
         return _cached_picks(n_b, n_a, resamples, seed)
-    return _draw_picks(n_b, n_a, resamples, seed)
+    rng = np.random.default_rng(seed)
+    picks_b = _middle_ranks(n_b, resamples, rng)
+    return picks_b, _middle_ranks(n_a, resamples, rng)
+
+
+def _middle_ranks(n: int, resamples: int,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """For each of `resamples` resamples of n indexes drawn with replacement from
+    range(n), the indexes at its two middle ranks ((n - 1) // 2 and n // 2) once
+    sorted, drawn exactly without drawing the resample: the number of its draws in the
+    lower half of an index range is binomial, so halving the range that holds each
+    rank (log2 n steps) finds it; while the two ranks lie in one range they share each
+    draw, after they part the two ranges' draws are independent (given their counts)."""
+    ranks = ((n - 1) // 2, n // 2)
+    lo = [np.zeros(resamples, dtype=np.int64) for _ in ranks]
+    hi = [np.full(resamples, n, dtype=np.int64) for _ in ranks]
+    count = [np.full(resamples, n, dtype=np.int64) for _ in ranks]
+    rank = [np.full(resamples, r, dtype=np.int64) for r in ranks]
+    while any(bool(np.any(h - low > 1)) for low, h in zip(lo, hi, strict=True)):
+        together = (lo[0] == lo[1]) & (hi[0] == hi[1])
+        lower = None
+        for k in range(2):
+            width = hi[k] - lo[k]
+            mid = lo[k] + width // 2
+            drawn = rng.binomial(count[k], (mid - lo[k]) / width)
+            lower = drawn if k == 0 else np.where(together, lower, drawn)
+            left = rank[k] < lower
+            lo[k], hi[k] = np.where(left, lo[k], mid), np.where(left, mid, hi[k])
+            rank[k] = np.where(left, rank[k], rank[k] - lower)
+            count[k] = np.where(left, lower, count[k] - lower)
+    return lo[0], lo[1]
 
 
 def _draw_picks(n_b: int, n_a: int, resamples: int,
