@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -146,6 +147,23 @@ def test_console_script_entry_point(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "torchmark.cli.main", "timeit"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_the_console_script_imports_the_user_s_modules_from_the_current_folder(tmp_path):
+    """`torchmark timeit "f()" -s "import mymodule"` in the project's folder finds the
+    module, as `python -m torchmark` does (a console script's import path lacks it)."""
+    import shutil
+
+    script = shutil.which("torchmark", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the torchmark console script is not installed beside this Python")
+    (tmp_path / "user_module_here.py").write_text("def f():\n    return sum(range(10))\n")
+    proc = subprocess.run([script, "timeit", "user_module_here.f()", "-s",
+                           "import user_module_here", "--no-store", "--min-run-time",
+                           "0.01"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "user_module_here.f()" in proc.stdout
 
 
 def test_fuzz_table_and_jsonl(capsys):
