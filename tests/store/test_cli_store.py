@@ -99,6 +99,9 @@ def test_an_interrupted_ops_run_keeps_its_finished_cases(tmp_path):
     # too, each once
     rest = [x["id"] for x in read_records(tmp_path / "rest.jsonl")]
     assert len(rest) == len(set(rest)) == 200
+    footer = json.loads((tmp_path / "rest.jsonl").read_text().splitlines()[-1])
+    assert (footer["ok"], footer["skipped"], footer["complete"], footer["not_run"]) == \
+        (200, 0, True, 0)  # the cases carried over are records of the file, not skipped
 
 
 def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):

@@ -316,11 +316,14 @@ def run(config: BenchmarkConfig, options: RunOptions | None = None, *,
                     on_profiled(profiled)
     finally:
         if writer:
-            ok = sum(r["status"] == "ok" for r in records)
+            ok = sum(r.get("status") == "ok" for r in records)
+            ran = len(records) - len(prior)  # this time (the prior ones are in `done`)
+            written = {r.get("id") for r in prior}  # done, and in the file as records
             footer = {"type": "footer", "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                      "ok": ok, "failed": len(records) - ok, "skipped": len(done),
+                      "ok": ok, "failed": len(records) - ok,
+                      "skipped": len(done - written),
                       # False when the run stopped early (Ctrl-C, a crash): resume it
-                      "complete": len(records) == len(cases), "not_run": len(cases) - len(records)}
+                      "complete": ran == len(cases), "not_run": len(cases) - ran}
             if profiled is not None:  # not when the pass (or the run) stopped before it
                 footer.update(profiled)
             writer.close(footer)
