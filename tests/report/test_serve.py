@@ -204,6 +204,7 @@ def test_every_page_renders_and_the_click_path_works(browser, served):
     assert "[object" not in page.inner_text("main")
     assert page.locator("table.compare caption").inner_text() == "mul"
     assert page.locator("table.compare td.grade-best").count() == 1  # n=0, the fastest
+    assert "status ok - 3 results" in page.inner_text("main")
     page.wait_for_selector("#samples svg.main-svg")  # each result's raw samples: a box
     assert page.locator("#samples g.trace.boxes").count() == 3
     page.click("table.compare tr:has(th:text-is('n=1')) a")

@@ -224,3 +224,19 @@ def test_the_run_before_is_one_that_shares_a_case(tmp_path):
     first, other, second = run_of("ops"), run_of("timeit"), run_of("ops")
     assert store.previous_run(second) == first
     assert store.previous_run(other) is None and store.previous_run(first) is None
+
+
+def test_a_case_that_never_measured_shows_its_failures(tmp_path):
+    from torchmark.core.result import Case, Failure, Result
+    from torchmark.report.views import case_view
+    from torchmark.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'failing.db'}")
+    case = Case(id="timeit:boom", frontend="timeit", stmt="1 / 0", label="boom")
+    for _ in range(2):
+        store.record([Result(case=case, metric="wall", unit="s", number_per_run=1,
+                             samples=(), failure=Failure("ZeroDivisionError: division"))])
+    view = case_view(store, "timeit:boom", detected=[])
+    assert view["series"] == [] and len(view["failures"]) == 2
+    assert view["failures"][0]["failure"].startswith("ZeroDivisionError")
+    assert view["failures"][0]["run"] > view["failures"][1]["run"]  # newest first

@@ -30,6 +30,7 @@ from torchmark.regressions.history import Change, Point, Series
 
 MAX_POINTS = 400  # points a history plot draws; longer ones are reduced server-side
 PAGE_SIZE = 50
+MAX_FAILURES_SHOWN = 20  # a case without a measurement: its newest failures
 MAX_SAMPLES_SHOWN = 400  # a result's raw samples drawn, evenly thinned beyond this
 STATES = ("new", "confirmed", "not-confirmed", "dismissed", "acknowledged", "recovered")
 
@@ -170,8 +171,13 @@ def case_view(store: Any, case_id: str, *, metric: str | None = None,
     hosts = store.hostnames()
     drawn = [history_series(s, [c for c in changes if c.series is s], commits, hosts,
                             max_points) for s in series]
+    # a case that never measured (every result failed) says why, not an empty page
+    failures = [{"run": r["run_id"], "started": r["started"], "metric": r["metric"],
+                 "failure": r["failure"]}
+                for r in store.results(case=case_id)[-MAX_FAILURES_SHOWN:]
+                if r["failure"]][::-1] if not series else []
     return {"case_id": case_id, "title": case.title, "params": dict(case.params),
-            "series": drawn, "plots": history_plots(drawn)}
+            "series": drawn, "plots": history_plots(drawn), "failures": failures}
 
 
 def history_series(series: Series, changes: Sequence[Change],

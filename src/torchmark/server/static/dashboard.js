@@ -101,7 +101,12 @@
     run() {
       const r = data.run;
       app.append(el("p", {}, `${r.command || ""}`, el("br"),
-        `commit ${r.commit || "-"} ${r.subject ? "(" + r.subject + ")" : ""} - torch ${r.torch || "-"} - machine ${r.machine || "-"} - env ${r.env || "-"}`),
+        `commit ${r.commit || "-"} ${r.subject ? "(" + r.subject + ")" : ""} - torch ${r.torch || "-"} - machine ${r.machine || "-"} - env ${r.env || "-"}`,
+        el("br"), `started ${(r.started || "").slice(0, 19).replace("T", " ")} UTC - status `,
+        el("span", { class: r.status === "ok" ? "" : "failed" }, r.status || "?"),
+        ` - ${r.results} results`),
+      r.status !== "ok" && r.status !== "running" && !r.results ? el("p", { class: "env-change" },
+        `This run ended ${r.status} before it stored a result: the command's own output says why.`) : "",
       el("p", {}, data.previous !== null ? link(`/compare${query({ a: data.previous, b: r.id })}`,
         `compare with the run before on this machine and env (run ${data.previous})`) : "the first run on this machine and env"),
       el("h2", {}, "Results"),
@@ -131,7 +136,10 @@
     case() {
       app.append(el("p", { class: "note" }, `id ${data.case_id}`,
         Object.keys(data.params).length ? ` - params ${JSON.stringify(data.params)}` : ""),
-      el("p", { class: "note", id: "picked" }, "Click two points to compare their runs."));
+      data.series.length ? el("p", { class: "note", id: "picked" }, "Click two points to compare their runs.") : "",
+      ...(data.failures.length ? [el("p", { class: "env-change" }, "This case has no measurement: each of its results failed. The newest:"),
+        table(["run", "started (UTC)", "metric", "failure"], data.failures.map((f) => el("tr", {},
+          td(link(`/runs/${f.run}`, f.run)), td(f.started.slice(0, 19).replace("T", " ")), td(f.metric), td(f.failure))))] : []));
       const picked = [];
       data.plots.forEach((plot, i) => {
         const series = plot.series.map((k) => data.series[k]);
