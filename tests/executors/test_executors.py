@@ -164,7 +164,7 @@ def test_results_of_another_machine_go_to_a_run_of_that_machine(tmp_path, capsys
     finally:
         store.close()
     # --resume-run continues both: the node's cases count as done, its run reopened
-    assert resumed_cases(db, False, main_run) == {"suite:a", "suite:b", "suite:c"}
+    assert resumed_cases(db, False, main_run, "suite") == {"suite:a", "suite:b", "suite:c"}
     with RunRecorder(db, resume_run=main_run) as rec:
         rec.add([result("d", node)])
     assert rec.node_runs == {node.machine_fingerprint: node_run["id"]}
