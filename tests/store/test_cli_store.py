@@ -44,6 +44,17 @@ def test_timeit_records_and_the_store_commands_read_it(tmp_path, capsys):
     assert (info["runs"], info["results"], info["schema"]) == (2, 2, HEAD)
 
 
+def test_a_timeit_whose_statement_raises_stores_why(tmp_path, capsys):
+    db = str(tmp_path / "raises.db")
+    assert main(["timeit", "1 / 0", "--min-run-time", "0.01", "--label", "div",
+                 "--db", db]) == 1
+    assert "ZeroDivisionError" in capsys.readouterr().err
+    store = Store(db)
+    [run] = store.runs()
+    [row] = store.results(run=run["id"])
+    assert run["status"] == "failed" and "ZeroDivisionError" in row["failure"]
+
+
 def test_import_is_idempotent_from_the_command_line(tmp_path, capsys):
     db = str(tmp_path / "s.db")
     files = [str(p) for p in sorted(FORMATS.iterdir())]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -161,14 +162,30 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
     with recorder(db, no_store, env=env) as rec:  # --env labels the run as TORCHMARK_ENV
         gpu = {"l2": l2, "mode": mode, "batch_calls": batch_calls, "batch_graph": batch_graph,
                "subtract_event_overhead": minus_event_cost}
-        if compiled:
-            _compiled(timer, rec, save, min_run_time, fail_on_recompile)
-        elif metric == "memory":
-            _memory(timer, rec, save, device, samples)
-        elif processes is not None:
-            _in_processes(timer, rec, save, processes, min_run_time)
-        else:
-            _time(timer, rec, save, device, metric, gpu, rsd, min_run_time, max_run_time)
+        try:
+            if compiled:
+                _compiled(timer, rec, save, min_run_time, fail_on_recompile)
+            elif metric == "memory":
+                _memory(timer, rec, save, device, samples)
+            elif processes is not None:
+                _in_processes(timer, rec, save, processes, min_run_time)
+            else:
+                _time(timer, rec, save, device, metric, gpu, rsd, min_run_time,
+                      max_run_time)
+        except click.ClickException as e:  # the case failed: the store says why
+            if not isinstance(e, click.UsageError):
+                rec.add([_failed(timer, device, metric, e.format_message())])
+            raise
+
+
+def _failed(timer: Any, device: str, metric: str | None, why: str) -> Any:
+    """The case `timer` measures, failed with `why` (as the store keeps a failure)."""
+    from torchmark.core.result import METRICS, Failure, Result, timer_case
+
+    name = metric if metric in METRICS else "wall"
+    return Result(case=timer_case(timer.task_spec, "timeit", device), metric=name,
+                  unit=METRICS[name], number_per_run=1, samples=(),
+                  failure=Failure(why[:2000]))
 
 
 def _device_for(metric: str | None, device: str, device_given: bool) -> str:
