@@ -145,3 +145,25 @@ def _add_all(store, runs: int) -> None:
                                            (1 + 0.01 * rng.standard_normal(40))))
                       for i, case in enumerate(cases)], run)
         store.finish_run(run, "ok")
+
+
+def test_the_detection_of_a_store_file_that_is_gone_is_removed(tmp_path):
+    """Each served store leaves a detection in the private folder: one of a SQLite file
+    since deleted (a test's, a scratch store's) goes at the next write, not a week later."""
+    import os
+
+    from torchmark.server.changes_cache import _forget_old
+
+    kept_store = tmp_path / "kept.db"
+    kept_store.write_bytes(b"")
+    files = {}
+    for name, store_file in (("kept", kept_store), ("gone", tmp_path / "gone.db")):
+        pickle_path = tmp_path / f"serve-changes-{os.getuid()}-{name}.pickle"
+        pickle_path.write_bytes(b"state")
+        (tmp_path / f"{pickle_path.name}.lock").write_bytes(b"")
+        (tmp_path / f"{pickle_path.name}.store").write_text(str(store_file))
+        files[name] = pickle_path
+    _forget_old(tmp_path)
+    assert files["kept"].exists() and not files["gone"].exists()
+    assert not (tmp_path / f"{files['gone'].name}.lock").exists()
+    assert not (tmp_path / f"{files['gone'].name}.store").exists()

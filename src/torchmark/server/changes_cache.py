@@ -182,6 +182,14 @@ def scan_to(path: Path, version: tuple[Any, ...]) -> None:
                   "detection": detection, "cases": cases, "started_at": started_at,
                   "computed_at": time.time(),
                   "seconds": time.perf_counter() - start})
+    from torchmark.store.store import sqlite_path
+
+    database = sqlite_path(store.url)
+    if database is not None:  # _forget_old removes the detection once the file is gone
+        try:
+            Path(f"{path}.store").write_text(str(database.resolve()), encoding="utf-8")
+        except OSError:
+            pass
 
 
 def _absolute(url: str) -> str:
@@ -241,13 +249,17 @@ def _write(path: Path, found: dict[str, Any]) -> None:
 
 def _forget_old(folder: Path) -> None:
     """Remove the detections (and their locks) of stores no server has served for
-    FORGET_AFTER_S: each store ever served leaves one."""
+    FORGET_AFTER_S, and at once those of SQLite files that no longer exist (their
+    `.store` beside them names the file): each store ever served leaves one."""
     cutoff = time.time() - FORGET_AFTER_S
     for old in folder.glob(f"serve-changes-{os.getuid()}-*.pickle"):
+        beside = Path(f"{old}.store")
         try:
-            if old.lstat().st_mtime < cutoff:
+            gone = beside.is_file() and not Path(beside.read_text(encoding="utf-8")).exists()
+            if gone or old.lstat().st_mtime < cutoff:
                 old.unlink()
                 Path(f"{old}.lock").unlink(missing_ok=True)
+                beside.unlink(missing_ok=True)
         except OSError:
             pass
 
