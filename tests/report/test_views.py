@@ -240,3 +240,12 @@ def test_a_case_that_never_measured_shows_its_failures(tmp_path):
     assert view["series"] == [] and len(view["failures"]) == 2
     assert view["failures"][0]["failure"].startswith("ZeroDivisionError")
     assert view["failures"][0]["run"] > view["failures"][1]["run"]  # newest first
+
+
+def test_a_run_s_command_line_is_shown_as_it_can_be_pasted_back():
+    from torchmark.report.views import run_row
+
+    run = {"id": 1, "started": "2026-11-29T00:00:00Z", "status": "ok", "git_commit": None,
+           "git_dirty": None, "torch_version": "2.13.0", "machine": None, "env": None,
+           "command": ["torchmark", "timeit", "x * y", "-s", "import m"]}
+    assert run_row(run, {})["command"] == "torchmark timeit 'x * y' -s 'import m'"

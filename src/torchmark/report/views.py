@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 import statistics
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
@@ -58,7 +59,8 @@ def runs_view(store: Any, *, machine: str | None = None, env: str | None = None,
 def run_row(run: dict[str, Any], hosts: dict[str, str]) -> dict[str, Any]:
     """A run as the runs page and the report list it."""
     return {"id": run["id"], "started": run["started"], "status": run["status"],
-            "command": " ".join(run["command"] or []), "commit": run["git_commit"],
+            "command": shlex.join(str(word) for word in run["command"] or []),
+            "commit": run["git_commit"],
             "dirty": run["git_dirty"], "subject": run.get("commit_subject"),
             "torch": run["torch_version"], "machine": hosts.get(run["machine"] or "",
                                                                 run["machine"]),

@@ -73,7 +73,7 @@
     const width = t.columns.length + 1;
     const rows = [];
     for (const r of t.rows) {
-      if (r.threads !== null) rows.push(el("tr", {}, el("th", { colspan: width, class: "group" }, `${r.threads} threads`)));
+      if (r.threads !== null) rows.push(el("tr", {}, el("th", { colspan: width, class: "group" }, `${r.threads} thread${r.threads === 1 ? "" : "s"}`)));
       rows.push(el("tr", {}, el("th", {}, (r.env ? r.env + " " : "") + r.name),
         r.cells.map((c) => c === null ? el("td") : el("td", { class: `num${c.grade ? " grade-" + c.grade : ""}` },
           c.case_id ? link(`/cases/${encodeURIComponent(c.case_id)}`, c.text) : c.text))));
