@@ -332,3 +332,20 @@ def test_fuzz_streams_cases_keeps_a_fuzzers_own_seed_and_prints_dtypes(capsys, t
     code, out, _ = run(capsys, "fuzz", "my_fuzzers:typed", "-n", "3", "--format", "jsonl")
     assert code == 0 and {json.loads(line)["params"]["dtype"] for line in out.splitlines()} \
         <= {"torch.float32", "torch.float16"}
+
+
+def test_a_ctrl_c_a_library_turned_into_its_own_error_is_still_an_interrupt(monkeypatch,
+                                                                            capsys):
+    """jsonschema, building a validator when Ctrl-C came, raised its SchemaError from the
+    KeyboardInterrupt: exit 130 with one line, as any Ctrl-C."""
+    import torchmark.cli.main as cli_main
+
+    def interrupted_inside(argv):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise RuntimeError("Error building validator") from e
+
+    monkeypatch.setattr(cli_main, "_invoke", interrupted_inside)
+    assert cli_main.main(["ops", "-c", "x"]) == 130
+    assert capsys.readouterr().err.strip() == "torchmark: error: interrupted"

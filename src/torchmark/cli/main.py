@@ -11,7 +11,7 @@ import click
 
 from torchmark import __version__
 from torchmark.cli import store_options
-from torchmark.cli.signals import Terminated, sigterm_as_interrupt
+from torchmark.cli.signals import Terminated, interrupted_by, sigterm_as_interrupt
 from torchmark.core.bounded_input import brief, parse_size, set_max_bytes
 from torchmark.core.errors import BusyError, TorchmarkError, error_line
 
@@ -132,6 +132,18 @@ def _interrupted(code: int, what: str) -> int:
     return _fail(what, code)
 
 
+def _interrupt_behind(error: BaseException) -> BaseException | None:
+    """The Ctrl-C (or SIGTERM) `error` was raised while handling, if any (jsonschema
+    caught one while building a validator and raised its SchemaError instead)."""
+    seen = 0
+    cause = error.__cause__ or error.__context__
+    while cause is not None and seen < 20:
+        if isinstance(cause, (KeyboardInterrupt, Terminated)):
+            return cause
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input gives one line on stderr and exit status 2."""
     try:
@@ -165,6 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _interrupted(130, "interrupted")
     except Exception as e:  # a failure no check foresaw: still one line, unless debugging
+        interrupt = _interrupt_behind(e)
+        signum = interrupted_by()
+        if interrupt is not None or signum is not None:  # a library turned it into its own
+            terminated = isinstance(interrupt, Terminated) or signum == signal.SIGTERM
+            return _interrupted(*((143, "terminated") if terminated
+                                  else (130, "interrupted")))
         if os.environ.get("TORCHMARK_DEBUG"):
             raise
         return _fail(f"{error_line(e)} (unexpected; TORCHMARK_DEBUG=1 shows the traceback)",
