@@ -132,18 +132,6 @@ def _interrupted(code: int, what: str) -> int:
     return _fail(what, code)
 
 
-def _interrupt_behind(error: BaseException) -> BaseException | None:
-    """The Ctrl-C (or SIGTERM) `error` was raised while handling, if any (jsonschema
-    caught one while building a validator and raised its SchemaError instead)."""
-    seen = 0
-    cause = error.__cause__ or error.__context__
-    while cause is not None and seen < 20:
-        if isinstance(cause, (KeyboardInterrupt, Terminated)):
-            return cause
-        cause, seen = cause.__cause__ or cause.__context__, seen + 1
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input gives one line on stderr and exit status 2."""
     try:
@@ -177,11 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _interrupted(130, "interrupted")
     except Exception as e:  # a failure no check foresaw: still one line, unless debugging
-        interrupt = _interrupt_behind(e)
         signum = interrupted_by()
-        if interrupt is not None or signum is not None:  # a library turned it into its own
-            terminated = isinstance(interrupt, Terminated) or signum == signal.SIGTERM
-            return _interrupted(*((143, "terminated") if terminated
+        if signum is not None:  # a library turned the Ctrl-C (or SIGTERM) into its error
+            return _interrupted(*((143, "terminated") if signum == signal.SIGTERM
                                   else (130, "interrupted")))
         if os.environ.get("TORCHMARK_DEBUG"):
             raise

@@ -68,13 +68,14 @@ def _middle_ranks(n: int, resamples: int,
     rank = [np.full(resamples, r, dtype=np.int64) for r in ranks]
     while any(bool(np.any(h - low > 1)) for low, h in zip(lo, hi, strict=True)):
         together = (lo[0] == lo[1]) & (hi[0] == hi[1])
-        shared = np.zeros(resamples, dtype=np.int64)
+        first = np.zeros(resamples, dtype=np.int64)  # rank 0's draw, rank 1's where shared
         for k in range(2):
             width = hi[k] - lo[k]
             mid = lo[k] + width // 2
             drawn = rng.binomial(count[k], (mid - lo[k]) / width)
-            lower = drawn if k == 0 else np.where(together, shared, drawn)
-            shared = lower
+            lower = drawn if k == 0 else np.where(together, first, drawn)
+            if k == 0:
+                first = lower
             left = rank[k] < lower
             lo[k], hi[k] = np.where(left, lo[k], mid), np.where(left, mid, hi[k])
             rank[k] = np.where(left, rank[k], rank[k] - lower)
