@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 
@@ -76,6 +77,19 @@ def deliverable_sigint() -> None:
     inherits both)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def exit_of(proc: subprocess.Popen, timeout: float) -> tuple[bytes, bytes]:
+    """The child's stdout and stderr once it has exited. A child still running after
+    `timeout` seconds fails the test with its threads' stacks (it must have been started
+    with PYTHONFAULTHANDLER=1: SIGABRT then prints them)."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=60)
+        pytest.fail(f"the child was still running {timeout:.0f} s later; its stacks:\n"
+                    + err[-8000:].decode(errors="replace"))
 
 
 def say_made_with_torch(path, version: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from torchmark.cli.main import main
 from torchmark.store import Store
 from torchmark.store.store import HEAD
 
-from conftest import deliverable_sigint
+from conftest import deliverable_sigint, exit_of
 
 FORMATS = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
 
@@ -74,7 +75,8 @@ def test_an_interrupted_ops_run_keeps_its_finished_cases(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "torchmark", "ops", "-c", str(config),
                              "-o", str(tmp_path / "r"), "-i", "2000", "-w", "1", "--quiet",
                              "--db", str(db)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, preexec_fn=deliverable_sigint)
+                            stderr=subprocess.PIPE, preexec_fn=deliverable_sigint,
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         time.sleep(0.2)
@@ -85,7 +87,7 @@ def test_an_interrupted_ops_run_keeps_its_finished_cases(tmp_path):
             except Exception:  # the schema being made
                 continue
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    exit_of(proc, timeout=60)
     assert proc.returncode == 130
     store = Store(str(db))
     [run] = store.runs()
