@@ -10,8 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from torchmark.cli.main import main
-from torchmark.store import Store
+from torchmark.store import Store, schema
 from torchmark.store.store import HEAD
 
 from conftest import deliverable_sigint, exit_of
@@ -142,7 +144,7 @@ def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):
     header = (tmp_path / "all.csv").read_text().splitlines()[0]
     assert header.startswith("title,run_id,started,case_id")
     assert main(["compare", "run:9", "--db", db]) == 2
-    assert "run 9: the store holds no time results" in capsys.readouterr().err
+    assert "'run:9': the store at" in capsys.readouterr().err
     # runs labelled before and after (two fields differ: the env and the run) still pair
     for env in ("before", "after"):
         assert main(["timeit", "x * y", "-s", "x = torch.ones(8); y = x.clone()",
@@ -153,6 +155,24 @@ def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "run 3 (before)" in out and "run 4 (after)" in out
     assert "no cases in common" not in out and "only in the baseline" not in out
+    # the sides `gate` reads: latest, env:LABEL, commit:SHA (its runs pooled)
+    assert main(["compare", "env:before", "latest", "--db", db, "--no-color"]) == 0
+    out = capsys.readouterr().out
+    assert "env:before (run 3)" in out and "latest (run 4) (after)" in out
+    assert "baseline: env:before (run 3" in out and "candidate: latest (run 4" in out
+    assert main(["ab", "env:before", "env:after", "--db", db]) == 0
+    assert "candidate: env:after" in capsys.readouterr().out
+    store = Store(db)
+    with store.engine.begin() as conn:  # runs 2 and 3 made at one commit, run 4 at another
+        for run, commit in ((2, "ab" * 20), (3, "ab" * 20), (4, "cd" * 20)):
+            conn.execute(sa.update(schema.runs).where(schema.runs.c.id == run)
+                         .values(git_commit=commit))
+    assert main(["compare", "commit:abab", "commit:cdcd", "--db", db, "--no-color",
+                 "--allow-env-diff"]) == 0
+    out = capsys.readouterr().out
+    assert "commit:abab (runs 3, 2)" in out and "2 runs of the commit pooled" in out
+    assert main(["compare", "commit:ffff", "1", "--db", db]) == 2
+    assert "'commit:ffff': the store at" in capsys.readouterr().err
 
 
 def test_import_offers_exactly_the_formats_there_are_readers_of():

@@ -219,7 +219,8 @@ def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_lab
     checked (too few samples, missing from the candidate, not comparable), or no case in
     common, also exits 1.
 
-    FILES: BASELINE CANDIDATE (saved measurements or `ops` results), or one file whose
+    FILES: BASELINE CANDIDATE (saved measurements or `ops` results; or sides of the
+    store: a run, `run:N` or N, `latest`, `commit:SHA`, `env:LABEL`), or one file whose
     measurements hold two envs (`timeit --env before --save f.json`, then `--env after`).
 
     With --python PY_A --python PY_B: STMT (several arguments are joined as lines) is
@@ -247,7 +248,7 @@ def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_lab
 def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
            allow_env_diff=False) -> int:
     """Saved files, case by case."""
-    from torchmark.cli.measurement_files import is_run_id, read_measurement_files
+    from torchmark.cli.measurement_files import is_store_ref, read_measurement_files
 
     if len(files) > 2:
         raise click.UsageError(f"give one or two files, got {len(files)}")
@@ -267,7 +268,7 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
     for side, name in zip(sides, names, strict=True):
         if not side:
             raise click.UsageError(f"{name}: holds no measurements")
-    if len(files) == 2 and not any(is_run_id(f) for f in files):
+    if len(files) == 2 and not any(is_store_ref(f) for f in files):
         check_files(list(files), allow_env_diff)
     results, only_a, only_b, errors = compare_sides(
         sides, confidence, min_effect, seed, _stored_histories(files, db, allow_env_diff))
@@ -276,20 +277,20 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
 
 
 def _stored_histories(files, db, allow_env_diff=False) -> dict:
-    """Two runs of the store: each candidate case's A/A log ratios (as `gate` and
+    """Two sides of the store (is_store_ref): each candidate case's A/A log ratios (as `gate` and
     `compare` read them), by case id, once their environments are found comparable
     (cli/env_options.py); {} for files."""
     from torchmark.cli.env_options import check_environments
-    from torchmark.cli.measurement_files import is_run_id
+    from torchmark.cli.measurement_files import is_store_ref, side_ref
 
-    if len(files) != 2 or not all(is_run_id(f) for f in files):
+    if len(files) != 2 or not all(is_store_ref(f) for f in files):
         return {}
     from torchmark.cli.store_options import open_store
     from torchmark.regressions.aa_history import pair_histories
     from torchmark.regressions.refs import resolve_side
 
     store = open_store(db)
-    base, cand = (resolve_side(f"run:{f.removeprefix('run:')}", store) for f in files)
+    base, cand = (resolve_side(side_ref(f), store) for f in files)
     check_environments(base.results, cand.results, allow_env_diff,
                        f"{files[0]} and {files[1]}")
     return {case_id: ratios

@@ -30,23 +30,24 @@ from torchmark.cli.store_options import db_option
 def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_env_diff, db):
     """Print a Compare table of the measurements in FILES (JSON from `timeit --save`,
     `demo`, or `torchmark.timing.files.save_measurements`; or `torchmark ops` results,
-    a column per file; or runs of the store: `run:N`, or N). When files hold the same
+    a column per file; or sides of the store: a run, `run:N` or N, `latest`, `commit:SHA`
+    or `env:LABEL`, read as `gate` reads them). When files hold the same
     task (one statement saved before and after a change), each file gets its own column
     (or, where the measurements have descriptions, its name in their env) instead of
-    pooling into one cell. Two runs of the store also get each case's verdict (faster,
+    pooling into one cell. Two sides of the store also get each case's verdict (faster,
     slower, same, unsure, unmeasured, failed) from the verdict engine, as `gate` gives
     it at the same threshold. Files (when all are files) or two runs whose environments
     differ in what changes performance (their fingerprints) are refused unless
     --allow-env-diff."""
     from torchmark.cli.env_options import check_files
     from torchmark.cli.measurement_files import (
-        is_run_id,
+        is_store_ref,
         read_measurement_files,
         tell_files_apart,
     )
     from torchmark.compare import Compare
 
-    plain = [f for f in files if not is_run_id(f)]
+    plain = [f for f in files if not is_store_ref(f)]
     if len(plain) == len(files) > 1:  # runs of the store: run_verdicts checks them
         check_files(list(files), allow_env_diff)
     groups = read_measurement_files(list(files), db)
@@ -67,7 +68,7 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
         click.echo(compare.to_csv(), nl=False)
     else:
         click.echo(compare.render(color=use_color), nl=False, color=use_color)
-    if len(files) == 2 and all(is_run_id(f) for f in files) and fmt != "csv":
+    if len(files) == 2 and all(is_store_ref(f) for f in files) and fmt != "csv":
         click.echo("\n".join(["", *run_verdicts(files, threshold, db,
                                                  markdown=fmt == "markdown",
                                                  allow_env_diff=allow_env_diff)]))
@@ -75,11 +76,12 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
 
 def run_verdicts(runs: list[str], threshold: float, db: str | None,
                  markdown: bool = False, allow_env_diff: bool = False) -> list[str]:
-    """Each case of two stored runs judged by the verdict engine as the gate judges it
-    (the drift from the case's A/A history where the store holds one): a table, the
-    reasons, the counts. Runs of environments that differ in what changes performance
+    """Each case of two sides of the store (is_store_ref) judged by the verdict engine as
+    the gate judges it (the drift from the case's A/A history where the store holds
+    one): a table, the reasons, the counts. Sides of environments that differ in what changes performance
     are refused unless `allow_env_diff` (the verdicts then marked)."""
     from torchmark.cli.env_options import check_environments
+    from torchmark.cli.measurement_files import side_ref
     from torchmark.cli.store_options import open_store
     from torchmark.compare.verdict_table import markdown_table, text_table
     from torchmark.regressions.aa_history import pair_histories
@@ -88,7 +90,7 @@ def run_verdicts(runs: list[str], threshold: float, db: str | None,
     from torchmark.regressions.refs import resolve_side
 
     store = open_store(db)
-    base, cand = (resolve_side(f"run:{r.removeprefix('run:')}", store) for r in runs)
+    base, cand = (resolve_side(side_ref(r), store) for r in runs)
     found = check_environments(base.results, cand.results, allow_env_diff,
                                f"{runs[0]} and {runs[1]}")
     report = gate(base.results, cand.results, max_slowdown=threshold,

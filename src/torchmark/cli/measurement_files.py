@@ -9,15 +9,15 @@ def read_measurement_files(files: list[str],
                            db: str | None = None) -> list[list[Measurement]]:
     """The measurements of each file, in order: JSON from `timeit --save`, `demo` or
     `save_measurements`; or `torchmark ops` results (the file's name as description); or
-    a run of the store (`run:N`, or N that is no file), from the store at `db`."""
+    runs of the store (`is_store_ref`), from the store at `db`."""
     from torchmark.ops.as_measurements import column_names, ops_measurements
     from torchmark.ops.runner import SCHEMA as OPS_SCHEMA
     from torchmark.timing.files import first_line_schema, load_compared
 
     out = []
     for path, column in zip(files, column_names(list(files)), strict=True):
-        if is_run_id(path):
-            out.append(run_measurements(path, db))
+        if is_store_ref(path):
+            out.append(stored_measurements(path, db))
         elif first_line_schema(path) == OPS_SCHEMA:
             out.append(ops_measurements(path, column))
         else:
@@ -25,32 +25,47 @@ def read_measurement_files(files: list[str],
     return out
 
 
-def is_run_id(token: str) -> bool:
-    """`run:12`, or a bare number that is not a file: a run of the store."""
+def is_store_ref(token: str) -> bool:
+    """A side the store holds, where no file has that name: a run (`run:12`, or `12`),
+    `latest`, `commit:SHA` or `env:LABEL` (regressions/refs.py)."""
     from pathlib import Path
 
-    return token.startswith("run:") or (token.isdigit() and not Path(token).exists())
+    if Path(token).exists():
+        return False
+    return (token.startswith(("run:", "commit:", "env:")) or token.isdigit()
+            or token == "latest")
 
 
-def run_measurements(token: str, db: str | None) -> list[Measurement]:
-    """A stored run's time results as Measurements, each tagged with the run in its
-    description ("run 12"), so that two runs of one case pair up in `ab` and sit side by
-    side in `compare`. Where the run's results share one env label, it moves into that
-    tag ("run 12 (before)"): runs labelled `before` and `after` differ in one field, not
-    two, and still pair."""
+def side_ref(token: str) -> str:
+    """`token` (is_store_ref) as resolve_side reads it: a bare number is a run."""
+    return f"run:{token}" if token.isdigit() else token
+
+
+def stored_measurements(token: str, db: str | None) -> list[Measurement]:
+    """The time results of a side of the store (is_store_ref; resolved as `gate` resolves
+    it) as Measurements, each tagged with where it comes from in its description ("run
+    12", "latest (run 12)", "commit:ab12 (runs 3, 4)"), so that two sides' measurements
+    of one case pair up in `ab` and sit side by side in `compare`. Where the results
+    share one env label, it moves into that tag ("run 12 (before)"): runs labelled
+    `before` and `after` differ in one field, not two, and still pair."""
     import dataclasses
 
+    from torchmark.regressions.refs import resolve_side
     from torchmark.store import open as open_store
 
-    run = int(token.removeprefix("run:"))
-    found = open_store(db).measurements(run)
+    store = open_store(db)
+    side = resolve_side(side_ref(token), store)
+    found = store.measurements_of_results(side.results)
     if not found:
-        raise ValueError(f"run {run}: the store holds no time results of it (`torchmark "
+        raise ValueError(f"{token}: the store holds no time results of it (`torchmark "
                          "runs` lists the runs)")
+    runs = ", ".join(map(str, side.runs))
+    where = f"run{'s' if len(side.runs) > 1 else ''} {runs}"
+    name = where if side_ref(token).startswith("run:") else f"{token} ({where})"
     envs = {m.task_spec.env for m in found}
     env = envs.pop() if len(envs) == 1 else None
-    spec = {"description": f"run {run} ({env})", "env": None} if env else \
-        {"description": f"run {run}"}
+    spec = {"description": f"{name} ({env})", "env": None} if env else \
+        {"description": name}
     return [Measurement(m.number_per_run, m.raw_times,
                         dataclasses.replace(m.task_spec, **spec), m.metadata)
             for m in found]

@@ -1085,6 +1085,17 @@ class Store:
                                    metadata))
         return out
 
+    @classmethod
+    def measurements_of_results(cls, results: Iterable[Result]) -> list[Any]:
+        """`measurements` of Result records (result_records, or a side of the store)."""
+        return cls.measurements_of(
+            {"metric": r.metric, "samples": list(r.samples), "stmt": r.case.stmt,
+             "label": r.case.label, "sub_label": r.case.sub_label,
+             "description": r.case.description, "run_env": r.case.env,
+             "threads": r.case.threads, "number_per_run": r.number_per_run,
+             "case_id": r.case.id, "extra": r.extra}
+            for r in results if r.failure is None)
+
     def info(self) -> dict[str, Any]:
         """Where the store is, its schema, size and counts."""
         out: dict[str, Any] = {"url": self.where, "dialect": self.dialect,
