@@ -150,7 +150,7 @@ def test_malformed_pickles_are_refused(pickles, tmp_path, capsys):
 
     data = pickles["list"].read_bytes()
     for value, problem in (
-            (data[:len(data) // 2], "not a readable pickle (UnpicklingError"),
+            (data[:len(data) // 2], "not a readable pickle ("),  # EOF or not, by where it is cut
             (changed(raw_times=[1e-3, -1e-3]), "Measurement 1: torchmark.measurement: "
                                                "raw_times must be a non-empty list of times"),
             (changed(raw_times=["fast"]), "raw_times must be a non-empty list of times"),

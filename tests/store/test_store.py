@@ -164,9 +164,9 @@ def test_a_newer_schema_is_refused(store_url):
         Store(store_url)
 
 
-def test_the_first_schema_upgrades_to_the_head(tmp_path):
+def test_the_first_schema_upgrades_to_the_head(tmp_path, capsys):
     """A store made at the first revision (0001) opens at the head; an older SQLite one
-    is copied aside before it is upgraded."""
+    is copied aside before it is upgraded, and the upgrade said on stderr."""
     from alembic import command
     from alembic.config import Config
 
@@ -195,6 +195,11 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path):
     store = Store(url)
     assert store.schema_version() == HEAD
     assert (tmp_path / "old.db.schema-0001.bak").exists()
+    assert capsys.readouterr().err == (  # said: a command that only reads may upgrade it
+        f"torchmark: upgrading the store at {tmp_path / 'old.db'} from schema 0001 to "
+        f"{HEAD}; the old one is kept at {tmp_path / 'old.db.schema-0001.bak'}\n")
+    Store(url)
+    assert capsys.readouterr().err == ""  # once
     assert len(store.result_records(run=run)) == 2  # kept through the upgrade
     with store.engine.connect() as conn:  # 0004 packed the finished run's medians
         assert conn.execute(sa.select(schema.run_medians.c.results)).all() == [(2,)]

@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import struct
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -242,6 +243,9 @@ class Store:
             path = self.engine.url.database
             if path and Path(path).exists():
                 backup = Path(f"{path}.schema-{version}.bak")
+                # said, as any command (one that only reads too) may be the one to upgrade
+                print(f"torchmark: upgrading the store at {path} from schema {version} to "
+                      f"{HEAD}; the old one is kept at {backup}", file=sys.stderr, flush=True)
                 backup.unlink(missing_ok=True)  # one of an earlier, interrupted upgrade
                 self.backup(backup)
         self.upgrade()
