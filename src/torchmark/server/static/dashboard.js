@@ -27,7 +27,9 @@
   }
   const value = window.torchmarkHistoryPlot.shown;
   function pct(ratio) {
-    return ratio === null || ratio === undefined ? "-" : `${((ratio - 1) * 100).toFixed(1)}%`;
+    if (ratio === null || ratio === undefined) return "-";
+    const change = (ratio - 1) * 100;  // signed both ways, as the CLI's tables print it
+    return `${change > 0 ? "+" : ""}${change.toFixed(1)}%`;
   }
   function table(header, rows, opts) {
     const head = el("tr", {}, header.map((h, i) => el("th", {
