@@ -10,6 +10,7 @@ import pytest
 from store_builder import build_store
 
 from torchmark.cli.main import main
+from torchmark.core.result import Failure, Result
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -82,6 +83,11 @@ def test_names_from_files_stay_text_in_the_report(browser, tmp_path):
         record.case, id="timeit:hostile",
         label='<img src=x onerror="window.pwned=1"> <b>bold</b>'))
     store.record([hostile], 12)
+    # a case that fails in the candidate has no ratio to draw: it is named under the plot
+    broken = dataclasses.replace(record.case, id="timeit:broken", label="<i>broken</i>")
+    store.record([dataclasses.replace(record, case=broken)], 11)
+    store.record([Result(case=broken, metric="wall", unit="s",
+                         failure=Failure("RuntimeError: boom"))], 12)
     out = tmp_path / "report.html"
     assert main(["report", "-o", str(out), "--db", store.url, "--run", "12",
                  "--ab", "11", "12"]) == 0
@@ -98,5 +104,8 @@ def test_names_from_files_stay_text_in_the_report(browser, tmp_path):
     assert page.get_by_text('<img src=x onerror="window.pwned=1"> <b>bold</b>').count() >= 1
     # in the plots too, the name reads as written (plotly would render the tags it knows)
     assert page.locator("#dist-plot text", has_text="<b>bold</b>").count() >= 1
+    assert page.locator("#ab p.unplotted").inner_text() == \
+        "Not drawn (no ratio): <i>broken</i>: n=0 [wall] failed"
+    assert page.locator("i").count() == 0
     assert errors == []
     page.close()

@@ -112,6 +112,11 @@
       (data.ab.total > data.ab.rows.length ? ` (the ${data.ab.rows.length} largest of ` +
         `${data.ab.total} cases)` : "")));
     abSection.append(el("div", { class: "plot tall", id: "ab-plot", "data-kind": "ab" }));
+    const unplotted = data.ab.rows.filter((r) => r.ratio === null);  // no ratio to draw
+    if (unplotted.length) {
+      abSection.append(el("p", { class: "unplotted" }, `Not drawn (no ratio): ` +
+        unplotted.map((r) => `${r.case} [${r.metric}] ${r.verdict}`).join("; ")));
+    }
   } else {
     abSection.append(el("p", { class: "empty" }, "fewer than two runs with a case in common"));
   }
