@@ -73,8 +73,11 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, object]:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    return build_store(f"sqlite:///{tmp_path_factory.mktemp('serve') / 'history.db'}",
-                       second_machine=12)
+    built = build_store(f"sqlite:///{tmp_path_factory.mktemp('serve') / 'history.db'}",
+                        second_machine=12)
+    built.reopen_run(16, ["torchmark", "timeit", "torch.mul(x, 1)", "--resume-run", "16"])
+    built.finish_run(16, "ok")
+    return built
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +208,7 @@ def test_every_page_renders_and_the_click_path_works(browser, served):
     assert page.locator("table.compare caption").inner_text() == "mul"
     assert page.locator("table.compare td.grade-best").count() == 1  # n=0, the fastest
     assert "status ok - 3 results" in page.inner_text("main")
+    assert "UTC: torchmark timeit 'torch.mul(x, 1)' --resume-run 16" in page.inner_text("main")
     page.wait_for_selector("#samples svg.main-svg")  # each result's raw samples: a box
     assert page.locator("#samples g.trace.boxes").count() == 3
     page.click("table.compare tr:has(th:text-is('n=1')) a")

@@ -110,6 +110,13 @@ def test_an_interrupted_ops_run_keeps_its_finished_cases(tmp_path):
     [run] = store.runs()
     cases = [r["case_id"] for r in store.results()]
     assert run["status"] == "ok" and len(cases) == len(set(cases)) == 200
+    [resumed] = run["tags"]["resumed"]  # when and by which command line, kept with the run
+    assert resumed["command"][:2] == ["torchmark", "ops"] and "--resume-run" in \
+        resumed["command"] and resumed["at"] > run["started"]
+    from torchmark.report.views import run_view
+
+    assert run_view(store, 1)["run"]["resumed"] == [
+        {"at": resumed["at"], "command": " ".join(resumed["command"])}]
     # the resumed run's file holds the whole run: the cases stored before the interrupt
     # too, each once
     rest = [x["id"] for x in read_records(tmp_path / "rest.jsonl")]

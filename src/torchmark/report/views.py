@@ -64,7 +64,18 @@ def run_row(run: dict[str, Any], hosts: dict[str, str]) -> dict[str, Any]:
             "dirty": run["git_dirty"], "subject": run.get("commit_subject"),
             "torch": run["torch_version"], "machine": hosts.get(run["machine"] or "",
                                                                 run["machine"]),
-            "env": run["env"], "results": run.get("results", 0)}
+            "env": run["env"], "results": run.get("results", 0),
+            "resumed": _resumes(run.get("tags"))}
+
+
+def _resumes(tags: Any) -> list[dict[str, str]]:
+    """When a run was resumed and by which command line (Store.reopen_run's note in its
+    tags), oldest first; what is not as torchmark writes it is left out."""
+    noted = tags.get("resumed") if isinstance(tags, dict) else None
+    return [{"at": str(x.get("at", ""))[:40],
+             "command": shlex.join(str(word) for word in x["command"])}
+            for x in (noted if isinstance(noted, list) else [])
+            if isinstance(x, dict) and isinstance(x.get("command"), list)]
 
 
 def run_view(store: Any, run_id: int, page: int = 1,

@@ -48,13 +48,13 @@ class RunRecorder:
 
                 self.store = Store(self.db)
                 if self.resume_run is not None:
-                    self.store.reopen_run(self.resume_run)
+                    self.store.reopen_run(self.resume_run, self.command)
                     self.run_id = self.resume_run
                     self.machine = self.store.finished_runs(
                         run=self.resume_run, status=RUN_STATUSES)[0]["machine"]
                     self.node_runs = node_runs(self.store, self.resume_run)
                     for run_id in self.node_runs.values():
-                        self.store.reopen_run(run_id)
+                        self.store.reopen_run(run_id, self.command)
                 else:
                     self.provenance = self.provenance or Provenance.capture(
                         env=self.env, command=self.command)

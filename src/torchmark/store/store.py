@@ -46,6 +46,7 @@ MEDIANS_KEPT = 16  # runs whose medians run_medians keeps (about 1.5 MB each at 
 
 
 # a time metric's rows as Measurements: the metadata that gives Measurement.quantity
+RESUMES_KEPT = 100  # a run's resumes noted in its tags (the newest)
 _QUANTITY_METADATA: dict[str, dict[str, str] | None] = {
     "wall": None, "device": {"clock": "cuda_events"}, "kernel": {"clock": "cupti"},
     "batch": {"clock": "cuda_events", "mode": "batch"}}
@@ -908,14 +909,24 @@ class Store:
         with self.engine.connect() as conn:
             return set(conn.execute(query).scalars())
 
-    def reopen_run(self, run_id: int) -> None:
-        """Mark a stored run running again (resumed); a StoreError when there is none."""
+    def reopen_run(self, run_id: int, command: Sequence[str] | None = None) -> None:
+        """Mark a stored run running again (resumed), noting when and by which
+        `command` line in its tags (`resumed`: a list, oldest first, the last
+        RESUMES_KEPT); a StoreError when there is none."""
+        r = schema.runs
         with self.engine.begin() as conn:
-            updated = conn.execute(schema.runs.update().where(schema.runs.c.id == run_id)
-                                   .values(status="running", ended=None)).rowcount
-        if not updated:
-            raise StoreError(f"the store at {self.where} holds no run {run_id} "
-                             "(`torchmark runs` lists them)")
+            tags = conn.execute(sa.select(r.c.tags).where(r.c.id == run_id)).first()
+            if tags is None:
+                raise StoreError(f"the store at {self.where} holds no run {run_id} "
+                                 "(`torchmark runs` lists them)")
+            kept = dict(tags[0]) if isinstance(tags[0], dict) else {}
+            before = kept.get("resumed")
+            resumes = [x for x in before if isinstance(x, dict)] \
+                if isinstance(before, list) else []
+            resumes.append({"at": utc_now(), "command": [str(w) for w in command or []]})
+            kept["resumed"] = resumes[-RESUMES_KEPT:]
+            conn.execute(r.update().where(r.c.id == run_id)
+                         .values(status="running", ended=None, tags=kept))
 
     def result_records(self, *, run: int | None = None, case: str | None = None,
                        metric: str | None = None,
