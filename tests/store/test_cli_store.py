@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import sqlalchemy as sa
 
 from torchmark.cli.main import main
@@ -187,3 +189,42 @@ def test_import_offers_exactly_the_formats_there_are_readers_of():
     from torchmark.store.formats import FORMATS
 
     assert FORMAT_NAMES == tuple(FORMATS)  # kept apart so `import --help` loads no reader
+
+
+def test_ab_and_compare_pair_the_sides_of_runs_by_their_env_label(tmp_path, capsys):
+    """A side of the store takes its runs' env label as its tag, whatever its results'
+    own env (an ops result has none): `ab`, `compare` and `gate` pair the same cases,
+    for env:LABEL sides and for a commit's runs of several labels, pooled."""
+    import dataclasses
+
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Case, Result
+
+    db = str(tmp_path / "s.db")
+    store = Store(db)
+    rng = np.random.default_rng(0)
+    for env, commit in (("machA", "ab" * 20), ("machB", "ab" * 20), ("machB", "cd" * 20)):
+        run = store.start_run(dataclasses.replace(Provenance.capture(env=env),
+                                                  git_commit=commit))
+        store.record([Result(case=Case(id=f"{frontend}:x", frontend=frontend, stmt="x + y",
+                                       label=frontend, env=case_env),
+                             metric="wall", unit="s", number_per_run=10,
+                             samples=tuple(1e-6 * (1 + 0.01 * rng.standard_normal(20))))
+                      for frontend, case_env in (("ops", None), ("timeit", env))], run)
+        store.finish_run(run, "ok")
+    store.close()
+    def counts(out: str) -> str:  # the verdicts' count line
+        [line] = [x for x in out.splitlines()
+                  if re.fullmatch(r"\d+ \w+(, \d+ \w+)*", x)]
+        return line
+
+    for a, b in (("env:machA", "env:machB"), ("commit:abab", "commit:cdcd"),
+                 ("env:machA", "run:3")):
+        said = []
+        for argv in (["gate", "--baseline", a, "--candidate", b, "--max-slowdown", "1%"],
+                     ["compare", a, b, "--threshold", "1%"],
+                     ["ab", a, b, "--min-effect", "1%"]):
+            assert main([*argv, "--db", db, "--allow-env-diff"]) == 0
+            said.append(counts(capsys.readouterr().out))
+        assert said[0] == said[1] == said[2] and sum(  # each case paired, one verdict
+            int(n) for n in re.findall(r"\d+", said[0])) == 2, said

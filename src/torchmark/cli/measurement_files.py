@@ -45,9 +45,10 @@ def stored_measurements(token: str, db: str | None) -> list[Measurement]:
     """The time results of a side of the store (is_store_ref; resolved as `gate` resolves
     it) as Measurements, each tagged with where it comes from in its description ("run
     12", "latest (run 12)", "commit:ab12 (runs 3, 4)"), so that two sides' measurements
-    of one case pair up in `ab` and sit side by side in `compare`. Where the results
-    share one env label, it moves into that tag ("run 12 (before)"): runs labelled
-    `before` and `after` differ in one field, not two, and still pair."""
+    of one case pair up in `ab` and sit side by side in `compare`. Their runs' env label
+    moves into that tag where they share one ("run 12 (before)"), and is dropped where
+    they do not (a commit's runs, pooled as `gate` pools them): runs labelled `before`
+    and `after` differ in one field, not two, and still pair."""
     import dataclasses
 
     from torchmark.regressions.refs import resolve_side
@@ -62,10 +63,8 @@ def stored_measurements(token: str, db: str | None) -> list[Measurement]:
     runs = ", ".join(map(str, side.runs))
     where = f"run{'s' if len(side.runs) > 1 else ''} {runs}"
     name = where if side_ref(token).startswith("run:") else f"{token} ({where})"
-    envs = {m.task_spec.env for m in found}
-    env = envs.pop() if len(envs) == 1 else None
-    spec = {"description": f"{name} ({env})", "env": None} if env else \
-        {"description": name}
+    env = side.envs[0] if len(side.envs) == 1 else None
+    spec = {"description": f"{name} ({env})" if env else name, "env": None}
     return [Measurement(m.number_per_run, m.raw_times,
                         dataclasses.replace(m.task_spec, **spec), m.metadata)
             for m in found]

@@ -24,7 +24,8 @@ class Side:
     machines: tuple[str, ...]  # hostnames (or fingerprints) the results were measured on
     note: str = ""  # how several runs, or replicates in a file, were reduced to one side
     machine: str | None = None  # the fingerprint of the machine (where one is known)
-    env: str | None = None  # the env label of its runs
+    env: str | None = None  # the env label of its runs (the newest's)
+    envs: tuple[str | None, ...] = ()  # the env labels of the runs used, each once
 
     def describe(self) -> str:
         where = (f"run{'s' if len(self.runs) > 1 else ''} "
@@ -82,9 +83,10 @@ def resolve_side(ref: str, store: Any | None) -> Side:
         results, used = _newest_of_each(store, same)
     if not results:
         raise UsageError(f"{ref!r}: run {runs[0]['id']} holds no results")
+    labels = tuple(dict.fromkeys(run["env"] for run in same if run["id"] in used))
     return Side(ref, tuple(results), tuple(used),
                 (runs[0]["hostname"] or machine or "an unknown machine",),
-                "; ".join(filter(None, notes)), machine, runs[0]["env"])
+                "; ".join(filter(None, notes)), machine, runs[0]["env"], labels)
 
 
 def _newest_of_each(store: Any, runs: list[dict[str, Any]]) -> tuple[list[Result], list[int]]:

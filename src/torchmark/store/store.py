@@ -1106,7 +1106,8 @@ class Store:
         return cls.measurements_of(
             {"metric": r.metric, "samples": list(r.samples), "stmt": r.case.stmt,
              "label": r.case.label, "sub_label": r.case.sub_label,
-             "description": r.case.description, "run_env": r.case.env,
+             "description": r.case.description,
+             "run_env": r.provenance.env if r.provenance is not None else r.case.env,
              "threads": r.case.threads, "number_per_run": r.number_per_run,
              "case_id": r.case.id, "extra": r.extra}
             for r in results if r.failure is None)
