@@ -196,19 +196,23 @@ def test_runs_delete_prune_and_an_online_backup_with_its_write_ahead_log(tmp_pat
 
 
 # -- secrets ----------------------------------------------------------------------------
-def test_no_password_is_stored_or_printed(tmp_path):
+@pytest.mark.parametrize("form", ["user", "query"])
+def test_no_password_is_stored_or_printed(tmp_path, form):
     db = tmp_path / "s.db"
     secret = "Sup3rS3cret"
-    url = f"postgresql+psycopg://bench:{secret}@127.0.0.1:1/bench"
+    url = f"postgresql+psycopg://bench:{secret}@127.0.0.1:1/bench" if form == "user" else \
+        f"postgresql+psycopg://bench@127.0.0.1:1/bench?sslmode=disable&password={secret}"
     proc = cli("timeit", "x * 2", "-s", "x = torch.ones(8)", "--min-run-time", "0.02",
                "--db", url)
     assert secret not in proc.stdout + proc.stderr
     assert "not recorded in the store" in proc.stderr and "***" in proc.stderr
+    proc = cli("db", "info", "--db", url)
+    assert proc.returncode == 1 and secret not in proc.stdout + proc.stderr
     proc = cli("timeit", "x * 2", "-s", "x = torch.ones(8)", "--min-run-time", "0.02",
                "--db", str(db), "--label", url)
     store = Store(f"sqlite:///{db}")
     [run] = store.runs()
-    assert secret not in json.dumps(run["command"])
+    assert secret not in json.dumps(run["command"]) and "***" in json.dumps(run["command"])
     assert secret not in json.dumps(store.result_records(run=run["id"])[0].provenance.to_dict())
     store.close()
     assert main(["runs", "--json", "--db", str(db)]) == 0

@@ -1,6 +1,7 @@
 """Secrets kept out of what torchmark stores, prints or ships: the password of a URL
-(`postgresql+psycopg://user:PASSWORD@host/db`) and the value of a token option are
-masked (`***`) in command lines and messages."""
+(`postgresql+psycopg://user:PASSWORD@host/db`, or in its query string as libpq takes
+it, `?password=PASSWORD`) and the value of a token option are masked (`***`) in command
+lines and messages."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ from collections.abc import Sequence
 MASK = "***"
 # scheme://user:password@ -> scheme://user:***@ (also with an empty user)
 _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)[^@\s]*(@)")
+# ...?password=secret&... and sslpassword= (libpq's parameters, which psycopg passes on)
+_QUERY_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&\s]*", re.IGNORECASE)
 # options whose value is a secret, as `--token VALUE` or `--token=VALUE`
 SECRET_OPTIONS = ("--token", "--password")
 
 
 def mask(text: str) -> str:
-    """`text` with every URL's password replaced by ***."""
-    return _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", text)
+    """`text` with every URL's password (before its host or in its query string)
+    replaced by ***."""
+    text = _URL_PASSWORD.sub(rf"\g<1>{MASK}\g<2>", text)
+    return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", text)
 
 
 def mask_argv(argv: Sequence[str]) -> tuple[str, ...]:

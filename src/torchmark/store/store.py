@@ -185,9 +185,14 @@ class Store:
         self.url = resolve_url(url)
         try:
             self.engine = _engine(self.url)
-        except (sa.exc.ArgumentError, ImportError) as e:  # not a URL SQLAlchemy can use
-            raise UsageError(f"--db {sa.engine.make_url(self.url).render_as_string()}: "
-                             f"{str(e).splitlines()[0]}") from None
+        except (sa.exc.ArgumentError, ImportError, ValueError) as e:  # not a URL it can use
+            from torchmark.core.secrets import mask
+
+            scheme = self.url.partition(":")[0].lower()
+            hint = " (a PostgreSQL store: postgresql+psycopg://USER@HOST:PORT/DATABASE)" \
+                if scheme.startswith("postgres") and scheme != "postgresql+psycopg" else ""
+            raise UsageError(f"--db {mask(self.url)}: {str(e).splitlines()[0]}{hint}") \
+                from None
         self.dialect = self.engine.dialect.name
         # what a run's provenance says that series and pages read, by run id (a run's
         # provenance never changes once stored): see run_facts
@@ -278,8 +283,10 @@ class Store:
 
     @property
     def where(self) -> str:
-        """The URL without a password."""
-        return self.engine.url.render_as_string(hide_password=True)
+        """The URL without a password (nor one in its query string)."""
+        from torchmark.core.secrets import mask
+
+        return mask(self.engine.url.render_as_string(hide_password=True))
 
     # -- writing --------------------------------------------------------------------------
     def start_run(self, provenance: Provenance | None = None, *,
