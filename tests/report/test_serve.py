@@ -133,6 +133,10 @@ def test_the_api_gives_every_page_s_data(served):
     assert get(f"{served}/api/v1/runs?page={huge}")[0] == 400
     assert get(f"{served}/api/v1/compare?a={huge}&b=16")[0] == 404
     assert get(f"{served}/api/v1/compare?a=commit:&b=16")[0] == 400
+    status, refused = get(f"{served}/api/v1/compare?a=commit:00&b=16")  # many commits
+    assert status == 400 and refused["error"] == "a: '00' begins 30 commits: give more of it"
+    status, refused = get(f"{served}/api/v1/runs?until=2026-13-45")
+    assert status == 400 and refused["error"].startswith("until: '2026-13-45': expected a date")
     one = get(f"{served}/api/v1/compare?a=15&b=16&per_page=1&page=2&threshold=5%25")[1]
     assert (one["per_page"], len(one["rows"]), one["threshold"]) == (1, 1, 0.05)
     assert get(f"{served}/api/v1/compare?a=15&b=16&threshold=lots")[0] == 400
@@ -258,6 +262,12 @@ def test_the_api_over_a_postgresql_store(postgres):
         assert get(f"{base}/api/v1/compare?a=10&b=11")[1]["rows"][0]["verdict"] == "slower"
         assert get(f"{base}/api/v1/search?q=N%3D2")[1]["cases"][0]["title"] == "mul: n=2"
         assert get(f"{base}/api/v1/runs/5")[1]["total"] == 3
+        # PostgreSQL's text holds no NUL: a request naming one is refused, not a 500
+        for path in ("/api/v1/search?q=%00", "/api/v1/cases/%00", "/api/v1/cases/a%00b",
+                     "/api/v1/runs?machine=%00", "/api/v1/runs?command=%00",
+                     "/api/v1/regressions?machine=%00"):
+            assert get(f"{base}{path}") == (400, {"error": "a NUL character (%00) in the "
+                                                           "request"}), path
 
 
 def test_a_page_waiting_for_the_first_detection_holds_no_other_page(tmp_path):

@@ -58,7 +58,7 @@ class Dashboard:
         return views.runs_view(self.store, machine=q.get("machine") or None,
                                env=q.get("env") or None, commit=q.get("commit") or None,
                                command=q.get("command") or None,
-                               since=q.get("since") or None, until=q.get("until") or None,
+                               since=_time(q, "since"), until=_time(q, "until"),
                                page=_int(q.get("page"), 1), per_page=_per_page(q))
 
     def run(self, run_id: int, q: Any) -> dict[str, Any] | None:
@@ -75,14 +75,7 @@ class Dashboard:
         changes, status = self.changes.get()
         since = (q.get("since_commit") or "")[:64] or None
         if since:
-            runs = self.store.finished_runs(commit=since)
-            commits = {r["git_commit"] for r in runs}
-            if not runs:
-                raise NotFound(f"since_commit: no finished run of a commit {since!r}")
-            if len(commits) > 1:
-                raise BadRequest(f"since_commit: {since!r} begins {len(commits)} commits: "
-                                 "give more of it")
-            first = min(r["started"] for r in runs)
+            first = min(r["started"] for r in self._runs_of_commit("since_commit", since))
             changes = [c for c in changes if c.first_bad.started > first]
         state = q.get("state") or None
         if state is not None and state not in views.STATES:
@@ -115,14 +108,16 @@ class Dashboard:
         if not ref:
             raise BadRequest("compare needs two runs: ?a=RUN&b=RUN (or run:N, latest, "
                              "commit:SHA)")
-        if ref == "latest" or ref.startswith("commit:"):
-            commit = ref.removeprefix("commit:")[:64] if ref != "latest" else None
+        if ref == "latest":
+            runs = self.store.finished_runs()
+            if not runs:
+                raise NotFound(f"{name}: the store holds no finished run")
+            return int(runs[0]["id"])
+        if ref.startswith("commit:"):
+            commit = ref.removeprefix("commit:")[:64]
             if commit == "":
                 raise BadRequest(f"{name}: give the commit: commit:SHA (a prefix of it)")
-            runs = self.store.finished_runs(commit=commit)
-            if not runs:
-                raise NotFound(f"{name}: no finished run of {ref[:80]}")
-            return int(runs[0]["id"])
+            return int(self._runs_of_commit(name, commit)[0]["id"])
         try:
             run = int(ref.removeprefix("run:"))
         except ValueError:
@@ -133,6 +128,18 @@ class Dashboard:
         if not self.store.has_run(run):
             raise NotFound(f"{name}: no run {run}")
         return run
+
+    def _runs_of_commit(self, name: str, commit: str) -> list[dict[str, Any]]:
+        """The finished runs of the one commit that `commit` begins, newest first (the
+        query parameter `name`'s); NotFound for none, BadRequest for several commits."""
+        runs = self.store.finished_runs(commit=commit)
+        if not runs:
+            raise NotFound(f"{name}: no finished run of a commit {commit!r}")
+        commits = {r["git_commit"] for r in runs}
+        if len(commits) > 1:
+            raise BadRequest(f"{name}: {commit!r} begins {len(commits)} commits: give more "
+                             "of it")
+        return runs
 
     def search(self, q: Any) -> dict[str, Any]:
         return views.search_view(self.store, (q.get("q") or "")[:200])
@@ -169,6 +176,20 @@ def _int(value: Any, default: int) -> int:
     if abs(number) > LARGEST_INT:
         raise BadRequest(f"too large a number: {str(value)[:40]!r}")
     return number
+
+
+def _time(q: Any, name: str) -> str | None:
+    """The query parameter `name`, a date or an ISO time (store.time_bound), if given."""
+    from torchmark.core.errors import UsageError
+    from torchmark.store.store import time_bound
+
+    value = q.get(name) or None
+    if value is not None:
+        try:
+            time_bound(value, f"{name}:")
+        except UsageError as e:
+            raise BadRequest(str(e)) from None
+    return value
 
 
 def _per_page(q: Any) -> int:
@@ -254,6 +275,9 @@ def create_app(store: Any, token: str | None = None,
 
         def page(request: Request) -> Response:
             api = request.url.path.startswith("/api/")
+            if "\x00" in request.url.path or any(  # no name holds one; a server refuses it
+                    "\x00" in k or "\x00" in v for k, v in request.query_params.multi_items()):
+                return _error(400, "a NUL character (%00) in the request", api)
             try:
                 data = produce(request)
             except (BadRequest, NotFound) as e:

@@ -516,7 +516,7 @@ class Store:
         r = schema.runs
         query = _filtered(sa.select(r.c.id), r, since, machine, env)
         if until is not None:
-            limit_at = _since(until)
+            limit_at = time_bound(until, "--until")
             query = query.where(r.c.started <= limit_at if "T" in limit_at else
                                 r.c.started < (dt.date.fromisoformat(limit_at)
                                                + dt.timedelta(days=1)).isoformat())
@@ -1156,7 +1156,7 @@ class Store:
         """The ids of the runs that started before `moment` (a date or an ISO time)."""
         r = schema.runs
         with self.engine.connect() as conn:
-            return list(conn.execute(sa.select(r.c.id).where(r.c.started < _since(moment))
+            return list(conn.execute(sa.select(r.c.id).where(r.c.started < time_bound(moment, "--before"))
                                      .order_by(r.c.id)).scalars())
 
     def backup(self, path: str | os.PathLike) -> Path:
@@ -1193,15 +1193,15 @@ class Store:
         self.close()
 
 
-def _since(text: str) -> str:
-    """--since as the store's UTC text: a date (2026-11-01) or an ISO time with its
-    offset; anything else is a usage error."""
+def time_bound(text: str, name: str = "--since") -> str:
+    """A date (2026-11-01) or an ISO time with its offset as the store's UTC text;
+    anything else is a usage error naming the option (or parameter) `name`."""
     try:
         if "T" in text:
             return _utc(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat())
         return dt.date.fromisoformat(text).isoformat()
     except ValueError:
-        raise UsageError(f"--since {text!r}: expected a date (2026-11-01) or an ISO time "
+        raise UsageError(f"{name} {text!r}: expected a date (2026-11-01) or an ISO time "
                          "(2026-11-01T09:00:00+00:00)") from None
 
 
@@ -1218,7 +1218,7 @@ def _json(value: Any) -> dict[str, Any]:
 def _filtered(query: Any, runs: sa.Table, since: str | None, machine: str | None,
               env: str | None) -> Any:
     if since is not None:  # a date, or a time with its offset
-        query = query.where(runs.c.started >= _since(since))
+        query = query.where(runs.c.started >= time_bound(since))
     if machine is not None:  # a fingerprint, its first characters as listed, or a hostname
         query = query.where(sa.or_(runs.c.machine == machine,
                                    runs.c.machine.startswith(machine, autoescape=True)
