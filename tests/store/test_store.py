@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from torchmark.cli.main import main
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Case, Failure, Result
 from torchmark.store import HEAD, Store, StoreError, schema
@@ -120,6 +121,40 @@ def test_four_processes_record_at_once(store_url):
     info = store.info()
     assert (info["runs"], info["results"]) == (20, 400)
     assert all(r["results"] == 20 for r in store.runs())
+    store.close()
+
+
+def _import(url: str, path: str, added) -> None:
+    store = Store(url)
+    added.put(store.import_file(path))
+    store.close()
+
+
+def test_four_processes_import_one_file_at_once(store_url, tmp_path):
+    """One adds the file's results; the others, finding its import key taken when they
+    commit, add nothing and say so (0), as a second import does: no error."""
+    source = Store(f"sqlite:///{tmp_path / 'source.db'}")
+    for _ in range(3):
+        run = source.start_run()
+        source.record([result(i) for i in range(30)], run)
+        source.finish_run(run)
+    source.close()
+    path = tmp_path / "runs.jsonl"
+    assert main(["export", "--format", "jsonl", "-o", str(path), "--db",
+                 str(tmp_path / "source.db")]) == 0
+    Store(store_url).close()  # the schema exists before they race
+    context = multiprocessing.get_context("spawn")
+    added = context.Queue()
+    importers = [context.Process(target=_import, args=(store_url, str(path), added))
+                 for _ in range(4)]
+    for p in importers:
+        p.start()
+    for p in importers:
+        p.join(timeout=300)
+        assert p.exitcode == 0
+    assert sorted(added.get(timeout=10) for _ in importers) == [0, 0, 0, 90]
+    store = Store(store_url)
+    assert store.info()["results"] == 90
     store.close()
 
 

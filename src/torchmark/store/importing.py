@@ -229,16 +229,28 @@ class Importer:
         self.runs: dict[str, int] = {}  # a provenance's JSON -> its run in this import
         self.cases: set[str] = set()  # the ids of the cases this import stored
         self.added = 0
+        self.key: str | None = None  # the file's digest (its first run's import key)
 
     def run(self) -> int:
-        """Import the file; how many results were added."""
-        if self.fmt is not None:
-            return self._run_foreign(self.fmt)
+        """Import the file; how many results were added (0 when it was imported before,
+        or by another process importing it at the same moment: the import key is
+        unique, and the loser's transaction is rolled back whole)."""
+        try:
+            return self._run_foreign(self.fmt) if self.fmt is not None else self._run_file()
+        except sa.exc.IntegrityError:
+            if self.key is None or not self._imported_before(self.key):
+                raise
+            self.runs.clear()
+            self.cases.clear()
+            self.added = 0
+            return 0
+
+    def _run_file(self) -> int:
         from torchmark.records.files import file_provenance
 
         fd = open_regular(self.path, "import", self.limit)
         try:
-            key = file_digest(fd)
+            key = self.key = file_digest(fd)
             if self._imported_before(key):
                 return 0
             fallback = file_provenance(self.path) or _unknown_origin(self.path)
@@ -255,7 +267,7 @@ class Importer:
         checked before the store is touched, then stored as a torchmark file's are."""
         from torchmark.store.formats import read_foreign
 
-        key = path_digest(self.path, self.limit)
+        key = self.key = path_digest(self.path, self.limit)
         if self._imported_before(key):
             return 0
         with collector_paused():
