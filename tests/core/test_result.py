@@ -59,6 +59,19 @@ def test_the_machine_fingerprint_ignores_momentary_state():
     assert a.fingerprint != Machine("other", "cpu", 8, 32 << 30).fingerprint
 
 
+def test_cases_sharing_a_title_are_told_apart_by_statement_then_id():
+    from torchmark.core.result import distinct_titles
+
+    cases = [Case(id=f"t:{i}", frontend="timeit", stmt=stmt, setup=setup, label=label)
+             for i, (stmt, setup, label) in enumerate([
+                 ("x * y", "", "ops3"), ("x + y\nz", "", "ops3"), ("x * y", "x = 1", "ops3"),
+                 ("z", "", "solo"), ("q", "", None), ("q", "b = 2", None)])]
+    assert distinct_titles(cases) == {
+        "t:0": "ops3 / x * y (t:0)", "t:1": "ops3 / x + y",  # the statement's first line
+        "t:2": "ops3 / x * y (t:2)", "t:3": "solo",  # alone: as it was
+        "t:4": "q (t:4)", "t:5": "q (t:5)"}  # the statement is the title already
+
+
 def test_cases_are_named_by_id_or_title_exactly_globs_only_when_asked():
     from torchmark.core.result import cases_named
 

@@ -303,3 +303,17 @@ def test_remeasure_measures_an_unmeasured_candidate_until_it_has_an_interval(db,
     out = capsys.readouterr()
     assert "re-measured here until an interval exists: 1 case(s)" in out.err
     assert "1 unmeasured" not in out.out and "x * 2  wall" in out.out
+
+
+def test_cases_under_one_label_are_told_apart_in_the_table(db, capsys):
+    """Statements timed under one --label, no sub-label: each row says its statement."""
+    shared = [Case(id=f"timeit:s{i}", frontend="timeit", stmt=stmt, label="ops3")
+              for i, stmt in enumerate(["x * y", "x + y"])]
+    store = Store(db)
+    for commit in ("a" * 40, "b" * 40):
+        record(store, [wall(case, 1e-6, seed=i) for i, case in enumerate(shared)], commit)
+    store.close()
+    assert gate(db, "--baseline", "run:1", "--candidate", "run:2") == 0
+    rows = [line.split("  ")[0] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("ops3")]
+    assert sorted(rows) == ["ops3 / x * y", "ops3 / x + y"]

@@ -11,6 +11,7 @@ read every older torchmark file format: see torchmark.results_files)."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import hashlib
@@ -116,6 +117,24 @@ class Case:
         if self.threads > 1:
             name += f" ({self.threads} threads)"
         return name
+
+
+def distinct_titles(cases: Iterable[Case]) -> dict[str, str]:
+    """Each case's title by id, told apart where several cases share one (statements
+    under one label, no sub-label): then followed by " / " and the statement's first
+    line, and where that is shared too, by the case id in brackets."""
+    by_id = {case.id: case for case in cases}
+    out = {i: case.title for i, case in by_id.items()}
+
+    def statement(title: str, case: Case) -> str:
+        line = (case.stmt.strip().splitlines() or [""])[0]
+        return f"{title} / {line}" if line and line not in title else title
+
+    for rule in (statement, lambda title, case: f"{title} ({case.id})"):
+        seen = collections.Counter(out.values())
+        out = {i: rule(title, by_id[i]) if seen[title] > 1 else title
+               for i, title in out.items()}
+    return out
 
 
 def cases_named(titles: Mapping[str, str], patterns: Sequence[str],

@@ -19,7 +19,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-from torchmark.core.result import Result, Stated
+from torchmark.core.result import Result, Stated, distinct_titles
 from torchmark.core.stats import natural_key
 from torchmark.verdicts import VERDICTS, CaseVerdict, Drift, Side, judge
 from torchmark.verdicts.replicates import MAX_REPLICATES
@@ -108,14 +108,14 @@ def gate(baseline: Sequence[Result], candidate: Sequence[Result], *,
     verdicts = judge_all([Pair(key, side_of(a[key]), side_of(b[key]), key[1])
                           for key in keys], threshold=max_slowdown, confidence=confidence,
                          histories=histories, seed=seed)
-    rows = [GateRow(key[0], a[key].case.title, key[1], a[key].unit or b[key].unit,
+    name = distinct_titles([*(r.case for r in a.values()), *(r.case for r in b.values())])
+    rows = [GateRow(key[0], name[key[0]], key[1], a[key].unit or b[key].unit,
                     _median(a[key]), _median(b[key]), verdicts[key]) for key in keys]
     order = {v: i for i, v in enumerate(VERDICTS)}
     rows.sort(key=lambda r: (order[r.kind], -(r.verdict.ratio if math.isfinite(
         r.verdict.ratio) else 0), natural_key(r.title)))
-    name = {**{k: r.case.title for k, r in a.items()}, **{k: r.case.title for k, r in b.items()}}
-    return GateReport(tuple(rows), tuple(f"{name[k]} [{k[1]}]" for k in a if k not in b),
-                      tuple(f"{name[k]} [{k[1]}]" for k in b if k not in a), max_slowdown,
+    return GateReport(tuple(rows), tuple(f"{name[k[0]]} [{k[1]}]" for k in a if k not in b),
+                      tuple(f"{name[k[0]]} [{k[1]}]" for k in b if k not in a), max_slowdown,
                       allow_unmeasured)
 
 
