@@ -323,7 +323,7 @@ def test_cli_errors(capsys, tmp_path, ab_files):
     code, _, err = run(capsys, "ab", str(a))
     assert code == 2 and "must hold measurements of exactly two envs" in err
     code, _, err = run(capsys, "ab", str(a), str(tmp_path / "missing.json"))
-    assert code == 2 and "missing.json: no such file" in err
+    assert code == 2 and "missing.json' is not a run id" in err and "(no such file)" in err
     zero = tmp_path / "zero.json"
     save_measurements(zero, [measurement([0.0, 0.0, 0.0], sub_label="fast"),
                              measurement(normal(10e-6, 0.1e-6, 20, 18), sub_label="same")])

@@ -91,8 +91,10 @@ def test_an_interrupted_ops_run_keeps_its_finished_cases(tmp_path):
             except Exception:  # the schema being made
                 continue
     proc.send_signal(signal.SIGINT)
-    exit_of(proc, timeout=60)
+    _, err = exit_of(proc, timeout=60)
     assert proc.returncode == 130
+    assert b"run 1 keeps the results it finished; the same command with --resume-run 1 " \
+        b"runs the rest\n" in err
     store = Store(str(db))
     [run] = store.runs()
     assert run["status"] == "interrupted"

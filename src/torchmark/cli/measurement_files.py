@@ -10,10 +10,17 @@ def read_measurement_files(files: list[str],
     """The measurements of each file, in order: JSON from `timeit --save`, `demo` or
     `save_measurements`; or `torchmark ops` results (the file's name as description); or
     runs of the store (`is_store_ref`), from the store at `db`."""
+    from pathlib import Path
+
+    from torchmark.core.errors import UsageError
     from torchmark.ops.as_measurements import column_names, ops_measurements
     from torchmark.ops.runner import SCHEMA as OPS_SCHEMA
+    from torchmark.regressions.refs import REF_FORMS
     from torchmark.timing.files import first_line_schema, load_compared
 
+    for path in files:  # a mistyped side: named as gate names it
+        if not is_store_ref(path) and not Path(path).exists():
+            raise UsageError(f"{path!r} is not {REF_FORMS} (no such file)")
     out = []
     for path, column in zip(files, column_names(list(files)), strict=True):
         if is_store_ref(path):

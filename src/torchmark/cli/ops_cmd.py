@@ -176,7 +176,8 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         started.append(True)
 
     try:
-        with recorder(db, no_store, resume_run=resume_run, config=str(config_path)) as rec:
+        with recorder(db, no_store, resume_run=resume_run, resumable=True,
+                      config=str(config_path)) as rec:
             import dataclasses
 
             from torchmark.ops.results_file import results_record

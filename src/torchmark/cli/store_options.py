@@ -53,15 +53,17 @@ COMMAND_LINE: list[str] = []  # set by cli.main for each command line it runs
 
 
 def recorder(db: str | None, no_store: bool, resume_run: int | None = None,
-             env: str | None = None, provenance: Any = None, **tags: Any) -> Any:
+             env: str | None = None, provenance: Any = None, resumable: bool = False,
+             **tags: Any) -> Any:
     """A RunRecorder for this command line; `env`: the run's env label (a command's --env;
     default $TORCHMARK_ENV); `provenance`: the run's, when it was captured elsewhere (in
-    another Python environment: `ab --python`)."""
+    another Python environment: `ab --python`); `resumable`: the command takes
+    --resume-run (an interrupted run then says how to continue it)."""
     from torchmark.store.recorder import RunRecorder
 
     return RunRecorder(db, enabled=not no_store, tags=tags,
                        command=list(COMMAND_LINE) or None, resume_run=resume_run, env=env,
-                       provenance=provenance)
+                       provenance=provenance, resumable=resumable)
 
 
 def resume_run_option(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -151,7 +151,7 @@ def run_cmd(pattern, definitions, subset, workers, out, resume, repeats, number,
     def on_phase(phase: str) -> None:
         progress.update(task, description=phase)
 
-    with recorder(db, no_store, resume_run=resume_run, suite=str(out)) as rec:
+    with recorder(db, no_store, resume_run=resume_run, resumable=True, suite=str(out)) as rec:
         from torchmark.records import from_suite_record
         from torchmark.suite.results import results_record
 

@@ -26,7 +26,8 @@ class RunRecorder:
     def __init__(self, db: str | None = None, *, enabled: bool = True,
                  tags: dict[str, Any] | None = None,
                  command: list[str] | None = None, resume_run: int | None = None,
-                 provenance: Provenance | None = None, env: str | None = None) -> None:
+                 provenance: Provenance | None = None, env: str | None = None,
+                 resumable: bool = False) -> None:
         from torchmark.store.store import recording_off
 
         self.db, self.tags, self.command = db, dict(tags or {}), command
@@ -40,6 +41,7 @@ class RunRecorder:
         self.status: str | None = None  # the run's end, when the command knows it better
         self.machine: str | None = None  # the run's machine fingerprint
         self.node_runs: dict[str, int] = {}  # another machine's fingerprint -> its run
+        self.resumable = resumable  # the command takes --resume-run: an interrupt says so
 
     def __enter__(self) -> RunRecorder:
         if self.enabled:
@@ -99,6 +101,10 @@ class RunRecorder:
         try:
             for run_id in (self.run_id, *self.node_runs.values()):
                 self.store.finish_run(run_id, status)
+            if status == "interrupted" and self.resumable:
+                sys.stderr.write(f"torchmark: run {self.run_id} keeps the results it "
+                                 f"finished; the same command with --resume-run "
+                                 f"{self.run_id} runs the rest\n")
         except Exception as e:
             self._give_up(e)
         finally:
