@@ -116,6 +116,9 @@ def test_the_api_gives_every_page_s_data(served):
     by_commit = get(f"{served}/api/v1/compare?a=commit:0014&b=commit:0015")[1]
     assert by_commit["rows"] == compared["rows"]
     assert get(f"{served}/api/v1/compare?a=commit:ffff&b=16")[0] == 404
+    newest = get(f"{served}/api/v1/compare?a=15&b=env:ci")[1]  # the label's newest run
+    assert newest["candidate"] == get(f"{served}/api/v1/compare?a=15&b=latest")[1]["candidate"]
+    assert get(f"{served}/api/v1/compare?a=env:nosuch&b=16")[0] == 404
     assert get(f"{served}/api/v1/compare?a=run:15&b=16")[1]["rows"] == compared["rows"]
     status, refused = get(f"{served}/api/v1/compare?a=x&b=16")
     assert status == 400 and refused["error"].startswith("a: expected a run")

@@ -230,3 +230,16 @@ def test_ab_and_compare_pair_the_sides_of_runs_by_their_env_label(tmp_path, caps
             said.append(counts(capsys.readouterr().out))
         assert said[0] == said[1] == said[2] and sum(  # each case paired, one verdict
             int(n) for n in re.findall(r"\d+", said[0])) == 2, said
+
+
+def test_ops_labels_its_run_with_env(tmp_path, capsys):
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"torch.add": {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": [8]}, {"type": "tensor", "shape": [8]}]}]}]}}))
+    db = str(tmp_path / "s.db")
+    for env in ("before", "after"):
+        assert main(["ops", "-c", str(config), "-o", str(tmp_path / env), "-i", "5", "-w",
+                     "1", "--quiet", "--env", env, "--db", db]) == 0
+    assert [run["env"] for run in Store(db).runs()] == ["after", "before"]
+    assert main(["runs", "--db", db]) == 0
+    assert f"ops -c {config} -o {tmp_path / 'after'}"[:40] in capsys.readouterr().out

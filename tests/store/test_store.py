@@ -120,6 +120,7 @@ def test_four_processes_record_at_once(store_url):
     store = Store(store_url)
     info = store.info()
     assert (info["runs"], info["results"]) == (20, 400)
+    assert info["bytes"] > 0  # the SQLite file's, the PostgreSQL database's
     assert all(r["results"] == 20 for r in store.runs())
     store.close()
 

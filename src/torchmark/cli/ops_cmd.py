@@ -92,13 +92,16 @@ def _nsight(tool: str, device: str, argv: list[str], prefix: str) -> int:
               help="Import MODULE (a module name or a .py file) first; it registers "
                    "operators with register_op.")
 @click.option("--quiet", is_flag=True, help="No progress bar and no table.")
+@click.option("--env", default=None, metavar="LABEL",
+              help="The run's env label in the store (default: $TORCHMARK_ENV): its "
+                   "cases are compared with another label's as env:LABEL.")
 @executor_options("On Ray: extra attempts for a case whose worker or node was lost (a "
                   "case that raises is not tried again).")
 @resume_run_option
 @recording_options
 def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, exec_mode,
             metric, l2_flush, cuda_graph, compile_, resume_id, stop_id, resume_file, list_only,
-            profile, ncu, nsys, plugins, quiet, executor, ray_address, ray_resources, retries,
+            profile, ncu, nsys, plugins, quiet, env, executor, ray_address, ray_resources, retries,
             resume_run, db, no_store):
     """Benchmark operators from a config: every expanded case, one JSON line each (in
     this process, or as Ray tasks with --executor ray)."""
@@ -143,7 +146,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         argv += [f"--resume-id={resume_id}"] * bool(resume_id) + \
             [f"--stop-id={stop_id}"] * bool(stop_id)
         argv += [f"--db={db}"] * bool(db) + ["--no-store"] * no_store
-        argv += [f"--resume-run={resume_run}"] * bool(resume_run)
+        argv += [f"--resume-run={resume_run}"] * bool(resume_run) + [f"--env={env}"] * bool(env)
         codes = [_nsight(tool, device, argv, prefix)
                  for tool, on in (("ncu", ncu), ("nsys", nsys)) if on]
         return max(codes)
@@ -176,7 +179,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         started.append(True)
 
     try:
-        with recorder(db, no_store, resume_run=resume_run, resumable=True,
+        with recorder(db, no_store, resume_run=resume_run, resumable=True, env=env,
                       config=str(config_path)) as rec:
             import dataclasses
 

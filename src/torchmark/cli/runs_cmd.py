@@ -32,7 +32,7 @@ def runs_cmd(ctx, since, machine, env, limit, as_json, db):
             click.echo(json.dumps(run, default=str))
         return
     rows = [[str(r["id"]), r["started"][:19].replace("T", " "),
-             " ".join(r["command"][1:3]) if r["command"] else "",
+             _command(r["command"]),
              commit_label(r["git_commit"], r["git_dirty"]),
              r["torch_version"] or "", (r["machine"] or "")[:8], r["env"] or "",
              str(r["results"]), r["status"]] for r in runs]
@@ -41,6 +41,18 @@ def runs_cmd(ctx, since, machine, env, limit, as_json, db):
     for line in align(header, rows, [True, False, False, False, False, False, False, True,
                                      False], rule=True):
         click.echo(line)
+
+
+def _command(words: list[str] | None) -> str:
+    """A run's command line without the program, quoted as a shell takes it, cut to
+    COMMAND_CHARS (`runs --json` and `show` give it whole)."""
+    import shlex
+
+    text = shlex.join(str(word) for word in (words or [])[1:])
+    return text if len(text) <= COMMAND_CHARS else text[:COMMAND_CHARS - 3] + "..."
+
+
+COMMAND_CHARS = 48
 
 
 @runs_cmd.command("delete")

@@ -104,14 +104,20 @@ class Dashboard:
 
     def _run_of(self, name: str, ref: str | None) -> int:
         """A side of a comparison (the query parameter `name`): a run id, `run:N`,
-        `latest` (the newest finished run) or `commit:SHA` (its newest finished run)."""
+        `latest` (the newest finished run), `commit:SHA` or `env:LABEL` (the newest
+        finished run of that commit or env label)."""
         if not ref:
             raise BadRequest("compare needs two runs: ?a=RUN&b=RUN (or run:N, latest, "
-                             "commit:SHA)")
+                             "commit:SHA, env:LABEL)")
         if ref == "latest":
             runs = self.store.finished_runs()
             if not runs:
                 raise NotFound(f"{name}: the store holds no finished run")
+            return int(runs[0]["id"])
+        if ref.startswith("env:") and ref != "env:":
+            runs = self.store.finished_runs(env=ref.removeprefix("env:"))
+            if not runs:
+                raise NotFound(f"{name}: no finished run labelled {ref[:80]}")
             return int(runs[0]["id"])
         if ref.startswith("commit:"):
             commit = ref.removeprefix("commit:")[:64]
@@ -121,7 +127,8 @@ class Dashboard:
         try:
             run = int(ref.removeprefix("run:"))
         except ValueError:
-            raise BadRequest(f"{name}: expected a run (12, run:12, latest or commit:SHA), "
+            raise BadRequest(f"{name}: expected a run (12, run:12, latest, commit:SHA or "
+                             "env:LABEL), "
                              f"got {ref[:40]!r}") from None
         if not 0 < run <= LARGEST_INT:
             raise NotFound(f"{name}: no run {ref[:40]}")

@@ -1120,13 +1120,18 @@ class Store:
             for r in results if r.failure is None)
 
     def info(self) -> dict[str, Any]:
-        """Where the store is, its schema, size and counts."""
+        """Where the store is, its schema, size (a SQLite file's, a PostgreSQL
+        database's) and counts."""
         out: dict[str, Any] = {"url": self.where, "dialect": self.dialect,
                                "schema": self.schema_version()}
         with self.engine.connect() as conn:
             for table in (schema.runs, schema.cases, schema.results, schema.machines):
                 out[table.name] = conn.execute(
                     sa.select(sa.func.count()).select_from(table)).scalar()
+            if self.dialect == "postgresql":
+                out["bytes"] = conn.execute(sa.text(
+                    "SELECT pg_database_size(current_database())")).scalar()
+                return out
         path = self.engine.url.database if self.dialect == "sqlite" else None
         out["bytes"] = Path(path).stat().st_size if path and Path(path).exists() else None
         return out
