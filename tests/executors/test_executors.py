@@ -147,7 +147,7 @@ def test_results_of_another_machine_go_to_a_run_of_that_machine(tmp_path, capsys
         return Result(Case(id=f"suite:{name}", frontend="suite", stmt=name), "wall",
                       samples=(1e-6,), provenance=provenance)
 
-    with RunRecorder(db, tags={"suite": "x"}) as rec:
+    with RunRecorder(db, tags={"suite": "x"}, env="before") as rec:
         rec.add([result("a", None), result("b", node), result("c", here)])
     store = Store(db)
     try:
@@ -161,6 +161,7 @@ def test_results_of_another_machine_go_to_a_run_of_that_machine(tmp_path, capsys
         assert store.finished_cases(main_run) == {"suite:a", "suite:c"}
         assert store.finished_cases(node_run["id"]) == {"suite:b"}
         assert {r["status"] for r in runs.values()} == {"ok"}
+        assert {r["env"] for r in runs.values()} == {"before"}  # the node's run too
     finally:
         store.close()
     # --resume-run continues both: the node's cases count as done, its run reopened

@@ -236,6 +236,13 @@ def test_a_non_local_address_needs_the_token_and_its_holder_can_acknowledge(
         assert get(f"{base}/api/v1/runs", {"Authorization": "Bearer wrong-token-xxxxxx"})[0] \
             == 401
         assert get(f"{base}/api/v1/runs", {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+        request = urllib.request.Request(  # a NUL in a mark: refused before the store
+            f"{base}/api/v1/regressions/mark", method="POST",
+            data=json.dumps({"key": "k", "mark": "dismissed", "note": "a\u0000b"}).encode(),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 400
         page, errors, outside = watched(browser, base)
         page.goto(f"{base}/runs")
         assert "needs its token" in page.inner_text("body")

@@ -216,6 +216,11 @@ def test_no_password_is_stored_or_printed(tmp_path, form):
     assert secret not in json.dumps(store.result_records(run=run["id"])[0].provenance.to_dict())
     store.close()
     assert main(["runs", "--json", "--db", str(db)]) == 0
+    store = Store(f"sqlite:///{db}")  # a resume's command line is kept masked too
+    store.reopen_run(run["id"], ["torchmark", "ops", "--resume-run", "1", "--db", url])
+    [resumed] = store.runs()[0]["tags"]["resumed"]
+    assert secret not in json.dumps(resumed) and "***" in json.dumps(resumed)
+    store.close()
 
 
 def test_ray_workers_do_not_get_the_store_url():

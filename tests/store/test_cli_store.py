@@ -243,3 +243,31 @@ def test_ops_labels_its_run_with_env(tmp_path, capsys):
     assert [run["env"] for run in Store(db).runs()] == ["after", "before"]
     assert main(["runs", "--db", db]) == 0
     assert f"ops -c {config} -o {tmp_path / 'after'}"[:40] in capsys.readouterr().out
+
+
+def test_sides_of_the_store_in_compare_are_read_as_gate_reads_them(tmp_path, capsys):
+    """A mistyped --db is refused, not made; an env label may hold a "/"; a side whose
+    cases all failed is named, with where its failures are judged."""
+    import dataclasses
+
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Case, Failure, Result
+
+    assert main(["compare", "latest", "1", "--db", str(tmp_path / "typo.db")]) == 2
+    assert "no store at" in capsys.readouterr().err and not (tmp_path / "typo.db").exists()
+    db = str(tmp_path / "s.db")
+    store = Store(db)
+    case = Case(id="timeit:x", frontend="timeit", stmt="x + y", label="add")
+    for env, failed in (("torch2.5/cu121", False), ("torch2.6/cu124", False),
+                        ("broken", True)):
+        run = store.start_run(dataclasses.replace(Provenance.capture(env=env)))
+        store.record([Result(case=case, metric="wall", unit="s", failure=Failure("boom"))
+                      if failed else Result(case=case, metric="wall", unit="s",
+                                            number_per_run=10, samples=(1e-6,) * 10)], run)
+        store.finish_run(run, "ok")
+    store.close()
+    assert main(["compare", "env:torch2.5/cu121", "env:torch2.6/cu124", "--db", db,
+                 "--no-color"]) == 0
+    assert "1 same" in capsys.readouterr().out
+    assert main(["compare", "1", "env:broken", "--db", db]) == 2
+    assert "env:broken (run 3): no measured time result to show" in capsys.readouterr().err

@@ -98,6 +98,15 @@ def test_a_file_two_runs_saved_to_imports_as_two_runs_and_not_twice(store_url, t
     fresh.close()
 
 
+def run_together(processes) -> None:
+    """Start the processes at once and wait for each to exit cleanly."""
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(timeout=300)
+        assert p.exitcode == 0
+
+
 def _record_many(url: str, worker: int, runs: int, per_run: int) -> None:
     store = Store(url)
     for _ in range(runs):
@@ -112,11 +121,7 @@ def test_four_processes_record_at_once(store_url):
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=_record_many, args=(store_url, w, 5, 20))
                for w in range(4)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join(timeout=300)
-        assert w.exitcode == 0
+    run_together(workers)
     store = Store(store_url)
     info = store.info()
     assert (info["runs"], info["results"]) == (20, 400)
@@ -148,11 +153,7 @@ def test_four_processes_import_one_file_at_once(store_url, tmp_path):
     added = context.Queue()
     importers = [context.Process(target=_import, args=(store_url, str(path), added))
                  for _ in range(4)]
-    for p in importers:
-        p.start()
-    for p in importers:
-        p.join(timeout=300)
-        assert p.exitcode == 0
+    run_together(importers)
     assert sorted(added.get(timeout=10) for _ in importers) == [0, 0, 0, 90]
     store = Store(store_url)
     assert store.info()["results"] == 90
@@ -233,7 +234,7 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path, capsys):
     assert (tmp_path / "old.db.schema-0001.bak").exists()
     assert capsys.readouterr().err == (  # said: a command that only reads may upgrade it
         f"torchmark: upgrading the store at {tmp_path / 'old.db'} from schema 0001 to "
-        f"{HEAD}; the old one is kept at {tmp_path / 'old.db.schema-0001.bak'}\n")
+        f"{HEAD}, a copy of it kept at {tmp_path / 'old.db.schema-0001.bak'}\n")
     Store(url)
     assert capsys.readouterr().err == ""  # once
     assert len(store.result_records(run=run)) == 2  # kept through the upgrade
@@ -265,11 +266,7 @@ def test_four_processes_open_a_new_store_at_once(store_url):
     """One creates the schema; the others wait for it and find it done."""
     context = multiprocessing.get_context("spawn")
     openers = [context.Process(target=_open, args=(store_url,)) for _ in range(4)]
-    for p in openers:
-        p.start()
-    for p in openers:
-        p.join(timeout=300)
-        assert p.exitcode == 0
+    run_together(openers)
     assert Store(store_url).schema_version() == HEAD
 
 

@@ -58,17 +58,18 @@ def stored_measurements(token: str, db: str | None) -> list[Measurement]:
     and `after` differ in one field, not two, and still pair."""
     import dataclasses
 
+    from torchmark.cli.store_options import open_store
     from torchmark.regressions.refs import resolve_side
-    from torchmark.store import open as open_store
 
     store = open_store(db)
     side = resolve_side(side_ref(token), store)
     found = store.measurements_of_results(side.results)
-    if not found:
-        raise ValueError(f"{token}: the store holds no time results of it (`torchmark "
-                         "runs` lists the runs)")
     runs = ", ".join(map(str, side.runs))
     where = f"run{'s' if len(side.runs) > 1 else ''} {runs}"
+    if not found:
+        raise ValueError(f"{token} ({where}): no measured time result to show (its cases "
+                         "failed, or measured counts or memory): `torchmark gate` judges "
+                         "those")
     name = where if side_ref(token).startswith("run:") else f"{token} ({where})"
     env = side.envs[0] if len(side.envs) == 1 else None
     spec = {"description": f"{name} ({env})" if env else name, "env": None}

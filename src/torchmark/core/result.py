@@ -122,7 +122,7 @@ class Case:
 def distinct_titles(cases: Iterable[Case]) -> dict[str, str]:
     """Each case's title by id, told apart where several cases share one (statements
     under one label, no sub-label): then followed by " / " and the statement's first
-    line, and where that is shared too, by the case id in brackets."""
+    line, and where that is shared too, by the case id in parentheses."""
     by_id = {case.id: case for case in cases}
     out = {i: case.title for i, case in by_id.items()}
 

@@ -49,7 +49,8 @@ def resolve_side(ref: str, store: Any | None) -> Side:
     path = Path(ref)
     if path.exists():
         return _file_side(ref, path)
-    if store is None or path.suffix in (".json", ".jsonl") or "/" in ref:
+    named = ref.startswith(("run:", "commit:", "env:"))  # an env label may hold a "/"
+    if store is None or (not named and (path.suffix in (".json", ".jsonl") or "/" in ref)):
         raise UsageError(f"{ref}: no such file")
     if ref == "latest":
         runs = store.finished_runs()[:1]

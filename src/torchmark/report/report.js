@@ -105,13 +105,15 @@
 
   // -- A/B of two runs -------------------------------------------------------------
   const abSection = section("ab", "A/B: two runs");
-  if (data.ab && data.ab.rows.some((r) => r.ratio !== null)) {
+  if (data.ab && data.ab.rows.length) {
     abSection.append(el("p", {}, `candidate run ${data.ab.candidate} / baseline run ` +
       `${data.ab.baseline}: each case's ratio with its interval and verdict, as ` +
       "`torchmark serve` compares two runs, the largest change first" +
       (data.ab.total > data.ab.rows.length ? ` (the ${data.ab.rows.length} largest of ` +
         `${data.ab.total} cases)` : "")));
-    abSection.append(el("div", { class: "plot tall", id: "ab-plot", "data-kind": "ab" }));
+    if (data.ab.rows.some((r) => r.ratio !== null)) {
+      abSection.append(el("div", { class: "plot tall", id: "ab-plot", "data-kind": "ab" }));
+    }
     const unplotted = data.ab.rows.filter((r) => r.ratio === null);  // no ratio to draw
     if (unplotted.length) {
       abSection.append(el("p", { class: "unplotted" }, `Not drawn (no ratio): ` +

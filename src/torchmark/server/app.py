@@ -166,6 +166,9 @@ class Dashboard:
         return {"key": key, "mark": mark, "note": note[:MAX_NOTE]}
 
 
+NUL_REFUSED = "a NUL character (%00) in the request"  # no name holds one; PostgreSQL refuses it
+
+
 class BadRequest(Exception):
     status = 400
 
@@ -284,7 +287,7 @@ def create_app(store: Any, token: str | None = None,
             api = request.url.path.startswith("/api/")
             if "\x00" in request.url.path or any(  # no name holds one; a server refuses it
                     "\x00" in k or "\x00" in v for k, v in request.query_params.multi_items()):
-                return _error(400, "a NUL character (%00) in the request", api)
+                return _error(400, NUL_REFUSED, api)
             try:
                 data = produce(request)
             except (BadRequest, NotFound) as e:
@@ -347,6 +350,8 @@ def create_app(store: Any, token: str | None = None,
         if not isinstance(body, dict) or not all(isinstance(body.get(k, ""), str)
                                                  for k in ("key", "mark", "note", "by")):
             return _error(400, "give key, mark and note as strings", True)
+        if any("\x00" in body.get(k, "") for k in ("key", "mark", "note", "by")):
+            return _error(400, NUL_REFUSED, True)
         from starlette.concurrency import run_in_threadpool
 
         try:

@@ -14,6 +14,7 @@ them too."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -87,7 +88,9 @@ class RunRecorder:
         if provenance is None or provenance.machine_fingerprint == self.machine:
             return self.run_id
         machine = provenance.machine_fingerprint
-        if machine not in self.node_runs:
+        if machine not in self.node_runs:  # labelled as this run is (--env)
+            if self.env is not None:
+                provenance = dataclasses.replace(provenance, env=self.env)
             self.node_runs[machine] = self.store.start_run(
                 provenance, tags={**self.tags, "cluster_run": self.run_id})
         return self.node_runs[machine]

@@ -45,8 +45,8 @@ PREVIOUS_RUNS_LOOKED_AT = 50  # previous_run: a run sharing a case among these, 
 MEDIANS_KEPT = 16  # runs whose medians run_medians keeps (about 1.5 MB each at 10k cases)
 
 
-# a time metric's rows as Measurements: the metadata that gives Measurement.quantity
 RESUMES_KEPT = 100  # a run's resumes noted in its tags (the newest)
+# a time metric's rows as Measurements: the metadata that gives Measurement.quantity
 _QUANTITY_METADATA: dict[str, dict[str, str] | None] = {
     "wall": None, "device": {"clock": "cuda_events"}, "kernel": {"clock": "cupti"},
     "batch": {"clock": "cuda_events", "mode": "batch"}}
@@ -251,7 +251,7 @@ class Store:
                 backup = Path(f"{path}.schema-{version}.bak")
                 # said, as any command (one that only reads too) may be the one to upgrade
                 print(f"torchmark: upgrading the store at {path} from schema {version} to "
-                      f"{HEAD}; the old one is kept at {backup}", file=sys.stderr, flush=True)
+                      f"{HEAD}, a copy of it kept at {backup}", file=sys.stderr, flush=True)
                 backup.unlink(missing_ok=True)  # one of an earlier, interrupted upgrade
                 self.backup(backup)
         self.upgrade()
@@ -930,7 +930,9 @@ class Store:
             before = kept.get("resumed")
             resumes = [x for x in before if isinstance(x, dict)] \
                 if isinstance(before, list) else []
-            resumes.append({"at": utc_now(), "command": [str(w) for w in command or []]})
+            from torchmark.core.secrets import mask_argv
+
+            resumes.append({"at": utc_now(), "command": list(mask_argv(command or []))})
             kept["resumed"] = resumes[-RESUMES_KEPT:]
             conn.execute(r.update().where(r.c.id == run_id)
                          .values(status="running", ended=None, tags=kept))
@@ -1084,7 +1086,8 @@ class Store:
 
     @staticmethod
     def measurements_of(rows: Iterable[dict[str, Any]]) -> list[Any]:
-        """`measurements` of rows `results(samples=True)` gave."""
+        """`measurements` of rows `results(samples=True)` gave (a row's setup where it
+        has one, else "pass")."""
         from torchmark.core.task_spec import TaskSpec
         from torchmark.timing.measurement import Measurement
 
@@ -1092,7 +1095,8 @@ class Store:
         for row in rows:
             if row["metric"] not in _QUANTITY_METADATA or not row["samples"]:
                 continue
-            spec = TaskSpec(stmt=row["stmt"], setup="pass", label=row["label"],
+            spec = TaskSpec(stmt=row["stmt"], setup=row.get("setup") or "pass",
+                            label=row["label"],
                             sub_label=row["sub_label"], description=row["description"],
                             env=row["run_env"], num_threads=row["threads"])
             number = int(row["number_per_run"])
@@ -1112,6 +1116,7 @@ class Store:
         """`measurements` of Result records (result_records, or a side of the store)."""
         return cls.measurements_of(
             {"metric": r.metric, "samples": list(r.samples), "stmt": r.case.stmt,
+             "setup": r.case.setup,
              "label": r.case.label, "sub_label": r.case.sub_label,
              "description": r.case.description,
              "run_env": r.provenance.env if r.provenance is not None else r.case.env,
