@@ -260,7 +260,8 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
             raise click.UsageError(f"{files[0]}: an ops results file holds one run (its "
                                    "envs are the forward and backward passes); give two "
                                    "files, baseline first")
-    sides = read_measurement_files(list(files), db)
+    stored: dict = {}  # the sides of the store, as read: the histories' too
+    sides = read_measurement_files(list(files), db, stored)
     if len(sides) == 1:
         sides, names = _split_by_env(sides[0], files[0])
     else:
@@ -271,15 +272,17 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
     if len(files) == 2 and not any(is_store_ref(f) for f in files):
         check_files(list(files), allow_env_diff)
     results, only_a, only_b, errors = compare_sides(
-        sides, confidence, min_effect, seed, _stored_histories(files, db, allow_env_diff))
+        sides, confidence, min_effect, seed,
+        _stored_histories(files, db, allow_env_diff, stored))
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     return _gate(results, only_a, errors, fail_above)
 
 
-def _stored_histories(files, db, allow_env_diff=False) -> dict:
-    """Two sides of the store (is_store_ref): each candidate case's A/A log ratios (as `gate` and
-    `compare` read them), by case id, once their environments are found comparable
-    (cli/env_options.py); {} for files."""
+def _stored_histories(files, db, allow_env_diff=False, stored=None) -> dict:
+    """Two sides of the store (is_store_ref): each candidate case's A/A log ratios (as
+    `gate` and `compare` read them), by case id, once their environments are found
+    comparable (cli/env_options.py); {} for files. `stored`: the sides already
+    resolved, by name."""
     from torchmark.cli.env_options import check_environments
     from torchmark.cli.measurement_files import is_store_ref, side_ref
 
@@ -290,7 +293,7 @@ def _stored_histories(files, db, allow_env_diff=False) -> dict:
     from torchmark.regressions.refs import resolve_side
 
     store = open_store(db)
-    base, cand = (resolve_side(side_ref(f), store) for f in files)
+    base, cand = ((stored or {}).get(f) or resolve_side(side_ref(f), store) for f in files)
     check_environments(base.results, cand.results, allow_env_diff,
                        f"{files[0]} and {files[1]}")
     return {case_id: ratios

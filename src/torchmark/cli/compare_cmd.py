@@ -50,7 +50,8 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
     plain = [f for f in files if not is_store_ref(f)]
     if len(plain) == len(files) > 1:  # runs of the store: run_verdicts checks them
         check_files(list(files), allow_env_diff)
-    groups = read_measurement_files(list(files), db)
+    sides: dict = {}  # those of the store, as the table read them: the verdicts' too
+    groups = read_measurement_files(list(files), db, sides)
     measurements = [m for group in tell_files_apart(groups, list(files)) for m in group]
     if not measurements:
         raise click.UsageError("the files hold no measurements")
@@ -71,15 +72,18 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
     if len(files) == 2 and all(is_store_ref(f) for f in files) and fmt != "csv":
         click.echo("\n".join(["", *run_verdicts(files, threshold, db,
                                                  markdown=fmt == "markdown",
-                                                 allow_env_diff=allow_env_diff)]))
+                                                 allow_env_diff=allow_env_diff,
+                                                 sides=sides)]))
 
 
 def run_verdicts(runs: list[str], threshold: float, db: str | None,
-                 markdown: bool = False, allow_env_diff: bool = False) -> list[str]:
+                 markdown: bool = False, allow_env_diff: bool = False,
+                 sides: dict | None = None) -> list[str]:
     """Each case of two sides of the store (is_store_ref) judged by the verdict engine as
     the gate judges it (the drift from the case's A/A history where the store holds
     one): a table, the reasons, the counts. Sides of environments that differ in what changes performance
-    are refused unless `allow_env_diff` (the verdicts then marked)."""
+    are refused unless `allow_env_diff` (the verdicts then marked). `sides`: those
+    already resolved, by name (read_measurement_files)."""
     from torchmark.cli.env_options import check_environments
     from torchmark.cli.measurement_files import side_ref
     from torchmark.cli.store_options import open_store
@@ -90,7 +94,7 @@ def run_verdicts(runs: list[str], threshold: float, db: str | None,
     from torchmark.regressions.refs import resolve_side
 
     store = open_store(db)
-    base, cand = (resolve_side(side_ref(r), store) for r in runs)
+    base, cand = ((sides or {}).get(r) or resolve_side(side_ref(r), store) for r in runs)
     found = check_environments(base.results, cand.results, allow_env_diff,
                                f"{runs[0]} and {runs[1]}")
     report = gate(base.results, cand.results, max_slowdown=threshold,

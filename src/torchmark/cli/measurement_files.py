@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from torchmark.timing.measurement import Measurement
 
 
-def read_measurement_files(files: list[str],
-                           db: str | None = None) -> list[list[Measurement]]:
+def read_measurement_files(files: list[str], db: str | None = None,
+                           sides: dict[str, Any] | None = None) -> list[list[Measurement]]:
     """The measurements of each file, in order: JSON from `timeit --save`, `demo` or
     `save_measurements`; or `torchmark ops` results (the file's name as description); or
-    runs of the store (`is_store_ref`), from the store at `db`."""
+    runs of the store (`is_store_ref`), from the store at `db`, each side as resolved
+    put in `sides` by its name (when given: the verdicts then judge the same runs)."""
     from pathlib import Path
 
     from torchmark.core.errors import UsageError
@@ -24,7 +27,7 @@ def read_measurement_files(files: list[str],
     out = []
     for path, column in zip(files, column_names(list(files)), strict=True):
         if is_store_ref(path):
-            out.append(stored_measurements(path, db))
+            out.append(stored_measurements(path, db, sides))
         elif first_line_schema(path) == OPS_SCHEMA:
             out.append(ops_measurements(path, column))
         else:
@@ -48,14 +51,16 @@ def side_ref(token: str) -> str:
     return f"run:{token}" if token.isdigit() else token
 
 
-def stored_measurements(token: str, db: str | None) -> list[Measurement]:
+def stored_measurements(token: str, db: str | None,
+                        sides: dict[str, Any] | None = None) -> list[Measurement]:
     """The time results of a side of the store (is_store_ref; resolved as `gate` resolves
     it) as Measurements, each tagged with where it comes from in its description ("run
     12", "latest (run 12)", "commit:ab12 (runs 3, 4)"), so that two sides' measurements
     of one case pair up in `ab` and sit side by side in `compare`. Their runs' env label
     moves into that tag where they share one ("run 12 (before)"), and is dropped where
     they do not (a commit's runs, pooled as `gate` pools them): runs labelled `before`
-    and `after` differ in one field, not two, and still pair."""
+    and `after` differ in one field, not two, and still pair. `sides`: where to put the
+    side as resolved, by `token`."""
     import dataclasses
 
     from torchmark.cli.store_options import open_store
@@ -63,6 +68,8 @@ def stored_measurements(token: str, db: str | None) -> list[Measurement]:
 
     store = open_store(db)
     side = resolve_side(side_ref(token), store)
+    if sides is not None:
+        sides[token] = side
     found = store.measurements_of_results(side.results)
     runs = ", ".join(map(str, side.runs))
     where = f"run{'s' if len(side.runs) > 1 else ''} {runs}"
