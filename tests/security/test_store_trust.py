@@ -196,6 +196,20 @@ def test_runs_delete_prune_and_an_online_backup_with_its_write_ahead_log(tmp_pat
 
 
 # -- secrets ----------------------------------------------------------------------------
+@pytest.mark.parametrize("url, masked", [
+    ("postgresql+psycopg://u:pw@h/db", "postgresql+psycopg://u:***@h/db"),
+    ("postgresql://u@h/db?sslmode=require&PASSWORD=a%26b&x=1",
+     "postgresql://u@h/db?sslmode=require&PASSWORD=***&x=1"),
+    ("postgresql://u@h/db?pass%77ord=pw", "postgresql://u@h/db?pass%77ord=***"),  # decoded
+    ("postgresql://u@h/db?sslpassword=k", "postgresql://u@h/db?sslpassword=***"),
+    ("postgresql://u@h/db?application_name=passwords", "postgresql://u@h/db?"
+                                                       "application_name=passwords")])
+def test_url_passwords_are_masked_in_either_place(url, masked):
+    from torchmark.core.secrets import mask
+
+    assert mask(f"--db {url} and more") == f"--db {masked} and more"
+
+
 @pytest.mark.parametrize("form", ["user", "query"])
 def test_no_password_is_stored_or_printed(tmp_path, form):
     db = tmp_path / "s.db"
