@@ -356,6 +356,7 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     `explainer(before, after)`: where the slower cases' changes live, as lines a case,
     from what their results hold (the caller's: rootcause sits above the views).
     `cases`: only these case ids (the comparison, its family included, is of them)."""
+    from torchmark.core.result import distinct_titles
     from torchmark.core.stats import natural_key
     from torchmark.regressions.aa_history import history_ratios
     from torchmark.regressions.comparability import blocking_differences, side_fingerprint
@@ -398,13 +399,15 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     def median(r: Any) -> float | None:
         return _finite(r.summary.median) if r.ok and r.summary else None
 
+    names = distinct_titles(r.case for r in a.values())  # the page's told apart, as gate's
+
     return {"baseline": baseline, "candidate": candidate, "threshold": threshold,
             "sort": sort, "page": page, "per_page": per_page, "total": len(keys),
             "environment_differences": [d.describe() for d in differences],
             "only_baseline": len(medians_a.keys) - len(keys),
             "only_candidate": len(medians_b.keys) - len(keys),
             "explanations": explanations,
-            "rows": [{"case_id": key[0], "case": a[key].case.title, "metric": key[1],
+            "rows": [{"case_id": key[0], "case": names[key[0]], "metric": key[1],
                       "unit": a[key].unit, "baseline": median(a[key]),
                       "candidate": median(b[key]), "ratio": _finite(verdicts[key].ratio),
                       "low": _finite(verdicts[key].lower),
