@@ -317,3 +317,7 @@ def test_cases_under_one_label_are_told_apart_in_the_table(db, capsys):
     rows = [line.split("  ")[0] for line in capsys.readouterr().out.splitlines()
             if line.startswith("ops3")]
     assert sorted(rows) == ["ops3 / x * y", "ops3 / x + y"]
+    assert gate(db, "--baseline", "run:1", "--candidate", "run:2", "--cases",
+                "ops3 / x + y") == 0  # the name the table gives it names it
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "1 same"  # that case alone (named "ops3" when alone)

@@ -101,9 +101,13 @@ class Case:
         return cls(**{k: v for k, v in data.items() if k in _CASE_FIELDS})
 
     def named(self, patterns: Sequence[str], glob: bool = False) -> bool:
-        """Whether one of `patterns` names this case: its id or its title exactly, or,
-        with `glob`, a shell pattern of either (no patterns name every case)."""
-        return names_match((self.id, self.title), patterns, glob)
+        """Whether one of `patterns` names this case: its id, its title or a title
+        distinct_titles gives it exactly, or, with `glob`, a shell pattern of one (no
+        patterns name every case)."""
+        title = self.title
+        line = (self.stmt.strip().splitlines() or [""])[0]
+        told = f"{title} / {line}" if line and line not in title else title
+        return names_match((self.id, title, told, f"{told} ({self.id})"), patterns, glob)
 
     @property
     def title(self) -> str:
