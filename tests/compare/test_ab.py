@@ -506,3 +506,19 @@ def test_the_drift_margin_is_symmetric_and_unsure_passes_a_gate(tmp_path, capsys
     assert r.verdict == "unsure"
     assert main(["ab", str(base), str(cand), "--fail-above", "5%"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_no_setup_pairs_with_no_setup_however_written():
+    """A stored side says "pass" where a results file says "" (or "   "): the same case."""
+    import dataclasses
+
+    def with_setup(m, setup):
+        return Measurement(m.number_per_run, m.raw_times,
+                           dataclasses.replace(m.task_spec, setup=setup), m.metadata)
+
+    a = with_setup(measurement([1e-6] * 6, env="a"), "pass")
+    b = with_setup(measurement([1e-6] * 6, env="b"), "")
+    other = with_setup(measurement([1e-6] * 6, env="b"), "x = 1")
+    pairs, only_a, only_b = pair_measurements([a], [b])
+    assert len(pairs) == 1 and only_a == only_b == []
+    assert len(pair_measurements([a], [other])[0]) == 0  # a real setup still tells apart

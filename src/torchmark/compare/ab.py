@@ -333,6 +333,8 @@ def _fields(m: Measurement) -> dict:
     fields = {name: getattr(spec, name) for name in _KEY_FIELDS}
     for name in ("label", "sub_label", "description", "env", "global_setup"):
         fields[name] = fields[name] or None  # "" and None are the same: nothing given
+    if (fields["setup"] or "").strip() in ("", "pass"):  # no setup, however it was written
+        fields["setup"] = None
     return fields
 
 
