@@ -118,7 +118,8 @@ def test_refs_by_env_and_file_and_case_patterns(db, tmp_path):
     (["--baseline", "nosuch", "--candidate", "latest"], "is not a run id"),
     (["--baseline", "run:99", "--candidate", "latest"], "holds no finished run"),
     (["--baseline", "missing.json", "--candidate", "latest"], "missing.json: no such file"),
-    (["--baseline", "latest", "--candidate", "latest", "--metric", "device"], "no case in common"),
+    (["--baseline", "run:1", "--candidate", "run:2", "--metric", "device"], "no case in common"),
+    (["--baseline", "latest", "--candidate", "run:2"], "latest and run:2 are the same run (2)"),
     (["--baseline", "latest", "--candidate", "latest", "--max-slowdown", "-3"], "max-slowdown"),
     (["--baseline", "latest", "--candidate", "latest", "--max-slowdown", "1"],
      "1 is ambiguous: write 1% or a fraction such as 0.01"),
@@ -126,6 +127,7 @@ def test_refs_by_env_and_file_and_case_patterns(db, tmp_path):
 def test_usage_errors_exit_2(db, capsys, args, message):
     store = Store(db)
     record(store, [wall(CASES[0], 1e-5, 0)], "a1")
+    record(store, [wall(CASES[0], 1e-5, 1)], "a2")
     assert gate(db, *args) == 2
     assert message in capsys.readouterr().err
 
@@ -321,3 +323,22 @@ def test_cases_under_one_label_are_told_apart_in_the_table(db, capsys):
                 "ops3 / x + y") == 0  # the name the table gives it names it
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == "1 same"  # that case alone (named "ops3" when alone)
+
+
+def test_a_damaged_results_file_is_refused_but_a_torn_last_line_passed_over(
+        db, tmp_path, capsys):
+    """A line in the middle that is not JSON (a damaged baseline) names itself, exit 2:
+    never read as a file with a case fewer. A torn last line (a killed run) is skipped."""
+    path = tmp_path / "base.jsonl"
+    save_results(path, [wall(case, 1e-6, seed=i) for i, case in enumerate(CASES)])
+    lines = path.read_text().splitlines()
+    whole = len([x for x in lines if x.strip()])
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join(lines[:2] + ['{"garbage'] + lines[2:]) + "\n")
+    assert gate(db, "--baseline", str(damaged), "--candidate", str(path)) == 2
+    assert "damaged.jsonl: line 3: not a JSON object" in capsys.readouterr().err
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text("\n".join(lines) + "\n" + lines[-1][:len(lines[-1]) // 2])
+    assert gate(db, "--baseline", str(torn), "--candidate", str(path)) == 0
+    out = capsys.readouterr().out  # every case judged (same data: unsure, not slower)
+    assert out.splitlines()[-1] == f"{len(CASES)} unsure" and whole >= len(CASES)

@@ -96,21 +96,27 @@ def test_confirm_remeasures_and_marks_each_suspect(tmp_path, measured, capsys):
     confirmed. Another says it got 16x slower but it measures at the old level now (the
     slow runs were a disturbed machine): not confirmed. (16x: a 2-core machine running
     another test suite beside this one moved the same statement's median 2x between the
-    fixture's measurement and the re-measurement.)"""
+    fixture's measurement and the re-measurement. A re-measurement too noisy to tell,
+    on a machine loaded by another test suite, leaves the change unmarked: up to three
+    tries.)"""
+    def mark(db: str) -> tuple[str | None, str]:
+        for _ in range(3):
+            assert main(["regressions", "--db", db, "--confirm", "--min-run-time", "0.2",
+                         "--json"]) == 0
+            out = capsys.readouterr()
+            [change] = [json.loads(line) for line in out.out.splitlines()]
+            if change["mark"] is not None:
+                break
+        return change["mark"], out.err
+
     real = f"sqlite:///{tmp_path / 'real.db'}"
     history(real, measured, [1 / 16] * 10 + [1.0] * 10)  # now at the new level
-    assert main(["regressions", "--db", real, "--confirm", "--min-run-time", "0.2",
-                 "--json"]) == 0
-    out = capsys.readouterr()
-    [change] = [json.loads(line) for line in out.out.splitlines()]
-    assert change["mark"] == "confirmed", out.err
+    found, err = mark(real)
+    assert found == "confirmed", err
     ghost = f"sqlite:///{tmp_path / 'ghost.db'}"
     history(ghost, measured, [1.0] * 10 + [16.0] * 10)  # now back at the old level
-    assert main(["regressions", "--db", ghost, "--confirm", "--min-run-time", "0.2",
-                 "--json"]) == 0
-    out = capsys.readouterr()
-    [change] = [json.loads(line) for line in out.out.splitlines()]
-    assert change["mark"] == "not-confirmed", out.err
+    found, err = mark(ghost)
+    assert found == "not-confirmed", err
 
 
 def test_calibration_on_aa_history_raises_the_threshold_to_its_noise(tmp_path, capsys):

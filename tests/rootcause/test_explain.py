@@ -99,7 +99,8 @@ def test_a_timed_case_without_counts_is_offered_collect(capsys, tmp_path):
     assert "--collect --stmt 'x * 2' -s 'x = torch.ones(8)' --repo PATH" in out
     code = main(["explain", *files, "--case", "nothing*"])
     out, err = capsys.readouterr()
-    assert code == 1 and "no case is on both sides matching 'nothing*'" in err
+    assert code == 2 and "no case is on both sides matching 'nothing*'" in err
+    assert out == "" and err.count("\n") == 1  # a usage error, nothing printed before it
 
 
 def _counted_result(total_extra: int):

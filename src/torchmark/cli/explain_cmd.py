@@ -64,6 +64,9 @@ def explain_cmd(before, after, pattern, top, collect, stmt, setup, repo, import_
     store = store_for_refs((before, after), db)
     sides = [resolve_side(ref, store) for ref in (before, after)]
     found = explain_results(sides[0].results, sides[1].results, pattern=pattern, top=top)
+    if not (found.sections() or found.unexplained):  # a usage error: nothing printed first
+        raise click.UsageError("no case is on both sides"
+                               + (f" matching {pattern!r}" if pattern else ""))
     click.echo(f"before: {terminal_text(sides[0].describe())}")
     click.echo(f"after:  {terminal_text(sides[1].describe())}")
     for section in found.sections(top):
@@ -73,9 +76,6 @@ def explain_cmd(before, after, pattern, top, collect, stmt, setup, repo, import_
     for result in found.unexplained:
         click.echo("")
         click.echo(terminal_text(_collect_hint(result, sides[0].results)))
-    if not (found.sections() or found.unexplained):
-        raise click.ClickException("no case is on both sides"
-                                   + (f" matching {pattern!r}" if pattern else ""))
 
 
 def _collect_hint(result, before) -> str:

@@ -71,6 +71,10 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
     store = store_for_refs((baseline, candidate), db)
     base = resolve_side(baseline, store)
     cand = resolve_side(candidate, store)
+    if base.runs and base.runs == cand.runs:  # `latest` against `latest`, say
+        raise click.UsageError(f"{baseline} and {candidate} are the same run"
+                               f"{'s' if len(base.runs) > 1 else ''} "
+                               f"({', '.join(map(str, base.runs))}): nothing to compare")
     env_differences = check_environments(base.results, cand.results, allow_env_diff,
                                          f"{baseline} and {candidate}")
     histories = {}

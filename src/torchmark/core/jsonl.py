@@ -36,20 +36,30 @@ def dumps_line(record: Any) -> str:
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a results file, skipping lines that are not (a torn last
-    line). The file is read within bounds (core.bounded_input): a regular file under the
-    size cap, no line nested too deep (a LimitError naming the line)."""
+    """The JSON objects of a results file. Its last line is skipped when it is not one
+    (a torn line: a run killed while writing it); any other line that is not is a
+    UsageError naming it (a damaged file is never read as a shorter one). The file is
+    read within bounds (core.bounded_input): a regular file under the size cap, no line
+    nested too deep (a LimitError naming the line)."""
+    from torchmark.core.errors import UsageError
+
     text = read_text(path, "results file")
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line:
-            continue
+    lines = [(number, line.strip()) for number, line in
+             enumerate(text.splitlines(), start=1) if line.strip()]
+    last = lines[-1][0] if lines else 0
+    for number, line in lines:
+        where = f"{brief(str(path))}: line {number}"
         try:
-            value = load_json(line, f"{brief(str(path))}: line {number}")
-        except json.JSONDecodeError:
-            continue
+            value = load_json(line, where)
+        except json.JSONDecodeError as e:
+            if number == last:
+                continue
+            raise UsageError(f"{where}: not a JSON object ({e.msg}); only a last line "
+                             "torn by an interrupted run is passed over") from None
         if isinstance(value, dict):
             yield value
+        elif number != last:
+            raise UsageError(f"{where}: not a JSON object (a {type(value).__name__})")
 
 
 def cut_torn_line(path: Path, chunk: int = 1 << 16) -> None:

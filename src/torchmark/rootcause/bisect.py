@@ -129,7 +129,7 @@ def bisect(repo: Path, good_ref: str, bad_ref: str, case: CaseCode,
         ends = judge_commit.measure_ends()
 
         def step(left: int, index: int) -> None:
-            say(f"{left} commits left; trying {commits[index].describe()}")
+            say(f"{left} commit{'' if left == 1 else 's'} left; trying {commits[index].describe()}")
 
         outcome = bisect_indexes(len(commits), judge_commit, step,
                                  max_unsure=options.max_unsure)
