@@ -141,6 +141,28 @@ def test_fixture_and_marker_results_are_recorded_in_the_store(pytester, tmp_path
                for r in saved.values())
 
 
+def test_two_tests_of_one_name_in_one_group_keep_a_row_each(pytester, tmp_path):
+    """test_x in two files, both in group g: two cases, two rows in every table (one
+    Compare cell would have averaged them)."""
+    for name, size in (("test_a", 8), ("test_b", 100_000)):
+        pytester.makepyfile(**{name: f"""
+import pytest
+
+@pytest.mark.torchmark(group="g")
+def test_x(torchmark):
+    torchmark.timeit("x + 1", setup="import torch; x = torch.ones({size})")
+"""})
+    url = _store_url(tmp_path)
+    out = _run(pytester, "--torchmark-store", url)
+    out.assert_outcomes(passed=2)
+    rows = [line for line in out.stdout.lines if line.strip().startswith("test_x")]
+    assert len(rows) == 2 and rows[0] != rows[1], out.stdout.str()
+    with tm_store.open(url) as store:
+        [run] = store.runs()
+        shown = store.measurements(run["id"])
+    assert len({m.task_spec.sub_label for m in shown}) == 2  # told apart by case id
+
+
 def test_a_raising_benchmark_fails_its_test_and_keeps_the_others(pytester, tmp_path):
     pytester.makepyfile(test_raising="""
         import pytest

@@ -65,6 +65,7 @@ def stored_measurements(token: str, db: str | None,
 
     from torchmark.cli.store_options import open_store
     from torchmark.regressions.refs import resolve_side
+    from torchmark.store.store import rows_told_apart
 
     store = open_store(db)
     side = resolve_side(side_ref(token), store)
@@ -80,9 +81,10 @@ def stored_measurements(token: str, db: str | None,
     name = where if side_ref(token).startswith("run:") else f"{token} ({where})"
     env = side.envs[0] if len(side.envs) == 1 else None
     spec = {"description": f"{name} ({env})" if env else name, "env": None}
-    return [Measurement(m.number_per_run, m.raw_times,
-                        dataclasses.replace(m.task_spec, **spec), m.metadata)
-            for m in found]
+    return rows_told_apart([Measurement(m.number_per_run, m.raw_times,  # one tag: cases
+                                        dataclasses.replace(m.task_spec, **spec),  # that
+                                        m.metadata)  # differed by description now may not
+                            for m in found])
 
 
 def _cell(m: Measurement) -> tuple:

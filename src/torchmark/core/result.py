@@ -134,11 +134,16 @@ def distinct_titles(cases: Iterable[Case]) -> dict[str, str]:
         line = (case.stmt.strip().splitlines() or [""])[0]
         return f"{title} / {line}" if line and line not in title else title
 
-    for rule in (statement, lambda title, case: f"{title} ({case.id})"):
-        seen = collections.Counter(out.values())
-        out = {i: rule(title, by_id[i]) if seen[title] > 1 else title
-               for i, title in out.items()}
-    return out
+    seen = collections.Counter(out.values())
+    return told_apart({i: statement(title, by_id[i]) if seen[title] > 1 else title
+                       for i, title in out.items()})
+
+
+def told_apart(names: Mapping[str, str]) -> dict[str, str]:
+    """`names` (by case id), each that several ids share followed by the id in
+    parentheses: rows of one table that would otherwise merge or read alike."""
+    seen = collections.Counter(names.values())
+    return {i: f"{name} ({i})" if seen[name] > 1 else name for i, name in names.items()}
 
 
 def cases_named(titles: Mapping[str, str], patterns: Sequence[str],

@@ -9,19 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from torchmark.core.result import Result
+from torchmark.core.result import Result, told_apart
 
 _COLUMN = {"wall": "wall time", "device": "device time"}
 
 
-def _measurement(result: Result, column: str) -> Any:
-    """A time Result as a Measurement in the Compare table of its group."""
+def _measurement(result: Result, column: str, row: str) -> Any:
+    """A time Result as a Measurement in the Compare table of its group, in `row`."""
     from torchmark.core.task_spec import TaskSpec
     from torchmark.timing.measurement import Measurement
 
     case = result.case
     spec = TaskSpec(stmt=case.stmt, setup="pass", label=_title(case.label, result.metric),
-                    sub_label=case.sub_label, description=column, num_threads=case.threads)
+                    sub_label=row, description=column, num_threads=case.threads)
     n = result.number_per_run
     return Measurement(n, [s * n for s in result.samples], spec)
 
@@ -48,13 +48,16 @@ def summary_lines(results: Sequence[Result], baseline: Sequence[Result] | None,
     lines: list[str] = []
     for (group, metric), members in groups.items():
         measured = [r for r in members if r.ok]
+        # a row a test: two of one name (in two files, one group) told apart by case id
+        row = told_apart({r.case.id: r.case.sub_label or r.case.title for r in members})
         if metric in _COLUMN and measured:
             from torchmark.compare.compare import Compare
 
             column = "this run" if baseline is not None else _COLUMN[metric]
-            measurements = [_measurement(r, column) for r in measured]
+            measurements = [_measurement(r, column, row[r.case.id]) for r in measured]
             if baseline is not None:
-                measurements = [_measurement(base[(r.case.id, r.metric)], "baseline")
+                measurements = [_measurement(base[(r.case.id, r.metric)], "baseline",
+                                             row[r.case.id])
                                 for r in measured if (r.case.id, r.metric) in base] + \
                     measurements
             lines += Compare(measurements).render(color=False).rstrip("\n").splitlines()
@@ -64,16 +67,16 @@ def summary_lines(results: Sequence[Result], baseline: Sequence[Result] | None,
             rows = []
             for r in measured:
                 summary = r.summary
-                row = [r.case.sub_label or r.case.title,
-                       format_value(summary.median if summary else float("nan"), r.unit)]
+                line = [row[r.case.id],
+                        format_value(summary.median if summary else float("nan"), r.unit)]
                 if baseline is not None:
                     other = base.get((r.case.id, r.metric))
-                    row.append(format_value(other.summary.median, other.unit)
-                               if other is not None and other.summary else "-")
-                rows.append(row)
+                    line.append(format_value(other.summary.median, other.unit)
+                                if other is not None and other.summary else "-")
+                rows.append(line)
             lines += align(header, rows, [False] + [True] * (len(header) - 1), rule=True)
             lines.append(f"Counts are in {members[0].unit} a run.")
-        judged = [(r.case.sub_label or r.case.title, verdict) for r in members
+        judged = [(row[r.case.id], verdict) for r in members
                   if (verdict := rows_by_case.get((r.case.id, r.metric)))]
         if judged:
             lines.append(f"against the baseline {baseline_ref}:")

@@ -1109,7 +1109,7 @@ class Store:
                 metadata["processes"] = kept["processes"]
             out.append(Measurement(number, [s * number for s in row["samples"]], spec,
                                    metadata))
-        return out
+        return rows_told_apart(out)
 
     @classmethod
     def measurements_of_results(cls, results: Iterable[Result]) -> list[Any]:
@@ -1201,6 +1201,26 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def rows_told_apart(measurements: list[Any]) -> list[Any]:
+    """Measurements of different cases that one Compare cell would merge (tests of one
+    name in two files under one group) with their case id after their row's name."""
+    import dataclasses
+
+    def cell(m: Any) -> tuple[Any, ...]:
+        spec = m.task_spec
+        return (spec.label, spec.sub_label or spec.stmt, spec.description, spec.env,
+                spec.num_threads, m.metadata.get("clock"))
+
+    cases: dict[tuple[Any, ...], set[str]] = {}
+    for m in measurements:
+        cases.setdefault(cell(m), set()).add(m.metadata["case_id"])
+    return [m if len(cases[cell(m)]) < 2 else type(m)(
+        m.number_per_run, m.raw_times, dataclasses.replace(
+            m.task_spec, sub_label=f"{m.task_spec.sub_label or m.task_spec.stmt} "
+                                   f"({m.metadata['case_id']})"), m.metadata)
+        for m in measurements]
 
 
 def time_bound(text: str, name: str = "--since") -> str:
