@@ -352,5 +352,13 @@ def test_a_ctrl_c_a_library_turned_into_its_own_error_is_still_an_interrupt(monk
             raise RuntimeError("Error building validator") from None
 
     monkeypatch.setattr(cli_main, "_invoke", interrupted_inside)
-    assert cli_main.main(["ops", "-c", "x"]) == 130
+    # Ctrl-C as a terminal delivers it, whatever an earlier test in this worker left
+    # (a handler of its own, SIGINT ignored or blocked: the signal then never came)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        assert cli_main.main(["ops", "-c", "x"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     assert capsys.readouterr().err.strip() == "torchmark: error: interrupted"
