@@ -104,9 +104,14 @@ def bisect_cmd(case, good, bad, repo, setup, num_threads, metric, build_cmd, imp
     click.echo(f"{result.measurements} measurements of {len(result.commits)} commits "
                f"({len(skipped)} skipped) in {result.seconds:.0f} s"
                + ("" if no_store else f"; stored with the tag bisect={bisection}"))
-    if outcome.exact:
+    if outcome.exact and code.pytest_node is None:
         click.echo(f"explain it: torchmark explain commit:{result.commits[outcome.last_good].short}"
                    f" commit:{result.first_bad.short}")
+    elif outcome.exact:  # pytest keeps no per-function counts: the statement's are collected
+        click.echo(f"explain it: torchmark explain commit:{result.commits[outcome.last_good].short}"
+                   f" commit:{result.first_bad.short} --collect --stmt STMT -s SETUP "
+                   "(the benchmark's statement and setup: pytest keeps no per-function "
+                   "counts)")
 
 
 def _case_code(case, setup, num_threads, db):
