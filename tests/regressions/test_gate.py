@@ -286,7 +286,8 @@ def test_calibrate_adds_a_a_runs_and_prints_each_case_s_drift(tmp_path, capsys):
     assert main(["calibrate", "--runs", "4", "--min-run-time", "0.05", "--db", db]) == 0
     out = capsys.readouterr().out
     assert "runs 2, 3, 4, 5 added" in out
-    assert "x * 2  wall" in out and "(A/A history: 3 pairs of runs of one build)" in out
+    assert "x * 2  wall" in out and "(A/A history: 3 pairs of runs of one build; few: a " \
+        "wide bound, which more rounds (`torchmark calibrate`) narrow)" in out
     assert main(["calibrate", "--cases", "nothing", "--db", db]) == 2
 
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 SEQUENTIAL_SPREADS = 3.0
 MIN_HISTORY_PAIRS = 3  # A/A pairs of runs the history needs before it is believed
+FEW_HISTORY_PAIRS = 8  # under this many, the drift says its bound is wide for want of them
 SOURCES = ("history", "processes", "spreads", "paired", "exact", "given")
 
 
@@ -77,8 +78,10 @@ def from_history(log_ratios: Sequence[float], confidence: float = 0.95,
         return None
     rms = math.sqrt(math.fsum(x * x for x in values) / len(values))
     bound = t_quantile((1 + confidence) / 2, len(values)) * rms
+    few = "; few: a wide bound, which more rounds (`torchmark calibrate`) narrow" \
+        if len(values) < FEW_HISTORY_PAIRS else ""
     return Drift(math.expm1(min(bound, 700.0)), "history",
-                 detail or f"A/A history: {len(values)} pairs of runs of one build")
+                 detail or f"A/A history: {len(values)} pairs of runs of one build{few}")
 
 
 def _factor(confidence: float) -> float:
