@@ -81,9 +81,9 @@ def run_verdicts(runs: list[str], threshold: float, db: str | None,
                  sides: dict | None = None) -> list[str]:
     """Each case of two sides of the store (is_store_ref) judged by the verdict engine as
     the gate judges it (the drift from the case's A/A history where the store holds
-    one): a table, the reasons, the counts. Sides of environments that differ in what changes performance
-    are refused unless `allow_env_diff` (the verdicts then marked). `sides`: those
-    already resolved, by name (read_measurement_files)."""
+    one): a table, the reasons, the counts. Sides of environments that differ in what
+    changes performance are refused unless `allow_env_diff` (the verdicts then marked).
+    `sides`: those already resolved, by name (read_measurement_files)."""
     from torchmark.cli.env_options import check_environments
     from torchmark.cli.measurement_files import side_ref
     from torchmark.cli.store_options import open_store

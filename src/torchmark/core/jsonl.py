@@ -44,8 +44,8 @@ def iter_lines(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
     from torchmark.core.errors import UsageError
 
     text = read_text(path, "results file")
-    lines = [(number, line.strip()) for number, line in
-             enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = [(number, stripped) for number, line in enumerate(text.splitlines(), start=1)
+             if (stripped := line.strip())]
     last = lines[-1][0] if lines else 0
     for number, line in lines:
         where = f"{brief(str(path))}: line {number}"

@@ -104,10 +104,9 @@ class Case:
         """Whether one of `patterns` names this case: its id, its title or a title
         distinct_titles gives it exactly, or, with `glob`, a shell pattern of one (no
         patterns name every case)."""
-        title = self.title
-        line = (self.stmt.strip().splitlines() or [""])[0]
-        told = f"{title} / {line}" if line and line not in title else title
-        return names_match((self.id, title, told, f"{told} ({self.id})"), patterns, glob)
+        told = _with_statement(self.title, self)
+        return names_match((self.id, self.title, told, f"{told} ({self.id})"), patterns,
+                           glob)
 
     @property
     def title(self) -> str:
@@ -129,14 +128,16 @@ def distinct_titles(cases: Iterable[Case]) -> dict[str, str]:
     line, and where that is shared too, by the case id in parentheses."""
     by_id = {case.id: case for case in cases}
     out = {i: case.title for i, case in by_id.items()}
-
-    def statement(title: str, case: Case) -> str:
-        line = (case.stmt.strip().splitlines() or [""])[0]
-        return f"{title} / {line}" if line and line not in title else title
-
     seen = collections.Counter(out.values())
-    return told_apart({i: statement(title, by_id[i]) if seen[title] > 1 else title
+    return told_apart({i: _with_statement(title, by_id[i]) if seen[title] > 1 else title
                        for i, title in out.items()})
+
+
+def _with_statement(title: str, case: Case) -> str:
+    """`title` followed by " / " and the case's statement's first line, unless the
+    title holds that line already (a case without a label is titled by it)."""
+    line = (case.stmt.strip().splitlines() or [""])[0]
+    return f"{title} / {line}" if line and line not in title else title
 
 
 def told_apart(names: Mapping[str, str]) -> dict[str, str]:

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 MASK = "***"
 # scheme://user:password@ -> scheme://user:***@ (also with an empty user)
 _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)[^@\s]*(@)")
-# ...?password=secret&... and sslpassword= (libpq's parameters, which psycopg passes on),
-# their names' letters also as %XX (SQLAlchemy decodes them)
 def _spelled(word: str) -> str:
     """A pattern of `word` with any of its letters percent-encoded."""
     return "".join(f"(?:{c}|%{ord(c):02x})" for c in word)
 
 
+# ...?password=secret&... and sslpassword= (libpq's parameters, which psycopg passes on),
+# their names' letters also as %XX (SQLAlchemy decodes them)
 _QUERY_PASSWORD = re.compile(rf"([?&](?:{_spelled('ssl')})?{_spelled('password')}=)[^&\s]*",
                              re.IGNORECASE)
 # options whose value is a secret, as `--token VALUE` or `--token=VALUE`

@@ -182,12 +182,13 @@ def scan_to(path: Path, version: tuple[Any, ...]) -> None:
                   "detection": detection, "cases": cases, "started_at": started_at,
                   "computed_at": time.time(),
                   "seconds": time.perf_counter() - start})
+    from torchmark.core.atomic_files import write_atomically
     from torchmark.store.store import sqlite_path
 
     database = sqlite_path(store.url)
     if database is not None:  # _forget_old removes the detection once the file is gone
         try:
-            Path(f"{path}.store").write_text(str(database.resolve()), encoding="utf-8")
+            write_atomically(f"{path}.store", str(database.resolve()))
         except OSError:
             pass
 

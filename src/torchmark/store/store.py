@@ -920,6 +920,8 @@ class Store:
         """Mark a stored run running again (resumed), noting when and by which
         `command` line in its tags (`resumed`: a list, oldest first, the last
         RESUMES_KEPT); a StoreError when there is none."""
+        from torchmark.core.secrets import mask_argv
+
         r = schema.runs
         with self.engine.begin() as conn:
             tags = conn.execute(sa.select(r.c.tags).where(r.c.id == run_id)).first()
@@ -930,8 +932,6 @@ class Store:
             before = kept.get("resumed")
             resumes = [x for x in before if isinstance(x, dict)] \
                 if isinstance(before, list) else []
-            from torchmark.core.secrets import mask_argv
-
             resumes.append({"at": utc_now(), "command": list(mask_argv(command or []))})
             kept["resumed"] = resumes[-RESUMES_KEPT:]
             conn.execute(r.update().where(r.c.id == run_id)
@@ -1166,8 +1166,9 @@ class Store:
         """The ids of the runs that started before `moment` (a date or an ISO time)."""
         r = schema.runs
         with self.engine.connect() as conn:
-            return list(conn.execute(sa.select(r.c.id).where(r.c.started < time_bound(moment, "--before"))
-                                     .order_by(r.c.id)).scalars())
+            return list(conn.execute(
+                sa.select(r.c.id).where(r.c.started < time_bound(moment, "--before"))
+                .order_by(r.c.id)).scalars())
 
     def backup(self, path: str | os.PathLike) -> Path:
         """A consistent copy of a SQLite store at `path` (a new file), taken with
