@@ -216,8 +216,8 @@ def ab_cmd(args, confidence, min_effect, fmt, fail_above, seed, pythons, env_lab
     at least 5 times a side).
     Cases found on one side only, or that cannot be compared, are listed (on stderr in
     the csv and jsonl formats). With --fail-above, a baseline case that cannot be
-    checked (too few samples, missing from the candidate, not comparable), or no case in
-    common, also exits 1.
+    checked (too few samples, missing from the candidate, not comparable) also exits 1;
+    two sides with no case in common are refused (exit 2), as `gate` refuses them.
 
     FILES: BASELINE CANDIDATE (saved measurements or `ops` results; or sides of the
     store: a run, `run:N` or N, `latest`, `commit:SHA`, `env:LABEL`), or one file whose
@@ -274,6 +274,8 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
     results, only_a, only_b, errors = compare_sides(
         sides, confidence, min_effect, seed,
         _stored_histories(files, db, allow_env_diff, stored))
+    if not results and not errors:  # as `gate` refuses them: nothing could be judged
+        raise click.UsageError(f"{names[0]} and {names[1]} hold no case in common")
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     return _gate(results, only_a, errors, fail_above)
 
@@ -422,7 +424,7 @@ def _gate(results, only_a, errors, fail_above) -> int:
     be checked (unmeasured, missing from the candidate, not comparable)."""
     if fail_above is None:
         return 0
-    if not results:
+    if not results:  # every case in common could not be compared
         click.echo("no case was compared: nothing to check --fail-above against", err=True)
         return 1
     for kind, what in (("slower", f"slower by more than {fail_above:.1%}"),
