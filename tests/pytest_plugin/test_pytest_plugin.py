@@ -5,6 +5,7 @@ instruction counts, and bad options. Timing-dependent checks run under a fake cl
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy  # noqa: F401  (before pytester's sys.modules snapshots: it cannot load twice)
@@ -109,7 +110,7 @@ def _run(pytester, *args, timeout=120):
                                          timeout=timeout)
 
 
-def test_fixture_and_marker_results_are_recorded_in_the_store(pytester, tmp_path):
+def test_fixture_and_marker_results_are_recorded_in_the_store(pytester, tmp_path, capsys):
     pytester.makepyfile(test_bench=BENCHMARKS)
     url = _store_url(tmp_path)
     out = _run(pytester, "--torchmark-store", url, "--torchmark-env", "ci-cpu",
@@ -139,6 +140,12 @@ def test_fixture_and_marker_results_are_recorded_in_the_store(pytester, tmp_path
     assert set(saved) == {r.case.id for r in results}
     assert all(r.provenance is not None and r.provenance.env == "ci-cpu"
                for r in saved.values())
+    from torchmark.cli.main import main  # a case named by its pytest node id
+
+    capsys.readouterr()
+    assert main(["history", "test_bench.py::test_add[dtype1-256]", "--json", "--db", url]) == 0
+    [point] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert point["case_id"] == by_name["test_add[dtype1-256]"].case.id
 
 
 def test_two_tests_of_one_name_in_one_group_keep_a_row_each(pytester, tmp_path):

@@ -35,7 +35,8 @@ def history_cmd(case, glob, metric, as_json, db):
     """CASE's median a run, oldest first, with its sample count, commit ("+": the tree
     had uncommitted changes) and machine, and a sparkline: one table a metric, machine
     and env (values from two machines are two histories). CASE: a case id (as `show RUN
-    --format json` and `regressions` give it) or its name exactly; with --glob, a shell
+    --format json` and `regressions` give it), its name exactly or, for a pytest
+    benchmark, its node id (`tests/test_x.py::test_x[8]`); with --glob, a shell
     pattern matched against ids and names. A run of fewer than 3 samples is marked: its
     median is a sample or two, and change-point detection leaves it out."""
     from torchmark.cli.store_options import open_store

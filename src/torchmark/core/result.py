@@ -162,14 +162,23 @@ def cases_named(titles: Mapping[str, str], patterns: Sequence[str],
 
 def names_match(names: Sequence[str], patterns: Sequence[str], glob: bool = False) -> bool:
     """Whether one of `patterns` is one of `names` (with `glob`: a shell pattern of one);
-    no patterns match anything."""
+    no patterns match anything. A pytest node id (`tests/test_x.py::test_x[8]`) names
+    the case titled as the plugin titles it (`tests/test_x.py: test_x[8]`)."""
     if not patterns:
         return True
+    patterns = [*patterns, *(node_title(p) for p in patterns if "::" in p)]
     if glob:
         import fnmatch
 
         return any(fnmatch.fnmatchcase(name, p) for p in patterns for name in names)
     return any(name in patterns for name in names)
+
+
+def node_title(node_id: str) -> str:
+    """The title of the pytest benchmark `node_id` (a file's path from the project's
+    root, `::`, its name in the file) where its marker names no group."""
+    path, _, name = node_id.partition("::")
+    return f"{path}: {name}"
 
 
 def timer_case(spec: TaskSpec, frontend: str, device: str = "cpu",
