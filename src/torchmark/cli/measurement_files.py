@@ -38,12 +38,9 @@ def read_measurement_files(files: list[str], db: str | None = None,
 def is_store_ref(token: str) -> bool:
     """A side the store holds, where no file has that name: a run (`run:12`, or `12`),
     `latest`, `commit:SHA` or `env:LABEL` (regressions/refs.py)."""
-    from pathlib import Path
+    from torchmark.regressions.refs import names_stored_side
 
-    if Path(token).exists():
-        return False
-    return (token.startswith(("run:", "commit:", "env:")) or token.isdigit()
-            or token == "latest")
+    return names_stored_side(token)
 
 
 def side_ref(token: str) -> str:

@@ -12,6 +12,15 @@ from torchmark.core.errors import UsageError
 from torchmark.core.result import Result
 
 REF_FORMS = "a run id (12 or run:12), latest, commit:SHA, env:LABEL, or a results file"
+STORE_PREFIXES = ("run:", "commit:", "env:")  # an env label may hold a "/"
+
+
+def names_stored_side(token: str) -> bool:
+    """Whether `token` names a side of the store (a run, `latest`, `commit:SHA`,
+    `env:LABEL`) rather than a file: never when a file has that name."""
+    if Path(token).exists():
+        return False
+    return token.startswith(STORE_PREFIXES) or token.isdigit() or token == "latest"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +58,7 @@ def resolve_side(ref: str, store: Any | None) -> Side:
     path = Path(ref)
     if path.exists():
         return _file_side(ref, path)
-    named = ref.startswith(("run:", "commit:", "env:"))  # an env label may hold a "/"
+    named = ref.startswith(STORE_PREFIXES)
     if store is None or (not named and (path.suffix in (".json", ".jsonl") or "/" in ref)):
         raise UsageError(f"{ref}: no such file")
     if ref == "latest":
