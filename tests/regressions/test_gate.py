@@ -114,6 +114,28 @@ def test_refs_by_env_and_file_and_case_patterns(db, tmp_path):
     assert gate(db, "--baseline", "env:before", "--candidate", str(path)) == 1
 
 
+def test_an_env_label_gives_each_case_from_its_newest_run_holding_it(db):
+    """Run 3 measured cases 0 and 1 again, run 2 case 2, run 1 all four: env:ci is case 0
+    and 1 from run 3, case 2 from run 2, case 3 from run 1 (read through the runs' packed
+    medians, so only these results are read)."""
+    from torchmark.regressions.refs import resolve_side
+
+    store = Store(db)
+    first = record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "a1")
+    second = record(store, [wall(CASES[2], 2e-5, 7)], "a2")
+    third = record(store, [wall(c, 3e-5, 8 + i) for i, c in enumerate(CASES[:2])]
+                   + [counts(1e6)], "a3")
+    record(store, [wall(CASES[0], 9e-5, 20)], "a4", env="other")
+    side = resolve_side("env:ci", store)
+    assert side.runs == (third, second, first)
+    by_case = {r.case.id: (r.metric, round(float(np.median(r.samples)) / 1e-5))
+               for r in side.results}
+    assert by_case == {CASES[0].id: ("wall", 3), CASES[1].id: ("wall", 3),
+                       CASES[2].id: ("wall", 2), CASES[3].id: ("wall", 1),
+                       COUNTED.id: ("instructions", 1e11)}
+    assert len(side.results) == 5
+
+
 @pytest.mark.parametrize("args, message", [
     (["--baseline", "nosuch", "--candidate", "latest"], "is not a run id"),
     (["--baseline", "run:99", "--candidate", "latest"], "holds no finished run"),
