@@ -34,6 +34,38 @@ def test_a_comparison_page_gives_the_gate_s_verdicts(store):
     assert [r["case"] for r in by_case][:3] == ["mul: n=0", "mul: n=1", "mul: n=2"]
 
 
+def test_sides_of_several_runs_are_judged_as_the_gate_judges_them(tmp_path):
+    """A commit measured twice (its samples pooled) and an env label whose newest run
+    lacks a case (taken from the run before): the page's verdicts, intervals and medians
+    are the gate's on the sides refs.py resolves, for the CLI and the dashboard alike."""
+    import dataclasses
+
+
+    many = build_store(f"sqlite:///{tmp_path / 'many.db'}", cases=6, runs=4, step_case=2,
+                       step_at=3)
+    again = [dataclasses.replace(r, samples=tuple(x * 1.02 for x in r.samples))
+             for r in many.result_records(run=4)]
+    provenance = dataclasses.replace(many.result_records(run=4)[0].provenance,
+                                     env="after", git_dirty=False)
+    for results in (again, again[:3]):  # the commit's second run; then a partial one
+        run = many.start_run(provenance)
+        many.record(results, run)
+        many.finish_run(run, "ok")
+    for ref in ("commit:0003", "env:after"):
+        base, cand = resolve_side("run:3", many), resolve_side(ref, many)
+        assert len(cand.runs) == (3 if ref.startswith("commit") else 2)
+        assert len(cand.results) == 6
+        report = gate(base.results, cand.results, max_slowdown=0.05)
+        expected = {r.case_id: (r.kind, r.verdict.lower, r.verdict.upper, r.candidate)
+                    for r in report.rows}
+        data = views.compare_view(many, 3, cand, per_page=50)
+        assert data["candidate"] == ref and data["candidate_runs"] == list(cand.runs)
+        assert {r["case_id"]: (r["verdict"], r["low"], r["high"], r["candidate"])
+                for r in data["rows"]} == expected
+    single = views.compare_view(many, 3, resolve_side("run:4", many))
+    assert single["candidate"] == 4 and single["rows"] == views.compare_view(many, 3, 4)["rows"]
+
+
 def test_a_long_history_is_reduced_with_its_change_points_kept(store):
     data = views.case_view(store, "timeit:case4", max_points=8)
     [series] = data["series"]

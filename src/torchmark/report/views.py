@@ -344,18 +344,62 @@ def change_row(c: Change, hosts: dict[str, str]) -> dict[str, Any]:
             "note": c.note, "recovered": c.recovered_at.run_id if c.recovered_at else None}
 
 
-def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float = 0.05,
+@dataclasses.dataclass(frozen=True)
+class _Compared:
+    """One side of a comparison as compare_view reads it: its name (a run id, or the
+    reference of a side of several runs), its runs, each (case, metric)'s median, and
+    how to read the results of some cases."""
+
+    name: int | str
+    runs: tuple[int, ...]
+    medians: Any  # store/run_medians.py RunMedians
+    fetch: Callable[[list[str]], dict[tuple[str, str], Any]]
+    note: str = ""
+    where: tuple[str | None, str | None] | None = None  # several runs': machine, env label
+
+
+def _compared(store: Any, side: Any) -> _Compared:
+    """A run id, or a regressions/refs.py Side: one of a single run is read as the run
+    (its packed medians, then the page's results); one of several runs (a commit's,
+    pooled; an env label's, each case from its newest run) from its results, as `gate`
+    and `torchmark compare` judge it."""
+    if isinstance(side, int) or len(side.runs) == 1:
+        run = side if isinstance(side, int) else side.runs[0]
+
+        def fetch(ids: list[str]) -> dict[tuple[str, str], Any]:
+            return {(r.case.id, r.metric): r
+                    for r in store.result_records(run=run, cases=ids)}
+
+        return _Compared(run, (run,), store.run_medians(run), fetch)
+    from torchmark.store.run_medians import RunMedians
+
+    results = {(r.case.id, r.metric): r for r in side.results}
+    medians = np.array([float(np.median(r.samples)) if r.ok and r.samples else math.nan
+                        for r in results.values()], dtype=np.float64)
+
+    def chosen(ids: list[str]) -> dict[tuple[str, str], Any]:
+        wanted = set(ids)
+        return {key: r for key, r in results.items() if key[0] in wanted}
+
+    return _Compared(side.ref, side.runs, RunMedians(list(results), medians), chosen,
+                     side.note, (side.machine, side.env))
+
+
+def compare_view(store: Any, baseline: Any, candidate: Any, *, threshold: float = 0.05,
                  sort: str = "change", page: int = 1, per_page: int = PAGE_SIZE,
                  explainer: Callable[[list[Any], list[Any]], list[list[str]]] | None = None,
                  cases: Collection[str] | None = None) -> dict[str, Any]:
-    """The cases two runs share, a page at a time (`sort`: "change", the largest change
+    """The cases two sides share, a page at a time (`sort`: "change", the largest change
     of the medians first, slower or faster, or "case"), each judged as `torchmark
-    compare` judges it: the family and the runs' common shift of all the cases (from their stored medians), the
-    drift from each case's A/A history (verdicts/family.py `only`, `family`). Only the
-    page's cases are read whole, so a page costs its own cases' reads and verdicts.
-    `explainer(before, after)`: where the slower cases' changes live, as lines a case,
-    from what their results hold (the caller's: rootcause sits above the views).
-    `cases`: only these case ids (the comparison, its family included, is of them)."""
+    compare` judges it: the family and the sides' common shift of all the cases (from
+    their medians), the drift from each case's A/A history (verdicts/family.py `only`,
+    `family`). A side is a run id or a resolved side of the store (regressions/refs.py
+    Side: a commit's runs pooled, an env label's newest of each case). A run's medians
+    are read packed and only the page's cases are read whole, so a page costs its own
+    cases' reads and verdicts. `explainer(before, after)`: where the slower cases'
+    changes live, as lines a case, from what their results hold (the caller's:
+    rootcause sits above the views). `cases`: only these case ids (the comparison, its
+    family included, is of them)."""
     from torchmark.core.result import distinct_titles
     from torchmark.core.stats import natural_key
     from torchmark.regressions.aa_history import history_ratios
@@ -363,7 +407,8 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     from torchmark.regressions.gate import side_of
     from torchmark.verdicts.family import Pair, judge_all, ratios_of, shifts_of_arrays
 
-    medians_a, medians_b = store.run_medians(baseline), store.run_medians(candidate)
+    first, second = _compared(store, baseline), _compared(store, candidate)
+    medians_a, medians_b = first.medians, second.medians
     if cases is not None:
         wanted = set(cases)
         medians_a, medians_b = medians_a.only(wanted), medians_b.only(wanted)
@@ -383,10 +428,10 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
     page = max(1, page)
     shown = keys[(page - 1) * per_page:page * per_page]
     ids = sorted({case for case, _ in shown})
-    a = {(r.case.id, r.metric): r for r in store.result_records(run=baseline, cases=ids)}
-    b = {(r.case.id, r.metric): r for r in store.result_records(run=candidate, cases=ids)}
-    histories = history_ratios(store, set(shown), machine=_machine(b.values()),
-                               env=_env(b.values()), exclude={baseline, candidate})
+    a, b = first.fetch(ids), second.fetch(ids)
+    machine, env = second.where or (_machine(b.values()), _env(b.values()))
+    histories = history_ratios(store, set(shown), machine=machine, env=env,
+                               exclude={*first.runs, *second.runs})
     verdicts = judge_all([Pair(key, side_of(a[key]), side_of(b[key]), key[1])
                           for key in shown], threshold=threshold, histories=histories,
                          only=set(shown), family=family)
@@ -401,7 +446,10 @@ def compare_view(store: Any, baseline: int, candidate: int, *, threshold: float 
 
     names = distinct_titles(r.case for r in a.values())  # the page's told apart, as gate's
 
-    return {"baseline": baseline, "candidate": candidate, "threshold": threshold,
+    return {"baseline": first.name, "candidate": second.name,
+            "baseline_runs": list(first.runs), "candidate_runs": list(second.runs),
+            "baseline_note": first.note, "candidate_note": second.note,
+            "threshold": threshold,
             "sort": sort, "page": page, "per_page": per_page, "total": len(keys),
             "environment_differences": [d.describe() for d in differences],
             "only_baseline": len(medians_a.keys) - len(keys),

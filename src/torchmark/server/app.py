@@ -92,7 +92,7 @@ class Dashboard:
     def compare(self, q: Any) -> dict[str, Any]:
         from torchmark.rootcause.explain import explain_results
 
-        a, b = (self._run_of(name, q.get(name)) for name in ("a", "b"))
+        a, b = (self._side_of(name, q.get(name)) for name in ("a", "b"))
         sort = q.get("sort") or "change"
         if sort not in ("change", "case"):
             raise BadRequest("sort must be change or case")
@@ -102,10 +102,12 @@ class Dashboard:
                                   per_page=_per_page(q), explainer=lambda old, new:
                                   explain_results(old, new, ops=False, top=5).sections(5))
 
-    def _run_of(self, name: str, ref: str | None) -> int:
+    def _side_of(self, name: str, ref: str | None) -> Any:
         """A side of a comparison (the query parameter `name`): a run id, `run:N`,
-        `latest` (the newest finished run), `commit:SHA` or `env:LABEL` (the newest
-        finished run of that commit or env label)."""
+        `latest` (the newest finished run), `commit:SHA` or `env:LABEL`, resolved as
+        `gate` and `torchmark compare` resolve them (regressions/refs.py: on the machine
+        of the newest run named, a commit's runs pooled, an env label's newest run of
+        each case)."""
         if not ref:
             raise BadRequest("compare needs two runs: ?a=RUN&b=RUN (or run:N, latest, "
                              "commit:SHA, env:LABEL)")
@@ -115,15 +117,15 @@ class Dashboard:
                 raise NotFound(f"{name}: the store holds no finished run")
             return int(runs[0]["id"])
         if ref.startswith("env:") and ref != "env:":
-            runs = self.store.finished_runs(env=ref.removeprefix("env:"))
-            if not runs:
+            if not self.store.finished_runs(env=ref.removeprefix("env:")):
                 raise NotFound(f"{name}: no finished run labelled {ref[:80]}")
-            return int(runs[0]["id"])
+            return self._resolved(name, ref)
         if ref.startswith("commit:"):
             commit = ref.removeprefix("commit:")[:64]
             if commit == "":
                 raise BadRequest(f"{name}: give the commit: commit:SHA (a prefix of it)")
-            return int(self._runs_of_commit(name, commit)[0]["id"])
+            self._runs_of_commit(name, commit)
+            return self._resolved(name, f"commit:{commit}")
         try:
             run = int(ref.removeprefix("run:"))
         except ValueError:
@@ -135,6 +137,16 @@ class Dashboard:
         if not self.store.has_run(run):
             raise NotFound(f"{name}: no run {run}")
         return run
+
+    def _resolved(self, name: str, ref: str) -> Any:
+        """The side `ref` names (regressions/refs.py resolve_side)."""
+        from torchmark.core.errors import UsageError
+        from torchmark.regressions.refs import resolve_side
+
+        try:
+            return resolve_side(ref, self.store)
+        except UsageError as error:
+            raise NotFound(f"{name}: {error}") from None
 
     def _runs_of_commit(self, name: str, commit: str) -> list[dict[str, Any]]:
         """The finished runs of the one commit that `commit` begins, newest first (the
@@ -175,6 +187,14 @@ class BadRequest(Exception):
 
 class NotFound(Exception):
     status = 404
+
+
+def _side_name(side: int | str, first: bool = False) -> str:
+    """A compared side for a title: "run 12" ("Run 12" `first`), or the reference of a
+    side of several runs as given."""
+    if isinstance(side, int):
+        return f"{'R' if first else 'r'}un {side}"
+    return side
 
 
 def _int(value: Any, default: int) -> int:
@@ -322,7 +342,8 @@ def create_app(store: Any, token: str | None = None,
         ("run", "/runs/{run_id:int}", run_data, lambda r, d: f"Run {d['run']['id']}"),
         ("case", "/cases/{case_id:path}", case_data, lambda r, d: d["title"]),
         ("compare", "/compare", lambda r: dash.compare(r.query_params),
-         lambda r, d: f"Run {d['baseline']} against run {d['candidate']}"),
+         lambda r, d: f"{_side_name(d['baseline'], True)} against "
+                      f"{_side_name(d['candidate'])}"),
         ("search", "/search", lambda r: dash.search(r.query_params), lambda r, d: "Search"),
     ]
     routes = []

@@ -192,8 +192,11 @@
       pager(data.page, data.per_page, data.total, { ...f, per_page: data.per_page }));
     },
     compare() {
-      app.append(el("p", {}, "baseline ", link(`/runs/${data.baseline}`, `run ${data.baseline}`),
-        ", candidate ", link(`/runs/${data.candidate}`, `run ${data.candidate}`),
+      const side = (name, runs, note) => [typeof name === "string" ? `${name}: ` : "",
+        runs.length > 1 ? "runs " : "run ", ...runs.flatMap((id, i) => [i ? ", " : "", link(`/runs/${id}`, String(id))]),
+        note ? ` (${note})` : ""];
+      app.append(el("p", {}, "baseline ", ...side(data.baseline, data.baseline_runs, data.baseline_note),
+        ", candidate ", ...side(data.candidate, data.candidate_runs, data.candidate_note),
         `; threshold ${(data.threshold * 100).toFixed(1)}%; ${data.total} cases in common, `,
         data.sort === "case" ? link(query({ a: data.baseline, b: data.candidate, sort: "change" }), "largest change first")
           : link(query({ a: data.baseline, b: data.candidate, sort: "case" }), "by case")),
