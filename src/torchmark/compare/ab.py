@@ -191,7 +191,9 @@ def _coerced(baseline: object, candidate: object, caller: str) -> list[Measureme
 
 
 def _side(m: Measurement) -> Side:
-    return Side(m.times, tuple(m.process_medians), tuple(m.process_spreads or ()))
+    build = (m.metadata or {}).get("build") if isinstance(m.metadata, dict) else None
+    return Side(m.times, tuple(m.process_medians), tuple(m.process_spreads or ()),
+                build=build if isinstance(build, str) else None)
 
 
 def _checked(baseline: object, candidate: object, *, paired: bool = False,

@@ -97,6 +97,21 @@ class Provenance:
     def machine_fingerprint(self) -> str:
         return self.machine.fingerprint
 
+    def build(self) -> str | None:
+        """What identifies the code and the place a run measured, as a digest: the commit
+        of a clean tree, the torch build, Python, the machine, the env label and the
+        fingerprint's fields that change performance. Two runs of one build measured the
+        same code in the same way: a difference between them is the machine's. None
+        where it cannot be told (no commit, or a tree with uncommitted changes)."""
+        from torchmark.core.fingerprint import is_blocking
+
+        if not self.git_commit or self.git_dirty is not False:
+            return None
+        what = [self.git_commit, self.torch_version, self.torch_git, self.python,
+                self.machine.fingerprint, self.env,
+                sorted((k, str(v)) for k, v in self.environment if is_blocking(k))]
+        return hashlib.sha256(json.dumps(what, default=str).encode()).hexdigest()[:16]
+
     @classmethod
     def capture(cls, env: str | None = None, command: list[str] | None = None) -> Provenance:
         """Read everything now. `env` defaults to $TORCHMARK_ENV; `command` to sys.argv.

@@ -53,8 +53,9 @@ class GateReport:
 
 def side_of(result: Result) -> Side:
     """The engine's view of a stored or saved result: samples, processes, failure."""
+    build = result.provenance.build() if result.provenance is not None else None
     if result.failure is not None:
-        return Side(failure=result.failure.error)
+        return Side(failure=result.failure.error, build=build)
     processes = (result.extra.get("metadata") or {}).get("processes") \
         if isinstance(result.extra.get("metadata"), Mapping) else None
     medians: tuple[float, ...] = ()
@@ -64,7 +65,7 @@ def side_of(result: Result) -> Side:
             _numbers(processes.get("spreads"))
         if not 2 <= len(medians) <= MAX_REPLICATES or any(m <= 0 for m in medians):
             medians, spreads = (), ()
-    return Side(result.samples, medians, spreads, stated=Stated.of(result))
+    return Side(result.samples, medians, spreads, stated=Stated.of(result), build=build)
 
 
 def _numbers(value: object) -> tuple[float, ...]:

@@ -1104,6 +1104,8 @@ class Store:
             # and the processes of a run over several (`ab` compares by them)
             metadata = dict(_QUANTITY_METADATA[row["metric"]] or {})
             metadata["case_id"] = row["case_id"]  # which stored case (its A/A history)
+            if row.get("build"):  # its run's build (verdicts/engine.py: one build)
+                metadata["build"] = row["build"]
             kept = (row.get("extra") or {}).get("metadata")
             if isinstance(kept, dict) and isinstance(kept.get("processes"), dict):
                 metadata["processes"] = kept["processes"]
@@ -1121,7 +1123,8 @@ class Store:
              "description": r.case.description,
              "run_env": r.provenance.env if r.provenance is not None else r.case.env,
              "threads": r.case.threads, "number_per_run": r.number_per_run,
-             "case_id": r.case.id, "extra": r.extra}
+             "case_id": r.case.id, "extra": r.extra,
+             "build": r.provenance.build() if r.provenance is not None else None}
             for r in results if r.failure is None)
 
     def info(self) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class Side:
     process_spreads: Sequence[float] = ()
     failure: str | None = None
     stated: Stated | None = None
+    build: str | None = None  # the run's code and place (core/provenance.py build)
 
 
 def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
@@ -89,7 +90,32 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
     `paired`: the i-th samples of both sides were taken together; `abba`: the pairs
     were taken A B, B A, ... (the unit is then the quad of two pairs). `shift`: the
     common change (a log ratio) of the runs this case was compared in, as a whole
-    (verdicts/family.py): a disturbed run moves every case, and that much is drift."""
+    (verdicts/family.py): a disturbed run moves every case, and that much is drift.
+    Two sides of one build (Side.build) are two runs of the same code: what differs
+    between them is what two such runs differ by, so no direction is said ("unsure")."""
+    verdict = _judge(baseline, candidate, metric=metric, threshold=threshold,
+                     confidence=confidence, drift=drift, paired=paired, abba=abba,
+                     replicate_ratios=replicate_ratios, seed=seed, resamples=resamples,
+                     shift=shift)
+    if verdict.kind in ("slower", "faster") and baseline.build is not None \
+            and baseline.build == candidate.build:
+        shown = verdict.reason.rpartition(": ")[0]
+        return dataclasses.replace(verdict, kind="unsure", reason=(
+            f"{shown}: {ONE_BUILD}"))
+    return verdict
+
+
+ONE_BUILD = ("both sides are runs of one build (the same clean commit, torch, Python, "
+             "machine and env label), so this is how far two runs of the same code differ "
+             "here, not a change of the code (runs of code that differs in what torchmark "
+             "does not record: give them env labels of their own)")
+
+
+def _judge(baseline: Side, candidate: Side, *, metric: str, threshold: float,
+           confidence: float, drift: Drift | None, paired: bool, abba: bool,
+           replicate_ratios: Sequence[float], seed: int, resamples: int,
+           shift: float) -> Verdict:
+    """judge, leaving the sides' builds aside."""
     if not (isinstance(threshold, (int, float)) and 0 <= threshold < 10):
         raise ValueError(f"threshold must be a number in [0, 10), got {threshold!r}")
     if not 0 < confidence < 1:
