@@ -4,6 +4,7 @@ only, an instruction-count step; and how its references resolve."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -112,6 +113,42 @@ def test_refs_by_env_and_file_and_case_patterns(db, tmp_path):
     path = tmp_path / "cand.jsonl"
     save_results(path, slower)
     assert gate(db, "--baseline", "env:before", "--candidate", str(path)) == 1
+
+
+def test_two_runs_of_one_build_are_never_slower_in_any_command(db, capsys, tmp_path):
+    """The same clean commit, torch, machine and env label twice, one case 2x slower in
+    the second run (a process lottery on a busy machine): gate, compare, ab and the
+    dashboard's comparison all say unsure, naming the one build; a run at another
+    commit with the same change is slower everywhere."""
+    from torchmark.report import views
+
+    store = Store(db)
+    first = record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "same1111")
+    twice = [wall(c, 2e-5 if i == 0 else 1e-5, 10 + i) for i, c in enumerate(CASES)]
+    again = record(store, twice, "same1111")
+    other = record(store, twice, "other222")
+    for cand, kind, code in ((again, "unsure", 0), (other, "slower", 1)):
+        assert gate(db, "--baseline", str(first), "--candidate", str(cand)) == code
+        out = capsys.readouterr().out
+        row = next(line for line in out.splitlines() if "n=0" in line)
+        assert kind in row and ("one build" in out) == (kind == "unsure")
+        assert main(["compare", str(first), str(cand), "--db", db]) == 0
+        row = next(line for line in capsys.readouterr().out.splitlines()
+                   if "n=0" in line and "%" in line)
+        assert kind in row
+        assert main(["ab", str(first), str(cand), "--db", db, "--format", "jsonl"]) == 0
+        rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert next(r for r in rows if "n=0" in r["name"])["verdict"] == kind
+        page = views.compare_view(store, first, cand)
+        assert next(r for r in page["rows"] if r["case"] == "add: n=0")["verdict"] == kind
+        files = []
+        for run in (first, cand):  # the runs as results files, their provenance kept
+            files.append(str(tmp_path / f"run{run}.jsonl"))
+            save_results(files[-1], store.result_records(run=run))
+        assert main(["ab", *files]) == 0
+        out = capsys.readouterr().out
+        row = next(line for line in out.splitlines() if "n=0" in line and "[" in line)
+        assert kind in row and ("runs of one build" in out) == (kind == "unsure")
 
 
 def test_an_env_label_gives_each_case_from_its_newest_run_holding_it(db):

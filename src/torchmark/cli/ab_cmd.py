@@ -121,6 +121,13 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
         lines = [head, *align(header, rows, right, rule=True)]
     lines += _unmatched(only_a, only_b, errors) + _few_samples_hint(results)
     lines.append(verdict_counts(r.verdict for r in results) or "no cases in common")
+    from torchmark.verdicts.engine import ONE_BUILD
+
+    overruled = [r.name for r in results if r.judged.reason.endswith(ONE_BUILD)]
+    if overruled:
+        lines.append(f"note: {len(overruled)} case(s) changed beyond the drift but are "
+                     f"\"unsure\" ({', '.join(overruled[:5])}"
+                     f"{' ...' if len(overruled) > 5 else ''}): {ONE_BUILD}")
     if any(r.verdict == "unsure" and r.replicate_ratios for r in results):
         lines.append("note: \"unsure\" with a median of replicates: the change shows over "
                      "all samples but not in the median worker pair; processes of one "

@@ -58,6 +58,9 @@ def markdown_table(rows: Sequence[CaseVerdict]) -> list[str]:
 
 def reasons(rows: Iterable[CaseVerdict]) -> list[str]:
     """"TITLE [metric]: slower: REASON" for each row that is slower, failed or
-    unmeasured."""
+    unmeasured, or unsure though it changed beyond the drift, its sides being runs of
+    one build (verdicts/engine.py)."""
+    from torchmark.verdicts.engine import ONE_BUILD
+
     return [f"{r.title} [{r.metric}]: {r.verdict.kind}: {r.verdict.reason}" for r in rows
-            if r.verdict.kind in EXPLAINED]
+            if r.verdict.kind in EXPLAINED or r.verdict.reason.endswith(ONE_BUILD)]
