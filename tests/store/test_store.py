@@ -98,6 +98,38 @@ def test_a_file_two_runs_saved_to_imports_as_two_runs_and_not_twice(store_url, t
     fresh.close()
 
 
+def test_a_failure_like_one_a_moment_before_is_kept_with_its_new_run(store_url, tmp_path):
+    """Two runs a few seconds apart on one machine, each with new samples of one case and
+    the same failure of another (a benchmark that raises, run twice in CI): both are
+    stored whole, and the gate finds the candidate's failure; a run recorded live and
+    imported again from its file still adds nothing."""
+    import dataclasses
+
+    from torchmark.records import save_results
+
+    store = Store(store_url)
+    base = Provenance.capture(env="ci", command=["bench"])
+    broken = Case(id="timeit:broken", frontend="timeit", stmt="boom()")
+    files = []
+    for k, start in enumerate(("2026-01-02T03:04:05+0000", "2026-01-02T03:04:09+0000")):
+        provenance = dataclasses.replace(base, started=start)
+        ran = [dataclasses.replace(result(1), samples=tuple(1e-6 * (1 + k + j / 100)
+                                                           for j in range(10)),
+                                   provenance=provenance),
+               Result(case=broken, metric="wall", failure=Failure("RuntimeError: boom"),
+                      provenance=provenance)]
+        files.append(tmp_path / f"run{k}.jsonl")
+        save_results(files[-1], ran)
+        assert store.import_file(files[-1]) == 2
+    assert [r["results"] for r in store.runs()] == [2, 2]
+    assert main(["gate", "--db", store_url, "--baseline", "run:1", "--candidate",
+                 "run:2"]) == 1
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(files[1].read_bytes() + b"\n")  # another file, the same run
+    assert store.import_file(copy) == 0
+    store.close()
+
+
 def run_together(processes) -> None:
     """Start the processes at once and wait for each to exit cleanly."""
     for p in processes:

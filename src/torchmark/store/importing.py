@@ -15,9 +15,11 @@ nothing.
   again.
 - **Nothing twice.** A file imported before (its content's digest) adds nothing; so does
   a result the store held before this import (the same case, metric and samples, and for
-  exact metrics, whose counts repeat from run to run, a run of the same machine that
-  started within DUPLICATE_WINDOW_S of it): what a command recorded live and also wrote
-  to a file (whose header may be a second later) is not stored again.
+  exact metrics, whose counts repeat from run to run, and failures, a run of the same
+  machine that started within DUPLICATE_WINDOW_S of it, unless the file's run holds a
+  result with samples the store lacks: then it is another run): what a command recorded
+  live and also wrote to a file (whose header may be a second later) is not stored
+  again.
 """
 
 from __future__ import annotations
@@ -308,9 +310,18 @@ class Importer:
         provenances = [p or fallback for p in parsed.provenances]
         texts = [p.to_json() for p in provenances]
         places = [(self.store.run_start(p), p.machine.hostname) for p in provenances]
+        kinds = [_kind(values) for _, values in parsed.records]
         held = self.store.held_results(
-            conn, [(values[KEY_AT], _kind(values), *places[at])
-                   for at, values in parsed.records], set(self.runs.values()))
+            conn, [(values[KEY_AT], kind, *places[at])
+                   for (at, values), kind in zip(parsed.records, kinds, strict=True)],
+            set(self.runs.values()))
+        # a run with a result the store lacks is a new run, not one recorded again: its
+        # failures and counts are its own, however like those of a run a moment before
+        new_runs = {at for i, (at, _) in enumerate(parsed.records)
+                    if i not in held and not exact(kinds[i])} | \
+            {at for at, text in enumerate(texts) if text in self.runs}
+        held = {i for i in held
+                if not (exact(kinds[i]) and parsed.records[i][0] in new_runs)}
         groups: dict[int, list[tuple[Any, ...]]] = {}
         for i, (at, values) in enumerate(parsed.records):
             if i not in held:
