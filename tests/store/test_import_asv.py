@@ -148,6 +148,9 @@ def test_a_results_folder_imports_a_run_a_commit_as_asv_wrote_them(results, tmp_
                                                            (row[column["result"]][0],))
                 assert result.extra["asv_type"] in ("memory", "peakmemory")
                 assert "not bytes torch allocated" in result.extra["measures"]
+                # an RSS reading moves from run to run: stated, not an exact count
+                assert (Stated.of(result) is not None) == \
+                    (result.extra["asv_type"] == "peakmemory")
                 continue
             assert result.metric == "wall" and list(result.case.params) == ["n", "kind"]
             i = [(n, kind) for n in row[column["params"]][0]  # asv's combinations, in order
@@ -168,6 +171,15 @@ def test_a_results_folder_imports_a_run_a_commit_as_asv_wrote_them(results, tmp_
     assert main(["import", str(results), "--from", "asv", "--db", db]) == 0
     assert "0 results added" in capsys.readouterr().out
     assert main(["gate", "--baseline", "run:1", "--candidate", "run:2", "--db", db]) in (0, 1)
+    capsys.readouterr()
+    main(["gate", "--baseline", "run:1", "--candidate", "run:2", "--db", db,
+          "--metric", "memory", "--allow-unmeasured"])
+    rows: dict[str, str] = {}
+    for line in capsys.readouterr().out.splitlines():  # the table's rows, then reasons
+        if line.startswith("bench."):
+            rows.setdefault(line.split()[0], line)
+    assert rows["bench.peakmem_list"].endswith("unmeasured")  # one RSS reading a side
+    assert "exact" in rows["bench.mem_list"]
     assert main(["regressions", "--db", db]) in (0, 1)
 
 

@@ -123,7 +123,8 @@ def _judge(baseline: Side, candidate: Side, *, metric: str, threshold: float,
     if abba and not paired:
         raise ValueError("abba=True is a way of pairing: give paired=True too")
     settings = dict(threshold=float(threshold), confidence=confidence)
-    exact = metric in EXACT_METRICS
+    # a side of stated statistics (another tool's summary) is no exact count
+    exact = metric in EXACT_METRICS and baseline.stated is None and candidate.stated is None
     default_drift = drifts.NONE_EXACT if exact else drifts.NONE_PAIRED
     problem = _unusable(baseline, candidate)
     if problem is not None and exact and _all_zero(baseline) and _all_zero(candidate):

@@ -10,7 +10,9 @@ time benchmarks are wall time in seconds: the raw samples, each per call, where 
 them (`--record-samples`), else the statistics asv states: n = stats_repeat, its result
 (the median) as median and mean (asv states no mean), the IQR q_75 - q_25, no deviation.
 mem and peakmem benchmarks are memory in bytes, one sample, though neither is what torch
-allocated (the result's extra says what it is: MEASURES). Skipped: track benchmarks
+allocated (the result's extra says what it is: MEASURES); a peakmem reading (the
+process's RSS, which moves from run to run) is stated statistics of one sample, so the
+verdict engine judges it unmeasured rather than as an exact count. Skipped: track benchmarks
 (units of their own), values asv has none of (a failure is null, a skip NaN), and
 results of a benchmark that benchmarks.json does not describe at that version (stale:
 asv ignores them too). Each result file is a run, oldest first: its commit, its
@@ -187,8 +189,12 @@ def _results(name: str, row: Mapping[str, Any], definition: Definition, path: Pa
         case = foreign_case(TOOL, name, dict(zip(param_names, combination, strict=True)),
                             label=f"{name}({', '.join(combination)})" if combination
                             else name)
-        if metric == "memory":
+        if kind == "memory":  # an object's size: the same from run to run
             yield raw_result(case, [value], provenance, metric=metric, extra=extra)
+            continue
+        if kind == "peakmemory":  # one reading of a noisy RSS: stated, no verdict on it
+            yield stated_result(case, Stated(1, value, None, value, None), provenance,
+                                metric=metric, extra=extra)
             continue
         number = field(at, "stats_number", int, path, here, optional=True) or 1
         if at["samples"]:
