@@ -144,3 +144,18 @@ def test_links_in_a_storage_folder_are_not_followed(written, tmp_path, capsys):
     db = str(tmp_path / "s.db")
     assert main(["import", str(folder), "--db", db]) == 0
     assert "6 results added" in capsys.readouterr().out  # the two saved files only
+
+
+def test_max_size_is_the_limit_of_a_file_read_whole(written, tmp_path, capsys):
+    """A pytest-benchmark JSON is read whole: `import --max-size` is its limit (above the
+    64 MiB input limit it raises, below it it lowers), and a refusal names the option
+    that would raise it."""
+    db = str(tmp_path / "s.db")
+    path = str(written / "first.json")
+    assert main(["--max-input-size", "1K", "import", path, "--db", db]) == 2
+    assert "raise it with --max-input-size" in capsys.readouterr().err
+    assert main(["--max-input-size", "1K", "import", path, "--max-size", "10M",
+                 "--db", db]) == 0
+    assert main(["import", str(written / "second.json"), "--max-size", "1K", "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert "raise it with --max-size" in err and len(err.strip().splitlines()) == 1

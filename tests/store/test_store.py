@@ -130,6 +130,21 @@ def test_a_failure_like_one_a_moment_before_is_kept_with_its_new_run(store_url, 
     store.close()
 
 
+def test_an_import_of_several_files_stores_all_or_nothing(store_url, tmp_path, capsys):
+    """One bad file among several, first or last: nothing is stored (one transaction);
+    the same files without it import whole, and a file given twice counts once."""
+    good = str(FORMATS / "measurements.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text((FORMATS / "measurements.json").read_text().replace("[", "[NaN, ", 2))
+    for files in ([good, str(bad)], [str(bad), good]):
+        assert main(["import", *files, "--db", store_url]) == 2
+        assert "bad.json" in capsys.readouterr().err
+        assert Store(store_url).info()["results"] == 0
+    assert main(["import", good, good, "--db", store_url]) == 0
+    added = Store(store_url).info()["results"]
+    assert added > 0 and f"{added} result" in capsys.readouterr().out.splitlines()[-1]
+
+
 def run_together(processes) -> None:
     """Start the processes at once and wait for each to exit cleanly."""
     for p in processes:

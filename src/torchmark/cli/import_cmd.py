@@ -59,8 +59,10 @@ class Size(click.ParamType):
               help="The tool that wrote FILES [default: detected where only one format "
                    "fits; a torchmark file otherwise].")
 @click.option("--max-size", type=Size(), default=None,
-              help="The largest file imported [default: $TORCHMARK_MAX_IMPORT_SIZE, else "
-                   "8G].")
+              help="The largest file imported [default: results files (JSON lines, "
+                   "streamed): $TORCHMARK_MAX_IMPORT_SIZE, else 8G; files read whole "
+                   "(other tools' JSON, measurements documents): --max-input-size, else "
+                   "64M]. Given, it is the limit of both.")
 @db_option
 def import_cmd(files, fmt, max_size, db):
     """Record the results of FILES in the store: torchmark's files (results files,
@@ -68,16 +70,18 @@ def import_cmd(files, fmt, max_size, db):
     (pytest-benchmark JSON or its .benchmarks folder, pyperf JSON, an asv results
     folder, Google Benchmark JSON, nvbench JSON, torch.utils.benchmark Measurements
     pickled; docs/import.md). Each file is checked (a regular file within --max-size,
-    every record a valid result) before the store is touched, then stored in one
-    transaction, one run a provenance it names. Results the store holds already
+    every record a valid result) and stored in one transaction with the others, one run
+    a provenance it names: a file refused stores nothing. Results the store holds already
     (recorded when the file was written, or imported before) are not added again."""
     from torchmark.cli.store_options import open_store
+    from torchmark.core.bounded_input import set_max_bytes
 
+    if max_size is not None:  # files read whole too (other tools' documents)
+        set_max_bytes(max_size, raise_with="--max-size")
     formats = [_format_of(path, fmt, max_size) for path in files]  # before the store
     store = open_store(db, create=True)
     total = 0
-    for path, format_name in zip(files, formats, strict=True):
-        added = store.import_file(path, max_size, fmt=format_name)
+    for path, added in zip(files, store.import_files(files, max_size, formats), strict=True):
         total += added
         click.echo(f"{path}: {added} result{'s' if added != 1 else ''}"
                    + ("" if added else " (already in the store)"))

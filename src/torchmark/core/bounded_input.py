@@ -39,10 +39,16 @@ def parse_size(text: str) -> int:
     return int(value * units[unit])
 
 
-def set_max_bytes(limit: int | None) -> None:
-    """The size cap for this process (the CLI's --max-input-size); None: the default."""
-    global _max_bytes_override
+RAISE_WITH = "--max-input-size or TORCHMARK_MAX_INPUT_SIZE"
+_raise_with = RAISE_WITH  # what a message says raises the cap
+
+
+def set_max_bytes(limit: int | None, raise_with: str = RAISE_WITH) -> None:
+    """The size cap for this process (the CLI's --max-input-size); None: the default.
+    `raise_with`: the option that set it, which messages name (`import --max-size`)."""
+    global _max_bytes_override, _raise_with
     _max_bytes_override = limit
+    _raise_with = raise_with
 
 
 def max_bytes() -> int:
@@ -74,8 +80,7 @@ def human_bytes(n: float) -> str:
 
 def _too_large(what: str, path: Any, limit: int) -> LimitError:
     return LimitError(f"{what} {brief(str(path))}: larger than the {human_bytes(limit)} "
-                      "input limit (raise it with --max-input-size or "
-                      "TORCHMARK_MAX_INPUT_SIZE)")
+                      f"input limit (raise it with {_raise_with})")
 
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a pipe"), (stat.S_ISCHR, "a device"),
@@ -157,7 +162,7 @@ def gunzip(data: bytes, what: str, *, limit: int | None = None) -> bytes:
             if total > limit:
                 raise LimitError(f"{what}: decompresses to more than the "
                                  f"{human_bytes(limit)} input limit (raise it with "
-                                 "--max-input-size or TORCHMARK_MAX_INPUT_SIZE)")
+                                 f"{_raise_with})")
             data = inflater.unconsumed_tail
             if inflater.eof:
                 break

@@ -222,8 +222,9 @@ class Importer:
 
     def __init__(self, store: Any, path: str | os.PathLike, max_bytes: int | None = None,
                  workers: int | None = None, parallel_from: int = PARALLEL_FROM,
-                 fmt: str | None = None) -> None:
+                 fmt: str | None = None, conn: sa.Connection | None = None) -> None:
         self.store, self.path, self.fmt = store, Path(path), fmt
+        self.conn = conn  # a transaction of several files' (Store.import_files), if any
         self.limit = max_import_bytes() if max_bytes is None else max_bytes
         self.workers = min(PARSE_WORKERS, os.cpu_count() or 1) if workers is None \
             else workers
@@ -240,7 +241,8 @@ class Importer:
         try:
             return self._run_foreign(self.fmt) if self.fmt is not None else self._run_file()
         except sa.exc.IntegrityError:
-            if self.key is None or not self._imported_before(self.key):
+            if self.conn is not None or self.key is None or \
+                    not self._imported_before(self.key):
                 raise
             self.runs.clear()
             self.cases.clear()
@@ -256,7 +258,7 @@ class Importer:
             if self._imported_before(key):
                 return 0
             fallback = file_provenance(self.path) or _unknown_origin(self.path)
-            with self.store.engine.begin() as conn, collector_paused(), bulk_cache(conn):
+            with self._transaction() as conn, collector_paused(), bulk_cache(conn):
                 for parsed in self._parsed(fd):
                     self._store(conn, parsed, key, fallback)
                 self._pack(conn)
@@ -275,7 +277,7 @@ class Importer:
         with collector_paused():
             results = list(read_foreign(self.path, fmt))
         sent: set[str] = set()
-        with self.store.engine.begin() as conn, collector_paused(), bulk_cache(conn):
+        with self._transaction() as conn, collector_paused(), bulk_cache(conn):
             for start in range(0, len(results), CHUNK_RESULTS):
                 self._store(conn, parsed_of(results[start:start + CHUNK_RESULTS], sent), key,
                             _unknown_origin(self.path))
@@ -287,10 +289,17 @@ class Importer:
         for run_id in self.runs.values():
             self.store.pack_medians(run_id, conn)
 
+    def _transaction(self) -> contextlib.AbstractContextManager[sa.Connection]:
+        """The import's transaction: the shared one of several files, else its own."""
+        return contextlib.nullcontext(self.conn) if self.conn is not None \
+            else self.store.engine.begin()
+
     def _imported_before(self, key: str) -> bool:
+        query = sa.select(schema.runs.c.id).where(schema.runs.c.import_key == key)
+        if self.conn is not None:  # files of this transaction count too
+            return self.conn.execute(query).first() is not None
         with self.store.engine.connect() as conn:
-            return conn.execute(sa.select(schema.runs.c.id)
-                                .where(schema.runs.c.import_key == key)).first() is not None
+            return conn.execute(query).first() is not None
 
     def _parsed(self, fd: int) -> Iterator[Parsed]:
         """The file's records (open as `fd`), validated, a batch at a time, in order."""

@@ -420,6 +420,25 @@ class Store:
 
         return Importer(self, path, max_bytes, fmt=fmt).run()
 
+    def import_files(self, paths: Sequence[str | os.PathLike], max_bytes: int | None = None,
+                     formats: Sequence[str | None] | None = None) -> list[int]:
+        """import_file of each of `paths` (`formats`: each one's, None for torchmark's),
+        all in one transaction: a file refused stores nothing of the others either. How
+        many results each added. Two imports of one file at once: the one that loses
+        its commit imports them again, finding that file imported."""
+        from torchmark.store.importing import Importer
+
+        kinds = list(formats) if formats is not None else [None] * len(paths)
+        for attempt in range(2):
+            try:
+                with self.engine.begin() as conn:
+                    return [Importer(self, path, max_bytes, fmt=fmt, conn=conn).run()
+                            for path, fmt in zip(paths, kinds, strict=True)]
+            except sa.exc.IntegrityError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
     def held_results(self, conn: sa.Connection, wanted: list[tuple[str, str, str, str]],
                      exclude_runs: set[int] | None = None) -> set[int]:
         """The indexes of `wanted` (content key, metric, run start as the store's UTC
