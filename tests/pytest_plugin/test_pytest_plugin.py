@@ -75,6 +75,8 @@ Timer._timer_cls = FakeTimeit
 """
 
 GATED = """
+import os
+
 import pytest
 import torch
 
@@ -93,6 +95,8 @@ def test_steady(torchmark, dtype):
 
 
 def test_changed(torchmark):
+    if os.environ.get("SKIP_CHANGED"):
+        pytest.skip("not measured this time")
     torchmark(changed)
 """
 
@@ -279,6 +283,32 @@ def test_a_baseline_of_other_cases_fails_a_gated_session_saying_so(pytester, tmp
     out.assert_outcomes(passed=2, deselected=1)
     out.stdout.fnmatch_lines(["*holds none of this session's 2 benchmark(s)*nothing was "
                               "compared, so --torchmark-fail-slower fails the session"])
+
+
+def test_a_baseline_case_not_measured_fails_the_gate_a_deselected_one_does_not(
+        pytester, tmp_path, monkeypatch):
+    """test_changed skipped: its baseline case was not measured, so the gated session
+    fails naming it (as `torchmark gate` fails on a case missing from the candidate);
+    deselected with -k, it is listed as not checked and the session passes."""
+    _gated_project(pytester)
+    baseline = tmp_path / "baseline.jsonl"
+    _run(pytester, "--torchmark-no-store", f"--torchmark-json={baseline}"
+         ).assert_outcomes(passed=3)
+    gated = ("--torchmark-no-store", f"--torchmark-baseline={baseline}",
+             "--torchmark-fail-slower", "5%")
+    monkeypatch.setenv("SKIP_CHANGED", "1")
+    out = _run(pytester, *gated)
+    assert out.ret == 1
+    out.assert_outcomes(passed=2, skipped=1)
+    out.stdout.fnmatch_lines(["*not measured in this session*test_gated.py: test_changed*",
+                              "*1 case(s) slower than the baseline*test_changed [[]wall] (missing)*"])
+    monkeypatch.delenv("SKIP_CHANGED")
+    out = _run(pytester, *gated, "-k", "test_steady")
+    assert out.ret == 0
+    out.assert_outcomes(passed=2, deselected=1)
+    out.stdout.fnmatch_lines(["*1 case(s) of the baseline are of tests this session did not "
+                              "run (deselected or not collected), not checked: "
+                              "test_gated.py: test_changed*"])
 
 
 def test_disable_runs_each_body_once_untimed(pytester, tmp_path, monkeypatch):

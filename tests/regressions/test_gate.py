@@ -240,6 +240,29 @@ def test_a_case_that_was_not_measured_fails_the_gate_unless_allowed(db, tmp_path
                 "--allow-unmeasured") == 0
 
 
+def test_a_case_missing_from_the_candidate_fails_the_gate_unless_allowed(db, tmp_path,
+                                                                        capsys):
+    """The candidate's run lacks a case of the baseline (its benchmark was not run): not
+    measured there, so it fails the gate, as `ab --fail-above` fails it; --cases for the
+    part measured, or --allow-unmeasured, lets the rest pass."""
+    store = Store(db)
+    base = record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "a1")
+    cand = record(store, [wall(c, 1e-5, 10 + i) for i, c in enumerate(CASES[:3])], "b2")
+    md = tmp_path / "gate.md"
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand),
+                "--markdown", str(md)) == 1
+    out = capsys.readouterr()
+    assert "only in the baseline: add: n=3 [wall]" in out.out
+    assert "gate: 1 case(s) missing from the candidate (not measured there" in out.err
+    assert "Missing from the candidate (not measured there): add: n=3 [wall]" in \
+        md.read_text()
+    assert main(["ab", str(base), str(cand), "--fail-above", "5%", "--db", db]) == 1
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand),
+                "--allow-unmeasured") == 0
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand), "--cases",
+                "add: n=[012]", "--glob") == 0
+
+
 def test_sides_from_two_machines_are_named_and_warned_about(db, capsys):
     store = Store(db)
     here = Provenance.capture(env="ci")

@@ -30,7 +30,8 @@ from torchmark.core.result import METRICS
                    "pull-request comment.")
 @click.option("--allow-unmeasured", is_flag=True,
               help="A case that could not be measured well enough for a verdict (too few "
-                   "samples or processes, a baseline that failed) does not fail the gate.")
+                   "samples or processes, a baseline that failed), or that the candidate "
+                   "lacks, does not fail the gate.")
 @click.option("--remeasure", is_flag=True,
               help="Measure the candidate's unmeasured cases again here, longer, until an "
                    "interval exists (timeit statements, C++ snippets, callgrind counts; "
@@ -42,8 +43,8 @@ from torchmark.core.result import METRICS
 def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown_file,
              allow_unmeasured, remeasure, confidence, allow_env_diff, db):
     """Exit 0 when no case of the candidate is slower than the baseline by more than
-    --max-slowdown, 1 when one is, failed, or could not be measured (unless
-    --allow-unmeasured), 2 for bad usage.
+    --max-slowdown, 1 when one is, failed, or could not be measured, or a case of the
+    baseline is missing from the candidate (unless --allow-unmeasured), 2 for bad usage.
 
     Each case is judged by the verdict engine: instruction counts exactly, times by the
     interval of the ratio of their medians (runs over several processes, `timeit
@@ -133,11 +134,14 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
                 marked(env_differences) if env_differences else ""))
         except OSError as e:
             raise click.UsageError(f"--markdown {markdown_file}: {e.strerror}") from None
-    if report.failing:
+    if not report.passed:
         counts = {v: sum(r.kind == v for r in report.failing)
                   for v in ("slower", "failed", "unmeasured")}
+        counts["missing from the candidate"] = len(report.missing)
         hint = (" (measure longer for an interval, or --allow-unmeasured)"
-                if counts["unmeasured"] else "")
+                if counts["unmeasured"] else "") + \
+            (" (not measured there: --cases for a part of the baseline, or "
+             "--allow-unmeasured)" if report.missing else "")
         click.echo("gate: " + ", ".join(f"{n} case(s) {v}" for v, n in counts.items() if n)
                    + hint, err=True)
         return 1
@@ -156,8 +160,11 @@ def markdown(report, baseline: str, candidate: str, table, explained=(),
     counts = ", ".join(f"{n} {v}" for v, n in report.counts().items()) or "no case"
     if report.passed:
         return f"{head}: passed ({counts}).\n"
-    lines = [f"{head}: **{len(report.failing)} case(s) failed the gate** ({counts})", "",
-             *table(report.failing)]
+    lines = [f"{head}: **{len(report.failing) + len(report.missing)} case(s) failed the "
+             f"gate** ({counts})", "", *table(report.failing)]
+    if report.missing:
+        lines += ["", f"Missing from the candidate (not measured there): "
+                      f"{markdown_text(', '.join(report.missing))}"]
     for explanation in explained:
         first, *rest = explanation
         lines += ["", f"**Why** ({markdown_text(first)})", "",

@@ -93,7 +93,14 @@ class BenchmarkSession:
             from torchmark.regressions.gate import gate
 
             threshold = self.settings.fail_slower
-            self.gate_report = gate(self.baseline, self.results,
+            baseline, unrun = self._of_tests_run(session)
+            if unrun:
+                self.notes.append(
+                    f"torchmark: {len(unrun)} case(s) of the baseline are of tests this "
+                    f"session did not run (deselected or not collected), not checked: "
+                    + ", ".join(sorted({r.case.title for r in unrun})[:10])
+                    + (" ..." if len({r.case.title for r in unrun}) > 10 else ""))
+            self.gate_report = gate(baseline, self.results,
                                     max_slowdown=DEFAULT_THRESHOLD if threshold is None
                                     else threshold, histories=self._histories())
             self.gate_report = dataclasses.replace(self.gate_report, rows=mark_rows(
@@ -110,6 +117,27 @@ class BenchmarkSession:
             if threshold is not None and (unmatched or not self.gate_report.passed) and \
                     session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _of_tests_run(self, session: Any) -> tuple[list[Result], list[Result]]:
+        """The baseline's results of the tests this session ran (collected and
+        selected: a case of one without a result here fails the gate, as a case missing
+        from a candidate does), and those of other tests. A pytest case is named by its
+        file and its name in the file (pytest_plugin/cases.py); one in a group by its
+        name."""
+        from torchmark.pytest_plugin.cases import location_of
+
+        places = {location_of(item) for item in session.items}
+        names, paths = {name for _, name in places}, {path for path, _ in places}
+
+        def ran(case: Any) -> bool:
+            if case.frontend != "pytest" or (case.label, case.sub_label) in places:
+                return True
+            grouped = case.label not in paths and not case.label.endswith(".py")
+            return grouped and case.sub_label in names
+
+        baseline = self.baseline or []
+        return ([r for r in baseline if ran(r.case)],
+                [r for r in baseline if not ran(r.case)])
 
     def _comparable(self, session: Any) -> bool:
         """Whether the baseline ran in an environment comparable with this session's
@@ -181,12 +209,14 @@ class BenchmarkSession:
         report = self.gate_report
         if report is not None and self.settings.fail_slower is not None and \
                 not report.passed:
-            names = ", ".join(f"{row.title} ({row.kind})" for row in report.failing)
+            names = ", ".join([*(f"{row.title} ({row.kind})" for row in report.failing),
+                               *(f"{name} (missing)" for name in report.missing)])
             terminalreporter.write_line(
-                f"torchmark: {len(report.failing)} case(s) slower than the baseline "
-                f"{self.settings.baseline} by more than {self.settings.fail_slower:.1%}, "
-                f"failed, or not measured well enough for a verdict: {names}",
-                red=True, bold=True)
+                f"torchmark: {len(report.failing) + len(report.missing)} case(s) slower "
+                f"than the baseline {self.settings.baseline} by more than "
+                f"{self.settings.fail_slower:.1%}, failed, not measured well enough for a "
+                f"verdict, or not measured at all (their tests ran without a result): "
+                f"{names}", red=True, bold=True)
 
 
 def start(config: Any, settings: Settings) -> None:

@@ -91,4 +91,8 @@ def summary_lines(results: Sequence[Result], baseline: Sequence[Result] | None,
         lines.append("")
     if gate_report is not None and not gate_report.rows:
         lines.append(f"torchmark: the baseline {baseline_ref} holds none of these cases")
+    if gate_report is not None and gate_report.only_baseline:
+        lines.append(f"torchmark: in the baseline {baseline_ref}, not measured in this "
+                     f"session (their tests ran without a result): "
+                     f"{', '.join(gate_report.only_baseline)}")
     return [line.rstrip() for line in lines]

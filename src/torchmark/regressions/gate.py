@@ -8,8 +8,8 @@ between two runs of the same code (the case's A/A history in the store where the
 looked it up, else the runs' processes or spreads) and by the runs' common shift, each
 case at the family-wise confidence of the comparison. The gate fails on a case that is
 `slower` or `failed`, and on one that is `unmeasured` (no interval could be formed: too
-few samples, a baseline that failed) unless unmeasured cases are allowed: a gate never
-passes what it did not measure.
+few samples, a baseline that failed) or missing from the candidate, unless unmeasured
+cases are allowed: a gate never passes what it did not measure.
 """
 
 from __future__ import annotations
@@ -44,8 +44,14 @@ class GateReport:
         return tuple(r for r in self.rows if r.kind in kinds)
 
     @property
+    def missing(self) -> tuple[str, ...]:
+        """The baseline's cases the candidate lacks, which fail the gate as unmeasured
+        ones do (not measured there), unless unmeasured cases are allowed."""
+        return () if self.allow_unmeasured else self.only_baseline
+
+    @property
     def passed(self) -> bool:
-        return not self.failing
+        return not self.failing and not self.missing
 
     def counts(self) -> dict[str, int]:
         return {v: n for v in VERDICTS if (n := sum(r.kind == v for r in self.rows))}
