@@ -263,6 +263,26 @@ def test_a_case_missing_from_the_candidate_fails_the_gate_unless_allowed(db, tmp
                 "add: n=[012]", "--glob") == 0
 
 
+def test_a_results_file_and_a_side_of_the_store_pair_in_every_command(db, tmp_path, capsys):
+    """A results file of the `before` run against env:after of the store: ab and compare
+    pair its cases as gate does, with the gate's verdicts."""
+    store = Store(db)
+    before = record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "a1",
+                    env="before")
+    record(store, [wall(c, 2e-5 if i == 0 else 1e-5, 10 + i) for i, c in enumerate(CASES)],
+           "b2", env="after")
+    path = str(tmp_path / "before.jsonl")
+    save_results(path, store.result_records(run=before))
+    assert gate(db, "--baseline", path, "--candidate", "env:after") == 1
+    verdicts = [line.split()[-1] for line in capsys.readouterr().out.splitlines()
+                if line.startswith("add: n=") and "[wall]:" not in line]  # not the reasons
+    assert main(["ab", path, "env:after", "--db", db, "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(r["verdict"] for r in rows) == sorted(verdicts) and len(rows) == 4
+    assert main(["ab", "env:after", path, "--db", db, "--format", "jsonl"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4  # either way round
+
+
 def test_sides_from_two_machines_are_named_and_warned_about(db, capsys):
     store = Store(db)
     here = Provenance.capture(env="ci")

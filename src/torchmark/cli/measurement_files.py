@@ -25,9 +25,12 @@ def read_measurement_files(files: list[str], db: str | None = None,
         if not is_store_ref(path) and not Path(path).exists():
             raise UsageError(f"{path!r} is not {REF_FORMS} (no such file)")
     out = []
+    # a side of the store beside a file: tagged as the file is, by its env label (a
+    # description naming its runs would be a second field told apart, and none pair)
+    tagged = all(is_store_ref(path) for path in files)
     for path, column in zip(files, column_names(list(files)), strict=True):
         if is_store_ref(path):
-            out.append(stored_measurements(path, db, sides))
+            out.append(stored_measurements(path, db, sides, tagged=tagged))
         elif first_line_schema(path) == OPS_SCHEMA:
             out.append(ops_measurements(path, column))
         else:
@@ -48,8 +51,8 @@ def side_ref(token: str) -> str:
     return f"run:{token}" if token.isdigit() else token
 
 
-def stored_measurements(token: str, db: str | None,
-                        sides: dict[str, Any] | None = None) -> list[Measurement]:
+def stored_measurements(token: str, db: str | None, sides: dict[str, Any] | None = None,
+                        tagged: bool = True) -> list[Measurement]:
     """The time results of a side of the store (is_store_ref; resolved as `gate` resolves
     it) as Measurements, each tagged with where it comes from in its description ("run
     12", "latest (run 12)", "commit:ab12 (runs 3, 4)"), so that two sides' measurements
@@ -57,7 +60,8 @@ def stored_measurements(token: str, db: str | None,
     moves into that tag where they share one ("run 12 (before)"), and is dropped where
     they do not (a commit's runs, pooled as `gate` pools them): runs labelled `before`
     and `after` differ in one field, not two, and still pair. `sides`: where to put the
-    side as resolved, by `token`."""
+    side as resolved, by `token`. Not `tagged`: each keeps its run's env label and its
+    own description, as a results file of the run holds them."""
     import dataclasses
 
     from torchmark.cli.store_options import open_store
@@ -75,6 +79,8 @@ def stored_measurements(token: str, db: str | None,
         raise ValueError(f"{token} ({where}): no measured time result to show (its cases "
                          "failed, or measured counts or memory): `torchmark gate` judges "
                          "those")
+    if not tagged:
+        return found
     name = where if side_ref(token).startswith("run:") else f"{token} ({where})"
     env = side.envs[0] if len(side.envs) == 1 else None
     spec = {"description": f"{name} ({env})" if env else name, "env": None}
