@@ -126,6 +126,10 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
     code, out, err = run(capsys, "bisect", "--good", "HEAD~1", "--bad", "HEAD", "--repo",
                          str(repo.root), "--db", str(tmp_path / "s.db"), "case:nope")
     assert code == 2 and "no store at" in err
+    Store(f"sqlite:///{tmp_path / 's.db'}").close()  # a store, without that case
+    code, out, err = run(capsys, "bisect", "--good", "HEAD~1", "--bad", "HEAD", "--repo",
+                         str(repo.root), "--db", str(tmp_path / "s.db"), "case:nope")
+    assert code == 2 and "case:nope: no such case in the store (" in err
     code, out, err = run(capsys, "bisect", "--good", "HEAD~1", "--bad", "HEAD", "--repo",
                          str(repo.root), "work(")
     assert code == 2 and "the statement, line 1: SyntaxError" in err

@@ -29,11 +29,11 @@ def test_the_commits_between_the_ends_oldest_first(planted):
 
 def test_references_resolve_and_bad_ones_are_one_line_errors(planted):
     repo = planted.root
-    assert resolve(repo, "HEAD~2", "bad") == planted.commits[-3]
+    assert resolve(repo, "HEAD~2", "--bad") == planted.commits[-3]
     with pytest.raises(UsageError, match=r"^--good nope: no such commit in "):
-        resolve(repo, "nope", "good")
+        resolve(repo, "nope", "--good")
     with pytest.raises(UsageError, match="--bad '--all': not a git reference"):
-        resolve(repo, "--all", "bad")
+        resolve(repo, "--all", "--bad")
     with pytest.raises(UsageError, match="is not an ancestor of --bad"):
         commits_between(repo, planted.commits[5], planted.commits[2])
     with pytest.raises(UsageError, match="the same commit"):

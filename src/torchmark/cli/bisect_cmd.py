@@ -125,7 +125,7 @@ def _case_code(case, setup, num_threads, db):
         store = open_store(db)
         records = store.result_records(case=text.removeprefix("case:"))
         if not records:
-            raise click.UsageError(f"{text}: no such case in the store ({store.where()})")
+            raise click.UsageError(f"{text}: no such case in the store ({store.where})")
         stored = records[-1].case
         if stored.frontend not in ("timeit", "callgrind") or not stored.stmt:
             raise click.UsageError(f"{text}: a {stored.frontend} case, not a statement "

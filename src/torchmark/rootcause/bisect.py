@@ -118,7 +118,7 @@ def bisect(repo: Path, good_ref: str, bad_ref: str, case: CaseCode,
                          "(--metric instructions): its wall time cannot be interleaved "
                          "with the other commits'")
     started = time.perf_counter()
-    good, bad = resolve(repo, good_ref, "good"), resolve(repo, bad_ref, "bad")
+    good, bad = resolve(repo, good_ref, "--good"), resolve(repo, bad_ref, "--bad")
     commits = commits_between(repo, good, bad)
     say = progress or (lambda line: None)
     with Worktrees(repo) as trees:

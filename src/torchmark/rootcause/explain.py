@@ -167,7 +167,8 @@ def collect_at_commits(repo: Path, refs: tuple[str, str], stmt: str, setup: str,
     from torchmark.rootcause.git_history import Worktrees, resolve
     from torchmark.rootcause.probes import CaseCode, count_instructions, import_root
 
-    shas = [resolve(repo, ref, role) for ref, role in zip(refs, ("good", "bad"), strict=True)]
+    shas = [resolve(repo, ref, side)
+            for ref, side in zip(refs, ("BEFORE", "AFTER"), strict=True)]
     case = CaseCode(stmt, setup)
     with Worktrees(repo) as trees:
         roots = [import_root(trees.get(sha), import_subdir) for sha in shas]

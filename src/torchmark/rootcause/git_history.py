@@ -51,14 +51,15 @@ def repository(path: str | os.PathLike[str]) -> Path:
     return Path(git(folder, "rev-parse", "--show-toplevel").strip())
 
 
-def resolve(repo: Path, ref: str, role: str) -> str:
-    """The full hash of `ref` (a commit, branch, tag, HEAD~3)."""
+def resolve(repo: Path, ref: str, given_as: str) -> str:
+    """The full hash of `ref` (a commit, branch, tag, HEAD~3); `given_as`: what gave it,
+    as a message names it (`--good`, `BEFORE`)."""
     if not ref or ref.startswith("-"):
-        raise UsageError(f"--{role} {ref!r}: not a git reference")
+        raise UsageError(f"{given_as} {ref!r}: not a git reference")
     try:
         return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
     except UsageError:
-        raise UsageError(f"--{role} {ref}: no such commit in {repo}") from None
+        raise UsageError(f"{given_as} {ref}: no such commit in {repo}") from None
 
 
 def commit_info(repo: Path, sha: str) -> Commit:
