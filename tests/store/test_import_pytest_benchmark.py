@@ -112,6 +112,8 @@ def test_an_export_of_imported_runs_reads_back_equal(written, tmp_path, capsys):
     (lambda d: d["benchmarks"][0]["stats"].update(data=[1e-6, -1.0]), "data"),
     (lambda d: d["benchmarks"][0].update(stats="fast"), "stats must be dict"),
     (lambda d: d.update(benchmarks={}), "benchmarks must be list"),
+    (lambda d: d["benchmarks"][0]["stats"]["data"].append(1e308), "past 1e+15 s"),
+    (lambda d: d["benchmarks"][0]["stats"].update(data=[1e308] * 5), "bad.json: "),
 ])
 def test_malformed_files_are_refused_whole(written, tmp_path, capsys, change, problem):
     data = json.loads((written / "first.json").read_text())

@@ -43,6 +43,7 @@ MAX_ID_CHARS = 2048  # a case id's length, at most
 MAX_CASE_THREADS = 4096
 MAX_SAMPLES = 10_000_000  # samples a result may hold (80 MB packed)
 MAX_NUMBER_PER_RUN = 2**53  # runs a sample: beyond, a float cannot count them
+MAX_SAMPLE_VALUE = 1e15  # a sample past this (seconds, instructions, bytes) is no reading
 
 
 def case_id(frontend: str, **what: Any) -> str:
@@ -260,16 +261,18 @@ class Stated:
     iqr: float | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
-            raise ValueError(f"stated statistics: n must be an int >= 1, got {self.n!r}")
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or \
+                not 1 <= self.n <= MAX_NUMBER_PER_RUN:
+            raise ValueError(f"stated statistics: n must be an int from 1 to "
+                             f"{MAX_NUMBER_PER_RUN}, got {str(self.n)[:40]!r}")
         for name in ("mean", "stdev", "median", "iqr"):
             value = getattr(self, name)
             if value is None and name != "mean":
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                    not math.isfinite(value) or value < 0:
-                raise ValueError(f"stated statistics: {name} must be a finite number >= 0,"
-                                 f" got {str(value)[:40]!r}")
+                    not math.isfinite(value) or not 0 <= value <= MAX_SAMPLE_VALUE:
+                raise ValueError(f"stated statistics: {name} must be a number from 0 to "
+                                 f"{MAX_SAMPLE_VALUE:g}, got {str(value)[:40]!r}")
             object.__setattr__(self, name, float(value))
 
     @property
@@ -340,12 +343,16 @@ class Result:
 
     def storable_problem(self) -> str | None:
         """Why this result must not enter the store (its samples not positive: times
-        and counts, or negative: bytes; too many of them; a run count past a float's
-        precision), or None. A store holding such a record had every report fail."""
+        and counts, or negative: bytes; past MAX_SAMPLE_VALUE; too many of them; a run
+        count past a float's precision), or None. A store holding such a record had every report fail."""
         if len(self.samples) > MAX_SAMPLES:
             return f"{len(self.samples)} samples, more than {MAX_SAMPLES}"
         if self.number_per_run > MAX_NUMBER_PER_RUN:
             return f"number_per_run {self.number_per_run} is past {MAX_NUMBER_PER_RUN}"
+        huge = next((s for s in self.samples if s > MAX_SAMPLE_VALUE), None)
+        if huge is not None:
+            return f"a sample is {huge!r}, past {MAX_SAMPLE_VALUE:g} {self.unit}: no " \
+                   f"{self.metric} reading is that large"
         in_bytes = self.metric in BYTE_METRICS
         least = 0.0 if in_bytes else math.ulp(0.0)
         bad = next((s for s in self.samples if s < least), None)

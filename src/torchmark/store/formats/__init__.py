@@ -7,6 +7,7 @@ when exactly one reader claims it; docs/import.md gives each format's mapping.""
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -50,7 +51,15 @@ def detect_format(path: str | os.PathLike) -> str | None:
 
 def read_foreign(path: str | os.PathLike, name: str) -> Iterator[Result]:
     """The Results of `path` in format `name`, each checked as storable."""
-    for number, result in enumerate(reader(name).read(Path(path)), start=1):
+    read = reader(name).read(Path(path))
+    for number in itertools.count(1):
+        try:
+            result = next(read, None)
+        except OverflowError as e:  # a value past what a float's arithmetic holds
+            raise UsageError(f"{brief(str(path))}: {name} benchmark {number}: "
+                             f"{brief(str(e), 200)}") from None
+        if result is None:
+            return
         problem = result.storable_problem()
         if problem is not None:
             raise UsageError(f"{brief(str(path))}: {name} benchmark {number} "
