@@ -1,5 +1,5 @@
-"""`torchmark show`: a stored run's results, as a Compare table (times) and a table of
-instruction counts."""
+"""`torchmark show`: a stored run's results, as a Compare table (times) and a line each
+of the other metrics' (instruction counts, memory, compile time) and failures."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ class RunId(click.ParamType):
               default="text", show_default=True)
 @db_option
 def show_cmd(run, fmt, db):
-    """RUN's results: times as a Compare table, instruction counts and failures listed."""
+    """RUN's results: times as a Compare table; instruction counts, other metrics
+    (memory, compile time) and failures listed."""
     from torchmark.cli.store_options import open_store
     from torchmark.compare import Compare
 
@@ -50,9 +51,20 @@ def show_cmd(run, fmt, db):
         text = {"text": compare.render, "markdown": compare.to_markdown,
                 "csv": compare.to_csv}[fmt]()
         click.echo(text if isinstance(text, str) else str(text))
+    from torchmark.compare.verdict_table import format_value
+    from torchmark.store.store import TIME_QUANTITIES
+
+    titles = store.case_titles(sorted({row["case_id"] for row in rows}))
     for row in rows:
         if row["metric"] == "instructions" and row["median"] is not None:
             click.echo(terminal_text(f"{row['case_id']}: {row['median']:,.0f} instructions "
                                      "a run"))
+        elif row["metric"] not in TIME_QUANTITIES and row["median"] is not None:
+            # what a Compare table of times does not hold: memory, compile time
+            click.echo(terminal_text(
+                f"{titles.get(row['case_id'], row['case_id'])}: "
+                f"{format_value(row['median'], row['unit'])}"
+                f"{'' if row['unit'] == 's' else ' ' + row['unit']} ({row['metric']}, "
+                f"median of {row['n']})"))
         if row["failure"]:
             click.echo(terminal_text(f"{row['case_id']}: failed: {row['failure']}"))

@@ -50,6 +50,7 @@ RESUMES_KEPT = 100  # a run's resumes noted in its tags (the newest)
 _QUANTITY_METADATA: dict[str, dict[str, str] | None] = {
     "wall": None, "device": {"clock": "cuda_events"}, "kernel": {"clock": "cupti"},
     "batch": {"clock": "cuda_events", "mode": "batch"}}
+TIME_QUANTITIES = frozenset(_QUANTITY_METADATA)  # the metrics `measurements` gives
 
 
 class StoreError(TorchmarkError):

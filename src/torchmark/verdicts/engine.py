@@ -92,13 +92,15 @@ def judge(baseline: Side, candidate: Side, *, metric: str = "wall",
     common change (a log ratio) of the runs this case was compared in, as a whole
     (verdicts/family.py): a disturbed run moves every case, and that much is drift.
     Two sides of one build (Side.build) are two runs of the same code: what differs
-    between them is what two such runs differ by, so no direction is said ("unsure")."""
+    between them in a noisy metric is what two such runs differ by, so no direction is
+    said ("unsure"); exact counts do not differ between runs of the same code, so a
+    change in them is one (of something the build does not record)."""
     verdict = _judge(baseline, candidate, metric=metric, threshold=threshold,
                      confidence=confidence, drift=drift, paired=paired, abba=abba,
                      replicate_ratios=replicate_ratios, seed=seed, resamples=resamples,
                      shift=shift)
-    if verdict.kind in ("slower", "faster") and baseline.build is not None \
-            and baseline.build == candidate.build:
+    if verdict.kind in ("slower", "faster") and metric not in EXACT_METRICS \
+            and baseline.build is not None and baseline.build == candidate.build:
         shown = verdict.reason.rpartition(": ")[0]
         return dataclasses.replace(verdict, kind="unsure", reason=(
             f"{shown}: {ONE_BUILD}"))
