@@ -152,3 +152,14 @@ def dataclasses_replace_extra(result, extra):
     import dataclasses
 
     return dataclasses.replace(result, extra=extra)
+
+
+def test_show_lists_a_stored_run_s_memory(capsys, tmp_path):
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    assert main(["timeit", "--metric", "memory", "-s", SETUP, "--label", "ops",
+                 "--sub-label", "add", "--samples", "2", "--db", db, "x + y"]) == 0
+    capsys.readouterr()
+    assert main(["show", "1", "--db", db]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "ops: add: 4,000 bytes (memory, median of 2)" in lines
+    assert "ops: add: 4,000 bytes (allocated, median of 2)" in lines
