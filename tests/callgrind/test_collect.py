@@ -334,3 +334,20 @@ def test_bad_timeout_variables_are_named_when_used_not_at_import(monkeypatch):
         monkeypatch.delenv(name)
     assert collector.start_timeout_seconds() == 600 and collector.request_timeout_seconds() == 900
 
+
+
+def test_a_recorded_count_keeps_its_functions_for_explain(tmp_path, capsys):
+    """`torchmark callgrind` records each count with its per-function counts: `explain`
+    of two stored runs (the module the statement calls edited between them) names the
+    functions whose counts changed."""
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    module = tmp_path / "tm_counted.py"
+    setup = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import tm_counted"
+    for body in ("return x * 2", "return (x * 2) * 3 + x"):
+        module.write_text(f"def f(x):\n    {body}\n")
+        assert main(["callgrind", "tm_counted.f(torch.ones(64))", "-s", setup,
+                     "--repeats", "1", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["explain", "1", "2", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "no per-function counts" not in out and "exclusive" in out, out

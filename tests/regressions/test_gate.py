@@ -283,6 +283,17 @@ def test_a_results_file_and_a_side_of_the_store_pair_in_every_command(db, tmp_pa
     assert len(capsys.readouterr().out.splitlines()) == 4  # either way round
 
 
+def test_the_same_runs_on_both_sides_are_refused_by_every_command(db, capsys):
+    store = Store(db)
+    for commit in ("a1", "b2"):
+        record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], commit)
+    for argv in (["gate", "--baseline", "latest", "--candidate", "2"], ["ab", "1", "1"],
+                 ["ab", "latest", "run:2"], ["compare", "2", "latest"]):
+        assert main([*argv, "--db", db]) == 2, argv
+        captured = capsys.readouterr()
+        assert "are the same run (" in captured.err and "%" not in captured.out, argv
+
+
 def test_sides_from_two_machines_are_named_and_warned_about(db, capsys):
     store = Store(db)
     here = Provenance.capture(env="ci")

@@ -120,6 +120,8 @@ def test_the_api_gives_every_page_s_data(served):
     assert newest["candidate"] == get(f"{served}/api/v1/compare?a=15&b=latest")[1]["candidate"]
     assert get(f"{served}/api/v1/compare?a=env:nosuch&b=16")[0] == 404
     assert get(f"{served}/api/v1/compare?a=run:15&b=16")[1]["rows"] == compared["rows"]
+    status, refused = get(f"{served}/api/v1/compare?a=16&b=run:16")
+    assert status == 400 and "the same run (16)" in refused["error"]
     status, refused = get(f"{served}/api/v1/compare?a=x&b=16")
     assert status == 400 and refused["error"].startswith("a: expected a run")
     assert get(f"{served}/api/v1/no/such/page") == (404, {"error": "no page at "
@@ -160,7 +162,7 @@ def test_a_process_builds_one_page_at_a_time_and_says_how_long_each_waited(serve
     their Server-Timing gives for building them do not overlap."""
     def timed(i: int) -> tuple[dict[str, float], float, float]:
         started = time.perf_counter()
-        with urllib.request.urlopen(f"{served}/api/v1/compare?a={1 + i % 20}&b=16",
+        with urllib.request.urlopen(f"{served}/api/v1/compare?a={1 + i % 15}&b=16",
                                     timeout=60) as response:
             response.read()
             header = response.headers["Server-Timing"]

@@ -276,6 +276,11 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
     for side, name in zip(sides, names, strict=True):
         if not side:
             raise click.UsageError(f"{name}: holds no measurements")
+    if len(files) == 2:  # a results file of one build: its measurements say so, as the
+        for path, side in zip(files, sides, strict=True):  # store's do (one-build rule)
+            build = None if is_store_ref(path) else _file_build(path)
+            for m in side if build else ():
+                m.metadata = {**(m.metadata or {}), "build": build}
     if len(files) == 2 and not any(is_store_ref(f) for f in files):
         check_files(list(files), allow_env_diff)
     results, only_a, only_b, errors = compare_sides(
@@ -285,6 +290,17 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
         raise click.UsageError(f"{names[0]} and {names[1]} hold no case in common")
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     return _gate(results, only_a, errors, fail_above)
+
+
+def _file_build(path: str) -> str | None:
+    """The build (core/provenance.py) every result of a results file ran, if one."""
+    from torchmark.core.results_file import is_results_file, read_results
+
+    if not is_results_file(path):
+        return None
+    builds = {r.provenance.build() if r.provenance is not None else None
+              for r in read_results(path)}
+    return builds.pop() if len(builds) == 1 else None
 
 
 def _stored_histories(files, db, allow_env_diff=False, stored=None) -> dict:
@@ -299,10 +315,11 @@ def _stored_histories(files, db, allow_env_diff=False, stored=None) -> dict:
         return {}
     from torchmark.cli.store_options import open_store
     from torchmark.regressions.aa_history import pair_histories
-    from torchmark.regressions.refs import resolve_side
+    from torchmark.regressions.refs import check_distinct, resolve_side
 
     store = open_store(db)
     base, cand = ((stored or {}).get(f) or resolve_side(side_ref(f), store) for f in files)
+    check_distinct(base, cand)
     check_environments(base.results, cand.results, allow_env_diff,
                        f"{files[0]} and {files[1]}")
     return {case_id: ratios

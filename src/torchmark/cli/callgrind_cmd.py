@@ -64,7 +64,7 @@ def callgrind_cmd(stmt, setup, num_threads, number, repeats, top, label, save, k
             raise click.ClickException(str(e).splitlines()[0]) from None
         from torchmark.records import from_callgrind
 
-        rec.add([from_callgrind(stats)])
+        rec.add([from_callgrind(stats, functions=True)])  # what `explain` reads
     click.echo(describe(stats, top))
     if save:
         from torchmark.callgrind.stats_files import save_stats

@@ -52,6 +52,10 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
         check_files(list(files), allow_env_diff)
     sides: dict = {}  # those of the store, as the table read them: the verdicts' too
     groups = read_measurement_files(list(files), db, sides)
+    if len(files) == 2 and all(f in sides for f in files):  # as `gate` refuses them
+        from torchmark.regressions.refs import check_distinct
+
+        check_distinct(sides[files[0]], sides[files[1]])
     measurements = [m for group in tell_files_apart(groups, list(files)) for m in group]
     if not measurements:
         raise click.UsageError("the files hold no measurements")
@@ -91,10 +95,11 @@ def run_verdicts(runs: list[str], threshold: float, db: str | None,
     from torchmark.regressions.aa_history import pair_histories
     from torchmark.regressions.comparability import mark_rows
     from torchmark.regressions.gate import gate
-    from torchmark.regressions.refs import resolve_side
+    from torchmark.regressions.refs import check_distinct, resolve_side
 
     store = open_store(db)
     base, cand = ((sides or {}).get(r) or resolve_side(side_ref(r), store) for r in runs)
+    check_distinct(base, cand)
     found = check_environments(base.results, cand.results, allow_env_diff,
                                f"{runs[0]} and {runs[1]}")
     report = gate(base.results, cand.results, max_slowdown=threshold,

@@ -67,15 +67,12 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
     from torchmark.compare.verdict_table import markdown_table, text_table
     from torchmark.regressions.comparability import mark_rows, marked
     from torchmark.regressions.gate import gate
-    from torchmark.regressions.refs import resolve_side
+    from torchmark.regressions.refs import check_distinct, resolve_side
 
     store = store_for_refs((baseline, candidate), db)
     base = resolve_side(baseline, store)
     cand = resolve_side(candidate, store)
-    if base.runs and base.runs == cand.runs:  # `latest` against `latest`, say
-        raise click.UsageError(f"{baseline} and {candidate} are the same run"
-                               f"{'s' if len(base.runs) > 1 else ''} "
-                               f"({', '.join(map(str, base.runs))}): nothing to compare")
+    check_distinct(base, cand)  # `latest` against `latest`, say
     env_differences = check_environments(base.results, cand.results, allow_env_diff,
                                          f"{baseline} and {candidate}")
     histories = {}

@@ -389,7 +389,7 @@ def pair_measurements(
     def pooled(group: list[Measurement]) -> Measurement:
         if len(group) == 1:
             return group[0]
-        metadata = None
+        metadata: dict[str, object] | None = None
         if all(m.process_medians and m.process_spreads for m in group) and sum(
                 len(m.process_medians) for m in group) <= MAX_PROCESSES:  # runs over
             # processes: their processes, all of them (ab_test compares by those)
@@ -397,6 +397,10 @@ def pair_measurements(
                 "count": sum(len(m.process_medians) for m in group),
                 "medians": [x for m in group for x in m.process_medians],
                 "spreads": [x for m in group for x in m.process_spreads]}}
+        builds = {(m.metadata or {}).get("build") if isinstance(m.metadata, dict) else None
+                  for m in group}
+        if len(builds) == 1 and None not in builds:  # replicates of one build stay so
+            metadata = {**(metadata or {}), "build": builds.pop()}
         return Measurement(1, [t for m in group for t in m.times], group[0].task_spec,
                            metadata)
 

@@ -44,6 +44,15 @@ class Side:
         return f"{self.ref} ({where}{machines}){': ' + self.note if self.note else ''}"
 
 
+def check_distinct(baseline: Side, candidate: Side) -> None:
+    """A UsageError when the two sides are the same runs (`latest` against `latest`):
+    nothing to compare, and every command refuses it alike."""
+    if baseline.runs and baseline.runs == candidate.runs:
+        raise UsageError(f"{baseline.ref} and {candidate.ref} are the same run"
+                         f"{'s' if len(baseline.runs) > 1 else ''} "
+                         f"({', '.join(map(str, baseline.runs))}): nothing to compare")
+
+
 def resolve_ref(ref: str, store: Any | None) -> list[Result]:
     """The results `ref` names (see resolve_side)."""
     return list(resolve_side(ref, store).results)

@@ -93,6 +93,9 @@ class Dashboard:
         from torchmark.rootcause.explain import explain_results
 
         a, b = (self._side_of(name, q.get(name)) for name in ("a", "b"))
+        if _runs_of(a) == _runs_of(b):
+            raise BadRequest(f"a and b are the same run{'s' if len(_runs_of(a)) > 1 else ''}"
+                             f" ({', '.join(map(str, _runs_of(a)))}): nothing to compare")
         sort = q.get("sort") or "change"
         if sort not in ("change", "case"):
             raise BadRequest("sort must be change or case")
@@ -187,6 +190,11 @@ class BadRequest(Exception):
 
 class NotFound(Exception):
     status = 404
+
+
+def _runs_of(side: Any) -> tuple[int, ...]:
+    """The runs a side of a comparison is made of (a run id, or refs.Side)."""
+    return (side,) if isinstance(side, int) else tuple(side.runs)
 
 
 def _side_name(side: int | str, first: bool = False) -> str:

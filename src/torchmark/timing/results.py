@@ -57,16 +57,12 @@ def result_to_measurement(result: Result) -> Measurement:
     if not isinstance(raw, list):
         raw = [s * result.number_per_run for s in result.samples]
     metadata = result.extra.get("metadata")
-    metadata = dict(metadata) if isinstance(metadata, dict) else None
-    build = result.provenance.build() if result.provenance is not None else None
-    if build is not None:  # two runs of one build: judged as such (verdicts/engine.py)
-        metadata = {**(metadata or {}), "build": build}
     try:  # Measurement's own checks on what a file holds
         return Measurement.from_dict({
             "schema": SCHEMA_NAME, "version": SCHEMA_VERSION,
             "number_per_run": result.number_per_run, "raw_times": raw,
             "task_spec": _spec_fields(result),
-            "metadata": metadata})
+            "metadata": metadata if isinstance(metadata, dict) else None})
     except ValueError as e:
         raise UsageError(f"result {case.title!r}: {e}") from None
 
