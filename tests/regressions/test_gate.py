@@ -292,6 +292,20 @@ def test_the_same_runs_on_both_sides_are_refused_by_every_command(db, capsys):
         assert main([*argv, "--db", db]) == 2, argv
         captured = capsys.readouterr()
         assert "are the same run (" in captured.err and "%" not in captured.out, argv
+    record(store, [wall(CASES[0], 1e-5, 9, n=12)], "c3", env="other")  # run 3
+    record(store, [wall(CASES[1], 1e-5, 8, n=12)], "d4", env="other")  # run 4: no case of 3
+    for argv in (["gate", "--baseline", "3", "--candidate", "4"], ["ab", "3", "4"],
+                 ["compare", "3", "4"]):
+        assert main([*argv, "--db", db]) == 2, argv
+        assert "hold no case in common" in capsys.readouterr().err, argv
+    pytest.importorskip("starlette", reason="the serve extra is not installed")
+    from torchmark.server.app import create_app
+
+    dashboard = create_app(store, None).state.dashboard
+    for a, b, message in (("3", "4", "no case in common"), ("2", "run:2", "the same run")):
+        with pytest.raises(Exception, match=message) as refused:
+            dashboard.compare({"a": a, "b": b})
+        assert type(refused.value).__name__ == "BadRequest"  # a 400
 
 
 def test_sides_from_two_machines_are_named_and_warned_about(db, capsys):

@@ -104,9 +104,11 @@ def run_verdicts(runs: list[str], threshold: float, db: str | None,
                                f"{runs[0]} and {runs[1]}")
     report = gate(base.results, cand.results, max_slowdown=threshold,
                   histories=pair_histories(store, base, cand))
+    if not report.rows:  # as `gate` and `ab` refuse them: nothing could be judged
+        raise click.UsageError(f"{runs[0]} and {runs[1]} hold no case in common")
     report = dataclasses.replace(report, rows=mark_rows(report.rows, found))
     head = (f"baseline: {base.describe()}; candidate: {cand.describe()}; threshold "
             f"{threshold:.1%}")
     table = (markdown_table if markdown else text_table)(report.rows)
-    counts = ", ".join(f"{n} {v}" for v, n in report.counts().items()) or "no case in common"
+    counts = ", ".join(f"{n} {v}" for v, n in report.counts().items())
     return [head, *([""] if markdown else []), *table, counts]

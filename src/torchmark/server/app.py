@@ -99,11 +99,14 @@ class Dashboard:
         sort = q.get("sort") or "change"
         if sort not in ("change", "case"):
             raise BadRequest("sort must be change or case")
-        return views.compare_view(self.store, a, b,
+        data = views.compare_view(self.store, a, b,
                                   threshold=_share(q.get("threshold"), 0.05, "threshold"),
                                   sort=sort, page=_int(q.get("page"), 1),
                                   per_page=_per_page(q), explainer=lambda old, new:
                                   explain_results(old, new, ops=False, top=5).sections(5))
+        if not data["total"]:  # as gate refuses them: "no row" must not read as "no change"
+            raise BadRequest("a and b hold no case in common: nothing to compare")
+        return data
 
     def _side_of(self, name: str, ref: str | None) -> Any:
         """A side of a comparison (the query parameter `name`): a run id, `run:N`,
