@@ -114,6 +114,10 @@ def test_an_export_of_imported_runs_reads_back_equal(written, tmp_path, capsys):
     (lambda d: d.update(benchmarks={}), "benchmarks must be list"),
     (lambda d: d["benchmarks"][0]["stats"]["data"].append(1e308), "past 1e+15 s"),
     (lambda d: d["benchmarks"][0]["stats"].update(data=[1e308] * 5), "bad.json: "),
+    (lambda d: d.update(datetime="yesterday"), "datetime 'yesterday' is not a time"),
+    (lambda d: d.update(datetime="2999-01-01T00:00:00+00:00"), "is in the future"),
+    (lambda d: d["benchmarks"][0]["stats"].update(iterations=0),
+     "iterations must be at least 1, got 0"),
 ])
 def test_malformed_files_are_refused_whole(written, tmp_path, capsys, change, problem):
     data = json.loads((written / "first.json").read_text())

@@ -149,7 +149,8 @@ def _run(path: Path, definitions: Mapping[str, Definition]) -> tuple[str, list[R
     starts = [row["started_at"] for row in rows.values()
               if type(row.get("started_at")) in (int, float) and
               math.isfinite(row["started_at"])]
-    started = when(min(starts) if starts else document.get("date"), file_time(path))
+    started = when(min(starts) if starts else document.get("date"), file_time(path), path,
+                   "started_at" if starts else "date")
     provenance = _provenance(document, path, started)
     return started, [result for name, row in rows.items() if name in definitions
                      for result in _results(name, row, definitions[name], path, provenance)]
@@ -196,7 +197,7 @@ def _results(name: str, row: Mapping[str, Any], definition: Definition, path: Pa
             yield stated_result(case, Stated(1, value, None, value, None), provenance,
                                 metric=metric, extra=extra)
             continue
-        number = field(at, "stats_number", int, path, here, optional=True) or 1
+        number = field(at, "stats_number", int, path, here, optional=True, least=1) or 1
         if at["samples"]:
             yield raw_result(case, number_list(at["samples"], path, f"{here}.samples"),
                              provenance, number_per_run=number, extra=extra)
@@ -205,7 +206,7 @@ def _results(name: str, row: Mapping[str, Any], definition: Definition, path: Pa
                     for key in ("stats_q_25", "stats_q_75"))
         if q25 is not None and q75 is not None and q75 < q25:
             raise refuse(path, f"{here}: stats_q_75 is below stats_q_25")
-        repeat = field(at, "stats_repeat", int, path, here, optional=True) or 1
+        repeat = field(at, "stats_repeat", int, path, here, optional=True, least=1) or 1
         iqr = q75 - q25 if q25 is not None and q75 is not None else None
         yield stated_result(case, Stated(max(repeat, 1), value, None, value, iqr),
                             provenance, number_per_run=number, extra=extra)

@@ -59,9 +59,10 @@ def load_document(path: str | os.PathLike, tool: str) -> Any:
 
 
 def field(data: Any, key: str, kind: type | tuple[type, ...], path: str | os.PathLike,
-          where: str = "", optional: bool = False) -> Any:
-    """data[key] of type `kind` (a number: int or float, never bool); a FormatError
-    naming `where`.key otherwise (None for a missing optional key)."""
+          where: str = "", optional: bool = False, least: float | None = None) -> Any:
+    """data[key] of type `kind` (a number: int or float, never bool), at least `least`
+    when given (a count of iterations, loops or rounds: 1); a FormatError naming
+    `where`.key otherwise (None for a missing optional key)."""
     if not isinstance(data, Mapping):
         raise refuse(path, f"{where or 'the document'} must be an object")
     value = data.get(key)
@@ -74,6 +75,9 @@ def field(data: Any, key: str, kind: type | tuple[type, ...], path: str | os.Pat
         name = "a number" if numbers else getattr(kind, "__name__", str(kind))
         raise refuse(path, f"{(where + '.') if where else ''}{key} must be {name}, got "
                            f"{brief(repr(value), 60)}")
+    if least is not None and value < least:
+        raise refuse(path, f"{(where + '.') if where else ''}{key} must be at least "
+                           f"{least:g}, got {brief(repr(value), 60)}")
     return value
 
 
@@ -116,10 +120,12 @@ def stated_result(case: Case, stated: Stated, provenance: Provenance, *,
                   extra={**dict(extra or {}), STATED: stated.to_dict()})
 
 
-def when(value: Any, fallback: dt.datetime) -> str:
+def when(value: Any, fallback: dt.datetime, path: str | os.PathLike | None = None,
+         name: str = "date") -> str:
     """A run's start as provenance writes it, from an ISO text or a Unix time in
     seconds (or milliseconds, as asv writes them); `fallback` (the file's time) when it
-    is missing or not a time, or in the future."""
+    is missing. With `path`, a `name` given that is not a time, or lies in the future,
+    is refused (a FormatError); without, it too gives way to `fallback`."""
     moment = None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and \
             math.isfinite(value) and value > 0:
@@ -133,6 +139,10 @@ def when(value: Any, fallback: dt.datetime) -> str:
 
         moment = parse_time(value[:64])
     now = dt.datetime.now(dt.timezone.utc)
+    if value is not None and path is not None and (
+            moment is None or moment > now + dt.timedelta(days=1)):
+        raise refuse(path, f"{name} {brief(repr(value), 60)} is "
+                           f"{'not a time' if moment is None else 'in the future'}")
     if moment is None or moment > now + dt.timedelta(days=1):
         moment = fallback
     return moment.strftime("%Y-%m-%dT%H:%M:%S%z")

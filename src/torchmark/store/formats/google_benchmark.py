@@ -112,7 +112,7 @@ def _run_results(run_name: str, entries: list[tuple[str, Mapping[str, Any]]],
         warnings = [f"{len(errors)} of {len(errors) + len(iterations)} repetitions "
                     f"failed: {errors[0]}"] if errors else []
         result = raw_result(case, samples, provenance, extra=extra, number_per_run=min(
-            field(e, "iterations", int, path, w) for w, e in iterations))
+            field(e, "iterations", int, path, w, least=1) for w, e in iterations))
         yield dataclasses.replace(result, warnings=tuple(warnings))
     elif "mean" in aggregates:
         where, mean = aggregates["mean"]
@@ -127,7 +127,7 @@ def _run_results(run_name: str, entries: list[tuple[str, Mapping[str, Any]]],
 
 
 def _case(run_name: str, where: str, entry: Mapping[str, Any], path: Path) -> Any:
-    threads = field(entry, "threads", int, path, where, optional=True) or 1
+    threads = field(entry, "threads", int, path, where, optional=True, least=1) or 1
     if not 1 <= threads <= MAX_CASE_THREADS:
         raise refuse(path, f"{where}.threads must be from 1 to {MAX_CASE_THREADS}, got "
                            f"{threads}")
@@ -198,7 +198,7 @@ def _provenance(context: Mapping[str, Any], path: Path) -> Any:
     }
     return foreign_provenance(
         TOOL, text(context.get("library_version"), "", limit=64) or None, path,
-        started=when(context.get("date"), file_time(path)),
+        started=when(context.get("date"), file_time(path), path, "context.date"),
         hostname=text(context.get("host_name")), cores=count(context.get("num_cpus")),
         environment={k: v for k, v in environment.items() if isinstance(v, (str, int, float))
                      and (not isinstance(v, float) or math.isfinite(v))})

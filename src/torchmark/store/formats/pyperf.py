@@ -18,6 +18,7 @@ UTC), and the CPU, OS and Python build metadata its fingerprint."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import zlib
@@ -110,7 +111,7 @@ def read(path: str | os.PathLike) -> Iterator[Result]:
     if not benchmarks:
         raise refuse(path, "no benchmarks")
     started = when(min((date for bench in benchmarks for date in bench.dates), default=None),
-                   file_time(path))
+                   file_time(path), path, "date")
     for bench in benchmarks:
         yield raw_result(bench.case, bench.values, _provenance(bench.metadata, started, path),
                          metric=bench.metric, number_per_run=bench.number_per_run)
@@ -141,8 +142,8 @@ def _benchmark(bench: Any, suite: dict[str, Any], path: Path, where: str) -> _Be
             raise refuse(path, f"{at}: unit {brief(repr(unit), 40)} is neither 'second' nor "
                                "'byte'")
         metrics.add(METRICS[unit])
-        loops.append((field(run_metadata, "loops", int, path, at, optional=True) or 1) *
-                     (field(run_metadata, "inner_loops", int, path, at, optional=True) or 1))
+        loops.append(math.prod(field(run_metadata, key, int, path, at, optional=True,
+                                     least=1) or 1 for key in ("loops", "inner_loops")))
         values += run_values
         if first is None:
             first = run_metadata

@@ -80,7 +80,8 @@ def read_file(path: Path) -> Iterator[Result]:
         params = field(bench, "params", dict, path, where, optional=True) or {}
         group = field(bench, "group", str, path, where, optional=True)
         stats = field(bench, "stats", dict, path, where)
-        iterations = field(stats, "iterations", int, path, f"{where}.stats", optional=True)
+        iterations = field(stats, "iterations", int, path, f"{where}.stats", optional=True,
+                           least=1)
         extra = {"extra_info": bench.get("extra_info") or {},
                  "options": bench.get("options") or {}}
         case = foreign_case(TOOL, name, params, label=f"{group}: {name}" if group else name)
@@ -89,7 +90,7 @@ def read_file(path: Path) -> Iterator[Result]:
             yield raw_result(case, number_list(data, path, f"{where}.stats.data"),
                              provenance, number_per_run=iterations or 1, extra=extra)
             continue
-        rounds = field(stats, "rounds", int, path, f"{where}.stats")
+        rounds = field(stats, "rounds", int, path, f"{where}.stats", least=1)
         stated = Stated(max(rounds, 1), field(stats, "mean", float, path, f"{where}.stats"),
                         field(stats, "stddev", float, path, f"{where}.stats", optional=True),
                         field(stats, "median", float, path, f"{where}.stats", optional=True),
@@ -116,7 +117,7 @@ def _provenance(document: Mapping[str, Any], path: Path) -> Any:
     }
     return foreign_provenance(
         TOOL, text(document.get("version"), "") or None, path,
-        started=when(document.get("datetime"), file_time(path)),
+        started=when(document.get("datetime"), file_time(path), path, "datetime"),
         hostname=text(machine.get("node")), cpu_model=text(cpu.get("brand_raw")),
         cores=count(cpu.get("count")), python=python, commit=commit_id,
         dirty=commit.get("dirty") if commit_id else None,
