@@ -191,6 +191,8 @@ MALFORMED = {
                             "run_type must be 'iteration' or 'aggregate', got 'warmup'"),
     "benchmarks not a list": (lambda doc: doc.update(benchmarks={}),
                               "benchmarks must be list"),
+    "an empty name": (_set("name", ""), "benchmarks[2].name is empty"),
+    "no iterations": (_set("iterations", 0), "iterations must be at least 1, got 0"),
 }
 
 

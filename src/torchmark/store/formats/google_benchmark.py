@@ -78,6 +78,8 @@ def read(path: str | os.PathLike) -> Iterator[Result]:
     for i, entry in enumerate(field(document, "benchmarks", list, path)):
         where = f"benchmarks[{i}]"
         name = field(entry, "name", str, path, where)
+        if not name.strip():
+            raise refuse(path, f"{where}.name is empty: a benchmark needs its name")
         aggregate = field(entry, "aggregate_name", str, path, where, optional=True)
         run_name = field(entry, "run_name", str, path, where, optional=True) or \
             (name.removesuffix(f"_{aggregate}") if aggregate else name)  # before 1.5
