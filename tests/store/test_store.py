@@ -140,9 +140,14 @@ def test_an_import_of_several_files_stores_all_or_nothing(store_url, tmp_path, c
         assert main(["import", *files, "--db", store_url]) == 2
         assert "bad.json" in capsys.readouterr().err
         assert Store(store_url).info()["results"] == 0
-    assert main(["import", good, good, "--db", store_url]) == 0
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    assert main(["import", good, good, str(empty), "--db", store_url]) == 0
     added = Store(store_url).info()["results"]
-    assert added > 0 and f"{added} result" in capsys.readouterr().out.splitlines()[-1]
+    out = capsys.readouterr().out.splitlines()
+    assert added > 0 and f"{added} result" in out[-1]
+    assert out[1].endswith("0 results (already in the store)")  # given twice
+    assert out[2].endswith("empty.json: 0 results (the file holds none)")
 
 
 def run_together(processes) -> None:

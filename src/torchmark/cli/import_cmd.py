@@ -81,8 +81,10 @@ def import_cmd(files, fmt, max_size, db):
     formats = [_format_of(path, fmt, max_size) for path in files]  # before the store
     store = open_store(db, create=True)
     total = 0
-    for path, added in zip(files, store.import_files(files, max_size, formats), strict=True):
+    for path, (added, read, before) in zip(files, store.import_files(files, max_size,
+                                                                     formats), strict=True):
         total += added
-        click.echo(f"{path}: {added} result{'s' if added != 1 else ''}"
-                   + ("" if added else " (already in the store)"))
+        why = "" if added else " (already in the store)" if read or before else \
+            " (the file holds none)"
+        click.echo(f"{path}: {added} result{'s' if added != 1 else ''}{why}")
     click.echo(f"{total} result{'s' if total != 1 else ''} added to {store.where}")

@@ -232,6 +232,8 @@ class Importer:
         self.runs: dict[str, int] = {}  # a provenance's JSON -> its run in this import
         self.cases: set[str] = set()  # the ids of the cases this import stored
         self.added = 0
+        self.read = 0  # results the file holds (those read so far)
+        self.before = False  # whether the file was imported before (nothing read then)
         self.key: str | None = None  # the file's digest (its first run's import key)
 
     def run(self) -> int:
@@ -256,6 +258,7 @@ class Importer:
         try:
             key = self.key = file_digest(fd)
             if self._imported_before(key):
+                self.before = True
                 return 0
             fallback = file_provenance(self.path) or _unknown_origin(self.path)
             with self._transaction() as conn, collector_paused(), bulk_cache(conn):
@@ -273,6 +276,7 @@ class Importer:
 
         key = self.key = path_digest(self.path, self.limit)
         if self._imported_before(key):
+            self.before = True
             return 0
         with collector_paused():
             results = list(read_foreign(self.path, fmt))
@@ -319,6 +323,7 @@ class Importer:
         provenances = [p or fallback for p in parsed.provenances]
         texts = [p.to_json() for p in provenances]
         places = [(self.store.run_start(p), p.machine.hostname) for p in provenances]
+        self.read += len(parsed.records)
         kinds = [_kind(values) for _, values in parsed.records]
         held = self.store.held_results(
             conn, [(values[KEY_AT], kind, *places[at])

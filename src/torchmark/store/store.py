@@ -422,19 +422,23 @@ class Store:
         return Importer(self, path, max_bytes, fmt=fmt).run()
 
     def import_files(self, paths: Sequence[str | os.PathLike], max_bytes: int | None = None,
-                     formats: Sequence[str | None] | None = None) -> list[int]:
+                     formats: Sequence[str | None] | None = None
+                     ) -> list[tuple[int, int, bool]]:
         """import_file of each of `paths` (`formats`: each one's, None for torchmark's),
         all in one transaction: a file refused stores nothing of the others either. How
-        many results each added. Two imports of one file at once: the one that loses
-        its commit imports them again, finding that file imported."""
+        many results each added, how many it held (read), and whether it was imported
+        before (then nothing is read). Two imports of one file at once: the one that loses its commit
+        imports them again, finding that file imported."""
         from torchmark.store.importing import Importer
 
         kinds = list(formats) if formats is not None else [None] * len(paths)
         for attempt in range(2):
             try:
                 with self.engine.begin() as conn:
-                    return [Importer(self, path, max_bytes, fmt=fmt, conn=conn).run()
-                            for path, fmt in zip(paths, kinds, strict=True)]
+                    importers = [Importer(self, path, max_bytes, fmt=fmt, conn=conn)
+                                 for path, fmt in zip(paths, kinds, strict=True)]
+                    return [(importer.run(), importer.read, importer.before)
+                            for importer in importers]
             except sa.exc.IntegrityError:
                 if attempt:
                     raise

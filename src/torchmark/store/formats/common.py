@@ -75,7 +75,7 @@ def field(data: Any, key: str, kind: type | tuple[type, ...], path: str | os.Pat
         name = "a number" if numbers else getattr(kind, "__name__", str(kind))
         raise refuse(path, f"{(where + '.') if where else ''}{key} must be {name}, got "
                            f"{brief(repr(value), 60)}")
-    if least is not None and value < least:
+    if least is not None and isinstance(value, (int, float)) and value < least:
         raise refuse(path, f"{(where + '.') if where else ''}{key} must be at least "
                            f"{least:g}, got {brief(repr(value), 60)}")
     return value
