@@ -107,9 +107,14 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
                    err=True)
     if env_differences:
         click.echo(f"note: {terminal_text(marked(env_differences))}")
+    each = report.rows[0].verdict.confidence  # family-wise: each case at a higher one
+    family = (f"{confidence:.0%} for the {len(report.rows)} cases together: each "
+              f"case's interval at {each * 100:.4g}%" if len(report.rows) > 1
+              else f"a {confidence:.0%} interval")
     click.echo(f"a case fails when it is slower by more than {max_slowdown:.1%} beyond "
-               f"the drift between runs ({confidence:.0%} interval), failed, or "
-               f"{'unmeasured (allowed here)' if allow_unmeasured else 'unmeasured'}")
+               f"the drift between runs ({family}), failed, "
+               f"{'unmeasured (allowed here)' if allow_unmeasured else 'unmeasured'} or "
+               f"missing from the candidate{' (allowed here)' if allow_unmeasured else ''}")
     for line in text_table(report.rows):
         click.echo(line)
     for side, names in (("baseline", report.only_baseline),
