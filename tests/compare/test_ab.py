@@ -253,8 +253,8 @@ def test_cli_prints_a_table_and_fails_above_a_slow_down(capsys, ab_files):
     assert code == 0, err
     lines = out.splitlines()
     # two cases compared: each at 97.5%, so the two together hold at 95%
-    assert lines[1].split() == ["case", "baseline", "candidate", "ratio", "97.5%", "CI", "p",
-                                "verdict"]
+    assert lines[1].split() == ["case", "baseline", "candidate", "ratio", "97.5%", "interval",
+                                "p", "verdict"]
     assert any(line.startswith("mul / fast") and "slower by 3" in line for line in lines)
     assert any(line.startswith("mul / same") and "unsure (" in line for line in lines)
     assert "only in the baseline: mul / gone" in out

@@ -27,8 +27,9 @@ def _time(seconds: float) -> str:
 
 
 def _row(result) -> list[str]:
-    interval = ("-" if math.isnan(result.ci_low)  # too few samples
-                else f"[{result.ci_low:.3f}, {result.ci_high:.3f}]")
+    judged = result.judged  # the interval that decided: the ratio's, widened by the drift
+    interval = ("-" if math.isnan(judged.lower)  # too few samples
+                else f"[{judged.lower:.3f}, {judged.upper:.3f}]")
     value = (lambda n: f"{n:.6g} instr") if result.exact else _time
     p = ("-" if math.isnan(result.p_value)  # exact counts: no sampling to test
          else "<0.001" if result.p_value < 0.001 else f"{result.p_value:.3f}")
@@ -104,7 +105,7 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
     from torchmark.core.plain_table import align, markdown
 
     each = results[0].confidence if results else confidence  # family-wise, a case
-    header = ["case", "baseline", "candidate", "ratio", f"{each * 100:.4g}% CI", "p",
+    header = ["case", "baseline", "candidate", "ratio", f"{each * 100:.4g}% interval", "p",
               "verdict"]
     right = [False, True, True, True, False, True, False]
     rows = [_row(r) for r in results]
@@ -113,6 +114,7 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
                "their medians' Hodges-Lehmann ratio, exact interval)"
                if any(r.processes[0] for r in results) else
                "ratio = candidate / baseline median, bootstrap interval")
+        how += ", widened by the drift between runs as the verdict's (gate's) is"
         head = (f"baseline: {names[0]}; candidate: {names[1]}; {how}; changes under "
                 f"{min_effect * 100:g}% count as no change")
     if markdown_table:
