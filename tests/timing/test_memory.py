@@ -163,3 +163,11 @@ def test_show_lists_a_stored_run_s_memory(capsys, tmp_path):
     lines = capsys.readouterr().out.splitlines()
     assert "ops: add: 4,000 bytes (memory, median of 2)" in lines
     assert "ops: add: 4,000 bytes (allocated, median of 2)" in lines
+
+
+def test_a_statement_that_replaces_what_it_keeps_samples_alike():
+    """`w = x + y` frees the previous call's `w` as it makes its own: each sampled call
+    keeps nothing more, the first too (its warm-up's `w` is one the profiler saw)."""
+    m = torchmark.Timer("w = x + y", SETUP).memory()
+    assert [s.retained for s in m.samples] == [0] * len(m.samples)
+    assert {s.peak for s in m.samples} == {4000} and not m.warnings

@@ -229,8 +229,8 @@ def measure_memory(call: Callable[[], Any], task_spec: TaskSpec, *, device: Any 
                    warm_up: int = DEFAULT_WARM_UP) -> MemoryMeasurement:
     """Sample `call`'s allocations `samples` times, one call each, after `warm_up` calls;
     on `device` (a CUDA torch.device) from the caching allocator, else on the CPU."""
-    for _ in range(warm_up):
-        call()
+    for _ in range(warm_up):  # sampled and left out: the profiler then knows the size
+        sample(call, device)  # of what a warm-up call keeps, when a sampled call frees it
     taken = [sample(call, device) for _ in range(samples)]
     return MemoryMeasurement(tuple(taken), task_spec, str(device) if device else "cpu",
                              warm_up)
