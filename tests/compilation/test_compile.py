@@ -91,6 +91,14 @@ def test_the_results_are_compile_time_and_both_wall_times(tmp_path, capsys):
     assert f"saved to {saved} (3 results: compile, wall)" in out
 
 
+def test_a_statement_that_compiles_nothing_says_so():
+    measured = _measure("x * 2", "x = torch.ones(8)")
+    assert measured.graphs == 0 and "WARNING: nothing was compiled" in measured.summary()
+    assert "nothing was compiled" not in _measure("f(x)", "x = torch.ones(8)",
+                                                  f=torch.compile(breaking, backend="eager")
+                                                  ).summary()
+
+
 def test_compile_refuses_what_it_cannot_do(capsys):
     assert main(["timeit", "--fail-on-recompile", "x = 1"]) == 2
     assert "--fail-on-recompile: for --compile" in capsys.readouterr().err

@@ -76,6 +76,10 @@ class CompileMeasurement:
                      f"{v.kind} {v.change:+.1%} {v.interval()}")
         lines.append(f"  recompilations while measuring: {len(self.recompiles)}")
         lines += [f"    {r.function}: {r.reason}" for r in self.recompiles]
+        if not self.graphs:
+            lines.append("  WARNING: nothing was compiled: Dynamo made no graph, so the "
+                         "statement calls no torch.compile'd function or module (compile "
+                         "it in the setup: f = torch.compile(f)) and both sides ran eager")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
