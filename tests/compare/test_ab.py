@@ -523,3 +523,21 @@ def test_no_setup_pairs_with_no_setup_however_written():
     pairs, only_a, only_b = pair_measurements([a], [b])
     assert len(pairs) == 1 and only_a == only_b == []
     assert len(pair_measurements([a], [other])[0]) == 0  # a real setup still tells apart
+
+
+def test_sides_told_apart_by_their_threads_are_no_runs_of_one_build():
+    """Two files of one clean commit and env label, timed at 1 and 4 threads: the build
+    does not record the thread count, so their 4x change is judged as it is."""
+    from torchmark.cli.ab_cmd import compare_sides
+
+    def timed(threads, scale, seed):
+        rng = np.random.default_rng(seed)
+        return Measurement(1, list(scale * (1 + 0.01 * rng.random(50))),
+                           TaskSpec(stmt="torch.mm(a, b)", setup="pass", label="mm",
+                                    num_threads=threads),
+                           {"build": "one"})
+
+    results, *_ = compare_sides([[timed(1, 4.0, 1)], [timed(4, 1.0, 2)]], 0.95, 0.05, 0)
+    assert [r.verdict for r in results] == ["faster"]
+    results, *_ = compare_sides([[timed(1, 4.0, 1)], [timed(1, 1.0, 2)]], 0.95, 0.05, 0)
+    assert [r.verdict for r in results] == ["unsure"]  # only the build tells them apart

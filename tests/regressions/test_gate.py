@@ -283,7 +283,8 @@ def test_a_results_file_and_a_side_of_the_store_pair_in_every_command(db, tmp_pa
     assert len(capsys.readouterr().out.splitlines()) == 4  # either way round
 
 
-def test_the_same_runs_on_both_sides_are_refused_by_every_command(db, capsys):
+def test_the_same_runs_on_both_sides_are_refused_by_every_command(db, capsys, tmp_path,
+                                                                   monkeypatch):
     store = Store(db)
     for commit in ("a1", "b2"):
         record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], commit)
@@ -306,6 +307,9 @@ def test_the_same_runs_on_both_sides_are_refused_by_every_command(db, capsys):
         with pytest.raises(Exception, match=message) as refused:
             dashboard.compare({"a": a, "b": b})
         assert type(refused.value).__name__ == "BadRequest"  # a 400
+    monkeypatch.chdir(tmp_path)  # a file named as a side: the dashboard never reads it
+    (tmp_path / "env:other").write_text("not results")
+    assert dashboard.compare({"a": "1", "b": "env:other"})["candidate_runs"] == [4, 3]
 
 
 def test_sides_from_two_machines_are_named_and_warned_about(db, capsys):

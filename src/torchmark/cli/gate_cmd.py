@@ -142,8 +142,8 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
         counts["missing from the candidate"] = len(report.missing)
         hint = (" (measure longer for an interval, or --allow-unmeasured)"
                 if counts["unmeasured"] else "") + \
-            (" (not measured there: --cases for a part of the baseline, or "
-             "--allow-unmeasured)" if report.missing else "")
+            (" (not measured there: --cases or --metric for the part of the baseline the "
+             "candidate measured, or --allow-unmeasured)" if report.missing else "")
         click.echo("gate: " + ", ".join(f"{n} case(s) {v}" for v, n in counts.items() if n)
                    + hint, err=True)
         return 1

@@ -190,8 +190,10 @@ def _coerced(baseline: object, candidate: object, caller: str) -> list[Measureme
     return sides
 
 
-def _side(m: Measurement) -> Side:
-    build = (m.metadata or {}).get("build") if isinstance(m.metadata, dict) else None
+def _side(m: Measurement, alike: bool = True) -> Side:
+    """The engine's view of `m`; its build (one-build rule) only where `alike` (_alike)."""
+    build = (m.metadata or {}).get("build") if alike and isinstance(m.metadata, dict) \
+        else None
     return Side(m.times, tuple(m.process_medians), tuple(m.process_spreads or ()),
                 build=build if isinstance(build, str) else None)
 
@@ -276,11 +278,21 @@ def ab_all(pairs: Sequence[tuple[str, Measurement, Measurement]], *,
             checked.append((name, a, b))
         except ValueError as e:  # one case that cannot be compared does not stop the rest
             errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")
-    verdicts = judge_all([Pair(name, _side(a), _side(b)) for name, a, b in checked],
+    verdicts = judge_all([Pair(name, _side(a), _side(b, alike=_alike(a, b)))
+                          for name, a, b in checked],
                          threshold=float(min_effect), confidence=confidence,
                          histories=histories, seed=seed)
     return [ABResult(name=name, baseline=a, candidate=b, judged=verdicts[name],
                      processes=_by_processes(a, b)) for name, a, b in checked], errors
+
+
+def _alike(a: Measurement, b: Measurement) -> bool:
+    """Whether two paired measurements ran the same task, whatever tags their sides (env,
+    description): the statement, setup, label, sub-label and thread count (what a
+    build does not record, so sides told apart by one of them are no runs of one
+    build)."""
+    return all(getattr(a.task_spec, name) == getattr(b.task_spec, name)
+               for name in ("stmt", "setup", "label", "sub_label", "num_threads"))
 
 
 def _check_options(confidence: float, min_effect: float, resamples: int) -> None:

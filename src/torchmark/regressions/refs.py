@@ -58,14 +58,15 @@ def resolve_ref(ref: str, store: Any | None) -> list[Result]:
     return list(resolve_side(ref, store).results)
 
 
-def resolve_side(ref: str, store: Any | None) -> Side:
+def resolve_side(ref: str, store: Any | None, files: bool = True) -> Side:
     """The results `ref` names (REF_FORMS), among the runs of the machine that made the
     newest one it names (times from two machines are not one side). A commit names
     every run made at it, their samples pooled case by case (a prefix must name one
     commit); an env label, each (case, metric) from the newest run that holds it. A file
-    holding a case several times (appended runs) gives its samples pooled."""
+    holding a case several times (appended runs) gives its samples pooled. Not `files`
+    (a reference from a web request): the store's forms only, never a path read."""
     path = Path(ref)
-    if path.exists():
+    if files and path.exists():
         return _file_side(ref, path)
     named = ref.startswith(STORE_PREFIXES)
     if store is None or (not named and (path.suffix in (".json", ".jsonl") or "/" in ref)):

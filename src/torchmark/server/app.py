@@ -150,7 +150,7 @@ class Dashboard:
         from torchmark.regressions.refs import resolve_side
 
         try:
-            return resolve_side(ref, self.store)
+            return resolve_side(ref, self.store, files=False)  # never a server's file
         except UsageError as error:
             raise NotFound(f"{name}: {error}") from None
 
