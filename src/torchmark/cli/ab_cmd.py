@@ -300,7 +300,7 @@ def _file_build(path: str) -> str | None:
 
     if not is_results_file(path):
         return None
-    builds = {r.provenance.build() if r.provenance is not None else None
+    builds = {r.provenance.build if r.provenance is not None else None
               for r in read_results(path)}
     return builds.pop() if len(builds) == 1 else None
 

@@ -13,6 +13,7 @@ with the same hardware always gives the same fingerprint."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -97,12 +98,14 @@ class Provenance:
     def machine_fingerprint(self) -> str:
         return self.machine.fingerprint
 
+    @functools.cached_property
     def build(self) -> str | None:
         """What identifies the code and the place a run measured, as a digest: the commit
         of a clean tree, the torch build, Python, the machine, the env label and the
         fingerprint's fields that change performance. Two runs of one build measured the
         same code in the same way: a difference between them is the machine's. None
-        where it cannot be told (no commit, or a tree with uncommitted changes)."""
+        where it cannot be told (no commit, or a tree with uncommitted changes). Kept once
+        worked out: a run's results share its provenance, and each side asks."""
         from torchmark.core.fingerprint import is_blocking
 
         if not self.git_commit or self.git_dirty is not False:

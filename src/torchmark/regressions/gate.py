@@ -59,7 +59,7 @@ class GateReport:
 
 def side_of(result: Result) -> Side:
     """The engine's view of a stored or saved result: samples, processes, failure."""
-    build = result.provenance.build() if result.provenance is not None else None
+    build = result.provenance.build if result.provenance is not None else None
     if result.failure is not None:
         return Side(failure=result.failure.error, build=build)
     processes = (result.extra.get("metadata") or {}).get("processes") \

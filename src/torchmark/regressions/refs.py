@@ -114,17 +114,16 @@ def _newest_of_each(store: Any, runs: list[dict[str, Any]]) -> tuple[list[Result
     the runs used. Which run gives which key is read from the runs' packed medians (a
     row a run), so only the results used are read: an env label's thousand runs cost
     a thousand small reads, not their millions of results."""
-    given: dict[int, set[tuple[str, str]]] = {}  # run id -> the keys it gives
+    given: dict[int, tuple[set[tuple[str, str]], bool]] = {}  # run -> its keys, all?
     seen: set[tuple[str, str]] = set()
     for run in runs:  # newest first: an older run gives only what newer ones lack
         keys = store.run_medians(run["id"]).keys
         fresh = {key for key in keys if key not in seen}
         if fresh:
-            given[run["id"]] = fresh
+            given[run["id"]] = fresh, len(fresh) == len(keys)
             seen.update(fresh)
     newest: dict[tuple[str, str], Result] = {}
-    for run_id, keys in given.items():
-        whole = len(keys) == len(store.run_medians(run_id).keys)
+    for run_id, (keys, whole) in given.items():
         cases = None if whole else sorted({case for case, _ in keys})
         for result in store.result_records(run=run_id, cases=cases):
             key = (result.case.id, result.metric)

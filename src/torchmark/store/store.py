@@ -1148,7 +1148,7 @@ class Store:
              "run_env": r.provenance.env if r.provenance is not None else r.case.env,
              "threads": r.case.threads, "number_per_run": r.number_per_run,
              "case_id": r.case.id, "extra": r.extra,
-             "build": r.provenance.build() if r.provenance is not None else None}
+             "build": r.provenance.build if r.provenance is not None else None}
             for r in results if r.failure is None)
 
     def info(self) -> dict[str, Any]:
