@@ -87,6 +87,24 @@ def test_the_drift_from_history_and_from_spreads():
     assert spreads.value == pytest.approx(3 * 2 * (2 / 3)) and spreads.source == "spreads"
 
 
+def test_a_history_of_few_pairs_is_no_narrower_than_the_sides_spreads():
+    """Five A/A pairs taken in a quiet spell (about 0.3% apart) against two runs whose
+    samples spread by about 4% (IQR / median) and differ by 11%, as a run on a busy
+    machine does: the history alone would call that `slower`; the sides' drift keeps
+    it `unsure`. A history of many pairs is believed as it is."""
+    a, b = Side(lognormal(1e-5, 0.03, 200, 1)), Side(lognormal(1.11e-5, 0.03, 200, 2))
+    quiet = [0.003, -0.002, 0.004, -0.003, 0.002]
+    few = judge(a, b, threshold=0.03, drift=from_history(quiet))
+    assert few.kind == "unsure" and few.drift.source == "spreads"
+    assert "wider than the A/A history's" in few.drift.detail and "5 pairs" in \
+        few.drift.detail
+    many = judge(a, b, threshold=0.03, drift=from_history(quiet * 4))
+    assert many.kind == "slower" and many.drift.source == "history"
+    # a history wider than the spreads stays the history
+    loud = judge(a, b, threshold=0.03, drift=from_history([0.2, -0.3, 0.25]))
+    assert loud.kind == "unsure" and loud.drift.source == "history"
+
+
 @pytest.mark.parametrize("df, expected", [(3, 3.182446), (5, 2.570582), (10, 2.228139),
                                           (30, 2.042272), (200, 1.971896)])
 def test_t_quantiles_match_the_reference(df, expected):

@@ -39,6 +39,7 @@ class Drift:
     value: float
     source: str
     detail: str = ""
+    pairs: int = 0  # of an A/A history: the pairs of runs it was read from
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -81,7 +82,23 @@ def from_history(log_ratios: Sequence[float], confidence: float = 0.95,
     few = "; few: a wide bound, which more rounds (`torchmark calibrate`) narrow" \
         if len(values) < FEW_HISTORY_PAIRS else ""
     return Drift(math.expm1(min(bound, 700.0)), "history",
-                 detail or f"A/A history: {len(values)} pairs of runs of one build{few}")
+                 detail or f"A/A history: {len(values)} pairs of runs of one build{few}",
+                 len(values))
+
+
+def at_least_estimate(given: Drift | None, estimate: Drift) -> Drift:
+    """The drift a verdict allows for: the caller's (`given`), else the sides' own
+    `estimate`; an A/A history of fewer than FEW_HISTORY_PAIRS pairs is no narrower
+    than the estimate (a few runs in a quiet spell would otherwise let the next busy
+    one through: an A/A pair +11.4% apart read `slower` over a history of 5 pairs)."""
+    if given is None:
+        return estimate
+    if given.source == "history" and given.pairs < FEW_HISTORY_PAIRS \
+            and estimate.value > given.value:
+        return dataclasses.replace(estimate, detail=(
+            f"{estimate.detail or estimate.source}, wider than the A/A history's "
+            f"±{given.value:.1%} from {given.pairs} pairs of runs"))
+    return given
 
 
 def _factor(confidence: float) -> float:

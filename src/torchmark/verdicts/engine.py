@@ -20,7 +20,7 @@ The interval is then widened by the drift between two runs of the same code (on 
 scale; a drift from the A/A history, which holds the sampling error of a run's median
 already, reaches as far as the larger of the two; the others are added in quadrature),
 given by the caller (the case's A/A history) or estimated from the sides
-(verdicts/drift.py), and by the common shift of the runs compared, when the caller
+(verdicts/drift.py; a history of few pairs no narrower than that estimate), and by the common shift of the runs compared, when the caller
 gives one (verdicts/family.py). With L the log ratio, T = log(1 +
 threshold) and [lo, hi] the widened interval's logs:
 
@@ -185,9 +185,8 @@ def _judge(baseline: Side, candidate: Side, *, metric: str, threshold: float,
         ratio, low, high = ratio_interval(pa, pb, confidence)
         p_value = exact_u_p(pa, pb)
         method = f"Hodges-Lehmann ratio of {len(pa)} and {len(pb)} processes' medians"
-        if drift is None:
-            drift = drifts.from_processes(baseline.process_spreads,
-                                          candidate.process_spreads, confidence)
+        drift = drifts.at_least_estimate(drift, drifts.from_processes(
+            baseline.process_spreads, candidate.process_spreads, confidence))
         if math.isnan(low):
             return _no_ratio("unmeasured", f"too few processes for an interval at "
                              f"{confidence * 100:.4g}% ({len(pa)} and {len(pb)}; 4 and 4 "
@@ -195,10 +194,10 @@ def _judge(baseline: Side, candidate: Side, *, metric: str, threshold: float,
     elif baseline.stated is not None or candidate.stated is not None:
         sa, sb = _stated(baseline), _stated(candidate)
         ratio = sb.mean / sa.mean if sa.mean > 0 else math.nan
-        if drift is None:
-            spread_a, spread_b = sa.spread, sb.spread
-            drift = drifts.from_spread_values(spread_a, spread_b, confidence) \
-                if spread_a is not None and spread_b is not None else drifts.NONE_PAIRED
+        spread_a, spread_b = sa.spread, sb.spread
+        drift = drifts.at_least_estimate(drift, drifts.from_spread_values(
+            spread_a, spread_b, confidence)
+            if spread_a is not None and spread_b is not None else drifts.NONE_PAIRED)
         if sa.stdev is None or sb.stdev is None or min(sa.n, sb.n) < MIN_STATED_SAMPLES \
                 or not sa.mean > 0 or not sb.mean > 0:
             return _no_ratio("unmeasured", "summary statistics without raw samples need "
@@ -208,7 +207,8 @@ def _judge(baseline: Side, candidate: Side, *, metric: str, threshold: float,
         method = f"ratio of the means of stated statistics (no raw samples; n = {sa.n} " \
                  f"and {sb.n}), Welch interval"
     else:
-        drift = drift or drifts.from_spreads(baseline.samples, candidate.samples, confidence)
+        drift = drifts.at_least_estimate(drift, drifts.from_spreads(
+            baseline.samples, candidate.samples, confidence))
         ratio = float(np.median(b) / np.median(a))
         if min(len(a), len(b)) < MIN_SAMPLES:
             return _no_ratio("unmeasured", f"too few samples for an interval ({len(a)} and "
