@@ -7,6 +7,12 @@ interrupted when left. With recording off (--no-store, TORCHMARK_NO_STORE=1) it 
 nothing. A store that cannot be opened or written is said once on stderr and the
 command goes on: its file outputs still hold the results.
 
+A SQLite store whose write lock another process holds for long (an import of a large
+file) loses nothing: the run's start and results wait in memory, tried again (briefly)
+with each new batch, and at the end for up to TORCHMARK_STORE_WAIT seconds (default
+600); still refused then, they are written to a results file beside the store
+(`torchmark import` stores them), and stderr says where.
+
 Results that carry the provenance of another machine (measured on a Ray node) go to a
 run of that machine, one a machine, tagged `cluster_run` with this run's id, so that a
 history never mixes machines; they end as this run ends, and --resume-run continues
@@ -15,12 +21,36 @@ them too."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
+import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
+
+BUSY_TRY_S = 1.0  # a try to write, while the store is found busy, waits this long
+BUSY_RETRY_S = 30.0  # and is made this long after the last one, at the soonest
+DEFAULT_STORE_WAIT_S = 600.0  # at the end, for the store's write lock (TORCHMARK_STORE_WAIT)
+
+
+def store_wait() -> float:
+    """TORCHMARK_STORE_WAIT (seconds, >= 0), else DEFAULT_STORE_WAIT_S."""
+    from torchmark.core.errors import UsageError
+
+    text = os.environ.get("TORCHMARK_STORE_WAIT", "").strip()
+    if not text:
+        return DEFAULT_STORE_WAIT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise UsageError(f"TORCHMARK_STORE_WAIT={text!r}: give the seconds to wait for "
+                         "the store's write lock (a number >= 0)")
+    return value
 
 
 class RunRecorder:
@@ -43,9 +73,13 @@ class RunRecorder:
         self.machine: str | None = None  # the run's machine fingerprint
         self.node_runs: dict[str, int] = {}  # another machine's fingerprint -> its run
         self.resumable = resumable  # the command takes --resume-run: an interrupt says so
+        self.pending: list[Result] = []  # results waiting for the store's write lock
+        self.busy = False  # a write found the store's write lock held (see is_locked)
+        self.next_try = 0.0  # while busy: when add tries again (time.monotonic)
 
     def __enter__(self) -> RunRecorder:
         if self.enabled:
+            store_wait()  # a bad TORCHMARK_STORE_WAIT is said before anything is measured
             try:
                 from torchmark.store.store import RUN_STATUSES, Store
 
@@ -61,25 +95,54 @@ class RunRecorder:
                 else:
                     self.provenance = self.provenance or Provenance.capture(
                         env=self.env, command=self.command)
-                    self.run_id = self.store.start_run(self.provenance, tags=self.tags)
                     self.machine = self.provenance.machine_fingerprint
+                    self._flush(BUSY_TRY_S)  # the run started (or when the store is free)
             except Exception as e:  # the store is optional to the measurement itself
                 self._give_up(e)
         return self
 
     def add(self, results: Iterable[Result]) -> None:
-        """Store these results now, in one transaction."""
-        if self.store is None or self.run_id is None:
+        """Store these results now, in one transaction (later, when the store's write
+        lock is held by another process: see the module docstring)."""
+        if self.store is None:
             return
-        runs: dict[int, list[Result]] = {}
-        for result in results:
-            runs.setdefault(self._run_of(result), []).append(result)
+        self.pending += list(results)
+        if self.busy and time.monotonic() < self.next_try:
+            return
         try:
-            for run_id, batch in runs.items():
-                self.recorded += self.store.record(
-                    batch, run_id, replace_failed=self.resume_run is not None)
+            self._flush(BUSY_TRY_S if self.busy else None)
         except Exception as e:
             self._give_up(e)
+
+    def _flush(self, wait: float | None) -> bool:
+        """Start the run if it is not yet, then store the pending results, each try
+        waiting up to `wait` seconds (None: the store's own) for the write lock: whether
+        all are stored. A lock held longer leaves them pending (and says so once)."""
+        from torchmark.store.store import LOCK_WAIT_S, is_locked
+
+        try:
+            with self.store.lock_wait(LOCK_WAIT_S if wait is None else wait):
+                if self.run_id is None:
+                    self.run_id = self.store.start_run(self.provenance, tags=self.tags)
+                runs: dict[int, list[Result]] = {}
+                for result in self.pending:
+                    runs.setdefault(self._run_of(result), []).append(result)
+                for run_id, batch in runs.items():  # a run's batch: one transaction
+                    self.recorded += self.store.record(
+                        batch, run_id, replace_failed=self.resume_run is not None)
+                    done = {id(r) for r in batch}
+                    self.pending = [r for r in self.pending if id(r) not in done]
+        except Exception as e:
+            if not is_locked(e):
+                raise
+            if not self.busy:
+                sys.stderr.write("torchmark: note: the store is busy (another process holds "
+                                 "its write lock, an import say): results are kept and "
+                                 "recorded when it is free\n")
+            self.busy, self.next_try = True, time.monotonic() + BUSY_RETRY_S
+            return False
+        self.busy = False
+        return True
 
     def _run_of(self, result: Result) -> int:
         """This run, or the run of the other machine that measured `result`."""
@@ -96,12 +159,20 @@ class RunRecorder:
         return self.node_runs[machine]
 
     def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
-        if self.store is None or self.run_id is None:
+        from torchmark.store.store import LOCK_WAIT_S
+
+        if self.store is None:
             return
         status = self.status or ("ok" if kind is None else
                                  "interrupted" if issubclass(kind, KeyboardInterrupt)
                                  else "failed")
         try:
+            if self.pending and not self._wait_for_store():
+                return
+            if self.run_id is None and not self._flush(LOCK_WAIT_S):  # nothing measured
+                sys.stderr.write("torchmark: note: the store stayed busy: this run, which "
+                                 "recorded no result, is not in it\n")
+                return
             for run_id in (self.run_id, *self.node_runs.values()):
                 self.store.finish_run(run_id, status)
             if status == "interrupted" and self.resumable:
@@ -113,6 +184,45 @@ class RunRecorder:
         finally:
             if self.store is not None:
                 self.store.close()
+
+    def _wait_for_store(self) -> bool:
+        """The pending start and results stored, trying for up to store_wait() seconds;
+        else written to a results file beside the store (said on stderr): whether the
+        run is now in the store."""
+        from torchmark.store.store import LOCK_WAIT_S
+
+        deadline = time.monotonic() + store_wait()
+        while True:
+            left = deadline - time.monotonic()
+            if self._flush(max(0.0, min(LOCK_WAIT_S, left))):
+                return True
+            if left <= 0:
+                break
+        self._spill()
+        return False
+
+    def _spill(self) -> None:
+        """The pending results, with their run's provenance, in a new results file."""
+        from torchmark.core.results_file import save_results
+        from torchmark.store.store import sqlite_path
+
+        store_file = sqlite_path(self.store.url)
+        folder = store_file.parent if store_file is not None else Path.cwd()
+        path = folder / (f"torchmark-unrecorded-{time.strftime('%Y%m%dT%H%M%S')}-"
+                         f"{os.getpid()}.jsonl")
+        results = [r if r.provenance is not None or self.provenance is None
+                   else dataclasses.replace(r, provenance=self.provenance)
+                   for r in self.pending]
+        try:
+            save_results(path, results, append=False)
+        except Exception as e:
+            self._give_up(e)
+            return
+        sys.stderr.write(f"torchmark: the store stayed busy for TORCHMARK_STORE_WAIT "
+                         f"({store_wait():g} s): {len(results)} result(s) written to "
+                         f"{path} instead; `torchmark import {path}` stores them\n")
+        self.store.close()
+        self.store, self.run_id = None, None
 
     def _give_up(self, error: BaseException) -> None:
         from torchmark.core.errors import error_line

@@ -8,6 +8,7 @@ store asks for `torchmark db upgrade`; a store written by a newer torchmark is r
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -41,6 +42,7 @@ TABLE_COLUMNS = ("run_id", "started", "case_id", "frontend", "label", "sub_label
                  "mean", "iqr", "min", "max", "failure", "git_commit", "machine", "run_env",
                  "torch_version", "threads", "device")
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
+LOCK_WAIT_S = 60  # how long a SQLite store's writer waits for another's write lock
 PREVIOUS_RUNS_LOOKED_AT = 50  # previous_run: a run sharing a case among these, or none
 MEDIANS_KEPT = 16  # runs whose medians run_medians keeps (about 1.5 MB each at 10k cases)
 
@@ -83,6 +85,13 @@ def sqlite_path(url: str) -> Path | None:
         return None
     database = sa.engine.make_url(url).database
     return Path(database) if database and database != ":memory:" else None
+
+
+def is_locked(error: BaseException) -> bool:
+    """Whether `error` is a SQLite store's write lock held too long by another process
+    (a long import): worth trying again later, unlike any other failure."""
+    return isinstance(error, sa.exc.OperationalError) and \
+        "database is locked" in str(error.orig or error)
 
 
 def recording_off() -> bool:
@@ -185,7 +194,8 @@ class Store:
     def __init__(self, url: str | None = None, *, upgrade: bool = True) -> None:
         self.url = resolve_url(url)
         try:
-            self.engine = _engine(self.url)
+            self._lock_wait = [float(LOCK_WAIT_S)]  # see lock_wait
+            self.engine = _engine(self.url, self._lock_wait)
         except (sa.exc.ArgumentError, ImportError, ValueError) as e:  # not a URL it can use
             from torchmark.core.secrets import mask
 
@@ -318,6 +328,16 @@ class Store:
         key = conn.execute(schema.runs.insert().values(**row)).inserted_primary_key
         assert key is not None
         return int(key[0])
+
+    @contextlib.contextmanager
+    def lock_wait(self, seconds: float) -> Iterator[None]:
+        """Writes within wait up to `seconds` for another process's write lock (SQLite;
+        LOCK_WAIT_S otherwise), then fail (is_locked)."""
+        before, self._lock_wait[0] = self._lock_wait[0], float(seconds)
+        try:
+            yield
+        finally:
+            self._lock_wait[0] = before
 
     def finish_run(self, run_id: int, status: str = "ok") -> None:
         if status not in RUN_STATUSES:
@@ -1289,7 +1309,9 @@ def _filtered(query: Any, runs: sa.Table, since: str | None, machine: str | None
     return query
 
 
-def _engine(url: str) -> sa.Engine:
+def _engine(url: str, lock_wait: list[float]) -> sa.Engine:
+    """The engine of `url`; a SQLite store's connections wait up to `lock_wait[0]`
+    seconds (read at each checkout) for another process's write lock."""
     if url.startswith("sqlite"):
         path = sa.engine.make_url(url).database
         if path and path != ":memory:":
@@ -1297,16 +1319,21 @@ def _engine(url: str) -> sa.Engine:
                 raise StoreError(f"{path}: not a regular file; a SQLite store is a file "
                                  "(give a file path or a postgresql+psycopg:// URL)")
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url, connect_args={"timeout": 60})
+        engine = sa.create_engine(url, connect_args={"timeout": LOCK_WAIT_S})
 
         @sa.event.listens_for(engine, "connect")
         def _pragmas(connection: Any, record: Any) -> None:
             cursor = connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
             cursor.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at each checkpoint
-            cursor.execute("PRAGMA busy_timeout=60000")
             cursor.execute("PRAGMA cache_size=-65536")  # 64 MiB: an import's index pages
             cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        @sa.event.listens_for(engine, "checkout")
+        def _lock_wait(connection: Any, record: Any, proxy: Any) -> None:
+            cursor = connection.cursor()
+            cursor.execute(f"PRAGMA busy_timeout={int(lock_wait[0] * 1000)}")
             cursor.close()
 
         return engine

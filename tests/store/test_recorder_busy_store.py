@@ -1,0 +1,73 @@
+"""A command's results are never lost to a SQLite store whose write lock another process
+holds for long (an import of a large file): they wait, and are stored when it is free,
+or written to a results file that `torchmark import` stores."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from torchmark.cli.main import main
+from torchmark.core.errors import UsageError
+from torchmark.core.result import Case, Result
+from torchmark.store import Store
+from torchmark.store.recorder import RunRecorder
+
+
+def _results(n: int) -> list[Result]:
+    return [Result(case=Case(id=f"timeit:c{i}", frontend="timeit", stmt=f"f({i})"),
+                   metric="wall", unit="s", number_per_run=1,
+                   samples=(1.0 + i, 1.1 + i, 0.9 + i)) for i in range(n)]
+
+
+def _hold_write_lock(path) -> sqlite3.Connection:
+    """Another process's long write, as SQLite sees it: its write lock, held."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_results_wait_for_the_lock_and_are_stored_when_it_is_free(tmp_path, monkeypatch,
+                                                                   capsys):
+    db = tmp_path / "busy.db"
+    Store(str(db)).close()
+    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "120")
+    holder = _hold_write_lock(db)
+    with RunRecorder(str(db)) as recorder:  # its run cannot start yet
+        assert recorder.run_id is None
+        recorder.add(_results(2))
+        recorder.add(_results(3)[2:])
+        assert recorder.recorded == 0 and len(recorder.pending) == 3
+        threading.Timer(2.0, holder.rollback).start()  # the import ends as the command does
+    assert "the store is busy" in capsys.readouterr().err
+    store = Store(str(db))
+    [run] = store.runs(limit=None)
+    assert run["status"] == "ok"
+    assert sorted(r["case_id"] for r in store.results(run=run["id"])) == \
+        ["timeit:c0", "timeit:c1", "timeit:c2"]
+
+
+def test_a_lock_held_past_the_wait_leaves_a_file_that_import_stores(tmp_path, monkeypatch,
+                                                                     capsys):
+    db = tmp_path / "busy.db"
+    Store(str(db)).close()
+    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "1")
+    holder = _hold_write_lock(db)
+    with RunRecorder(str(db)) as recorder:
+        recorder.add(_results(4))
+    holder.rollback()
+    err = capsys.readouterr().err
+    [spilled] = tmp_path.glob("torchmark-unrecorded-*.jsonl")
+    assert f"4 result(s) written to {spilled}" in err and "torchmark import" in err
+    assert Store(str(db)).runs(limit=None) == []
+    assert main(["import", str(spilled), "--db", str(db)]) == 0
+    assert sorted(r["case_id"] for r in Store(str(db)).results()) == \
+        [f"timeit:c{i}" for i in range(4)]
+
+
+def test_a_bad_store_wait_is_named_before_anything_is_measured(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "soon")
+    with pytest.raises(UsageError, match="TORCHMARK_STORE_WAIT='soon'"):
+        RunRecorder(str(tmp_path / "s.db")).__enter__()
