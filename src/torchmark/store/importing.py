@@ -235,6 +235,19 @@ class Importer:
         self.read = 0  # results the file holds (those read so far)
         self.before = False  # whether the file was imported before (nothing read then)
         self.key: str | None = None  # the file's digest (its first run's import key)
+        self.whole: list[Result] | None = None  # a file read whole, ahead (read_ahead)
+
+    def read_ahead(self) -> None:
+        """Read now a file that is read whole (another tool's, or a torchmark file that
+        is no results file), so that a transaction of several files (Store.import_files)
+        holds the store's write lock while it stores, not while it parses."""
+        from torchmark.store.formats import read_foreign
+
+        if self.fmt is not None:
+            with collector_paused():
+                self.whole = list(read_foreign(self.path, self.fmt))
+        elif not is_streamable(self.path):
+            self.whole = list(whole_file_results(self.path))
 
     def run(self) -> int:
         """Import the file; how many results were added (0 when it was imported before,
@@ -272,14 +285,13 @@ class Importer:
     def _run_foreign(self, fmt: str) -> int:
         """Import another tool's file or folder (store/formats/): every result read and
         checked before the store is touched, then stored as a torchmark file's are."""
-        from torchmark.store.formats import read_foreign
-
         key = self.key = path_digest(self.path, self.limit)
         if self._imported_before(key):
             self.before = True
             return 0
-        with collector_paused():
-            results = list(read_foreign(self.path, fmt))
+        if self.whole is None:
+            self.read_ahead()
+        results = self.whole or []
         sent: set[str] = set()
         with self._transaction() as conn, collector_paused(), bulk_cache(conn):
             for start in range(0, len(results), CHUNK_RESULTS):
@@ -307,8 +319,9 @@ class Importer:
 
     def _parsed(self, fd: int) -> Iterator[Parsed]:
         """The file's records (open as `fd`), validated, a batch at a time, in order."""
-        if not is_streamable(self.path):
-            results = list(whole_file_results(self.path))
+        if self.whole is not None or not is_streamable(self.path):
+            results = self.whole if self.whole is not None \
+                else list(whole_file_results(self.path))
             for start in range(0, len(results), CHUNK_RESULTS):
                 yield parsed_of(results[start:start + CHUNK_RESULTS])
             return

@@ -452,11 +452,17 @@ class Store:
         from torchmark.store.importing import Importer
 
         kinds = list(formats) if formats is not None else [None] * len(paths)
+        ahead = [Importer(self, path, max_bytes, fmt=fmt)
+                 for path, fmt in zip(paths, kinds, strict=True)]
+        for importer in ahead:  # files read whole: parsed before the lock is taken
+            importer.read_ahead()
         for attempt in range(2):
             try:
                 with self.engine.begin() as conn:
                     importers = [Importer(self, path, max_bytes, fmt=fmt, conn=conn)
                                  for path, fmt in zip(paths, kinds, strict=True)]
+                    for importer, read in zip(importers, ahead, strict=True):
+                        importer.whole = read.whole
                     return [(importer.run(), importer.read, importer.before)
                             for importer in importers]
             except sa.exc.IntegrityError:

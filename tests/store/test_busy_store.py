@@ -71,3 +71,42 @@ def test_a_bad_store_wait_is_named_before_anything_is_measured(tmp_path, monkeyp
     monkeypatch.setenv("TORCHMARK_STORE_WAIT", "soon")
     with pytest.raises(UsageError, match="TORCHMARK_STORE_WAIT='soon'"):
         RunRecorder(str(tmp_path / "s.db")).__enter__()
+
+
+def test_several_files_are_parsed_before_the_write_lock_is_taken(tmp_path, monkeypatch):
+    """An import of several files in one transaction parses each file read whole before
+    it takes the store's write lock: another writer is never kept waiting on a parse."""
+    import json
+
+    import torchmark.store.formats as formats
+
+    paths = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"context": {"date": "2026-11-01T10:00:00+00:00"},
+                                    "benchmarks": [
+            {"name": f"BM_{name}", "run_type": "iteration", "iterations": 10,
+             "real_time": 2.5, "cpu_time": 2.4, "time_unit": "ms"}]}))
+        paths.append(str(path))
+    db = tmp_path / "s.db"
+    Store(str(db)).close()
+    free_while_parsing = []
+    original = formats.read_foreign
+
+    def read_foreign(path, name):  # another writer tries the lock, without waiting
+        other = sqlite3.connect(db, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.rollback()
+            free_while_parsing.append(True)
+        except sqlite3.OperationalError:
+            free_while_parsing.append(False)
+        finally:
+            other.close()
+        return original(path, name)
+
+    monkeypatch.setattr(formats, "read_foreign", read_foreign)
+    store = Store(str(db))
+    assert [added for added, _, _ in store.import_files(
+        paths, formats=["google-benchmark"] * 2)] == [1, 1]
+    assert free_while_parsing == [True, True]
