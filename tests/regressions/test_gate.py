@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -149,6 +150,48 @@ def test_two_runs_of_one_build_are_never_slower_in_any_command(db, capsys, tmp_p
         out = capsys.readouterr().out
         row = next(line for line in out.splitlines() if "n=0" in line and "[" in line)
         assert kind in row and ("runs of one build" in out) == (kind == "unsure")
+
+
+def test_a_case_failed_in_the_candidate_is_failed_in_gate_and_ab_alike(db, capsys,
+                                                                       tmp_path):
+    """Case 1 failed in the candidate run: gate and ab (on the runs, and on their
+    results files) both call it failed, judge the other cases as one family of four
+    (the same intervals), and fail a --fail-above / the gate."""
+    from torchmark.core.result import Failure
+
+    store = Store(db)
+    base = record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "a1")
+    failed = Result(case=CASES[1], metric="wall", unit="s", number_per_run=100, samples=(),
+                    failure=Failure("RuntimeError: boom"))
+    cand = record(store, [wall(c, 1.02e-5, 20 + i) if i != 1 else failed
+                          for i, c in enumerate(CASES)], "b2")
+    assert gate(db, "--baseline", str(base), "--candidate", str(cand)) == 1
+    out = capsys.readouterr().out
+    gated = {line.split()[1]: line for line in out.splitlines() if "n=" in line}
+    assert "failed" in gated["n=1"]
+    files = []
+    for run in (base, cand):
+        files.append(str(tmp_path / f"run{run}.jsonl"))
+        save_results(files[-1], store.result_records(run=run))
+    for sides in ([str(base), str(cand), "--db", db], files):
+        assert main(["ab", *sides, "--format", "jsonl", "--fail-above", "0.05"]) == 1
+        captured = capsys.readouterr()
+        rows = {r["name"]: r for r in map(json.loads, captured.out.splitlines())}
+        assert len(rows) == 4 and "only in the baseline" not in captured.err
+        failed_row = next(r for name, r in rows.items() if "n=1" in name)
+        assert failed_row["verdict"] == "failed" and failed_row["candidate_median"] is None
+        assert "1 case(s) failed in the candidate" in captured.err
+        for name, row in rows.items():  # each interval the gate's: a family of four
+            if "n=1" in name:
+                continue
+            shown = next(line for key, line in gated.items() if key in name)
+            assert row["verdict"] in shown
+            assert f"[{row['lower'] - 1:+.1%}, {row['upper'] - 1:+.1%}]" in shown
+    assert main(["ab", str(base), str(cand), "--db", db]) == 0
+    table = capsys.readouterr().out
+    cells = re.split(r"\s{2,}", next(line for line in table.splitlines()
+                                     if "n=1" in line).strip())
+    assert cells[2] == "failed" and cells[-1] == "failed", cells
 
 
 def test_an_env_label_gives_each_case_from_its_newest_run_holding_it(db):

@@ -27,13 +27,20 @@ def _time(seconds: float) -> str:
 
 
 def _row(result) -> list[str]:
+    from torchmark.compare.ab import failure_of
+
     judged = result.judged  # the interval that decided: the ratio's, widened by the drift
     interval = ("-" if math.isnan(judged.lower)  # too few samples
                 else f"[{judged.lower:.3f}, {judged.upper:.3f}]")
-    value = (lambda n: f"{n:.6g} instr") if result.exact else _time
+
+    def value(m) -> str:
+        if failure_of(m) is not None:
+            return "failed"
+        return f"{m.median:.6g} instr" if result.exact else _time(m.median)
+
     p = ("-" if math.isnan(result.p_value)  # exact counts: no sampling to test
          else "<0.001" if result.p_value < 0.001 else f"{result.p_value:.3f}")
-    return [result.name, value(result.baseline.median), value(result.candidate.median),
+    return [result.name, value(result.baseline), value(result.candidate),
             f"{result.ratio:.3f}", interval, p, result.brief_verdict()]
 
 
@@ -270,7 +277,7 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
                                    "envs are the forward and backward passes); give two "
                                    "files, baseline first")
     stored: dict = {}  # the sides of the store, as read: the histories' too
-    sides = read_measurement_files(list(files), db, stored)
+    sides = read_measurement_files(list(files), db, stored, failed=True)
     if len(sides) == 1:
         sides, names = _split_by_env(sides[0], files[0])
     else:

@@ -8,11 +8,14 @@ from torchmark.timing.measurement import Measurement
 
 
 def read_measurement_files(files: list[str], db: str | None = None,
-                           sides: dict[str, Any] | None = None) -> list[list[Measurement]]:
+                           sides: dict[str, Any] | None = None,
+                           failed: bool = False) -> list[list[Measurement]]:
     """The measurements of each file, in order: JSON from `timeit --save`, `demo` or
     `save_measurements`; or `torchmark ops` results (the file's name as description); or
     runs of the store (`is_store_ref`), from the store at `db`, each side as resolved
-    put in `sides` by its name (when given: the verdicts then judge the same runs)."""
+    put in `sides` by its name (when given: the verdicts then judge the same runs).
+    `failed`: a failed time result of a results file or the store too, as a placeholder
+    whose metadata names its `failure` (timing/results.py failure_placeholder)."""
     from pathlib import Path
 
     from torchmark.core.errors import UsageError
@@ -30,12 +33,26 @@ def read_measurement_files(files: list[str], db: str | None = None,
     tagged = all(is_store_ref(path) for path in files)
     for path, column in zip(files, column_names(list(files)), strict=True):
         if is_store_ref(path):
-            out.append(stored_measurements(path, db, sides, tagged=tagged))
+            out.append(stored_measurements(path, db, sides, tagged=tagged, failed=failed))
         elif first_line_schema(path) == OPS_SCHEMA:
             out.append(ops_measurements(path, column))
         else:
-            out.append(load_compared(path))
+            out.append(load_compared(path) + (_failed_in(path) if failed else []))
     return out
+
+
+def _failed_in(path: str) -> list[Measurement]:
+    """The failed time results of a results file, as placeholders (failure_placeholder),
+    of the cases it holds no measured result of."""
+    from torchmark.core.results_file import is_results_file, read_results
+    from torchmark.timing.results import TIME_METRICS, failure_placeholder
+
+    if not is_results_file(path):
+        return []
+    results = read_results(path)
+    measured = {(r.case.id, r.metric) for r in results if r.failure is None}
+    return [failure_placeholder(r) for r in results if r.failure is not None
+            and r.metric in TIME_METRICS and (r.case.id, r.metric) not in measured]
 
 
 def is_store_ref(token: str) -> bool:
@@ -52,7 +69,7 @@ def side_ref(token: str) -> str:
 
 
 def stored_measurements(token: str, db: str | None, sides: dict[str, Any] | None = None,
-                        tagged: bool = True) -> list[Measurement]:
+                        tagged: bool = True, failed: bool = False) -> list[Measurement]:
     """The time results of a side of the store (is_store_ref; resolved as `gate` resolves
     it) as Measurements, each tagged with where it comes from in its description ("run
     12", "latest (run 12)", "commit:ab12 (runs 3, 4)"), so that two sides' measurements
@@ -61,7 +78,8 @@ def stored_measurements(token: str, db: str | None, sides: dict[str, Any] | None
     they do not (a commit's runs, pooled as `gate` pools them): runs labelled `before`
     and `after` differ in one field, not two, and still pair. `sides`: where to put the
     side as resolved, by `token`. Not `tagged`: each keeps its run's env label and its
-    own description, as a results file of the run holds them."""
+    own description, as a results file of the run holds them. `failed`: failed time
+    results too, as placeholders (Store.measurements_of)."""
     import dataclasses
 
     from torchmark.cli.store_options import open_store
@@ -72,10 +90,10 @@ def stored_measurements(token: str, db: str | None, sides: dict[str, Any] | None
     side = resolve_side(side_ref(token), store)
     if sides is not None:
         sides[token] = side
-    found = store.measurements_of_results(side.results)
+    found = store.measurements_of_results(side.results, failed)
     runs = ", ".join(map(str, side.runs))
     where = f"run{'s' if len(side.runs) > 1 else ''} {runs}"
-    if not found:
+    if not any("failure" not in (m.metadata or {}) for m in found):
         raise ValueError(f"{token} ({where}): no measured time result to show (its cases "
                          "failed, or measured counts or memory): `torchmark gate` judges "
                          "those")

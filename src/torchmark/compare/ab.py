@@ -132,11 +132,13 @@ class ABResult:
     def to_dict(self) -> dict:
         """A JSON-ready summary (medians in seconds, or instructions a run for exact counts;
         no interval or no p-value: None)."""
+        measured = [failure_of(m) is None for m in (self.baseline, self.candidate)]
         return {
-            "name": self.name, "baseline_median": self.baseline.median,
-            "candidate_median": self.candidate.median,
-            "baseline_samples": len(self.baseline.times),
-            "candidate_samples": len(self.candidate.times),
+            "name": self.name,
+            "baseline_median": self.baseline.median if measured[0] else None,
+            "candidate_median": self.candidate.median if measured[1] else None,
+            "baseline_samples": len(self.baseline.times) if measured[0] else 0,
+            "candidate_samples": len(self.candidate.times) if measured[1] else 0,
             **self.judged.to_dict(),
             "min_effect": self.min_effect, "paired": self.paired, "abba": self.abba,
             "metric": self.metric, "replicate_ratios": list(self.replicate_ratios),
@@ -190,8 +192,16 @@ def _coerced(baseline: object, candidate: object, caller: str) -> list[Measureme
     return sides
 
 
+def failure_of(m: Measurement) -> str | None:
+    """Why a case failed, for a placeholder of a failed result (failure_placeholder)."""
+    failure = m.metadata.get("failure") if isinstance(m.metadata, dict) else None
+    return failure if isinstance(failure, str) else None
+
+
 def _side(m: Measurement, alike: bool = True) -> Side:
     """The engine's view of `m`; its build (one-build rule) only where `alike` (_alike)."""
+    if failure_of(m) is not None:
+        return Side(failure=failure_of(m))
     build = (m.metadata or {}).get("build") if alike and isinstance(m.metadata, dict) \
         else None
     return Side(m.times, tuple(m.process_medians), tuple(m.process_spreads or ()),
@@ -274,7 +284,8 @@ def ab_all(pairs: Sequence[tuple[str, Measurement, Measurement]], *,
     errors = []
     for name, a, b in pairs:
         try:
-            a, b = _checked(a, b)
+            if failure_of(a) is None and failure_of(b) is None:
+                a, b = _checked(a, b)
             checked.append((name, a, b))
         except ValueError as e:  # one case that cannot be compared does not stop the rest
             errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")

@@ -1135,15 +1135,17 @@ class Store:
         return self.measurements_of(self.results(run=run, samples=True, cases=cases))
 
     @staticmethod
-    def measurements_of(rows: Iterable[dict[str, Any]]) -> list[Any]:
+    def measurements_of(rows: Iterable[dict[str, Any]], failed: bool = False) -> list[Any]:
         """`measurements` of rows `results(samples=True)` gave (a row's setup where it
-        has one, else "pass")."""
+        has one, else "pass"). `failed`: a failed time result too, as a placeholder of
+        one sample whose metadata names its `failure` (what `ab` pairs to say so)."""
         from torchmark.core.task_spec import TaskSpec
         from torchmark.timing.measurement import Measurement
 
         out = []
         for row in rows:
-            if row["metric"] not in _QUANTITY_METADATA or not row["samples"]:
+            failure = row.get("failure") if failed else None
+            if row["metric"] not in _QUANTITY_METADATA or not (row["samples"] or failure):
                 continue
             spec = TaskSpec(stmt=row["stmt"], setup=row.get("setup") or "pass",
                             label=row["label"],
@@ -1159,14 +1161,20 @@ class Store:
             kept = (row.get("extra") or {}).get("metadata")
             if isinstance(kept, dict) and isinstance(kept.get("processes"), dict):
                 metadata["processes"] = kept["processes"]
-            out.append(Measurement(number, [s * number for s in row["samples"]], spec,
-                                   metadata))
+            if failure:
+                metadata["failure"] = failure
+            out.append(Measurement(number, [s * number for s in row["samples"]] if not failure
+                                   else [1.0], spec, metadata))
         return rows_told_apart(out)
 
     @classmethod
-    def measurements_of_results(cls, results: Iterable[Result]) -> list[Any]:
-        """`measurements` of Result records (result_records, or a side of the store)."""
-        return cls.measurements_of(
+    def measurements_of_results(cls, results: Iterable[Result],
+                                failed: bool = False) -> list[Any]:
+        """`measurements` of Result records (result_records, or a side of the store);
+        `failed`: as measurements_of, for a case of no measured result among them."""
+        results = list(results)
+        measured = {(r.case.id, r.metric) for r in results if r.failure is None}
+        return cls.measurements_of((
             {"metric": r.metric, "samples": list(r.samples), "stmt": r.case.stmt,
              "setup": r.case.setup,
              "label": r.case.label, "sub_label": r.case.sub_label,
@@ -1174,8 +1182,10 @@ class Store:
              "run_env": r.provenance.env if r.provenance is not None else r.case.env,
              "threads": r.case.threads, "number_per_run": r.number_per_run,
              "case_id": r.case.id, "extra": r.extra,
-             "build": r.provenance.build if r.provenance is not None else None}
-            for r in results if r.failure is None)
+             "build": r.provenance.build if r.provenance is not None else None,
+             "failure": r.failure.error if r.failure is not None else None}
+            for r in results if r.failure is None
+            or (failed and (r.case.id, r.metric) not in measured)), failed)
 
     def info(self) -> dict[str, Any]:
         """Where the store is, its schema, size (a SQLite file's, a PostgreSQL

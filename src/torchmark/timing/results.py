@@ -67,6 +67,16 @@ def result_to_measurement(result: Result) -> Measurement:
         raise UsageError(f"result {case.title!r}: {e}") from None
 
 
+def failure_placeholder(result: Result) -> Measurement:
+    """A failed time result as `ab` pairs it: one placeholder sample, its TaskSpec as
+    result_to_measurement gives, its metadata naming the `failure`."""
+    assert result.failure is not None
+    return Measurement.from_dict({
+        "schema": SCHEMA_NAME, "version": SCHEMA_VERSION,
+        "number_per_run": result.number_per_run, "raw_times": [1.0],
+        "task_spec": _spec_fields(result), "metadata": {"failure": result.failure.error}})
+
+
 def _spec_fields(result: Result) -> dict[str, Any]:
     """The TaskSpec fields a result's case holds."""
     case = result.case
