@@ -187,6 +187,12 @@ def test_a_case_failed_in_the_candidate_is_failed_in_gate_and_ab_alike(db, capsy
             shown = next(line for key, line in gated.items() if key in name)
             assert row["verdict"] in shown
             assert f"[{row['lower'] - 1:+.1%}, {row['upper'] - 1:+.1%}]" in shown
+    save_results(files[1], store.result_records(run=cand))  # the case failed twice: one
+    save_results(files[0], store.result_records(run=base))  # row still, no time made up
+    assert main(["ab", *files, "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["verdict"], r["candidate_median"]) for r in rows if "n=1" in r["name"]] == \
+        [("failed", None)]
     assert main(["ab", str(base), str(cand), "--db", db]) == 0
     table = capsys.readouterr().out
     cells = re.split(r"\s{2,}", next(line for line in table.splitlines()

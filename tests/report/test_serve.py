@@ -9,6 +9,8 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +40,13 @@ def free_port() -> int:
 @contextlib.contextmanager
 def serving(db: str, *args: str):
     """`torchmark serve` on a free port until the block ends; its base URL."""
+    with serving_process(db, *args) as (base, _):
+        yield base
+
+
+@contextlib.contextmanager
+def serving_process(db: str, *args: str):
+    """serving, with the server's process."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "torchmark", "serve", "--db", db,
                              "--port", str(port), *args], stdout=subprocess.PIPE,
@@ -56,7 +65,7 @@ def serving(db: str, *args: str):
                     raise AssertionError(f"serve did not start: {proc.stdout.read()}") \
                         from None
                 time.sleep(0.2)
-        yield base
+        yield base, proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -176,6 +185,49 @@ def test_a_process_builds_one_page_at_a_time_and_says_how_long_each_waited(serve
     span = (max(end for _, _, end in answers) - min(start for _, start, _ in answers)) * 1000
     assert sum(t["page"] for t, _, _ in answers) <= span
     assert max(t["queue"] for t, _, _ in answers) > 0
+
+
+def _page_processes(server_pid: int) -> list[int]:
+    """The processes `serve --workers N` builds pages in (multiprocessing's children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if int(stat.rpartition(")")[2].split()[1]) == server_pid and \
+                b"spawn_main" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_pages_built_in_processes_of_their_own_answer_as_in_one(store, served):
+    """`--workers 2`: the pages are built in two processes apart from the server's, and
+    answer what the one-process server answers; a page process that dies is replaced
+    (and the pages after it answer)."""
+    case_id = get(f"{served}/api/v1/regressions")[1]["regressions"][0]["case_id"]
+    paths = ["/api/v1/runs?per_page=5", "/api/v1/regressions", f"/api/v1/cases/{case_id}",
+             "/api/v1/compare?a=15&b=16", "/api/v1/compare?a=commit:0014&b=commit:0015",
+             "/api/v1/search?q=n%3D2", "/api/v1/runs/999", "/api/v1/compare?a=x&b=16",
+             "/api/v1/runs?until=2026-13-45", "/api/v1/runs/16"]
+    with serving_process(store.url, "--workers", "2") as (base, proc):
+        for path in paths:
+            assert get(base + path) == get(served + path), path
+        with urllib.request.urlopen(f"{base}/cases/{case_id}", timeout=60) as page:
+            assert page.status == 200 and b"mul: n=1" in page.read()
+            assert "page;dur=" in page.headers["Server-Timing"]
+        workers = _page_processes(proc.pid)
+        assert len(workers) == 2
+        os.kill(workers[0], signal.SIGKILL)
+        time.sleep(0.5)
+        answers = [get(base + "/api/v1/runs/16")[0] for _ in range(4)]
+        assert set(answers) <= {200, 500} and answers[-1] == 200
+        assert get(base + paths[3]) == get(served + paths[3])
+        deadline = time.monotonic() + 60  # the new pool's processes started
+        while len(_page_processes(proc.pid)) != 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(_page_processes(proc.pid)) == 2
 
 
 def watched(browser, base: str):

@@ -67,6 +67,80 @@ def test_a_lock_held_past_the_wait_leaves_a_file_that_import_stores(tmp_path, mo
         [f"timeit:c{i}" for i in range(4)]
 
 
+def test_a_lock_taken_mid_run_neither_stalls_the_run_nor_loses_its_results(
+        tmp_path, monkeypatch, capsys):
+    """The run started and stored its first results; then another process takes the
+    lock for good: the next results wait (no minute-long stall), land in a file at the
+    end, and the run that stays "running" is named."""
+    import time
+
+    db = tmp_path / "busy.db"
+    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "1")
+    began = time.monotonic()
+    with RunRecorder(str(db)) as recorder:
+        recorder.add(_results(1))
+        assert recorder.recorded == 1
+        holder = _hold_write_lock(db)
+        recorder.add(_results(3)[1:])
+        recorder.add(_results(4)[3:])
+    holder.rollback()
+    assert time.monotonic() - began < 15
+    err = capsys.readouterr().err
+    [spilled] = tmp_path.glob("torchmark-unrecorded-*.jsonl")
+    [run] = Store(str(db)).runs(limit=None)
+    assert f"run {run['id']} stays \"running\"" in err and run["status"] == "running"
+    assert main(["import", str(spilled), "--db", str(db)]) == 0
+    imported = Store(str(db)).results()
+    assert sorted(r["case_id"] for r in imported) == [f"timeit:c{i}" for i in range(4)]
+    assert {r["machine"] for r in imported} == {run["machine"]}
+
+
+def test_a_resumed_run_s_results_keep_its_machine_when_written_to_a_file(
+        tmp_path, monkeypatch):
+    from torchmark.core.provenance import Provenance
+
+    db = tmp_path / "busy.db"
+    store = Store(str(db))
+    run = store.start_run(Provenance.capture())
+    store.record(_results(1), run)
+    store.finish_run(run, "interrupted")
+    machine = store.runs(limit=None)[0]["machine"]
+    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "0")
+    holder = _hold_write_lock(db)
+    with RunRecorder(str(db), resume_run=run) as recorder:
+        recorder.add(_results(2)[1:])
+    holder.rollback()
+    [spilled] = tmp_path.glob("torchmark-unrecorded-*.jsonl")
+    assert main(["import", str(spilled), "--db", str(db)]) == 0
+    assert {r["machine"] for r in Store(str(db)).results()} == {machine}
+
+
+def test_ctrl_c_while_waiting_for_the_store_writes_the_results_to_a_file(
+        tmp_path, monkeypatch, capsys):
+    db = tmp_path / "busy.db"
+    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "600")
+    Store(str(db)).close()
+    holder = _hold_write_lock(db)
+    recorder = RunRecorder(str(db)).__enter__()
+    recorder.add(_results(2))
+    tries = []
+    flush = recorder._flush
+
+    def interrupted(wait, status=None):  # the second try of the wait: Ctrl-C
+        tries.append(wait)
+        if len(tries) == 3:
+            raise KeyboardInterrupt
+        return flush(wait, status)
+
+    monkeypatch.setattr(recorder, "_flush", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        recorder.__exit__(None, None, None)
+    holder.rollback()
+    err = capsys.readouterr().err
+    assert "waiting up to 600 s" in err and "the wait was interrupted" in err
+    assert len(list(tmp_path.glob("torchmark-unrecorded-*.jsonl"))) == 1
+
+
 def test_a_bad_store_wait_is_named_before_anything_is_measured(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHMARK_STORE_WAIT", "soon")
     with pytest.raises(UsageError, match="TORCHMARK_STORE_WAIT='soon'"):

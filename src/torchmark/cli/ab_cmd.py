@@ -142,7 +142,10 @@ def verdict_lines(results, only_a, only_b, errors, names, confidence: float,
                      "all samples but not in the median worker pair; processes of one "
                      "environment differ in speed from one start to the next; measure with "
                      "more worker pairs")
-    unpaired = [r for r in results if not r.paired and not r.exact]
+    from torchmark.compare.ab import failure_of
+
+    unpaired = [r for r in results if not r.paired and not r.exact
+                and failure_of(r.baseline) is None and failure_of(r.candidate) is None]
     if unpaired:
         sources = sorted({r.judged.drift.detail or r.judged.drift.source for r in unpaired})
         over = ("; cases timed over several processes (`timeit --processes`) are compared "

@@ -42,17 +42,22 @@ def read_measurement_files(files: list[str], db: str | None = None,
 
 
 def _failed_in(path: str) -> list[Measurement]:
-    """The failed time results of a results file, as placeholders (failure_placeholder),
-    of the cases it holds no measured result of."""
+    """The failed time results of a results file, as placeholders (failure_placeholder):
+    one a case it holds no measured result of."""
     from torchmark.core.results_file import is_results_file, read_results
     from torchmark.timing.results import TIME_METRICS, failure_placeholder
 
     if not is_results_file(path):
         return []
     results = read_results(path)
-    measured = {(r.case.id, r.metric) for r in results if r.failure is None}
-    return [failure_placeholder(r) for r in results if r.failure is not None
-            and r.metric in TIME_METRICS and (r.case.id, r.metric) not in measured]
+    seen = {(r.case.id, r.metric) for r in results if r.failure is None}  # measured
+    out = []
+    for r in results:  # a case that failed in several runs of the file: one placeholder
+        if r.failure is not None and r.metric in TIME_METRICS and \
+                (r.case.id, r.metric) not in seen:
+            seen.add((r.case.id, r.metric))
+            out.append(failure_placeholder(r))
+    return out
 
 
 def is_store_ref(token: str) -> bool:
@@ -93,7 +98,7 @@ def stored_measurements(token: str, db: str | None, sides: dict[str, Any] | None
     found = store.measurements_of_results(side.results, failed)
     runs = ", ".join(map(str, side.runs))
     where = f"run{'s' if len(side.runs) > 1 else ''} {runs}"
-    if not any("failure" not in (m.metadata or {}) for m in found):
+    if not found:
         raise ValueError(f"{token} ({where}): no measured time result to show (its cases "
                          "failed, or measured counts or memory): `torchmark gate` judges "
                          "those")

@@ -19,11 +19,13 @@ from torchmark.cli.store_options import db_option
 @click.option("--token-file", type=click.Path(dir_okay=False), default=None,
               help="Read the token from this file's first line (mode 600).")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Server processes (uvicorn's): more answer more clients at once on more "
-                   "cores; they share one detection of the store's changes.")
+              help="Processes building pages (2 or more: apart from the one serving "
+                   "requests, each taking the oldest page waiting): more answer more "
+                   "clients at once on more cores; they share one detection of the "
+                   "store's changes.")
 @click.option("--page-threads", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Pages each process builds at once; the others wait their turn (more "
-                   "only slow each other down where a page is Python's work).")
+              help="With one worker: pages built at once; the others wait their turn "
+                   "(more only slow each other down where a page is Python's work).")
 @db_option
 def serve_cmd(host, port, token, token_file, workers, page_threads, db):
     """Serve the dashboard: the regressions feed, runs, each case's history by commit,
@@ -49,16 +51,7 @@ def serve_cmd(host, port, token, token_file, workers, page_threads, db):
     click.echo(f"torchmark serve: {store.where} on http://{shown}:{port}/"
                + (" (token required)" if token else " (read-only)")
                + (f", {workers} processes" if workers > 1 else ""), err=True)
-    if workers > 1:  # each process makes its app from the environment
-        import os
-
-        os.environ["TORCHMARK_SERVE_DB"] = store.url
-        if token:
-            os.environ["TORCHMARK_SERVE_TOKEN"] = token
-        os.environ["TORCHMARK_SERVE_PAGE_THREADS"] = str(page_threads)
-        uvicorn.run("torchmark.server.app:app_from_environment", factory=True, host=host,
-                    port=port, workers=workers, log_level="warning", access_log=False)
-        return 0
-    uvicorn.run(create_app(store, token, page_threads), host=host, port=port, log_level="warning",
-                access_log=False)
+    uvicorn.run(create_app(store, token, page_threads,
+                           page_processes=workers if workers > 1 else 0),
+                host=host, port=port, log_level="warning", access_log=False)
     return 0

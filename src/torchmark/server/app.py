@@ -10,15 +10,21 @@ acknowledgement or dismissal, with a note)."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
+import dataclasses
 import html
 import json
 import time
+from collections.abc import AsyncIterator, Callable
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
 import anyio
 from starlette.applications import Starlette
+from starlette.datastructures import QueryParams
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -289,64 +295,37 @@ async def _not_found(request: Request, exc: Exception) -> Response:
                   request.url.path.startswith("/api/"))
 
 
-def create_app(store: Any, token: str | None = None,
-               page_threads: int = PAGE_THREADS) -> Starlette:
-    """The application over `store`; `token`: required on every request, and what lets
-    its holder mark regressions (None: read-only, for a loopback address);
-    `page_threads`: pages built at once (the others wait their turn)."""
-    dash = Dashboard(store, token)
+@dataclasses.dataclass(frozen=True)
+class Asked:
+    """What a page is asked for, as a page process receives it (a Request does not
+    cross processes): the path, its parameters and the query string."""
 
-    # the pages' work is mostly Python holding the GIL: pages built at once only slow
-    # each other down, so the others wait their turn, first come, first served
-    threads = anyio.CapacityLimiter(page_threads)
+    path: str
+    path_params: dict[str, Any]
+    query: str
 
-    def handler(kind: str, produce: Any, title: Any) -> Any:
-        """A page (or, under /api/, its JSON) from `produce(request)`, in a thread of
-        `threads`; its Server-Timing says how long it waited for one (queue) and how
-        long it took (page). A page of the detected changes first waits for them
-        outside `threads` (the first detection of a store takes minutes: the other
-        pages are built meanwhile)."""
-        def build(request: Request, arrived: float) -> Response:
-            started = time.perf_counter()
-            response = page(request)
-            response.headers["Server-Timing"] = (
-                f"queue;dur={(started - arrived) * 1000:.1f}, "
-                f"page;dur={(time.perf_counter() - started) * 1000:.1f}")
-            return response
+    @property
+    def query_params(self) -> QueryParams:
+        return QueryParams(self.query)
 
-        def page(request: Request) -> Response:
-            api = request.url.path.startswith("/api/")
-            if "\x00" in request.url.path or any(  # no name holds one; a server refuses it
-                    "\x00" in k or "\x00" in v for k, v in request.query_params.multi_items()):
-                return _error(400, NUL_REFUSED, api)
-            try:
-                data = produce(request)
-            except (BadRequest, NotFound) as e:
-                return _error(e.status, str(e), api)
-            except ValueError as e:  # a bad filter value (a date) the store refused
-                return _error(400, str(e).splitlines()[0][:300], api)
-            if data is None:
-                return _error(404, "not found", api)
-            if api:
-                return Response(_json({"version": API_VERSION, **data}),
-                                media_type="application/json")
-            return _page(kind, title(request, data), data)
+    @classmethod
+    def of(cls, request: Request) -> Asked:
+        return cls(request.url.path, dict(request.path_params), request.url.query)
 
-        async def endpoint(request: Request) -> Response:
-            if kind in CHANGES_PAGES:
-                await anyio.to_thread.run_sync(dash.changes.get)
-            response: Response = await anyio.to_thread.run_sync(
-                build, request, time.perf_counter(), limiter=threads)
-            return response
-        return endpoint
 
-    def run_data(request: Request) -> Any:
-        return dash.run(_int(request.path_params["run_id"], 0), request.query_params)
+Produce = Callable[[Asked], Any]
+Title = Callable[[Asked, Any], str]
 
-    def case_data(request: Request) -> Any:
-        return dash.case(request.path_params["case_id"], request.query_params)
 
-    pages = [
+def page_table(dash: Dashboard) -> list[tuple[str, str, Produce, Title]]:
+    """Each page: its kind, its path, what makes its data, and its title."""
+    def run_data(asked: Asked) -> Any:
+        return dash.run(_int(asked.path_params["run_id"], 0), asked.query_params)
+
+    def case_data(asked: Asked) -> Any:
+        return dash.case(asked.path_params["case_id"], asked.query_params)
+
+    return [
         ("regressions", "/regressions", lambda r: dash.regressions(r.query_params),
          lambda r, d: "Regressions"),
         ("runs", "/runs", lambda r: dash.runs(r.query_params), lambda r, d: "Runs"),
@@ -357,6 +336,141 @@ def create_app(store: Any, token: str | None = None,
                       f"{_side_name(d['candidate'])}"),
         ("search", "/search", lambda r: dash.search(r.query_params), lambda r, d: "Search"),
     ]
+
+
+Built = tuple[int, str, bytes, float, float]  # status, media type, body, queue, page (s)
+
+
+def build_page(kind: str, produce: Produce, title: Title, asked: Asked,
+               arrived: float) -> Built:
+    """A page (or, under /api/, its JSON) from `produce(asked)`: its status, media type
+    and body, the time it waited since `arrived` (time.perf_counter, the same clock in
+    every process of the machine) and the time it took."""
+    started = time.perf_counter()
+    api = asked.path.startswith("/api/")
+    response: Response
+    if "\x00" in asked.path or any(  # no name holds one; a server refuses it
+            "\x00" in k or "\x00" in v for k, v in asked.query_params.multi_items()):
+        response = _error(400, NUL_REFUSED, api)
+    else:
+        try:
+            data = produce(asked)
+        except (BadRequest, NotFound) as e:
+            data, response = None, _error(e.status, str(e), api)
+        except ValueError as e:  # a bad filter value (a date) the store refused
+            data, response = None, _error(400, str(e).splitlines()[0][:300], api)
+        else:
+            if data is None:
+                response = _error(404, "not found", api)
+            elif api:
+                response = Response(_json({"version": API_VERSION, **data}),
+                                    media_type="application/json")
+            else:
+                response = _page(kind, title(asked, data), data)
+    return (response.status_code, response.media_type or "text/plain", bytes(response.body),
+            started - arrived, time.perf_counter() - started)
+
+
+_PROCESS: dict[str, Any] = {}  # a page process's pages (_start_page_process)
+
+
+def _start_page_process(url: str, token: str | None) -> None:
+    """A page process's own store and Dashboard (PageProcesses' initializer)."""
+    from torchmark.store import open as open_store
+
+    dash = Dashboard(open_store(url), token)
+    _PROCESS["pages"] = {kind: (produce, title)
+                         for kind, _, produce, title in page_table(dash)}
+
+
+def _build_in_process(kind: str, asked: Asked, arrived: float) -> Built:
+    produce, title = _PROCESS["pages"][kind]
+    return build_page(kind, produce, title, asked, arrived)
+
+
+class PageProcesses:
+    """Pages built in `count` processes of their own, first come, first served: an idle
+    process takes the oldest page waiting, so no page waits behind another process's
+    queue while a core is free (uvicorn's worker processes each take connections as they
+    come, and their queues grow unevenly). A process that dies is replaced (the page it
+    was building answers 500)."""
+
+    def __init__(self, url: str, token: str | None, count: int) -> None:
+        self.url, self.token, self.count = url, token, count
+        self.pool = self._new_pool()
+        self.starting: asyncio.Future[None] | None = None  # a new pool's start
+
+    def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        import multiprocessing
+
+        return concurrent.futures.ProcessPoolExecutor(
+            self.count, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_page_process, initargs=(self.url, self.token))
+
+    async def build(self, kind: str, asked: Asked, arrived: float) -> Built:
+        pool = self.pool
+        try:
+            return await asyncio.wrap_future(pool.submit(_build_in_process, kind, asked,
+                                                         arrived))
+        except concurrent.futures.process.BrokenProcessPool:
+            if self.pool is pool:  # the pool ends its other processes: a new one, started
+                self.pool = self._new_pool()
+                self.starting = asyncio.ensure_future(self.start())
+            message = "the process building this page ended; ask again"
+            body = _error(500, message, asked.path.startswith("/api/"))
+            return (500, body.media_type or "text/plain", bytes(body.body), 0.0, 0.0)
+
+    async def start(self) -> None:
+        """Every process started now (a pool starts them as pages come: the first pages
+        at once would wait for Python to start), each with its store open."""
+        await asyncio.gather(*(asyncio.wrap_future(self.pool.submit(_started))
+                               for _ in range(self.count)))
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _started() -> bool:
+    time.sleep(0.05)  # busy a moment: the pool starts another process for the next
+    return True
+
+
+def create_app(store: Any, token: str | None = None,
+               page_threads: int = PAGE_THREADS, page_processes: int = 0) -> Starlette:
+    """The application over `store`; `token`: required on every request, and what lets
+    its holder mark regressions (None: read-only, for a loopback address);
+    `page_threads`: pages built at once in this process (the others wait their turn);
+    `page_processes` (2 or more): pages built in that many processes instead
+    (PageProcesses), one at a time each."""
+    dash = Dashboard(store, token)
+    processes = PageProcesses(store.url, token, page_processes) \
+        if page_processes > 1 else None
+
+    # the pages' work is mostly Python holding the GIL: pages built at once only slow
+    # each other down, so the others wait their turn, first come, first served
+    threads = anyio.CapacityLimiter(page_threads)
+
+    def handler(kind: str, produce: Produce, title: Title) -> Any:
+        """The endpoint of a page: built in a thread of `threads` (or a page process);
+        its Server-Timing says how long it waited for one (queue) and how long it took
+        (page). A page of the detected changes first waits for them outside `threads`
+        (the first detection of a store takes minutes: the other pages are built
+        meanwhile)."""
+        async def endpoint(request: Request) -> Response:
+            if kind in CHANGES_PAGES:
+                await anyio.to_thread.run_sync(dash.changes.get)
+            asked, arrived = Asked.of(request), time.perf_counter()
+            if processes is not None:
+                built = await processes.build(kind, asked, arrived)
+            else:
+                built = await anyio.to_thread.run_sync(
+                    build_page, kind, produce, title, asked, arrived, limiter=threads)
+            status, media_type, body, queue, took = built
+            return Response(body, status_code=status, media_type=media_type, headers={
+                "Server-Timing": f"queue;dur={queue * 1000:.1f}, page;dur={took * 1000:.1f}"})
+        return endpoint
+
+    pages = page_table(dash)
     routes = []
     for kind, path, produce, title in pages:
         endpoint = handler(kind, produce, title)
@@ -413,23 +527,18 @@ def create_app(store: Any, token: str | None = None,
     routes += [Route("/", home), Route(f"/api/{API_VERSION}", api_index),
                Route(f"/api/{API_VERSION}/regressions/mark", mark, methods=["POST"]),
                Route("/static/{name}", static)]
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if processes is not None:
+            await processes.start()
+        yield
+        if processes is not None:
+            processes.close()
+
     app = Starlette(routes=routes, middleware=[Middleware(Guard, token=token)],
-                    exception_handlers={404: _not_found})
+                    exception_handlers={404: _not_found}, lifespan=lifespan)
     app.state.dashboard = dash
     return app
-
-
-def app_from_environment() -> Starlette:
-    """The application of a `torchmark serve --workers N` process (uvicorn starts it by
-    name): the store from $TORCHMARK_SERVE_DB, the token from $TORCHMARK_SERVE_TOKEN,
-    the pages built at once from $TORCHMARK_SERVE_PAGE_THREADS."""
-    import os
-
-    from torchmark.store import open as open_store
-
-    return create_app(open_store(os.environ["TORCHMARK_SERVE_DB"]),
-                      os.environ.get("TORCHMARK_SERVE_TOKEN") or None,
-                      int(os.environ.get("TORCHMARK_SERVE_PAGE_THREADS", PAGE_THREADS)))
 
 
 class Guard(BaseHTTPMiddleware):

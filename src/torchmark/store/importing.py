@@ -240,13 +240,22 @@ class Importer:
     def read_ahead(self) -> None:
         """Read now a file that is read whole (another tool's, or a torchmark file that
         is no results file), so that a transaction of several files (Store.import_files)
-        holds the store's write lock while it stores, not while it parses."""
+        holds the store's write lock while it stores, not while it parses. A file
+        imported before is not read."""
         from torchmark.store.formats import read_foreign
 
         if self.fmt is not None:
+            if self._imported_before(path_digest(self.path, self.limit)):
+                return  # nothing of it is stored: not parsed either
             with collector_paused():
                 self.whole = list(read_foreign(self.path, self.fmt))
         elif not is_streamable(self.path):
+            fd = open_regular(self.path, "import", self.limit)
+            try:
+                if self._imported_before(file_digest(fd)):
+                    return
+            finally:
+                os.close(fd)
             self.whole = list(whole_file_results(self.path))
 
     def run(self) -> int:

@@ -8,10 +8,11 @@ nothing. A store that cannot be opened or written is said once on stderr and the
 command goes on: its file outputs still hold the results.
 
 A SQLite store whose write lock another process holds for long (an import of a large
-file) loses nothing: the run's start and results wait in memory, tried again (briefly)
-with each new batch, and at the end for up to TORCHMARK_STORE_WAIT seconds (default
-600); still refused then, they are written to a results file beside the store
-(`torchmark import` stores them), and stderr says where.
+file) loses nothing: the run's start and results wait in memory, tried again (for a
+second) with a new batch at most every BUSY_RETRY_S, and at the end for up to
+TORCHMARK_STORE_WAIT seconds (default 600); still refused then (or on Ctrl-C during that
+wait, or when the store fails otherwise), they are written to a new results file beside
+the store (`torchmark import` stores them), and stderr says where.
 
 Results that carry the provenance of another machine (measured on a Ray node) go to a
 run of that machine, one a machine, tagged `cluster_run` with this run's id, so that a
@@ -76,6 +77,7 @@ class RunRecorder:
         self.pending: list[Result] = []  # results waiting for the store's write lock
         self.busy = False  # a write found the store's write lock held (see is_locked)
         self.next_try = 0.0  # while busy: when add tries again (time.monotonic)
+        self.reopening = False  # the resumed runs are still to be reopened
 
     def __enter__(self) -> RunRecorder:
         if self.enabled:
@@ -85,13 +87,14 @@ class RunRecorder:
 
                 self.store = Store(self.db)
                 if self.resume_run is not None:
-                    self.store.reopen_run(self.resume_run, self.command)
                     self.run_id = self.resume_run
                     self.machine = self.store.finished_runs(
                         run=self.resume_run, status=RUN_STATUSES)[0]["machine"]
+                    self.provenance = self.provenance or _stored_provenance(
+                        self.store, self.resume_run)
                     self.node_runs = node_runs(self.store, self.resume_run)
-                    for run_id in self.node_runs.values():
-                        self.store.reopen_run(run_id, self.command)
+                    self.reopening = True
+                    self._flush(BUSY_TRY_S)  # reopened (or when the store is free)
                 else:
                     self.provenance = self.provenance or Provenance.capture(
                         env=self.env, command=self.command)
@@ -110,20 +113,25 @@ class RunRecorder:
         if self.busy and time.monotonic() < self.next_try:
             return
         try:
-            self._flush(BUSY_TRY_S if self.busy else None)
+            self._flush(BUSY_TRY_S)
         except Exception as e:
             self._give_up(e)
 
-    def _flush(self, wait: float | None) -> bool:
-        """Start the run if it is not yet, then store the pending results, each try
-        waiting up to `wait` seconds (None: the store's own) for the write lock: whether
-        all are stored. A lock held longer leaves them pending (and says so once)."""
-        from torchmark.store.store import LOCK_WAIT_S, is_locked
+    def _flush(self, wait: float, status: str | None = None) -> bool:
+        """Start the run if it is not yet (or reopen the runs resumed), store the
+        pending results and, given a `status`, end the runs with it; each write waiting up to `wait` seconds for the
+        store's write lock: whether all was done. A lock held longer leaves the rest
+        for later (said once)."""
+        from torchmark.store.store import is_locked
 
         try:
-            with self.store.lock_wait(LOCK_WAIT_S if wait is None else wait):
+            with self.store.lock_wait(wait):
                 if self.run_id is None:
                     self.run_id = self.store.start_run(self.provenance, tags=self.tags)
+                if self.reopening:
+                    for run_id in (self.run_id, *self.node_runs.values()):
+                        self.store.reopen_run(run_id, self.command)
+                    self.reopening = False
                 runs: dict[int, list[Result]] = {}
                 for result in self.pending:
                     runs.setdefault(self._run_of(result), []).append(result)
@@ -132,6 +140,9 @@ class RunRecorder:
                         batch, run_id, replace_failed=self.resume_run is not None)
                     done = {id(r) for r in batch}
                     self.pending = [r for r in self.pending if id(r) not in done]
+                if status is not None:
+                    for run_id in (self.run_id, *self.node_runs.values()):
+                        self.store.finish_run(run_id, status)
         except Exception as e:
             if not is_locked(e):
                 raise
@@ -152,29 +163,24 @@ class RunRecorder:
             return self.run_id
         machine = provenance.machine_fingerprint
         if machine not in self.node_runs:  # labelled as this run is (--env)
-            if self.env is not None:
-                provenance = dataclasses.replace(provenance, env=self.env)
             self.node_runs[machine] = self.store.start_run(
-                provenance, tags={**self.tags, "cluster_run": self.run_id})
+                self._labelled(provenance), tags={**self.tags, "cluster_run": self.run_id})
         return self.node_runs[machine]
 
-    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
-        from torchmark.store.store import LOCK_WAIT_S
+    def _labelled(self, provenance: Provenance) -> Provenance:
+        """Another machine's provenance with this run's env label (--env), if given."""
+        return dataclasses.replace(provenance, env=self.env) if self.env is not None \
+            else provenance
 
+    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
         if self.store is None:
             return
         status = self.status or ("ok" if kind is None else
                                  "interrupted" if issubclass(kind, KeyboardInterrupt)
                                  else "failed")
         try:
-            if self.pending and not self._wait_for_store():
+            if not (self._flush(BUSY_TRY_S, status) or self._wait_for_store(status)):
                 return
-            if self.run_id is None and not self._flush(LOCK_WAIT_S):  # nothing measured
-                sys.stderr.write("torchmark: note: the store stayed busy: this run, which "
-                                 "recorded no result, is not in it\n")
-                return
-            for run_id in (self.run_id, *self.node_runs.values()):
-                self.store.finish_run(run_id, status)
             if status == "interrupted" and self.resumable:
                 sys.stderr.write(f"torchmark: run {self.run_id} keeps the results it "
                                  f"finished; the same command with --resume-run "
@@ -185,44 +191,62 @@ class RunRecorder:
             if self.store is not None:
                 self.store.close()
 
-    def _wait_for_store(self) -> bool:
-        """The pending start and results stored, trying for up to store_wait() seconds;
-        else written to a results file beside the store (said on stderr): whether the
-        run is now in the store."""
-        from torchmark.store.store import LOCK_WAIT_S
-
-        deadline = time.monotonic() + store_wait()
-        while True:
-            left = deadline - time.monotonic()
-            if self._flush(max(0.0, min(LOCK_WAIT_S, left))):
-                return True
-            if left <= 0:
-                break
-        self._spill()
+    def _wait_for_store(self, status: str) -> bool:
+        """_flush tried for up to store_wait() seconds; else (or on Ctrl-C meanwhile)
+        the pending results written to a results file (_spill): whether all was done."""
+        wait = store_wait()
+        sys.stderr.write(f"torchmark: waiting up to {wait:g} s for the store's write lock "
+                         "(TORCHMARK_STORE_WAIT); Ctrl-C writes the results to a file "
+                         "instead\n")
+        deadline = time.monotonic() + wait
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if self._flush(max(0.0, min(BUSY_TRY_S, left)), status):  # Ctrl-C: 1 s
+                    return True
+                if left <= 0:
+                    break
+        except KeyboardInterrupt:
+            self._spill("the wait was interrupted")
+            raise
+        self._spill(f"the store stayed busy for TORCHMARK_STORE_WAIT ({wait:g} s)")
         return False
 
-    def _spill(self) -> None:
-        """The pending results, with their run's provenance, in a new results file."""
-        from torchmark.core.results_file import save_results
-        from torchmark.store.store import sqlite_path
-
-        store_file = sqlite_path(self.store.url)
-        folder = store_file.parent if store_file is not None else Path.cwd()
-        path = folder / (f"torchmark-unrecorded-{time.strftime('%Y%m%dT%H%M%S')}-"
-                         f"{os.getpid()}.jsonl")
-        results = [r if r.provenance is not None or self.provenance is None
-                   else dataclasses.replace(r, provenance=self.provenance)
-                   for r in self.pending]
-        try:
-            save_results(path, results, append=False)
-        except Exception as e:
-            self._give_up(e)
-            return
-        sys.stderr.write(f"torchmark: the store stayed busy for TORCHMARK_STORE_WAIT "
-                         f"({store_wait():g} s): {len(results)} result(s) written to "
-                         f"{path} instead; `torchmark import {path}` stores them\n")
-        self.store.close()
+    def _spill(self, why: str) -> None:
+        """The pending results, each with its run's provenance, in a new results file
+        beside the store (else in the working folder), said on stderr with `why`; and
+        the store left."""
+        started = f"run {self.run_id} stays \"running\" in the store" \
+            if self.run_id is not None else ""
+        if self.pending:
+            results = [self._provenanced(r) for r in self.pending]
+            try:
+                path = _spill_file(self.db, results)
+            except Exception as e:  # nowhere to write: said, as a store that failed
+                sys.stderr.write(f"torchmark: note: {len(results)} result(s) not recorded "
+                                 f"in the store, nor written to a file: {e}\n")
+            else:
+                sys.stderr.write(f"torchmark: {why}: {len(results)} result(s) written to "
+                                 f"{path} instead; `torchmark import {path}` stores them"
+                                 + (f" (as a run of their own; {started}, with the "
+                                    "results recorded before)" if started else "") + "\n")
+            self.pending = []
+        elif started:
+            sys.stderr.write(f"torchmark: note: {why}: {started} (its results are all "
+                             "there; only its end could not be recorded)\n")
+        if self.store is not None:
+            self.store.close()
         self.store, self.run_id = None, None
+
+    def _provenanced(self, result: Result) -> Result:
+        """A pending result with the provenance its run has (this run's, or another
+        machine's labelled as this run is)."""
+        if result.provenance is None:
+            return result if self.provenance is None else \
+                dataclasses.replace(result, provenance=self.provenance)
+        if result.provenance.machine_fingerprint != self.machine:
+            return dataclasses.replace(result, provenance=self._labelled(result.provenance))
+        return result
 
     def _give_up(self, error: BaseException) -> None:
         from torchmark.core.errors import error_line
@@ -231,9 +255,42 @@ class RunRecorder:
         where = getattr(self.store, "where", mask(self.db) if self.db else "the default store")
         sys.stderr.write(f"torchmark: note: results not recorded in the store ({where}): "
                          f"{mask(error_line(error))}\n")
+        if self.pending:  # what the store did not take is not lost
+            self._spill("the store failed")
         if self.store is not None:
             self.store.close()
         self.store, self.run_id = None, None
+
+
+def _stored_provenance(store: Any, run_id: int) -> Provenance | None:
+    """The provenance stored run `run_id` was captured with (None if unreadable)."""
+    stored = store.run_provenance(run_id)
+    try:
+        return Provenance.from_dict(stored) if stored else None
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def _spill_file(db: str | None, results: list[Result]) -> Path:
+    """A new results file of `results` beside the SQLite store `db` (else in the working
+    folder): its path."""
+    import tempfile
+
+    from torchmark.core.results_file import save_results
+    from torchmark.store.store import resolve_url, sqlite_path
+
+    store_file = sqlite_path(resolve_url(db))
+    for folder in ([store_file.parent] if store_file is not None else []) + [Path.cwd()]:
+        try:
+            fd, name = tempfile.mkstemp(prefix=f"torchmark-unrecorded-"
+                                        f"{time.strftime('%Y%m%dT%H%M%S')}-",
+                                        suffix=".jsonl", dir=folder)
+        except OSError:
+            continue
+        os.close(fd)
+        save_results(name, results, append=False)
+        return Path(name)
+    raise OSError("no folder to write them in (the store's, the working folder)")
 
 
 def node_runs(store: Any, run_id: int) -> dict[str, int]:

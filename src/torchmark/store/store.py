@@ -447,15 +447,17 @@ class Store:
         """import_file of each of `paths` (`formats`: each one's, None for torchmark's),
         all in one transaction: a file refused stores nothing of the others either. How
         many results each added, how many it held (read), and whether it was imported
-        before (then nothing is read). Two imports of one file at once: the one that loses its commit
-        imports them again, finding that file imported."""
+        before (then none of its results is stored). Several files: those read whole
+        (Importer.read_ahead) are parsed, and held, before the transaction takes the
+        store's write lock. Two imports of one file at once: the one that loses its
+        commit imports them again, finding that file imported."""
         from torchmark.store.importing import Importer
 
         kinds = list(formats) if formats is not None else [None] * len(paths)
         ahead = [Importer(self, path, max_bytes, fmt=fmt)
                  for path, fmt in zip(paths, kinds, strict=True)]
-        for importer in ahead:  # files read whole: parsed before the lock is taken
-            importer.read_ahead()
+        for importer in ahead if len(ahead) > 1 else ():  # files read whole: parsed
+            importer.read_ahead()  # before the lock is taken (unless imported before)
         for attempt in range(2):
             try:
                 with self.engine.begin() as conn:
@@ -1173,7 +1175,12 @@ class Store:
         """`measurements` of Result records (result_records, or a side of the store);
         `failed`: as measurements_of, for a case of no measured result among them."""
         results = list(results)
-        measured = {(r.case.id, r.metric) for r in results if r.failure is None}
+        seen = {(r.case.id, r.metric) for r in results if r.failure is None}  # measured
+        kept = []
+        for r in results:  # a failure: one a case, of a case not measured
+            if r.failure is None or (failed and (r.case.id, r.metric) not in seen):
+                kept.append(r)
+                seen.add((r.case.id, r.metric))
         return cls.measurements_of((
             {"metric": r.metric, "samples": list(r.samples), "stmt": r.case.stmt,
              "setup": r.case.setup,
@@ -1184,8 +1191,7 @@ class Store:
              "case_id": r.case.id, "extra": r.extra,
              "build": r.provenance.build if r.provenance is not None else None,
              "failure": r.failure.error if r.failure is not None else None}
-            for r in results if r.failure is None
-            or (failed and (r.case.id, r.metric) not in measured)), failed)
+            for r in kept), failed)
 
     def info(self) -> dict[str, Any]:
         """Where the store is, its schema, size (a SQLite file's, a PostgreSQL

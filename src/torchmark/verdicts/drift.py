@@ -39,7 +39,7 @@ class Drift:
     value: float
     source: str
     detail: str = ""
-    pairs: int = 0  # of an A/A history: the pairs of runs it was read from
+    pairs: int | None = None  # of an A/A history: the pairs of runs it was read from
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -93,8 +93,8 @@ def at_least_estimate(given: Drift | None, estimate: Drift) -> Drift:
     one through: an A/A pair +11.4% apart read `slower` over a history of 5 pairs)."""
     if given is None:
         return estimate
-    if given.source == "history" and given.pairs < FEW_HISTORY_PAIRS \
-            and estimate.value > given.value:
+    if given.source == "history" and given.pairs is not None \
+            and given.pairs < FEW_HISTORY_PAIRS and estimate.value > given.value:
         return dataclasses.replace(estimate, detail=(
             f"{estimate.detail or estimate.source}, wider than the A/A history's "
             f"±{given.value:.1%} from {given.pairs} pairs of runs"))
