@@ -160,3 +160,28 @@ def test_many_cases_at_once_family_wise_and_the_runs_common_shift():
     counted = [Pair(i, Side([1e6]), Side([1.1e6]), "instructions") for i in range(6)]
     assert common_shifts(counted) == {} and \
         {v.kind for v in judge_all(counted, threshold=0.05).values()} == {"slower"}
+
+
+def test_the_fast_quantiles_median_and_u_test_equal_numpy_s_and_the_rank_form():
+    """linear_quantiles is np.quantile, sorted_median np.median, and the U test's count
+    form (no ties) gives the p-value the rank form gives: bit for bit."""
+    from torchmark.verdicts.intervals import (
+        average_ranks,
+        linear_quantiles,
+        mann_whitney_p,
+        sorted_median,
+    )
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 7, 10, 31, 200, 2000):
+        values = rng.lognormal(0, 0.3, n)
+        qs = (0.0, 0.0125, 0.025, 0.5, 0.975, 0.9875, 1.0)
+        assert linear_quantiles(values, qs) == [float(x) for x in np.quantile(values, qs)]
+        assert sorted_median(np.sort(values)) == np.median(values)
+    for n1, n2 in ((5, 5), (10, 30), (31, 7), (100, 100)):
+        a, b = rng.lognormal(0, 0.1, n1), rng.lognormal(0.02, 0.1, n2)
+        ranks, _ = average_ranks(np.concatenate([a, b]))
+        u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
+        variance = n1 * n2 / 12 * (n1 + n2 + 1)
+        z = max(abs(u - n1 * n2 / 2) - 0.5, 0.0) / math.sqrt(variance)
+        assert mann_whitney_p(a, b) == min(1.0, math.erfc(z / math.sqrt(2)))

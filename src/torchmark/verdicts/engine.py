@@ -55,6 +55,7 @@ from torchmark.verdicts.intervals import (
     median_interval,
     median_ratio_interval,
     sign_test_p,
+    sorted_median,
 )
 from torchmark.verdicts.replicates import MAX_REPLICATES, exact_u_p, ratio_interval
 from torchmark.verdicts.verdict import Verdict
@@ -209,7 +210,7 @@ def _judge(baseline: Side, candidate: Side, *, metric: str, threshold: float,
     else:
         drift = drifts.at_least_estimate(drift, drifts.from_spreads(
             baseline.samples, candidate.samples, confidence))
-        ratio = float(np.median(b) / np.median(a))
+        ratio = float(sorted_median(np.sort(b)) / sorted_median(np.sort(a)))
         if min(len(a), len(b)) < MIN_SAMPLES:
             return _no_ratio("unmeasured", f"too few samples for an interval ({len(a)} and "
                              f"{len(b)}; {MIN_SAMPLES} a side needed)", drift, ratio,

@@ -33,8 +33,30 @@ def median_ratio_interval(baseline: Sequence[float] | np.ndarray,
         ratios = _resampled_medians(b, picks_b) / _resampled_medians(a, picks_a)
     ratios = ratios[~np.isnan(ratios)]
     tail = (1 - confidence) / 2
-    low, high = np.quantile(ratios, [tail, 1 - tail])
-    return float(low), float(high)
+    low, high = linear_quantiles(ratios, (tail, 1 - tail))
+    return low, high
+
+
+def linear_quantiles(values: np.ndarray, qs: Sequence[float]) -> list[float]:
+    """np.quantile(values, qs) (its default, linear method), the same values, without
+    its machinery (a third of a comparison's verdicts went to it): two partitions of
+    `values` at each quantile's neighbouring ranks and numpy's interpolation."""
+    n = len(values)
+    if n == 0:
+        return [math.nan] * len(qs)
+    spots = []
+    for q in qs:
+        virtual = q * (n - 1)
+        below = min(max(math.floor(virtual), 0), n - 1)
+        spots.append((below, min(below + 1, n - 1), virtual - below))
+    ranks = sorted({rank for below, above, _ in spots for rank in (below, above)})
+    part = np.partition(values, ranks)
+    out = []
+    for below, above, gamma in spots:
+        a, b = float(part[below]), float(part[above])
+        diff = b - a  # numpy's _lerp: from the nearer end, so the ends are exact
+        out.append(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
+    return out
 
 
 def _picks(n_b: int, n_a: int, resamples: int,
@@ -112,6 +134,12 @@ def _resampled_medians(times: np.ndarray, middle: tuple[np.ndarray, np.ndarray])
     return (ordered[low] + ordered[high]) / 2
 
 
+def sorted_median(ordered: np.ndarray) -> np.float64:
+    """np.median of sorted values (the same value, without its machinery)."""
+    n, half = len(ordered), len(ordered) // 2
+    return ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+
 def row_medians(rows: np.ndarray) -> np.ndarray:
     """np.median(rows, axis=1), the same values: a few samples a row are sorted whole,
     four times faster than numpy's median there (whose partition wins on long rows)."""
@@ -165,10 +193,16 @@ def mann_whitney_p(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndar
     n1, n2 = len(a), len(b)
     if n1 == 0 or n2 == 0:
         return 1.0
-    ranks, tie_sizes = average_ranks(np.concatenate([a, b]))
-    u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
     n = n1 + n2
-    tie_term = float((tie_sizes ** 3 - tie_sizes).sum()) / (n * (n - 1)) if n > 1 else 0.0
+    both = np.sort(np.concatenate([a, b]))
+    if n > 1 and not bool((both[1:] == both[:-1]).any()):  # no ties: U counts the pairs
+        u = float(np.searchsorted(np.sort(b), a).sum())  # b below each a (a's ranks - ...)
+        tie_term = 0.0
+    else:
+        ranks, tie_sizes = average_ranks(np.concatenate([a, b]))
+        u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
+        tie_term = float((tie_sizes ** 3 - tie_sizes).sum()) / (n * (n - 1)) if n > 1 \
+            else 0.0
     variance = n1 * n2 / 12 * ((n + 1) - tie_term)
     if variance <= 0:
         return 1.0
