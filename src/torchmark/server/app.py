@@ -6,7 +6,10 @@ Pages: /regressions (the home page), /runs, /runs/{id}, /cases/{id}, /compare?a=
 /search?q=. API: /api/v1/ (the index), /api/v1/runs, /api/v1/runs/{id},
 /api/v1/cases/{id}, /api/v1/regressions (?since_commit=SHA: what regressed since it),
 /api/v1/compare, /api/v1/search, and POST /api/v1/regressions/mark (a token holder's
-acknowledgement or dismissal, with a note)."""
+acknowledgement or dismissal, with a note).
+
+Pages are built in threads of this process, one at a time by default, or (`serve
+--workers N`) in N page processes fed first come, first served (PageProcesses)."""
 
 from __future__ import annotations
 
