@@ -29,12 +29,18 @@ def _hold_write_lock(path) -> sqlite3.Connection:
     return holder
 
 
-def test_results_wait_for_the_lock_and_are_stored_when_it_is_free(tmp_path, monkeypatch,
-                                                                   capsys):
+def _locked_store(tmp_path, monkeypatch, wait: str):
+    """A new store whose write lock is held, TORCHMARK_STORE_WAIT=`wait`: its path and
+    the lock's holder."""
     db = tmp_path / "busy.db"
     Store(str(db)).close()
-    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "120")
-    holder = _hold_write_lock(db)
+    monkeypatch.setenv("TORCHMARK_STORE_WAIT", wait)
+    return db, _hold_write_lock(db)
+
+
+def test_results_wait_for_the_lock_and_are_stored_when_it_is_free(tmp_path, monkeypatch,
+                                                                   capsys):
+    db, holder = _locked_store(tmp_path, monkeypatch, "120")
     with RunRecorder(str(db)) as recorder:  # its run cannot start yet
         assert recorder.run_id is None
         recorder.add(_results(2))
@@ -51,10 +57,7 @@ def test_results_wait_for_the_lock_and_are_stored_when_it_is_free(tmp_path, monk
 
 def test_a_lock_held_past_the_wait_leaves_a_file_that_import_stores(tmp_path, monkeypatch,
                                                                      capsys):
-    db = tmp_path / "busy.db"
-    Store(str(db)).close()
-    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "1")
-    holder = _hold_write_lock(db)
+    db, holder = _locked_store(tmp_path, monkeypatch, "1")
     with RunRecorder(str(db)) as recorder:
         recorder.add(_results(4))
     holder.rollback()
@@ -117,10 +120,7 @@ def test_a_resumed_run_s_results_keep_its_machine_when_written_to_a_file(
 
 def test_ctrl_c_while_waiting_for_the_store_writes_the_results_to_a_file(
         tmp_path, monkeypatch, capsys):
-    db = tmp_path / "busy.db"
-    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "600")
-    Store(str(db)).close()
-    holder = _hold_write_lock(db)
+    db, holder = _locked_store(tmp_path, monkeypatch, "600")
     recorder = RunRecorder(str(db)).__enter__()
     recorder.add(_results(2))
     tries = []
