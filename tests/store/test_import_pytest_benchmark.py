@@ -165,3 +165,6 @@ def test_max_size_is_the_limit_of_a_file_read_whole(written, tmp_path, capsys):
     assert main(["import", str(written / "second.json"), "--max-size", "1K", "--db", db]) == 2
     err = capsys.readouterr().err
     assert "raise it with --max-size" in err and len(err.strip().splitlines()) == 1
+    from torchmark.core.bounded_input import DEFAULT_MAX_BYTES, max_bytes
+
+    assert max_bytes() == DEFAULT_MAX_BYTES  # the limit held for that command line only

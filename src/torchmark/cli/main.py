@@ -115,6 +115,8 @@ def _invoke(argv: list[str] | None) -> object:
             return cli.invoke(ctx)
     except click.exceptions.Exit as e:  # --help, --version
         return e.exit_code
+    finally:  # nor after it (main called in a process that goes on: a test, a notebook)
+        set_max_bytes(None)
 
 
 def _closed_pipe() -> int:
