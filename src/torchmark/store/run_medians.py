@@ -67,14 +67,19 @@ class RunMedians:
 def version(conn: sa.Connection, run_id: int) -> Version | None:
     """The run as it is now (module docstring); None when the store holds no such run."""
     r, res = schema.runs, schema.results
-    started = conn.execute(sa.select(r.c.started).where(r.c.id == run_id)).scalar()
-    if started is None:
+    held = sa.select(sa.func.count(res.c.id).label("count"),
+                     sa.func.max(res.c.id).label("last")) \
+        .where(res.c.run_id == run_id).subquery()
+    last = res.alias("last_result")
+    rows = driver_rows(conn, sa.select(r.c.started, held.c.count, held.c.last,
+                                       last.c.recorded)
+                       .select_from(r.join(held, sa.true())
+                                    .outerjoin(last, last.c.id == held.c.last))
+                       .where(r.c.id == run_id))  # one round trip, not three
+    if not rows:
         return None
-    count, last = driver_rows(conn, sa.select(sa.func.count(res.c.id), sa.func.max(res.c.id))
-                              .where(res.c.run_id == run_id))[0]
-    recorded = None if last is None else conn.execute(
-        sa.select(res.c.recorded).where(res.c.id == last)).scalar()
-    return (run_id, started, count, last, recorded)
+    started, count, largest, recorded = rows[0]
+    return (run_id, started, count, largest, recorded)
 
 
 def from_results(conn: sa.Connection, run_id: int, started: str) -> tuple[RunMedians, Version]:

@@ -44,6 +44,7 @@ TABLE_COLUMNS = ("run_id", "started", "case_id", "frontend", "label", "sub_label
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
 LOCK_WAIT_S = 60  # how long a SQLite store's writer waits for another's write lock
 PREVIOUS_RUNS_LOOKED_AT = 50  # previous_run: a run sharing a case among these, or none
+PROVENANCES_KEPT = 1024  # runs whose parsed provenance a Store keeps
 MEDIANS_KEPT = 16  # runs whose medians run_medians keeps (about 1.5 MB each at 10k cases)
 
 
@@ -216,6 +217,8 @@ class Store:
         # builds_repeat's answers, by (machine, env, largest run id, number of runs)
         self._repeats: dict[tuple[Any, ...], bool] = {}
         self._counts: dict[tuple[int, str], int] = {}  # a finished run's result count
+        # each run's parsed provenance, with the start it is of: see _provenance
+        self._provenances: dict[int, tuple[str, Provenance | None]] = {}
         if upgrade:
             try:
                 self._ensure_schema()
@@ -1022,10 +1025,8 @@ class Store:
                     rows.sort(key=lambda row: (row.started, row.id))
             for row in rows:
                 if row.run_id not in provenances:
-                    stored = conn.execute(sa.select(r.c.provenance)
-                                          .where(r.c.id == row.run_id)).scalar()
-                    provenances[row.run_id] = Provenance.from_dict(stored) if stored \
-                        else None
+                    provenances[row.run_id] = self._provenance(conn, row.run_id,
+                                                               row.started)
                 case_record = Case(id=row.case_id, frontend=row.frontend, stmt=row.stmt,
                                    setup=row.setup, label=row.label, sub_label=row.sub_label,
                                    description=row.description, env=row.env,
@@ -1039,6 +1040,23 @@ class Store:
                     if row.failure is not None else None,
                     provenance=provenances[row.run_id], extra=row.extra or {}))
         return out
+
+    def _provenance(self, conn: sa.Connection, run_id: int,
+                    started: str) -> Provenance | None:
+        """A run's provenance, parsed once for the life of this Store while the run is
+        the one that started at `started` (a run's provenance never changes once
+        stored; a deleted run's id SQLite gives again starts at another time)."""
+        kept = self._provenances.get(run_id)
+        if kept is not None and kept[0] == started:
+            return kept[1]
+        stored = conn.execute(sa.select(schema.runs.c.provenance)
+                              .where(schema.runs.c.id == run_id)).scalar()
+        provenance = Provenance.from_dict(stored) if stored else None
+        with self._medians_lock:  # pages are built in threads
+            if len(self._provenances) >= PROVENANCES_KEPT:
+                self._provenances.pop(next(iter(self._provenances)))
+            self._provenances[run_id] = (started, provenance)
+        return provenance
 
     def iter_runs_results(self, *, since: str | None = None, machine: str | None = None,
                           env: str | None = None) -> Iterator[list[Result]]:
@@ -1100,7 +1118,9 @@ class Store:
 
     def has_run(self, run_id: int) -> bool:
         """Whether the store holds run `run_id`, whatever its status."""
-        return bool(self.finished_runs(run=run_id, status=RUN_STATUSES))
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(schema.runs.c.id)
+                                .where(schema.runs.c.id == run_id)).first() is not None
 
     def hostnames(self) -> dict[str, str]:
         """Every machine's fingerprint -> its hostname."""
