@@ -351,6 +351,8 @@ class Importer:
             conn, [(values[KEY_AT], kind, *places[at])
                    for (at, values), kind in zip(parsed.records, kinds, strict=True)],
             set(self.runs.values()))
+        if self.fmt is not None:  # another tool's session the store holds in another form
+            held |= self._twins(conn, parsed, places, held)
         # a run with a result the store lacks is a new run, not one recorded again: its
         # failures and counts are its own, however like those of a run a moment before
         new_runs = {at for i, (at, _) in enumerate(parsed.records)
@@ -376,6 +378,26 @@ class Importer:
                 self.runs[texts[at]] = run_id
             self.store.insert_values(conn, members, run_id, now)
             self.added += len(members)
+
+    def _twins(self, conn: sa.Connection, parsed: Parsed,
+               places: list[tuple[str, str]], held: set[int]) -> set[int]:
+        """The measured results of `parsed` (not `held`) the store holds as their
+        twins: stated where these are raw, or the other way (Store.twin_results)."""
+        at_mean, at_extra = RESULT_VALUES.index("mean"), RESULT_VALUES.index("extra")
+        indexes, wanted = [], []
+        for i, (at, values) in enumerate(parsed.records):
+            if i in held or values[RESULT_VALUES.index("n")] == 0:
+                continue
+            mean = stated_mean(values[at_extra])
+            value = values[at_mean] if mean is None else mean
+            if value is None:
+                continue
+            indexes.append(i)
+            wanted.append((values[0], values[1], float(value), mean is not None,
+                           *places[at]))
+        found = self.store.twin_results(conn, wanted, set(self.runs.values())) \
+            if wanted else set()
+        return {indexes[j] for j in found}
 
     def _run(self, conn: sa.Connection, provenance: Provenance, key: str) -> int:
         return self.store.insert_run(conn, self.store.known_machine(conn, provenance),
@@ -469,6 +491,18 @@ def exact(metric: str) -> bool:
 
 
 WINDOWED = "windowed"  # a failure, or stated statistics: its content names no moment
+
+
+def stated_mean(extra: Any) -> float | None:
+    """The mean a stored result's extra (JSON text or its value) states, when it holds
+    stated statistics (core/result.py STATED); None otherwise."""
+    if isinstance(extra, str):
+        if f'"{STATED}"' not in extra:
+            return None
+        extra = json.loads(extra)
+    stated = extra.get(STATED) if isinstance(extra, dict) else None
+    mean = stated.get("mean") if isinstance(stated, dict) else None
+    return float(mean) if isinstance(mean, (int, float)) else None
 
 
 def _kind(values: tuple[Any, ...]) -> str:

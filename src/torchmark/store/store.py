@@ -44,6 +44,7 @@ TABLE_COLUMNS = ("run_id", "started", "case_id", "frontend", "label", "sub_label
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
 LOCK_WAIT_S = 60  # how long a SQLite store's writer waits for another's write lock
 PREVIOUS_RUNS_LOOKED_AT = 50  # previous_run: a run sharing a case among these, or none
+TWIN_WINDOW_S = 5  # twin_results: one session written twice, starts this close
 PROVENANCES_KEPT = 1024  # runs whose parsed provenance a Store keeps
 MEDIANS_KEPT = 16  # runs whose medians run_medians keeps (about 1.5 MB each at 10k cases)
 
@@ -112,6 +113,11 @@ def _utc(text: str | None) -> str:
         moment = dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z")
     except ValueError:
         return text
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _utc_text(moment: dt.datetime) -> str:
+    """A time as the store's UTC text."""
     return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -505,6 +511,56 @@ class Store:
             if not exact(metric) or any(within_window(started, s) and h in (None, host)
                                         for s, h in held[key]):
                 out.add(i)
+        return out
+
+    def twin_results(self, conn: sa.Connection,
+                     wanted: list[tuple[str, str, float, bool, str, str | None]],
+                     exclude_runs: set[int] | None = None) -> set[int]:
+        """The indexes of `wanted` (case id, metric, mean, whether it is stated
+        statistics, run start as the store's UTC text, hostname: one a result of
+        another tool's file) that the store holds already in the other form: the same
+        case and metric, stated where this one has raw samples or the other way, with
+        the same mean (to 1e-9), in a run of the same host that started within
+        TWIN_WINDOW_S of it. pytest-benchmark writes one session twice so (its
+        `--benchmark-json` with raw data, its `.benchmarks/` save without)."""
+        from torchmark.core.provenance import parse_time
+        from torchmark.store.importing import stated_mean
+
+        moments = [parse_time(w[4]) for w in wanted]
+        known = [m for m in moments if m is not None]
+        if not known:
+            return set()
+        slack = dt.timedelta(seconds=TWIN_WINDOW_S + 1)  # stored starts' spellings vary
+        r, m, res = schema.runs, schema.machines, schema.results
+        runs = {row.id: (parse_time(row.started), row.hostname) for row in conn.execute(
+            sa.select(r.c.id, r.c.started, m.c.hostname)
+            .outerjoin(m, m.c.fingerprint == r.c.machine)
+            .where(r.c.started >= _utc_text(min(known) - slack),
+                   r.c.started <= _utc_text(max(known) + slack)))
+            if row.id not in (exclude_runs or ())}
+        if not runs:
+            return set()
+        stored: dict[tuple[str, str], list[tuple[int, float, bool]]] = {}
+        cases = sorted({w[0] for w in wanted})
+        for start in range(0, len(cases), 500):
+            for row in conn.execute(sa.select(res.c.run_id, res.c.case_id, res.c.metric,
+                                              res.c.mean, res.c.extra).where(
+                    res.c.run_id.in_(list(runs)), res.c.case_id.in_(cases[start:start + 500]),
+                    res.c.failure.is_(None))):
+                mean = stated_mean(row.extra)
+                stored.setdefault((row.case_id, row.metric), []).append(
+                    (row.run_id, row.mean if mean is None else mean, mean is not None))
+        out = set()
+        for i, ((case_id, metric, mean, stated, _, host), moment) in enumerate(
+                zip(wanted, moments, strict=True)):
+            for run_id, other, other_stated in stored.get((case_id, metric), ()):
+                when, where = runs[run_id]
+                if other_stated != stated and other is not None and moment is not None \
+                        and when is not None and where in (None, host) \
+                        and abs((when - moment).total_seconds()) <= TWIN_WINDOW_S \
+                        and abs(other - mean) <= 1e-9 * max(abs(other), abs(mean)):
+                    out.add(i)
+                    break
         return out
 
     @staticmethod
