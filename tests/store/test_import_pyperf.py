@@ -14,6 +14,7 @@ import pyperf
 import pytest
 
 from torchmark.cli.main import main
+from torchmark.core.provenance import Provenance
 from torchmark.store import Store
 
 BUDGET = ["-q", "-p", "2", "-n", "3", "-l", "10", "-w", "1"]  # 2 workers, 3 values each
@@ -84,6 +85,10 @@ def test_a_pyperf_file_imports_as_its_benchmarks(files, name, tmp_path, capsys):
             assert provenance.torchmark_version == f"pyperf {metadata['perf_version']}"
             assert provenance.fingerprint["cpu.model"] == metadata["cpu_model_name"]
             assert provenance.fingerprint["cpu.threads"] == metadata["cpu_count"]
+            # spelled as torchmark's own run on this Python spells it (the files were
+            # written by this Python): "CPython 3.11.7", not "cpython 3.11.7 (64-bit)"
+            assert provenance.fingerprint["python.version"] == \
+                Provenance.capture().fingerprint["python.version"]
         assert len(Store(db).runs()) == 1  # a suite's benchmarks: one run
 
 

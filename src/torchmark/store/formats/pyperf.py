@@ -156,9 +156,21 @@ def _benchmark(bench: Any, suite: dict[str, Any], path: Path, where: str) -> _Be
                       first, dates)
 
 
+IMPLEMENTATIONS = {"cpython": "CPython", "pypy": "PyPy", "graalpy": "GraalPy",
+                   "jython": "Jython", "ironpython": "IronPython"}
+
+
+def python_spelled(implementation: str, version: str) -> str:
+    """pyperf's `cpython` and `3.11.7 (64-bit)` as torchmark spells its own Python
+    (core/fingerprint.py: "CPython 3.11.7"), so the two compare equal."""
+    name = IMPLEMENTATIONS.get(implementation.lower(), implementation or "Python")
+    number = re.match(r"[0-9]+(?:\.[0-9]+)*\S*", version.strip())
+    return f"{name} {number.group(0) if number else version.strip() or '?'}"
+
+
 def _provenance(metadata: Mapping[str, Any], started: str, path: Path) -> Provenance:
-    python = f"{text(metadata.get('python_implementation'), 'Python')} " \
-             f"{text(metadata.get('python_version'), '?')}"
+    python = python_spelled(text(metadata.get("python_implementation"), ""),
+                            text(metadata.get("python_version"), ""))
     governor = re.search(r"governor:([\w-]+)", text(metadata.get("cpu_config"), ""))
     quota = re.fullmatch(r"(\d+(?:\.\d+)?) CPUs", text(metadata.get("cpu_quota"), ""))
     environment = {name: metadata.get(key) for key, name in FINGERPRINT.items()}
