@@ -19,7 +19,11 @@ from torchmark.store.formats import FORMATS, detect_format, google_benchmark, nv
 pytest.importorskip("google_benchmark")
 
 SCRIPT = textwrap.dedent("""
+    import itertools
+
     import google_benchmark as benchmark
+
+    CALLS = itertools.count()
 
     @benchmark.register
     def sum_list(state):
@@ -34,6 +38,7 @@ SCRIPT = textwrap.dedent("""
         while state:
             "".join(["a"] * n)
         state.counters["items"] = n
+        state.counters["call"] = next(CALLS)
 
     @benchmark.register
     @benchmark.option.arg_names(["n", "m"])
@@ -105,7 +110,9 @@ def test_repetitions_are_the_raw_samples(files, tmp_path, capsys):
         assert row["number_per_run"] == min(e["iterations"] for e in runs[name])
         assert row["threads"] == 1 and len(row["extra"]["cpu_time"]) == 5
     assert found["broken"]["n"] == 0 and found["broken"]["failure"] == "no device here"
-    assert found["join/64"]["extra"]["counters"] == {"items": 64}
+    counters = found["join/64"]["extra"]["counters"]  # each repetition's own
+    assert counters["items"] == [64] * 5 and len(set(counters["call"])) == 5
+    assert counters["call"] == [e["call"] for e in runs["join/64"]]
     assert found["named/n:3/m:4/real_time"]["extra"]["label"] == "small"
     params = Store(str(db)).case_params()
     assert params[found["join/8"]["case_id"]] == {"args": [8]}

@@ -12,7 +12,7 @@ sample; the aggregates are then ignored. A file of aggregates only
 `repetitions` samples (the iterations a repetition ran are not in it). A run without
 repetitions gives one sample, which the verdict engine can judge against nothing (an
 unmeasured verdict). `cpu_time`, `label` and the user counters (the entry's other
-numeric keys) go to the result's extra. A run that failed (`SkipWithError`:
+numeric keys; each a list, a value a repetition) go to the result's extra. A run that failed (`SkipWithError`:
 `error_occurred`) is a failed result with its `error_message`; one skipped on purpose
 (`SkipWithMessage`) and the complexity fits (BigO, RMS) are left out. `context`
 becomes the run's provenance: its `date` the start, `host_name`, `num_cpus`; and the
@@ -175,11 +175,19 @@ def _seconds(entry: Mapping[str, Any], key: str, where: str, path: Path) -> floa
 
 
 def _extra(entries: list[tuple[str, Mapping[str, Any]]], path: Path) -> dict[str, Any]:
-    """The entries' cpu_time (seconds, one an entry), the first's label and user
-    counters."""
+    """The entries' cpu_time (seconds, one an entry), the first's label, and the user
+    counters, each as its values (one an entry, in the entries' order; None where an
+    entry has none)."""
     where, first = entries[0]
-    counters = {str(k)[:200]: v for k, v in first.items() if k not in NOT_COUNTERS and
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+
+    def counted(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+            math.isfinite(value)
+
+    names = dict.fromkeys(str(k)[:200] for _, e in entries for k, v in e.items()
+                          if k not in NOT_COUNTERS and counted(v))
+    counters = {name: [e[name] if counted(e.get(name)) else None for _, e in entries]
+                for name in names}
     extra: dict[str, Any] = {"cpu_time": [_seconds(e, "cpu_time", w, path)
                                           for w, e in entries if "cpu_time" in e]}
     if isinstance(first.get("label"), str) and first["label"]:
