@@ -801,14 +801,25 @@ class Store:
 
     def _result_counts(self, conn: sa.Connection,
                        runs: list[tuple[int, str | None]]) -> dict[int, int]:
-        """How many results each of `runs` (id, end) holds; a finished run's count kept
-        for the life of this Store (a resumed run ends again: another key)."""
-        res = schema.results
+        """How many results each of `runs` (id, end) holds; a finished run's count read
+        from its packed medians where they are its own (else counted) and kept for the
+        life of this Store (a resumed run ends again: another key, and is packed
+        again)."""
+        res, r, m = schema.results, schema.runs, schema.run_medians
         missing = [run_id for run_id, ended in runs
                    if ended is None or (run_id, ended) not in self._counts]
+        finished = [run_id for run_id, ended in runs if ended is not None and
+                    (run_id, ended) not in self._counts]
+        # a finished run's count as its packed medians hold it (packed as it finished),
+        # while they are of this run (its start): no count of its results needed
         fresh: dict[int, int] = dict(conn.execute(
-            sa.select(res.c.run_id, sa.func.count()).where(res.c.run_id.in_(missing))
-            .group_by(res.c.run_id)).all()) if missing else {}
+            sa.select(m.c.run_id, m.c.results).join(r, r.c.id == m.c.run_id)
+            .where(m.c.run_id.in_(finished), m.c.started == r.c.started)).all()) \
+            if finished else {}
+        counted = [run_id for run_id in missing if run_id not in fresh]
+        fresh.update(dict(conn.execute(
+            sa.select(res.c.run_id, sa.func.count()).where(res.c.run_id.in_(counted))
+            .group_by(res.c.run_id)).all()) if counted else {})
         for run_id, ended in runs:
             if ended is not None and (run_id, ended) not in self._counts:
                 self._counts[(run_id, ended)] = fresh.get(run_id, 0)
