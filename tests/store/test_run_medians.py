@@ -173,3 +173,24 @@ def test_a_packed_row_not_as_torchmark_writes_it_is_read_from_the_results(tmp_pa
             conn.execute(sa.text(f"UPDATE {table} SET {column} = :value"), {"value": value})
         assert Store(store.url).run_medians(run).as_dict() == {("timeit:p0", "wall"): 1.0,
                                                                ("timeit:p1", "wall"): 2.0}
+
+
+def test_a_run_s_result_count_is_its_own_after_it_is_resumed(tmp_path):
+    """The runs page reads a finished run's count from its packed row: a run resumed
+    and finished again counts its new results (a Store opened afresh each time)."""
+    from torchmark.core.provenance import Provenance
+    from torchmark.store import Store
+
+    url = f"sqlite:///{tmp_path / 'count.db'}"
+    store = Store(url)
+    run = store.start_run(Provenance.capture())
+    store.record([_result(i, 1.0) for i in range(3)], run)
+    assert Store(url).runs_page()[0][0]["results"] == 3  # running: counted
+    store.finish_run(run)
+    assert _packed_rows(store) == {run: 3}
+    assert Store(url).runs_page()[0][0]["results"] == 3
+    store.reopen_run(run)
+    store.record([_result(i, 1.0) for i in range(3, 5)], run)
+    assert Store(url).runs_page()[0][0]["results"] == 5
+    store.finish_run(run)
+    assert Store(url).runs_page()[0][0]["results"] == 5
