@@ -497,3 +497,42 @@ def test_a_first_call_far_above_the_rest_is_noted():
     assert notes([1.2e-5, *steady], 1) == {}  # a little slower: said nothing
     both = notes([5e-5, *steady], 1, {"note": "launch gaps"})["note"]
     assert both.endswith("; launch gaps")
+
+
+def test_a_failed_case_is_its_passes_failed_and_the_gate_calls_it_so(tmp_path, capsys):
+    """An op that fails in the candidate run: its failed results carry the ids of its
+    passes (#forward, #backward), as its measured results do, so the gate says
+    `failed` (never "missing", which --allow-unmeasured lets through)."""
+    from torchmark.core.provenance import Provenance
+    from torchmark.ops.registry import register_op
+    from torchmark.ops.results_file import record_results
+    from torchmark.store import Store
+
+    broken = {"now": False}
+
+    def flaky(x):
+        if broken["now"]:
+            raise RuntimeError("planted failure")
+        return x * 2
+
+    register_op("test.flaky", fn=flaky)
+    config = config_from_data({"test.flaky": {"config": [{"input": [
+        {"args": [t(8, requires_grad=True)]}]}]}})
+    options = RunOptions(warmup=1, iterations=6, backward=True)
+    header = {"run_options": {"backward": True, "device": "cpu"}}
+    db = str(tmp_path / "s.db")
+    store, made = Store(db), {}
+    for name, fails in (("before", False), ("after", True)):
+        broken["now"] = fails
+        [record] = run(config, options)
+        results = record_results(record, header)
+        made[name] = {r.case.id: r.ok for r in results}
+        run_id = store.start_run(Provenance.capture(env=name))
+        store.record(results, run_id)
+        store.finish_run(run_id)
+    assert set(made["before"]) == set(made["after"]) and len(made["after"]) == 2
+    assert all(made["before"].values()) and not any(made["after"].values())
+    assert main(["gate", "--baseline", "env:before", "--candidate", "env:after",
+                 "--db", db, "--allow-unmeasured", "--allow-env-diff"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("failed") >= 2 and "only in" not in out

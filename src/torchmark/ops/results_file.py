@@ -118,18 +118,23 @@ def record_results(record: Mapping[str, Any], header: Mapping[str, Any] | None =
             and iterations > 1 else 1
         made.append((_pass_case(case, phase, mode), metric, times, number,
                      (note,) if note else (), extra))
-    parts = max(len(made), 1)
-    if not made:
-        status = record.get("status")
-        error = record.get("error") or f"no timed pass ({status})"
-        return [Result(case=case, metric="memory" if counted else metric,
-                       failure=Failure(str(error)),
-                       provenance=provenance,
-                       extra={"status": status, "record": rest, "parts": parts})]
+    # a pass that failed (or never ran: the record failed) is a failed result of the
+    # pass's own case, as a measured one would be: so it pairs with its measured runs
+    status = record.get("status")
+    error = record.get("error") or (None if made else f"no timed pass ({status})")
+    timed = {c.id for c, *_ in made}
+    failed = [(_pass_case(case, phase, mode), m)
+              for phase in (PHASES if options.get("backward") else PHASES[:1])
+              for m in (("memory", "allocated") if counted else (metric,))
+              if error and f"{case.id}#{phase}" not in timed]
+    parts = len(made) + len(failed)
     return [Result(case=c, metric=m, samples=times, number_per_run=number,
                    warnings=warnings, provenance=provenance,
                    extra={**extra, "record": rest, "parts": parts})
-            for c, m, times, number, warnings, extra in made]
+            for c, m, times, number, warnings, extra in made] + \
+        [Result(case=c, metric=m, failure=Failure(str(error)), provenance=provenance,
+                extra={"status": status, "record": rest, "parts": parts})
+         for c, m in failed]
 
 
 def _pass_case(case: Case, phase: str, mode: str) -> Case:
