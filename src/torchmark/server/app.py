@@ -395,8 +395,7 @@ class PageProcesses:
     """Pages built in `count` processes of their own, first come, first served: an idle
     process takes the oldest page waiting, so no page waits behind another process's
     queue while a core is free (uvicorn's worker processes each take connections as they
-    come, and their queues grow unevenly). A process that dies is replaced (the page it
-    was building answers 500)."""
+    come, and their queues grow unevenly). A process that dies is replaced (build)."""
 
     def __init__(self, url: str, token: str | None, count: int) -> None:
         self.url, self.token, self.count = url, token, count
@@ -411,17 +410,21 @@ class PageProcesses:
             initializer=_start_page_process, initargs=(self.url, self.token))
 
     async def build(self, kind: str, asked: Asked, arrived: float) -> Built:
-        pool = self.pool
-        try:
-            return await asyncio.wrap_future(pool.submit(_build_in_process, kind, asked,
-                                                         arrived))
-        except concurrent.futures.process.BrokenProcessPool:
-            if self.pool is pool:  # the pool ends its other processes: a new one, started
-                self.pool = self._new_pool()
-                self.starting = asyncio.ensure_future(self.start())
-            message = "the process building this page ended; ask again"
-            body = _error(500, message, asked.path.startswith("/api/"))
-            return (500, body.media_type or "text/plain", bytes(body.body), 0.0, 0.0)
+        """The page built in a page process. A process that dies breaks the whole pool
+        (every page waiting in it fails alike): a new pool is made and the page asked
+        of it once more, so only a page that kills its process again answers 500."""
+        for _ in range(2):
+            pool = self.pool
+            try:
+                return await asyncio.wrap_future(pool.submit(_build_in_process, kind,
+                                                             asked, arrived))
+            except concurrent.futures.process.BrokenProcessPool:
+                if self.pool is pool:  # its other processes are ended: a new pool
+                    self.pool = self._new_pool()
+                    self.starting = asyncio.ensure_future(self.start())
+        message = "the process building this page ended, twice; ask again"
+        body = _error(500, message, asked.path.startswith("/api/"))
+        return (500, body.media_type or "text/plain", bytes(body.body), 0.0, 0.0)
 
     async def start(self) -> None:
         """Every process started now (a pool starts them as pages come: the first pages
