@@ -149,6 +149,9 @@ def test_the_api_gives_every_page_s_data(served):
     assert get(f"{served}/api/v1/compare?a=commit:&b=16")[0] == 400
     status, refused = get(f"{served}/api/v1/compare?a=commit:00&b=16")  # many commits
     assert status == 400 and refused["error"] == "a: '00' begins 30 commits: give more of it"
+    assert get(f"{served}/api/v1/runs?until=9999-12-31")[0] == 200  # the last day
+    status, refused = get(f"{served}/api/v1/runs?since=9999-12-31T23:59:59-05:00")
+    assert status == 400 and "beyond the times a store holds" in refused["error"]
     status, refused = get(f"{served}/api/v1/runs?until=2026-13-45")
     assert status == 400 and refused["error"].startswith("until: '2026-13-45': expected a date")
     one = get(f"{served}/api/v1/compare?a=15&b=16&per_page=1&page=2&threshold=5%25")[1]

@@ -364,3 +364,21 @@ def test_an_imported_file_joins_the_machine_the_store_knows(tmp_path):
     assert store.import_file(path) > 0
     assert {run["machine"] for run in store.runs()} == {here.machine_fingerprint}
     store.close()
+
+
+def test_a_time_bound_is_the_store_s_utc_text_whatever_its_spelling(tmp_path, capsys):
+    """A time with a fraction of a second and an offset is turned into UTC (it was kept
+    as written, and compared as text with the store's UTC times); a time past what UTC
+    can hold is a usage error (it was an OverflowError)."""
+    from torchmark.core.errors import UsageError
+    from torchmark.store.store import _utc, time_bound
+
+    assert time_bound("2026-11-01T09:00:00.5+02:00") == "2026-11-01T07:00:00.500000Z"
+    assert time_bound("2026-11-01T09:00:00") == "2026-11-01T09:00:00.000000Z"
+    assert _utc("2026-11-29T19:00:51.611792+02:00") == "2026-11-29T17:00:51.611792Z"
+    with pytest.raises(UsageError, match="beyond the times a store holds"):
+        time_bound("9999-12-31T23:59:59-05:00")
+    db = str(tmp_path / "s.db")
+    Store(db).close()
+    assert main(["runs", "--since", "9999-12-31T23:59:59-05:00", "--db", db]) == 2
+    assert "beyond the times" in capsys.readouterr().err

@@ -109,11 +109,11 @@ def _utc(text: str | None) -> str:
     """An ISO time (any offset) as the store's UTC text, which sorts as time does."""
     if not text:
         return utc_now()
-    try:
-        moment = dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z")
-    except ValueError:
+    try:  # with a fraction of a second too (another tool's file: 09:00:51.611792+02:00)
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return text if moment.tzinfo is None else _utc_text(moment)
+    except (ValueError, OverflowError):
         return text
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _utc_text(moment: dt.datetime) -> str:
@@ -629,8 +629,7 @@ class Store:
         if until is not None:
             limit_at = time_bound(until, "--until")
             query = query.where(r.c.started <= limit_at if "T" in limit_at else
-                                r.c.started < (dt.date.fromisoformat(limit_at)
-                                               + dt.timedelta(days=1)).isoformat())
+                                r.c.started < _day_after(limit_at))
         if commit:
             query = query.where(r.c.git_commit.startswith(commit, autoescape=True))
         if run is not None:
@@ -1385,11 +1384,26 @@ def time_bound(text: str, name: str = "--since") -> str:
     anything else is a usage error naming the option (or parameter) `name`."""
     try:
         if "T" in text:
-            return _utc(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat())
+            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if moment.tzinfo is None:  # no offset: UTC, as the store keeps times
+                moment = moment.replace(tzinfo=dt.timezone.utc)
+            return _utc_text(moment)  # its fraction of a second and offset kept
         return dt.date.fromisoformat(text).isoformat()
     except ValueError:
         raise UsageError(f"{name} {text!r}: expected a date (2026-11-01) or an ISO time "
                          "(2026-11-01T09:00:00+00:00)") from None
+    except OverflowError:  # 9999-12-31T23:00:00-05:00 in UTC
+        raise UsageError(f"{name} {text!r}: beyond the times a store holds (years 1 to "
+                         "9999 in UTC)") from None
+
+
+def _day_after(date: str) -> str:
+    """The day after a date (2026-11-01), as the store's times compare with it; past the
+    last day a date can name, a text every time sorts before."""
+    try:
+        return (dt.date.fromisoformat(date) + dt.timedelta(days=1)).isoformat()
+    except OverflowError:
+        return "9999-12-31U"  # after any "9999-12-31T..."
 
 
 def _json(value: Any) -> dict[str, Any]:
