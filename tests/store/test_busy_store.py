@@ -184,3 +184,20 @@ def test_several_files_are_parsed_before_the_write_lock_is_taken(tmp_path, monke
     assert [added for added, _, _ in store.import_files(
         paths, formats=["google-benchmark"] * 2)] == [1, 1]
     assert free_while_parsing == [True, True]
+
+
+def test_an_import_waits_for_the_lock_says_so_and_fails_in_one_line(tmp_path, monkeypatch,
+                                                                    capsys):
+    from torchmark.core.results_file import save_results
+
+    path = tmp_path / "r.jsonl"
+    save_results(path, _results(3), append=False)
+    db, holder = _locked_store(tmp_path, monkeypatch, "1")
+    assert main(["import", str(path), "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert "waiting up to 1 s" in err and "stayed busy for 1 s" in err
+    assert "nothing imported" in err and "unexpected" not in err
+    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "60")
+    threading.Timer(2.0, holder.rollback).start()  # the other import ends meanwhile
+    assert main(["import", str(path), "--db", str(db)]) == 0
+    assert "3 results added" in capsys.readouterr().out

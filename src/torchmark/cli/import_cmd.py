@@ -53,6 +53,30 @@ class Size(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+def _imported(store, files, max_size, formats) -> list[tuple[int, int, bool]]:
+    """store.import_files, waiting for a write lock another process holds (a SQLite
+    store: another import) up to TORCHMARK_STORE_WAIT seconds, said on stderr; a
+    StoreError (one line, exit 1, nothing imported) when it stays held."""
+    from torchmark.store.recorder import BUSY_TRY_S, store_wait
+    from torchmark.store.store import StoreError, is_locked
+
+    wait = store_wait()
+    for attempt in (BUSY_TRY_S, wait):
+        try:
+            with store.lock_wait(attempt):
+                return store.import_files(files, max_size, formats)
+        except Exception as e:
+            if not is_locked(e):
+                raise
+        if attempt == BUSY_TRY_S:
+            click.echo(f"torchmark: the store is busy (another process holds its write "
+                       f"lock, an import say): waiting up to {wait:g} s "
+                       "(TORCHMARK_STORE_WAIT)", err=True)
+    raise StoreError(f"the store at {store.where} stayed busy for {wait:g} s (another "
+                     "process holds its write lock): nothing imported; import again "
+                     "when it is done")
+
+
 @click.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--from", "fmt", type=click.Choice(FORMAT_NAMES), default=None,
@@ -81,8 +105,8 @@ def import_cmd(files, fmt, max_size, db):
     formats = [_format_of(path, fmt, max_size) for path in files]  # before the store
     store = open_store(db, create=True)
     total = 0
-    for path, (added, read, before) in zip(files, store.import_files(files, max_size,
-                                                                     formats), strict=True):
+    for path, (added, read, before) in zip(files, _imported(store, files, max_size, formats),
+                                           strict=True):
         total += added
         why = "" if added else " (already in the store)" if read or before else \
             " (the file holds none)"
