@@ -6,6 +6,7 @@ instruction counts, and bad options. Timing-dependent checks run under a fake cl
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy  # noqa: F401  (before pytester's sys.modules snapshots: it cannot load twice)
@@ -223,6 +224,64 @@ def test_an_interrupted_session_keeps_its_results_as_an_interrupted_run(pytester
     with tm_store.open(url) as store:
         [run] = store.runs()
         assert run["status"] == "interrupted" and run["results"] == 1
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGKILL"])
+def test_a_session_killed_keeps_the_results_it_finished(pytester, tmp_path, signum):
+    """A CI job cancelled (SIGTERM) ends the session as Ctrl-C does: its run interrupted,
+    its finished results stored and in --torchmark-json. Killed outright (SIGKILL), the
+    results finished are in the store already (each stored as its test ends), the run
+    left "running"."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytester.makepyfile(test_killed="""
+        import time
+
+
+        def test_first(torchmark):
+            torchmark(sum, [1, 2, 3])
+
+
+        def test_second(torchmark):
+            torchmark(sorted, [3, 2, 1])
+
+
+        def test_long():
+            open("started", "w").close()
+            time.sleep(60)
+    """)
+    url, out = _store_url(tmp_path), tmp_path / "r.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "-p", "no:xdist", "--torchmark-min-run-time", "0.05",
+                             "--torchmark-store", url, "--torchmark-json", str(out)],
+                            cwd=pytester.path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    started = pytester.path / "started"
+    deadline = time.monotonic() + 120
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started.exists(), proc.stdout.read() if proc.poll() is not None else ""
+    proc.send_signal(getattr(signal, signum))
+    proc.communicate(timeout=60)
+    with tm_store.open(url) as store:
+        [run] = store.runs()
+        assert run["results"] == 2
+        assert run["status"] == ("interrupted" if signum == "SIGTERM" else "running")
+    assert out.exists() == (signum == "SIGTERM")
+
+
+def test_a_bad_store_wait_stops_the_session_before_it_runs(pytester, tmp_path,
+                                                           monkeypatch):
+    pytester.makepyfile(test_bench=BENCHMARKS)
+    monkeypatch.setenv("TORCHMARK_STORE_WAIT", "abc")
+    out = _run(pytester, "--torchmark-store", _store_url(tmp_path))
+    assert out.ret == pytest.ExitCode.USAGE_ERROR
+    assert "TORCHMARK_STORE_WAIT='abc'" in out.stderr.str()
+    assert not (tmp_path / "store.db").exists()
 
 
 def _gated_project(pytester):

@@ -35,6 +35,7 @@ class BenchmarkSession:
         self.store_where: str | None = None
         self.gate_report: Any = None
         self.env_differences: list[Any] = []  # the baseline's, allowed and marked
+        self.recorder: Any = None  # the run's RunRecorder, entered at the first results
 
     def load_baseline(self) -> None:
         """Read --torchmark-baseline now, before this session records a run (`latest`
@@ -68,7 +69,10 @@ class BenchmarkSession:
 
             self.provenance = Provenance.capture(env=self.settings.env,
                                                  command=self.command)
-        self.results += [Result.from_dict(json.loads(text)) for text in texts]
+        new = [Result.from_dict(json.loads(text)) for text in texts]
+        self.results += new
+        if not (self.settings.disabled or self.settings.no_store):
+            self._recording().add(new)  # stored as they come: a killed session keeps them
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: Any, exitstatus: int) -> None:
@@ -86,8 +90,8 @@ class BenchmarkSession:
                                   f"{error_line(e)}")
                 if session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if self.results and not self.settings.no_store:
-            self._record(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+        if self.recorder is not None:
+            self._finish_run(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
         if self.baseline is not None and self.results and self._comparable(session):
             from torchmark.regressions.comparability import mark_rows
             from torchmark.regressions.gate import gate
@@ -179,17 +183,24 @@ class BenchmarkSession:
                               f"({error_line(e)}); drift estimated from the runs")
             return {}
 
-    def _record(self, interrupted: bool = False) -> None:
-        """The session's results as one run (marked interrupted after Ctrl-C)."""
-        from torchmark.store.recorder import RunRecorder
+    def _recording(self) -> Any:
+        """The session's run, begun at its first results (store/recorder.py)."""
+        if self.recorder is None:
+            from torchmark.store.recorder import RunRecorder
 
-        with RunRecorder(self.settings.store, tags={"frontend": "pytest"},
-                         provenance=self.provenance) as recorder:
-            recorder.add(self.results)
-            if interrupted:
-                recorder.status = "interrupted"
-            if recorder.run_id is not None:
-                self.run_id, self.store_where = recorder.run_id, recorder.store.where
+            self.recorder = RunRecorder(self.settings.store, tags={"frontend": "pytest"},
+                                        provenance=self.provenance).__enter__()
+        return self.recorder
+
+    def _finish_run(self, interrupted: bool = False) -> None:
+        """The session's run ended (interrupted after Ctrl-C or SIGTERM)."""
+        recorder, self.recorder = self.recorder, None
+        if interrupted:
+            recorder.status = "interrupted"
+        where = getattr(recorder.store, "where", None)
+        recorder.__exit__(None, None, None)
+        if recorder.run_id is not None:
+            self.run_id, self.store_where = recorder.run_id, where
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
