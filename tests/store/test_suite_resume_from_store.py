@@ -4,6 +4,7 @@ same run, no case twice."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -11,9 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+import click
 import pytest
 
 from torchmark.cli.main import main
+from torchmark.cli.store_options import resumed_cases
 from torchmark.store import Store
 
 DEFS = str(Path(__file__).resolve().parents[1] / "suite" / "defs_small.py")
@@ -141,3 +144,41 @@ def test_a_failed_case_measured_again_in_a_resumed_run_is_held_once(tmp_path):
         recorder.add([fine])
     [row] = store.results(run=run)
     assert row["failure"] is None and row["n"] == 3
+
+
+def test_a_run_another_live_process_runs_is_not_resumed_twice(tmp_path):
+    """A run whose tags name a live process of this machine (the command running it, or
+    another --resume-run) is refused, before any file is touched and again as it is
+    reopened; once that process is gone it resumes, and the resumer claims it."""
+    import socket
+    import subprocess
+
+    from torchmark.core.errors import UsageError
+    from torchmark.core.provenance import Provenance
+    from torchmark.store.recorder import RunRecorder
+
+    db = str(tmp_path / "claimed.db")
+    store = Store(db)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        run = store.start_run(dataclasses.replace(
+            Provenance.capture(), command=("torchmark", "ops", "-c", "x.json")),
+            tags={"process": {"host": socket.gethostname(), "pid": other.pid}})
+        with pytest.raises(click.UsageError, match=f"process {other.pid} on this machine"):
+            resumed_cases(db, False, run, "ops")
+        with pytest.raises(UsageError, match=f"run {run} is being run by process"):
+            store.reopen_run(run)
+        with pytest.raises(UsageError):
+            RunRecorder(db, resume_run=run).__enter__()
+    finally:
+        other.kill()
+        other.wait()
+    assert resumed_cases(db, False, run, "ops") == set()
+    with RunRecorder(db, resume_run=run) as recorder:
+        assert recorder.run_id == run
+    [row] = store.runs(limit=None)
+    assert row["tags"]["process"]["pid"] == os.getpid()
+    with RunRecorder(db) as fresh:  # a new run names its process too
+        pass
+    assert Store(db).runs_page(run=fresh.run_id)[0][0]["tags"]["process"]["pid"] == \
+        os.getpid()

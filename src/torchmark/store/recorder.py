@@ -82,6 +82,9 @@ class RunRecorder:
     def __enter__(self) -> RunRecorder:
         if self.enabled:
             store_wait()  # a bad TORCHMARK_STORE_WAIT is said before anything is measured
+            from torchmark.core.errors import UsageError
+            from torchmark.store.store import this_process
+
             try:
                 from torchmark.store.store import RUN_STATUSES, Store
 
@@ -99,7 +102,12 @@ class RunRecorder:
                     self.provenance = self.provenance or Provenance.capture(
                         env=self.env, command=self.command)
                     self.machine = self.provenance.machine_fingerprint
+                    self.tags.setdefault("process", this_process())  # who runs it
                     self._flush(BUSY_TRY_S)  # the run started (or when the store is free)
+            except UsageError:  # a run another process is running: not resumed twice
+                if self.store is not None:
+                    self.store.close()
+                raise
             except Exception as e:  # the store is optional to the measurement itself
                 self._give_up(e)
         return self

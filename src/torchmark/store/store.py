@@ -96,6 +96,33 @@ def is_locked(error: BaseException) -> bool:
         "database is locked" in str(error.orig or error)
 
 
+def this_process() -> dict[str, Any]:
+    """Which process runs a run (its tags' `process`): this machine's name, this pid."""
+    import socket
+
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def running_process(tags: dict[str, Any]) -> int | None:
+    """The pid of another live process of this machine that a run's tags say runs it;
+    None when none does (another machine's cannot be checked: None)."""
+    import socket
+
+    process = tags.get("process")
+    if not isinstance(process, dict) or process.get("host") != socket.gethostname():
+        return None
+    pid = process.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except (PermissionError, OSError):
+        return pid  # alive, another user's
+    return pid
+
+
 def recording_off() -> bool:
     """TORCHMARK_NO_STORE=1 (or --no-store) turns recording off."""
     return os.environ.get("TORCHMARK_NO_STORE", "").lower() in ("1", "true", "yes")
@@ -1045,11 +1072,21 @@ class Store:
 
         r = schema.runs
         with self.engine.begin() as conn:
-            tags = conn.execute(sa.select(r.c.tags).where(r.c.id == run_id)).first()
-            if tags is None:
+            # the run's row locked first (SQLite: the store's write lock), so that of two
+            # commands resuming it at once the second sees the first's claim
+            conn.execute(r.update().where(r.c.id == run_id).values(status=r.c.status))
+            found = conn.execute(sa.select(r.c.tags, r.c.status)
+                                 .where(r.c.id == run_id)).first()
+            if found is None:
                 raise StoreError(f"the store at {self.where} holds no run {run_id} "
                                  "(`torchmark runs` lists them)")
-            kept = dict(tags[0]) if isinstance(tags[0], dict) else {}
+            kept = dict(found[0]) if isinstance(found[0], dict) else {}
+            holder = running_process(kept) if found[1] == "running" else None
+            if holder is not None:
+                raise UsageError(f"run {run_id} is being run by process {holder} on this "
+                                 "machine (another --resume-run, or the command that "
+                                 "started it): let it finish, or stop it first")
+            kept["process"] = this_process()
             before = kept.get("resumed")
             resumes = [x for x in before if isinstance(x, dict)] \
                 if isinstance(before, list) else []
