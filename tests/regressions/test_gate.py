@@ -193,6 +193,9 @@ def test_a_case_failed_in_the_candidate_is_failed_in_gate_and_ab_alike(db, capsy
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["verdict"], r["candidate_median"]) for r in rows if "n=1" in r["name"]] == \
         [("failed", None)]
+    assert main(["compare", *files]) == 0  # a blank cell, and why
+    assert "failed in " + files[1] + ": add / n=1: RuntimeError: boom" in \
+        capsys.readouterr().out
     assert main(["ab", str(base), str(cand), "--db", db]) == 0
     table = capsys.readouterr().out
     cells = re.split(r"\s{2,}", next(line for line in table.splitlines()

@@ -47,9 +47,10 @@ def test_results_wait_for_the_lock_and_are_stored_when_it_is_free(tmp_path, monk
         recorder.add(_results(3)[2:])
         assert recorder.recorded == 0 and len(recorder.pending) == 3
         threading.Timer(2.0, holder.rollback).start()  # the import ends as the command does
-    assert "the store is busy" in capsys.readouterr().err
+    err = capsys.readouterr().err
     store = Store(str(db))
     [run] = store.runs(limit=None)
+    assert "the store is busy" in err and f"free again: run {run['id']} recorded" in err
     assert run["status"] == "ok"
     assert sorted(r["case_id"] for r in store.results(run=run["id"])) == \
         ["timeit:c0", "timeit:c1", "timeit:c2"]

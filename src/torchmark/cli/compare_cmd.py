@@ -51,7 +51,17 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
     if len(plain) == len(files) > 1:  # runs of the store: run_verdicts checks them
         check_files(list(files), allow_env_diff)
     sides: dict = {}  # those of the store, as the table read them: the verdicts' too
-    groups = read_measurement_files(list(files), db, sides)
+    from torchmark.compare.ab import failure_of
+
+    read = read_measurement_files(list(files), db, sides, failed=True)
+    groups = [[m for m in group if failure_of(m) is None] for group in read]
+
+    def row(spec) -> str:
+        return " / ".join(filter(None, [spec.label, spec.sub_label or spec.stmt]))
+
+    failed = [f"failed in {name}: {row(m.task_spec)}: {failure_of(m)}"  # a blank cell:
+              for name, group in zip(files, read, strict=True) for m in group  # why
+              if failure_of(m) is not None and not is_store_ref(name)]
     if len(files) == 2 and all(f in sides for f in files):  # as `gate` refuses them
         from torchmark.regressions.refs import check_distinct
 
@@ -73,6 +83,10 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
         click.echo(compare.to_csv(), nl=False)
     else:
         click.echo(compare.render(color=use_color), nl=False, color=use_color)
+    if failed and fmt != "csv":
+        from torchmark.core.neutralise import terminal_text
+
+        click.echo("\n".join(["", *(terminal_text(line) for line in failed)]))
     if len(files) == 2 and all(is_store_ref(f) for f in files) and fmt != "csv":
         click.echo("\n".join(["", *run_verdicts(files, threshold, db,
                                                  markdown=fmt == "markdown",

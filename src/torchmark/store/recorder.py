@@ -211,6 +211,8 @@ class RunRecorder:
             while True:
                 left = deadline - time.monotonic()
                 if self._flush(max(0.0, min(BUSY_TRY_S, left)), status):  # Ctrl-C: 1 s
+                    sys.stderr.write(f"torchmark: the store is free again: run "
+                                     f"{self.run_id} recorded\n")
                     return True
                 if left <= 0:
                     break
