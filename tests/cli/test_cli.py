@@ -215,7 +215,7 @@ def test_malformed_ops_results_and_unforeseen_failures_are_one_line(capsys, tmp_
     assert code == 2 and "record 'a|0' is malformed (AttributeError" in err
     assert err.count("\n") == 1
 
-    def unforeseen(files, db=None, sides=None):
+    def unforeseen(files, db=None, sides=None, failed=False):
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr("torchmark.cli.measurement_files.read_measurement_files", unforeseen)

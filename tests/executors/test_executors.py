@@ -147,6 +147,8 @@ def test_results_of_another_machine_go_to_a_run_of_that_machine(tmp_path, capsys
         return Result(Case(id=f"suite:{name}", frontend="suite", stmt=name), "wall",
                       samples=(1e-6,), provenance=provenance)
 
+    from torchmark.store.store import this_process
+
     with RunRecorder(db, tags={"suite": "x"}, env="before") as rec:
         rec.add([result("a", None), result("b", node), result("c", here)])
     store = Store(db)
@@ -155,7 +157,8 @@ def test_results_of_another_machine_go_to_a_run_of_that_machine(tmp_path, capsys
         assert len(runs) == 2
         main_run = rec.run_id
         [node_run] = [r for r in runs.values() if r["id"] != main_run]
-        assert node_run["tags"] == {"suite": "x", "cluster_run": main_run}
+        assert node_run["tags"] == {"suite": "x", "cluster_run": main_run,
+                                    "process": this_process()}  # this one runs it
         assert node_run["machine"] == node.machine_fingerprint != here.machine_fingerprint
         assert runs[main_run]["machine"] == here.machine_fingerprint
         assert store.finished_cases(main_run) == {"suite:a", "suite:c"}

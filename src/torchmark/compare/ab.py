@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
 from torchmark.core.stats import select_unit
@@ -192,9 +193,10 @@ def _coerced(baseline: object, candidate: object, caller: str) -> list[Measureme
     return sides
 
 
-def failure_of(m: Measurement) -> str | None:
+def failure_of(m: Any) -> str | None:
     """Why a case failed, for a placeholder of a failed result (failure_placeholder)."""
-    failure = m.metadata.get("failure") if isinstance(m.metadata, dict) else None
+    metadata = getattr(m, "metadata", None)  # a MemoryMeasurement in `compare` has none
+    failure = metadata.get("failure") if isinstance(metadata, dict) else None
     return failure if isinstance(failure, str) else None
 
 
