@@ -193,6 +193,8 @@ def test_a_case_failed_in_the_candidate_is_failed_in_gate_and_ab_alike(db, capsy
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["verdict"], r["candidate_median"]) for r in rows if "n=1" in r["name"]] == \
         [("failed", None)]
+    assert main(["show", str(cand), "--db", db]) == 0  # named as its table names it
+    assert "add: n=1: failed: RuntimeError: boom" in capsys.readouterr().out
     assert main(["compare", *files]) == 0  # a blank cell, and why
     assert "failed in " + files[1] + ": add / n=1: RuntimeError: boom" in \
         capsys.readouterr().out

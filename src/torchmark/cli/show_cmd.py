@@ -57,8 +57,8 @@ def show_cmd(run, fmt, db):
     titles = store.case_titles(sorted({row["case_id"] for row in rows}))
     for row in rows:
         if row["metric"] == "instructions" and row["median"] is not None:
-            click.echo(terminal_text(f"{row['case_id']}: {row['median']:,.0f} instructions "
-                                     "a run"))
+            click.echo(terminal_text(f"{titles.get(row['case_id'], row['case_id'])}: "
+                                     f"{row['median']:,.0f} instructions a run"))
         elif row["metric"] not in TIME_QUANTITIES and row["median"] is not None:
             # what a Compare table of times does not hold: memory, compile time
             click.echo(terminal_text(
@@ -67,4 +67,5 @@ def show_cmd(run, fmt, db):
                 f"{'' if row['unit'] == 's' else ' ' + row['unit']} ({row['metric']}, "
                 f"median of {row['n']})"))
         if row["failure"]:
-            click.echo(terminal_text(f"{row['case_id']}: failed: {row['failure']}"))
+            click.echo(terminal_text(f"{titles.get(row['case_id'], row['case_id'])}: "
+                                     f"failed: {row['failure']}"))
