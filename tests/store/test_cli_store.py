@@ -272,3 +272,11 @@ def test_sides_of_the_store_in_compare_are_read_as_gate_reads_them(tmp_path, cap
     # a side whose case failed: its verdict says so, as gate's does
     assert main(["compare", "1", "env:broken", "--db", db]) == 0
     assert "failed" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_the_runs_table_drops_only_torchmark_s_own_name():
+    from torchmark.cli.runs_cmd import _command
+
+    assert _command(["torchmark", "timeit", "x + 1"]) == "timeit 'x + 1'"
+    assert _command(["pytest", "-q", "tests"]) == "pytest -q tests"
+    assert _command(None) == ""

@@ -44,11 +44,13 @@ def runs_cmd(ctx, since, machine, env, limit, as_json, db):
 
 
 def _command(words: list[str] | None) -> str:
-    """A run's command line without the program, quoted as a shell takes it, cut to
-    COMMAND_CHARS (`runs --json` and `show` give it whole)."""
+    """A run's command line (without the program where it is torchmark's own: `timeit
+    ...`; `pytest ...` stays), quoted as a shell takes it, cut to COMMAND_CHARS (`runs
+    --json` and `show` give it whole)."""
     import shlex
 
-    text = shlex.join(str(word) for word in (words or [])[1:])
+    words = [str(word) for word in words or []]
+    text = shlex.join(words[1:] if words[:1] == ["torchmark"] else words)
     return text if len(text) <= COMMAND_CHARS else text[:COMMAND_CHARS - 3] + "..."
 
 
