@@ -202,3 +202,28 @@ def test_an_import_waits_for_the_lock_says_so_and_fails_in_one_line(tmp_path, mo
     threading.Timer(2.0, holder.rollback).start()  # the other import ends meanwhile
     assert main(["import", str(path), "--db", str(db)]) == 0
     assert "3 results added" in capsys.readouterr().out
+
+
+def test_results_after_the_store_failed_follow_the_first_into_its_file(tmp_path, capsys,
+                                                                       monkeypatch):
+    """A write that fails (a connection lost, a disk error): that batch goes to a file,
+    and so does every batch after it (a pytest session records test by test)."""
+    from torchmark.core.results_file import read_results
+
+    db = tmp_path / "s.db"
+    results = _results(4)
+    with RunRecorder(str(db)) as recorder:
+        recorder.add(results[:1])
+        record = recorder.store.record
+
+        def broken(*args, **kwargs):
+            monkeypatch.setattr(recorder.store, "record", record)
+            raise OSError("disk I/O error")
+
+        monkeypatch.setattr(recorder.store, "record", broken)
+        for result in results[1:]:
+            recorder.add([result])
+    [spilled] = tmp_path.glob("torchmark-unrecorded-*.jsonl")
+    assert [r.case.id for r in read_results(spilled)] == [r.case.id for r in results[1:]]
+    assert [r["case_id"] for r in Store(str(db)).results()] == ["timeit:c0"]
+    assert "and any that follow" in capsys.readouterr().err

@@ -77,6 +77,7 @@ class RunRecorder:
         self.pending: list[Result] = []  # results waiting for the store's write lock
         self.busy = False  # a write found the store's write lock held (see is_locked)
         self.next_try = 0.0  # while busy: when add tries again (time.monotonic)
+        self.spilled: Path | None = None  # the file results went to when the store failed
         self.reopening = False  # the resumed runs are still to be reopened
 
     def __enter__(self) -> RunRecorder:
@@ -116,14 +117,32 @@ class RunRecorder:
         """Store these results now, in one transaction (later, when the store's write
         lock is held by another process: see the module docstring)."""
         if self.store is None:
+            if self.spilled is not None:  # the store was left: the rest go where the
+                self._spill_more(list(results))  # first of them went
             return
         self.pending += list(results)
         if self.busy and time.monotonic() < self.next_try:
             return
+        from torchmark.core.errors import UsageError
+
         try:
             self._flush(BUSY_TRY_S)
+        except UsageError:  # a resumed run another process runs (found late): refused
+            self._spill("the run is another process's")
+            raise
         except Exception as e:
             self._give_up(e)
+
+    def _spill_more(self, results: list[Result]) -> None:
+        """Results after the store was left, appended to the file the first went to."""
+        from torchmark.core.results_file import save_results
+
+        assert self.spilled is not None
+        try:
+            save_results(self.spilled, [self._provenanced(r) for r in results])
+        except Exception as e:
+            sys.stderr.write(f"torchmark: note: {len(results)} result(s) not recorded "
+                             f"in the store, nor written to {self.spilled}: {e}\n")
 
     def _flush(self, wait: float, status: str | None = None) -> bool:
         """Start the run if it is not yet (or reopen the runs resumed), store the
@@ -231,13 +250,14 @@ class RunRecorder:
         if self.pending:
             results = [self._provenanced(r) for r in self.pending]
             try:
-                path = _spill_file(self.db, results)
+                path = self.spilled = _spill_file(self.db, results)
             except Exception as e:  # nowhere to write: said, as a store that failed
                 sys.stderr.write(f"torchmark: note: {len(results)} result(s) not recorded "
                                  f"in the store, nor written to a file: {e}\n")
             else:
                 sys.stderr.write(f"torchmark: {why}: {len(results)} result(s) written to "
-                                 f"{path} instead; `torchmark import {path}` stores them"
+                                 f"{path} instead (and any that follow); `torchmark "
+                                 f"import {path}` stores them"
                                  + (f" (as a run of their own; {started}, with the "
                                     "results recorded before)" if started else "") + "\n")
             self.pending = []
