@@ -68,7 +68,9 @@ def pytest_configure(config: Any) -> None:
                    "uses the torchmark fixture, which the options then steer)")
     try:
         settings = Settings.from_options(config.getoption)
-        if not (settings.disabled or settings.no_store):
+        from torchmark.store.store import recording_off
+
+        if not (settings.disabled or settings.no_store or recording_off()):
             from torchmark.store.recorder import store_wait
 
             store_wait()  # a bad TORCHMARK_STORE_WAIT: said before anything runs
@@ -79,25 +81,7 @@ def pytest_configure(config: Any) -> None:
         from torchmark.pytest_plugin.session import start
 
         start(config, settings)
-        _terminate_as_interrupt(config)
 
-
-def _terminate_as_interrupt(config: Any) -> None:
-    """SIGTERM (a CI job cancelled) ends the session as Ctrl-C does, so its run is marked
-    interrupted and its files written (where nothing else handles SIGTERM); pytest's
-    own handling is back when the session ends."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt("SIGTERM")
-
-    signal.signal(signal.SIGTERM, interrupt)
-    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
 
 
 def _benchmarks(item: Any) -> bool:
