@@ -97,15 +97,24 @@ def is_locked(error: BaseException) -> bool:
 
 
 def this_process() -> dict[str, Any]:
-    """Which process runs a run (its tags' `process`): this machine's name, this pid."""
+    """Which process runs a run (its tags' `process`): this machine's name, this pid,
+    and where readable (Linux) the boot and the process's start, which tell a pid
+    given again after a reboot or an exit from this one."""
     import socket
 
-    return {"host": socket.gethostname(), "pid": os.getpid()}
+    out: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
+    boot, started = _boot_id(), _started_at(os.getpid())
+    if boot:
+        out["boot"] = boot
+    if started is not None:
+        out["since"] = started[0]
+    return out
 
 
 def running_process(tags: dict[str, Any]) -> int | None:
     """The pid of another live process of this machine that a run's tags say runs it;
-    None when none does (another machine's cannot be checked: None)."""
+    None when none does: not this machine (another's cannot be checked), another boot,
+    a pid now another process's (its start differs), a zombie, or none at all."""
     import socket
 
     process = tags.get("process")
@@ -114,13 +123,37 @@ def running_process(tags: dict[str, Any]) -> int | None:
     pid = process.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
         return None
+    if process.get("boot") and _boot_id() and process["boot"] != _boot_id():
+        return None
+    started = _started_at(pid)
+    if started is not None:  # /proc: the process as it is now
+        since, state = started
+        alive = state != "Z" and (process.get("since") in (None, since))
+        return pid if alive else None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return None
-    except (PermissionError, OSError):
+    except OSError:
         return pid  # alive, another user's
     return pid
+
+
+def _boot_id() -> str | None:
+    """This boot's id (Linux), else None."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _started_at(pid: int) -> tuple[int, str] | None:
+    """A process's start (clock ticks after boot) and state (Linux /proc), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return int(fields[19]), fields[0]
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def recording_off() -> bool:
