@@ -59,9 +59,10 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
     def row(spec) -> str:
         return " / ".join(filter(None, [spec.label, spec.sub_label or spec.stmt]))
 
+    verdicts = len(files) == 2 and all(is_store_ref(f) for f in files)  # name them too
     failed = [f"failed in {name}: {row(m.task_spec)}: {failure_of(m)}"  # a blank cell:
               for name, group in zip(files, read, strict=True) for m in group  # why
-              if failure_of(m) is not None and not is_store_ref(name)]
+              if failure_of(m) is not None and not verdicts]
     if len(files) == 2 and all(f in sides for f in files):  # as `gate` refuses them
         from torchmark.regressions.refs import check_distinct
 
