@@ -170,12 +170,13 @@ def test_a_run_another_live_process_runs_is_not_resumed_twice(tmp_path):
             store.reopen_run(run)
         with pytest.raises(UsageError):
             RunRecorder(db, resume_run=run).__enter__()
-        from torchmark.store.store import _started_at, running_process, this_process
+        from torchmark.core.procs import process_start
+        from torchmark.store.store import running_process, this_process
 
         claim = {**this_process(), "pid": other.pid}
         if "since" in claim:  # Linux: the process's start tells a pid given again
             assert running_process({"process": claim}) is None  # (this one's start)
-            claim["since"] = _started_at(other.pid)[0]
+            claim["since"] = process_start(other.pid)[0]
             assert running_process({"process": claim}) == other.pid
             assert running_process({"process": {**claim, "boot": "another"}}) is None
     finally:

@@ -1,5 +1,6 @@
 """Process helpers shared by the workers: CPU pinning (and the idlest CPUs to pin to),
-killing a process group, and whether a process still runs."""
+killing a process group, whether a process still runs, and what tells a process apart
+from another given its pid later (the boot, its start)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 
 def pin(pid: int, cpus: list[int] | None) -> None:
@@ -51,6 +53,24 @@ def idlest_cpus(count: int, over: float = 0.2) -> list[int]:
     ranked = sorted(allowed, key=lambda cpu: (after.get(cpu, 0) - before.get(cpu, 0), cpu),
                     reverse=True)
     return sorted(ranked[:count])
+
+
+def boot_id() -> str | None:
+    """This boot's id (Linux), else None."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def process_start(pid: int) -> tuple[int, str] | None:
+    """A process's start (clock ticks after boot) and state ("Z": a zombie), from Linux
+    /proc; None where it cannot be read (no such process, not Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return int(fields[19]), fields[0]
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def pid_alive(pid: int) -> bool:

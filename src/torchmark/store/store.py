@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import sqlalchemy as sa
 
 from torchmark.core.errors import TorchmarkError, UsageError
+from torchmark.core.procs import boot_id, pid_alive, process_start
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
 from torchmark.store import schema
@@ -103,7 +104,7 @@ def this_process() -> dict[str, Any]:
     import socket
 
     out: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
-    boot, started = _boot_id(), _started_at(os.getpid())
+    boot, started = boot_id(), process_start(os.getpid())
     if boot:
         out["boot"] = boot
     if started is not None:
@@ -123,37 +124,14 @@ def running_process(tags: dict[str, Any]) -> int | None:
     pid = process.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
         return None
-    if process.get("boot") and _boot_id() and process["boot"] != _boot_id():
+    if process.get("boot") and boot_id() and process["boot"] != boot_id():
         return None
-    started = _started_at(pid)
+    started = process_start(pid)
     if started is not None:  # /proc: the process as it is now
         since, state = started
         alive = state != "Z" and (process.get("since") in (None, since))
         return pid if alive else None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except OSError:
-        return pid  # alive, another user's
-    return pid
-
-
-def _boot_id() -> str | None:
-    """This boot's id (Linux), else None."""
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
-    except OSError:
-        return None
-
-
-def _started_at(pid: int) -> tuple[int, str] | None:
-    """A process's start (clock ticks after boot) and state (Linux /proc), else None."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        return int(fields[19]), fields[0]
-    except (OSError, ValueError, IndexError):
-        return None
+    return pid if pid_alive(pid) else None
 
 
 def recording_off() -> bool:
