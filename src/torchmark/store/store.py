@@ -257,7 +257,7 @@ class Store:
         self._medians: collections.OrderedDict[int, tuple[tuple[Any, ...], RunMedians]] \
             = collections.OrderedDict()
         self._key_lists: dict[str, list[tuple[str, str]]] = {}  # by digest: run_medians
-        self._medians_lock = threading.Lock()
+        self._caches_lock = threading.Lock()  # the caches below and _provenances
         # builds_repeat's answers, by (machine, env, largest run id, number of runs)
         self._repeats: dict[tuple[Any, ...], bool] = {}
         self._counts: dict[tuple[int, str], int] = {}  # a finished run's result count
@@ -804,7 +804,7 @@ class Store:
             now = packing.version(conn, run_id)
             if now is None:
                 return packing.RunMedians([], np.empty(0))
-            with self._medians_lock:
+            with self._caches_lock:
                 kept = self._medians.get(run_id)
                 if kept is not None and kept[0] == now:
                     self._medians.move_to_end(run_id)
@@ -812,7 +812,7 @@ class Store:
             medians = packing.from_packed(conn, now, self._key_lists)
             if medians is None:
                 medians, now = packing.from_results(conn, run_id, now[1])
-        with self._medians_lock:
+        with self._caches_lock:
             self._medians[run_id] = (now, medians)
             self._medians.move_to_end(run_id)
             while len(self._medians) > MEDIANS_KEPT:
@@ -1166,7 +1166,7 @@ class Store:
         stored = conn.execute(sa.select(schema.runs.c.provenance)
                               .where(schema.runs.c.id == run_id)).scalar()
         provenance = Provenance.from_dict(stored) if stored else None
-        with self._medians_lock:  # pages are built in threads
+        with self._caches_lock:  # pages are built in threads
             if len(self._provenances) >= PROVENANCES_KEPT:
                 self._provenances.pop(next(iter(self._provenances)))
             self._provenances[run_id] = (started, provenance)
