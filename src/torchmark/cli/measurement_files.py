@@ -44,20 +44,14 @@ def read_measurement_files(files: list[str], db: str | None = None,
 def _failed_in(path: str) -> list[Measurement]:
     """The failed time results of a results file, as placeholders (failure_placeholder):
     one a case it holds no measured result of."""
+    from torchmark.core.result import unmeasured_failures
     from torchmark.core.results_file import is_results_file, read_results
     from torchmark.timing.results import TIME_METRICS, failure_placeholder
 
     if not is_results_file(path):
         return []
-    results = read_results(path)
-    seen = {(r.case.id, r.metric) for r in results if r.failure is None}  # measured
-    out = []
-    for r in results:  # a case that failed in several runs of the file: one placeholder
-        if r.failure is not None and r.metric in TIME_METRICS and \
-                (r.case.id, r.metric) not in seen:
-            seen.add((r.case.id, r.metric))
-            out.append(failure_placeholder(r))
-    return out
+    return [failure_placeholder(r) for r in unmeasured_failures(read_results(path))
+            if r.metric in TIME_METRICS]
 
 
 def is_store_ref(token: str) -> bool:

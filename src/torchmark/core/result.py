@@ -437,6 +437,20 @@ _CASE_FIELDS = frozenset(f.name for f in dataclasses.fields(Case))
 _NUMBER_TYPES = frozenset((int, float))  # JSON's numbers (bool is no sample)
 
 
+def unmeasured_failures(results: Iterable[Result]) -> list[Result]:
+    """The failed results of the cases (with their metric) none of `results` measured,
+    the first of each: what a comparison shows as failed (a case that failed in one run
+    of a side and was measured in another is measured)."""
+    results = list(results)
+    seen = {(r.case.id, r.metric) for r in results if r.failure is None}
+    out = []
+    for r in results:
+        if r.failure is not None and (r.case.id, r.metric) not in seen:
+            seen.add((r.case.id, r.metric))
+            out.append(r)
+    return out
+
+
 def _is_mapping(value: Any) -> bool:
     """isinstance(value, Mapping), a dict (what JSON gives) checked first and cheaply."""
     return type(value) is dict or isinstance(value, Mapping)

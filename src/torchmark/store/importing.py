@@ -245,18 +245,19 @@ class Importer:
         from torchmark.store.formats import read_foreign
 
         if self.fmt is not None:
-            if self._imported_before(path_digest(self.path, self.limit)):
+            self.key = path_digest(self.path, self.limit)
+            if self._imported_before(self.key):
                 return  # nothing of it is stored: not parsed either
             with collector_paused():
                 self.whole = list(read_foreign(self.path, self.fmt))
         elif not is_streamable(self.path):
             fd = open_regular(self.path, "import", self.limit)
             try:
-                if self._imported_before(file_digest(fd)):
-                    return
+                self.key = file_digest(fd)
             finally:
                 os.close(fd)
-            self.whole = list(whole_file_results(self.path))
+            if not self._imported_before(self.key):
+                self.whole = list(whole_file_results(self.path))
 
     def run(self) -> int:
         """Import the file; how many results were added (0 when it was imported before,
@@ -278,7 +279,7 @@ class Importer:
 
         fd = open_regular(self.path, "import", self.limit)
         try:
-            key = self.key = file_digest(fd)
+            key = self.key = self.key or file_digest(fd)  # read ahead: its digest then
             if self._imported_before(key):
                 self.before = True
                 return 0
@@ -294,7 +295,7 @@ class Importer:
     def _run_foreign(self, fmt: str) -> int:
         """Import another tool's file or folder (store/formats/): every result read and
         checked before the store is touched, then stored as a torchmark file's are."""
-        key = self.key = path_digest(self.path, self.limit)
+        key = self.key = self.key or path_digest(self.path, self.limit)  # or read ahead's
         if self._imported_before(key):
             self.before = True
             return 0
@@ -383,10 +384,11 @@ class Importer:
                places: list[tuple[str, str]], held: set[int]) -> set[int]:
         """The measured results of `parsed` (not `held`) the store holds as their
         twins: stated where these are raw, or the other way (Store.twin_results)."""
-        at_mean, at_extra = RESULT_VALUES.index("mean"), RESULT_VALUES.index("extra")
+        at_n, at_mean, at_extra = (RESULT_VALUES.index(name)
+                                   for name in ("n", "mean", "extra"))
         indexes, wanted = [], []
         for i, (at, values) in enumerate(parsed.records):
-            if i in held or values[RESULT_VALUES.index("n")] == 0:
+            if i in held or values[at_n] == 0:
                 continue
             mean = stated_mean(values[at_extra])
             value = values[at_mean] if mean is None else mean

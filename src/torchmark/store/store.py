@@ -511,7 +511,7 @@ class Store:
                     importers = [Importer(self, path, max_bytes, fmt=fmt, conn=conn)
                                  for path, fmt in zip(paths, kinds, strict=True)]
                     for importer, read in zip(importers, ahead, strict=True):
-                        importer.whole = read.whole
+                        importer.whole, importer.key = read.whole, read.key
                     return [(importer.run(), importer.read, importer.before)
                             for importer in importers]
             except sa.exc.IntegrityError:
@@ -1308,13 +1308,11 @@ class Store:
                                 failed: bool = False) -> list[Any]:
         """`measurements` of Result records (result_records, or a side of the store);
         `failed`: as measurements_of, for a case of no measured result among them."""
+        from torchmark.core.result import unmeasured_failures
+
         results = list(results)
-        seen = {(r.case.id, r.metric) for r in results if r.failure is None}  # measured
-        kept = []
-        for r in results:  # a failure: one a case, of a case not measured
-            if r.failure is None or (failed and (r.case.id, r.metric) not in seen):
-                kept.append(r)
-                seen.add((r.case.id, r.metric))
+        shown = {id(r) for r in unmeasured_failures(results)} if failed else set()
+        kept = [r for r in results if r.failure is None or id(r) in shown]
         return cls.measurements_of((
             {"metric": r.metric, "samples": list(r.samples), "stmt": r.case.stmt,
              "setup": r.case.setup,
