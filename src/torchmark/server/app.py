@@ -400,7 +400,8 @@ class PageProcesses:
     def __init__(self, url: str, token: str | None, count: int) -> None:
         self.url, self.token, self.count = url, token, count
         self.pool = self._new_pool()
-        self.starting: asyncio.Future[None] | None = None  # a new pool's start
+        # a new pool's start, held: a task nothing refers to may be collected unfinished
+        self.starting: asyncio.Future[None] | None = None
 
     def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
         import multiprocessing
