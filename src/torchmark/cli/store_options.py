@@ -93,15 +93,12 @@ def resumed_cases(db: str | None, no_store: bool, resume_run: int | None,
     store = open_store(db)
     try:
         made = store.runs_page(run=resume_run, limit=1)[0]
-        from torchmark.store.store import running_process
+        from torchmark.store.store import resume_refused
 
-        holder = running_process(made[0].get("tags") or {}) \
-            if made and made[0]["status"] == "running" else None
-        if holder is not None:  # checked again as the run is reopened (store.reopen_run)
-            raise click.UsageError(f"--resume-run {resume_run}: process {holder} on this "
-                                   "machine is running it (another --resume-run, or the "
-                                   "command that started it): let it finish, or stop it "
-                                   "first")
+        refused = resume_refused(resume_run, made[0].get("tags") or {},
+                                 made[0]["status"]) if made else None
+        if refused:  # checked again as the run is reopened (store.reopen_run)
+            raise click.UsageError(f"--resume-run {resume_run}: {refused}")
         words = list(made[0]["command"] or []) if made else []
         if len(words) > 1 and words[0] == "torchmark" and words[1] != command:
             raise click.UsageError(f"--resume-run {resume_run}: `torchmark {words[1]}` made "

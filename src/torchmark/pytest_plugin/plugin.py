@@ -83,7 +83,6 @@ def pytest_configure(config: Any) -> None:
         start(config, settings)
 
 
-
 def _benchmarks(item: Any) -> bool:
     return MARKER in getattr(item, "fixturenames", ()) or \
         item.get_closest_marker(MARKER) is not None

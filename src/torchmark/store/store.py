@@ -134,6 +134,17 @@ def running_process(tags: dict[str, Any]) -> int | None:
     return pid if pid_alive(pid) else None
 
 
+def resume_refused(run_id: int, tags: dict[str, Any], status: str) -> str | None:
+    """Why run `run_id` (its tags and status) may not be resumed now, if it may not: a
+    live process of this machine runs it (running_process)."""
+    holder = running_process(tags) if status == "running" else None
+    if holder is None:
+        return None
+    return (f"run {run_id} is being run by process {holder} on this machine (another "
+            "--resume-run, or the command that started it): let it finish, or stop it "
+            "first")
+
+
 def recording_off() -> bool:
     """TORCHMARK_NO_STORE=1 (or --no-store) turns recording off."""
     return os.environ.get("TORCHMARK_NO_STORE", "").lower() in ("1", "true", "yes")
@@ -1092,11 +1103,9 @@ class Store:
                 raise StoreError(f"the store at {self.where} holds no run {run_id} "
                                  "(`torchmark runs` lists them)")
             kept = dict(found[0]) if isinstance(found[0], dict) else {}
-            holder = running_process(kept) if found[1] == "running" else None
-            if holder is not None:
-                raise UsageError(f"run {run_id} is being run by process {holder} on this "
-                                 "machine (another --resume-run, or the command that "
-                                 "started it): let it finish, or stop it first")
+            refused = resume_refused(run_id, kept, found[1])
+            if refused:
+                raise UsageError(refused)
             kept["process"] = this_process()
             before = kept.get("resumed")
             resumes = [x for x in before if isinstance(x, dict)] \
