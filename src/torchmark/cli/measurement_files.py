@@ -37,21 +37,8 @@ def read_measurement_files(files: list[str], db: str | None = None,
         elif first_line_schema(path) == OPS_SCHEMA:
             out.append(ops_measurements(path, column))
         else:
-            out.append(load_compared(path) + (_failed_in(path) if failed else []))
+            out.append(load_compared(path, failed=failed))
     return out
-
-
-def _failed_in(path: str) -> list[Measurement]:
-    """The failed time results of a results file, as placeholders (failure_placeholder):
-    one a case it holds no measured result of."""
-    from torchmark.core.result import unmeasured_failures
-    from torchmark.core.results_file import is_results_file, read_results
-    from torchmark.timing.results import TIME_METRICS, failure_placeholder
-
-    if not is_results_file(path):
-        return []
-    return [failure_placeholder(r) for r in unmeasured_failures(read_results(path))
-            if r.metric in TIME_METRICS]
 
 
 def is_store_ref(token: str) -> bool:

@@ -88,12 +88,7 @@ def load_measurements(path: str | os.PathLike) -> list[Measurement]:
     or of one Measurement's JSON."""
     path = Path(path)
     if path.is_file() and path.stat().st_size and is_results_file(path):
-        results = read_results(path)
-        times = [r for r in results if r.ok and r.metric in TIME_METRICS]
-        if results and not times:
-            raise ValueError(f"{brief(str(path))}: its {len(results)} results hold no "
-                             "times (instruction counts, or failed cases)")
-        return [result_to_measurement(r) for r in times]
+        return _time_measurements(read_results(path), path)
     text = read_text(path, "measurements file")
     try:
         data = load_json(text, str(path))
@@ -107,18 +102,32 @@ def load_measurements(path: str | os.PathLike) -> list[Measurement]:
     return parse_measurements(data, str(path))
 
 
-def load_compared(path: str | os.PathLike) -> list[Any]:
+def _time_measurements(results: list[Any], path: Path) -> list[Measurement]:
+    """load_measurements of a results file's `results`."""
+    times = [r for r in results if r.ok and r.metric in TIME_METRICS]
+    if results and not times:
+        raise ValueError(f"{brief(str(path))}: its {len(results)} results hold no "
+                         "times (instruction counts, or failed cases)")
+    return [result_to_measurement(r) for r in times]
+
+
+def load_compared(path: str | os.PathLike, failed: bool = False) -> list[Any]:
     """What Compare can show of a file: its time measurements (load_measurements) and,
-    in a results file, its memory measurements (Timer.memory's)."""
-    from torchmark.timing.results import result_to_memory
+    in a results file (read once), its memory measurements (Timer.memory's) and with
+    `failed` a placeholder for each case whose time results all failed
+    (timing/results.py failure_placeholder)."""
+    from torchmark.core.result import unmeasured_failures
+    from torchmark.timing.results import failure_placeholder, result_to_memory
 
     path = Path(path)
     if path.is_file() and path.stat().st_size and is_results_file(path):
         results = read_results(path)
         memory = [result_to_memory(r) for r in results if r.ok and r.metric == "memory"]
+        placeholders = [failure_placeholder(r) for r in unmeasured_failures(results)
+                        if r.metric in TIME_METRICS] if failed else []
         if memory and not any(r.ok and r.metric in TIME_METRICS for r in results):
-            return memory
-        return [*load_measurements(path), *memory]
+            return [*memory, *placeholders]
+        return [*_time_measurements(results, path), *memory, *placeholders]
     return list(load_measurements(path))
 
 
