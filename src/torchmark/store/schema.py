@@ -92,6 +92,7 @@ results = sa.Table(
     sa.Index("results_case_metric", "case_id", "metric"),
     sa.Index("results_run_case", "run_id", "case_id"),
     sa.Index("results_content", "content_key"),
+    # and on PostgreSQL only, results_run_id on (run_id, id) (migration 0006)
 )
 
 # what users (or `regressions --confirm`) said of a detected change, keyed by the change's

@@ -33,8 +33,8 @@ from torchmark.store.result_rows import RESULT_VALUES, case_row, result_values
 if TYPE_CHECKING:
     from torchmark.store.run_medians import RunMedians
 
-HEAD = "0005"  # the newest migration
-REVISIONS = ("0001", "0002", "0003", "0004", "0005")  # every migration this torchmark knows, oldest first
+HEAD = "0006"  # the newest migration
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006")  # every migration this torchmark knows, oldest first
 # what can be said of a detected change (schema.change_marks)
 CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed")
 # the columns of a results table (Store.table, `torchmark export --format csv|parquet`)
