@@ -280,3 +280,40 @@ def test_the_runs_table_drops_only_torchmark_s_own_name():
     assert _command(["torchmark", "timeit", "x + 1"]) == "timeit 'x + 1'"
     assert _command(["pytest", "-q", "tests"]) == "pytest -q tests"
     assert _command(None) == ""
+
+
+def test_a_resumed_ops_run_measures_again_a_record_whose_backward_failed(tmp_path, capsys):
+    """argmax's forward is measured and its backward fails (its output has no gradient):
+    --resume-run measures the record again, both passes, and the run holds each pass
+    once; a record that passed is not measured again."""
+    db, config = str(tmp_path / "s.db"), tmp_path / "c.json"
+    config.write_text(json.dumps({op: {"config": [{"input": [{"args": [
+        {"type": "tensor", "shape": [16, 16]}]}]}]} for op in ("torch.sin", "torch.argmax")}))
+    options = ["ops", "-c", str(config), "-i", "20", "-w", "1", "--quiet", "--backward",
+               "--db", db]
+    assert main([*options, "-o", str(tmp_path / "first")]) == 1
+    store = Store(db)
+
+    def rows() -> dict[str, tuple[int, bool]]:
+        found = {}
+        for row in store.results():
+            place = row["case_id"].split("|")[0] + "#" + row["case_id"].split("#")[-1]
+            assert place not in found  # each pass held once
+            found[place] = (row["id"], row["failure"] is None)
+        return found
+
+    before = rows()
+    first = {r.case.id.split("|")[0] + "#" + r.case.id.split("#")[-1]: r.samples
+             for r in store.result_records(run=1)}
+    assert {place: ok for place, (_, ok) in before.items()} == {
+        "torch.sin#forward": True, "torch.sin#backward": True,
+        "torch.argmax#forward": True, "torch.argmax#backward": False}
+    capsys.readouterr()
+    assert main([*options, "-o", str(tmp_path / "rest"), "--resume-run", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert "1 ok, 1 failed" in out  # the whole run: sin carried over
+    assert "failed torch.argmax" in err and "torch.sin" not in err  # argmax measured again
+    assert rows().keys() == before.keys()  # each pass held once
+    samples = {r.case.id.split("|")[0] + "#" + r.case.id.split("#")[-1]: r.samples
+               for r in store.result_records(run=1)}
+    assert samples["torch.sin#forward"] == first["torch.sin#forward"]  # kept as it was

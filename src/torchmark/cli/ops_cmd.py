@@ -155,7 +155,7 @@ def ops_cmd(config_path, warmup, iterations, backward, device, threads, prefix, 
         raise click.UsageError("-o/--output-prefix: give a path prefix (PREFIX.jsonl)")
     out = f"{prefix}.jsonl"
     # the stored run's finished cases (its results are per phase: ID@DIGEST#forward, ...)
-    done = {case_place(case) for case in resumed_cases(db, no_store, resume_run, "ops")}
+    done = resumed_cases(db, no_store, resume_run, "ops", group=case_place)
     if not resume_file:
         prepare_output(out, SCHEMA, "ops results", "-o")
     # beside the results: with --resume, beside the file resumed (not -o's prefix)

@@ -75,11 +75,14 @@ def resume_run_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def resumed_cases(db: str | None, no_store: bool, resume_run: int | None,
-                  command: str) -> set[str]:
-    """The ids of the cases stored run `resume_run` recorded without failure, which
-    `--resume-run` skips (none without it). A usage error when recording is off, the
-    store holds no such run, or another torchmark command (not `command`) made it:
-    checked before the command replaces any file or writes to the run."""
+                  command: str, group: Callable[[str], str] | None = None) -> set[str]:
+    """The ids of the cases stored run `resume_run` measured and never recorded failed,
+    which `--resume-run` skips (none without it). With `group` (a case id's group: an
+    ops record's passes), the groups of those, less each group with a failed case (a
+    record whose backward failed is measured again, forward too). A usage error when
+    recording is off, the store holds no such run, or another torchmark command (not
+    `command`) made it: checked before the command replaces any file or writes to the
+    run."""
     if resume_run is None:
         return set()
     from torchmark.store.store import recording_off
@@ -104,11 +107,13 @@ def resumed_cases(db: str | None, no_store: bool, resume_run: int | None,
             raise click.UsageError(f"--resume-run {resume_run}: `torchmark {words[1]}` made "
                                    f"that run, not `torchmark {command}`: resume it with "
                                    "the command that made it")
-        done: set[str] = store.finished_cases(resume_run)
-        for run in node_runs(store, resume_run).values():  # those measured on Ray nodes
-            done |= store.finished_cases(run)
-        # a run with finished cases exists; only one without needs the list of runs
-        if not done and not store.has_run(resume_run):
+        runs = [resume_run, *node_runs(store, resume_run).values()]  # Ray nodes' too
+        finished = set().union(*(store.finished_cases(run) for run in runs))
+        failed = set().union(*(store.finished_cases(run, failed=True) for run in runs))
+        whole = group or (lambda case: case)
+        done = {whole(case) for case in finished} - {whole(case) for case in failed}
+        # a run with cases exists; only one without needs the list of runs
+        if not finished and not failed and not store.has_run(resume_run):
             raise click.UsageError(f"--resume-run {resume_run}: the store at {store.where} "
                                    f"holds no run {resume_run} (`torchmark runs` lists them)")
         return done
@@ -120,8 +125,9 @@ def resumed_records(db: str | None, resume_run: int | None, record_of: Any,
                     key: Any = lambda result: result.case.id) -> list[dict[str, Any]]:
     """The records of the cases stored run `resume_run` (and the runs of its Ray nodes)
     finished, rebuilt from their Results (`record_of` a record's Results, grouped by
-    `key`): what a resumed command writes to its output file first, so that the file
-    holds the whole run and not only the cases still to run."""
+    `key`; a group with a failed Result is left out, to be measured again): what a
+    resumed command writes to its output file first, so that the file holds the whole
+    run and not only the cases still to run."""
     if resume_run is None:
         return []
     from torchmark.store.recorder import node_runs
@@ -131,9 +137,9 @@ def resumed_records(db: str | None, resume_run: int | None, record_of: Any,
         grouped: dict[str, list[Any]] = {}
         for run in [resume_run, *node_runs(store, resume_run).values()]:
             for result in store.result_records(run=run):
-                if result.ok:
-                    grouped.setdefault(key(result), []).append(result)
-        return [record_of(group) for group in grouped.values()]
+                grouped.setdefault(key(result), []).append(result)
+        return [record_of(group) for group in grouped.values()
+                if all(result.ok for result in group)]
     finally:
         store.close()
 

@@ -411,7 +411,9 @@ class Store:
         None, with the results' own provenance or the present one); how many. Besides
         Results, what the front-ends return is taken as it is: Measurements (torch's
         too) and CallgrindStats. `replace_failed`: the run's failed results of these
-        cases are removed first (a resumed run measuring them again holds each once)."""
+        cases, and its results of these cases and metrics, are removed first (a resumed
+        run measures again the cases that failed, and an ops record's pass measured
+        beside one that failed: it then holds each once)."""
         items = list(results)
         if not all(isinstance(r, Result) for r in items):
             from torchmark.records import results_of
@@ -428,10 +430,15 @@ class Store:
         with self.engine.begin() as conn:
             if replace_failed:
                 res, ids = schema.results, sorted({r.case.id for r in results})
+                keys = sorted({(r.case.id, r.metric) for r in results})
                 for start in range(0, len(ids), 500):
                     conn.execute(res.delete().where(
                         res.c.run_id == run_id, res.c.failure.is_not(None),
                         res.c.case_id.in_(ids[start:start + 500])))
+                for start in range(0, len(keys), 500):
+                    conn.execute(res.delete().where(
+                        res.c.run_id == run_id,
+                        sa.tuple_(res.c.case_id, res.c.metric).in_(keys[start:start + 500])))
             self.insert_results(conn, results, run_id, utc_now())
             status = conn.execute(sa.select(schema.runs.c.status)
                                   .where(schema.runs.c.id == run_id)).scalar()
@@ -1078,11 +1085,12 @@ class Store:
             return {row.id: dict(row.params or {})
                     for row in conn.execute(sa.select(c.c.id, c.c.params))}
 
-    def finished_cases(self, run_id: int) -> set[str]:
-        """The ids of the cases a run recorded without failure (to resume it)."""
+    def finished_cases(self, run_id: int, failed: bool = False) -> set[str]:
+        """The ids of the cases a run recorded without failure (to resume it); with
+        `failed`, of those it recorded failed."""
         res = schema.results
-        query = sa.select(res.c.case_id).where(res.c.run_id == run_id,
-                                                res.c.failure.is_(None)).distinct()
+        outcome = res.c.failure.is_not(None) if failed else res.c.failure.is_(None)
+        query = sa.select(res.c.case_id).where(res.c.run_id == run_id, outcome).distinct()
         with self.engine.connect() as conn:
             return set(conn.execute(query).scalars())
 
