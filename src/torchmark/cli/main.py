@@ -11,9 +11,9 @@ import click
 
 from torchmark import __version__
 from torchmark.cli import store_options
-from torchmark.cli.signals import Terminated, interrupted_by, sigterm_as_interrupt
 from torchmark.core.bounded_input import brief, parse_size, set_max_bytes
 from torchmark.core.errors import BusyError, TorchmarkError, error_line
+from torchmark.core.signals import Terminated, interrupted_by, sigterm_as_interrupt
 
 EXIT_USAGE = 2
 LINE_LIMIT = 1000  # an error line longer than this is cut (values are cut shorter)

@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from torchmark.cli.executor_options import executor_from, executor_options, node_provenance
-from torchmark.cli.signals import Terminated
 from torchmark.cli.store_options import (
     recorder,
     recording_options,
@@ -20,6 +19,7 @@ from torchmark.cli.store_options import (
     resumed_cases,
     resumed_records,
 )
+from torchmark.core.signals import Terminated
 from torchmark.core.threads import MAX_THREADS
 from torchmark.ops.executor import EXEC_MODES, PROFILER_RANGE_ENV
 

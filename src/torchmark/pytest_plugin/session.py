@@ -6,6 +6,7 @@ summary."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from typing import Any
@@ -36,7 +37,9 @@ class BenchmarkSession:
         self.gate_report: Any = None
         self.env_differences: list[Any] = []  # the baseline's, allowed and marked
         self.recorder: Any = None  # the run's RunRecorder, entered at the first results
-        self.restore_sigterm: Any = lambda: None  # SIGTERM's handling as it was
+        # while the run records: SIGTERM (a CI job cancelled) ends it as Ctrl-C does, so
+        # the run is marked interrupted and its files written (core/signals.py)
+        self.sigterm = contextlib.ExitStack()
 
     def load_baseline(self) -> None:
         """Read --torchmark-baseline now, before this session records a run (`latest`
@@ -191,13 +194,15 @@ class BenchmarkSession:
 
             self.recorder = RunRecorder(self.settings.store, tags={"frontend": "pytest"},
                                         provenance=self.provenance).__enter__()
-            self.restore_sigterm = terminate_as_interrupt()
+            from torchmark.core.signals import sigterm_as_interrupt
+
+            self.sigterm.enter_context(sigterm_as_interrupt(only_unhandled=True))
         return self.recorder
 
     def _finish_run(self, interrupted: bool = False) -> None:
         """The session's run ended (interrupted after Ctrl-C or SIGTERM)."""
         recorder, self.recorder = self.recorder, None
-        self.restore_sigterm()
+        self.sigterm.close()
         if interrupted:
             recorder.status = "interrupted"
         where = getattr(recorder.store, "where", None)
@@ -231,35 +236,6 @@ class BenchmarkSession:
                 f"{self.settings.fail_slower:.1%}, failed, not measured well enough for a "
                 f"verdict, or not measured at all (their tests ran without a result): "
                 f"{names}", red=True, bold=True)
-
-
-def terminate_as_interrupt() -> Any:
-    """While a session records its run: SIGTERM (a CI job cancelled) ends it as Ctrl-C
-    does, so the run is marked interrupted and its files written, where nothing else
-    handles SIGTERM (in this process only: a child forked meanwhile dies of it as
-    before). The function that puts SIGTERM's handling back."""
-    import os
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return lambda: None
-    owner = os.getpid()
-
-    def interrupt(signum: int, frame: Any) -> None:
-        if os.getpid() != owner:  # a forked child: as if no handler had been set
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        raise KeyboardInterrupt("SIGTERM")
-
-    signal.signal(signal.SIGTERM, interrupt)
-
-    def restore() -> None:
-        if signal.getsignal(signal.SIGTERM) is interrupt:  # not a test's own since
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    return restore
 
 
 def start(config: Any, settings: Settings) -> None:
