@@ -324,7 +324,7 @@ def test_bad_timeout_variables_are_named_when_used_not_at_import(monkeypatch):
     for name, value, message in [
             ("TORCHMARK_CALLGRIND_START_TIMEOUT", "10s", "finite number of seconds > 0, got '10s'"),
             ("TORCHMARK_CALLGRIND_TIMEOUT", "0", "finite number of seconds > 0, got '0'"),
-            ("TORCHMARK_CALLGRIND_KEEPALIVE", "inf", "finite number of seconds, got 'inf'")]:
+            ("TORCHMARK_CALLGRIND_KEEPALIVE", "inf", "finite number of seconds >= 0, got 'inf'")]:
         monkeypatch.setenv(name, value)
         reader = {"TORCHMARK_CALLGRIND_START_TIMEOUT": collector.start_timeout_seconds,
                   "TORCHMARK_CALLGRIND_TIMEOUT": collector.request_timeout_seconds,

@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
-import math
 import os
 import platform
 import select
@@ -35,6 +34,7 @@ from torchmark.callgrind.messages import CountReply, CountRequest, HostReady, Sh
 from torchmark.callgrind.out_parser import parse_callgrind_file
 from torchmark.callgrind.stats import CallgrindStats
 from torchmark.core.announce import announced
+from torchmark.core.bounded_input import env_seconds
 from torchmark.core.errors import MeasurementError, ToolMissingError
 from torchmark.core.framing import recv_frame, send_frame
 from torchmark.core.private_folder import peer_uid, private_folder
@@ -619,33 +619,19 @@ def _count_reply(reply: Any) -> CountReply:
     return reply
 
 
-def _seconds_from_env(name: str, default: float, positive: bool = False) -> float:
-    """A number of seconds from the environment variable `name`, read when it is used
-    (a bad value then fails the collection with its name, not every import)."""
-    raw = os.environ.get(name, str(default))
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or (positive and not value > 0):
-        bound = " > 0" if positive else ""
-        raise ValueError(f"{name} must be a finite number of seconds{bound}, got {raw!r}")
-    return value
-
-
 def keep_alive_seconds() -> float:
     """TORCHMARK_CALLGRIND_KEEPALIVE: seconds a shared host waits for work (0: no sharing)."""
-    return max(_seconds_from_env("TORCHMARK_CALLGRIND_KEEPALIVE", 0), 0.0)
+    return env_seconds("TORCHMARK_CALLGRIND_KEEPALIVE", 0.0)
 
 
 def start_timeout_seconds() -> float:
     """TORCHMARK_CALLGRIND_START_TIMEOUT: how long a host may take to start (600 s)."""
-    return _seconds_from_env("TORCHMARK_CALLGRIND_START_TIMEOUT", 600, positive=True)
+    return env_seconds("TORCHMARK_CALLGRIND_START_TIMEOUT", 600.0, positive=True)
 
 
 def request_timeout_seconds() -> float:
     """TORCHMARK_CALLGRIND_TIMEOUT: how long one measurement may take (900 s)."""
-    return _seconds_from_env("TORCHMARK_CALLGRIND_TIMEOUT", 900, positive=True)
+    return env_seconds("TORCHMARK_CALLGRIND_TIMEOUT", 900.0, positive=True)
 
 
 _DEFAULT_HOST: Host | None = None

@@ -6,6 +6,7 @@ and user values cut short when an error echoes them. Every refusal is a LimitErr
 from __future__ import annotations
 
 import json
+import math
 import os
 import reprlib
 import stat
@@ -13,7 +14,7 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
-from torchmark.core.errors import LimitError
+from torchmark.core.errors import LimitError, UsageError
 
 DEFAULT_MAX_BYTES = 64 << 20
 MAX_NESTING = 100  # containers inside containers: legitimate files need about ten
@@ -68,6 +69,23 @@ def env_size(name: str, default: int) -> int:
         except ValueError as e:
             raise LimitError(f"{name}: {e}") from None
     return default
+
+
+def env_seconds(name: str, default: float, *, positive: bool = False) -> float:
+    """The environment variable `name` read as seconds (a finite number >= 0, or > 0 when
+    `positive`), else `default`; read where it is used, so that a bad value fails that
+    use with the variable's name (a UsageError), not every import."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
+        raise UsageError(f"{name} must be a finite number of seconds "
+                         f"{'> 0' if positive else '>= 0'}, got {brief_repr(raw)}")
+    return value
 
 
 def human_bytes(n: float) -> str:

@@ -38,20 +38,11 @@ DEFAULT_STORE_WAIT_S = 600.0  # at the end, for the store's write lock (TORCHMAR
 
 
 def store_wait() -> float:
-    """TORCHMARK_STORE_WAIT (seconds, >= 0), else DEFAULT_STORE_WAIT_S."""
-    from torchmark.core.errors import UsageError
+    """TORCHMARK_STORE_WAIT (seconds to wait for the store's write lock, >= 0), else
+    DEFAULT_STORE_WAIT_S."""
+    from torchmark.core.bounded_input import env_seconds
 
-    text = os.environ.get("TORCHMARK_STORE_WAIT", "").strip()
-    if not text:
-        return DEFAULT_STORE_WAIT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise UsageError(f"TORCHMARK_STORE_WAIT={text!r}: give the seconds to wait for "
-                         "the store's write lock (a number >= 0)")
-    return value
+    return env_seconds("TORCHMARK_STORE_WAIT", DEFAULT_STORE_WAIT_S)
 
 
 class RunRecorder:
