@@ -49,6 +49,19 @@ def test_the_split_finds_where_the_blocks_stop_getting_faster():
     assert warm_up_end([1.0] * 10 + [3.0] * 10) == 0  # slower later: not a warm-up
 
 
+def test_a_lead_of_one_to_three_slow_blocks_is_warm_up():
+    """Too short for the rank test at its p-value, found by its size; a lead only a
+    little slower, or not slower than every later block, is not."""
+    rng = random.Random(2)
+    for n in (40, 95, 200):
+        steady = [20.0 * (1 + rng.gauss(0, 0.02)) for _ in range(n)]
+        for k in (1, 2, 3):  # (the rank test may take a steady block more, harmless)
+            assert k <= warm_up_end([60.0] * k + steady[k:]) <= k + 1, (n, k)
+        assert warm_up_end([55.6, 21.0] + steady[2:]) == 1  # 89 slow calls of 100, 11 not
+        assert warm_up_end([23.0] + steady[1:]) == 0  # 15% slower: within the margin
+        assert warm_up_end([60.0] + steady[1:-1] + [61.0]) == 0  # a later block as slow
+
+
 def test_stationary_noise_rarely_raises_a_false_alarm():
     rng = random.Random(1)
     alarms = sum(warm_up_end([rng.lognormvariate(0, 0.05) for _ in range(rng.randint(8, 400))])
@@ -66,6 +79,24 @@ def test_a_planted_lazy_initialisation_is_left_out_and_reported():
     warm = m.warm_up
     assert warm.dropped_blocks > 0 and warm.stationary and warm.calls >= 250, warm
     assert f"Warm-up: stationary after {warm.calls:,} calls" in repr(m)
+
+
+def test_a_lazy_initialisation_filling_a_few_blocks_is_left_out():
+    """300 slow calls of 2 us, with a call's noise: 111 of them size the blocks, the rest
+    fill the first two blocks of 100 calls (the second holds 11 fast calls). Neither is
+    kept (the rank test alone kept both: too few to tell)."""
+    clock, steady, rng = VirtualClock(), 2.0 ** -19, random.Random(3)
+    planted = _planted(clock, steady)
+
+    def work() -> None:
+        planted()
+        clock.spend(steady * rng.uniform(0, 0.1))
+
+    m = torchmark.Timer("work()", globals={"work": work},
+                        timer=clock).blocked_autorange(min_run_time=0.2)
+    assert m.number_per_run == 100 and m.warm_up.dropped_blocks == 2, m
+    assert max(m.times) < 1.1 * steady and m.warm_up.calls == 311, m
+    assert m.warm_up.stationary
 
 
 def test_a_statement_still_getting_faster_is_warned_of_everywhere(monkeypatch):

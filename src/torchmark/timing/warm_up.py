@@ -9,6 +9,10 @@ at TREND_P and the first k's median is above the rest's by more than TREND_MARGI
 when more, the rest's own IQR / median), the first k were still warm-up. They are
 dropped, blocks are timed until the kept ones again reach the run time asked for, and
 the test repeats, within a budget of time.
+A rank test cannot tell a lead of one to three blocks at TREND_P (one block of 40 is the
+slowest with p = 1/40 however slow it is), and a lazy initialisation often fills no
+more: such a lead is warm-up when each of its blocks is slower than every later block
+and than the later blocks' median by more than LEAD_MARGIN.
 Dropping blocks of a stationary statement (a false alarm) costs time, never accuracy.
 A statement that is stationary from its first block is tested once and measured no
 longer than without the test.
@@ -30,6 +34,8 @@ TREND_MARGIN = 0.02  # the first blocks this much slower (medians; at least the 
 TREND_P = 1e-3  # ... at this one-sided p-value: still warming up
 MIN_BLOCKS_TESTED = 8  # fewer blocks: no test (too few to tell)
 MIN_STEADY_BLOCKS = 4  # the steady part a split leaves, at least
+LEAD_BLOCKS = 3  # a lead this short is judged by its size: each of its blocks slower
+LEAD_MARGIN = 0.25  # than every later block, and than their median by this much
 BUDGET_S = 2.0  # blocked_autorange's extension, at least: max(BUDGET_S, 10 x min_run_time)
 
 
@@ -54,7 +60,18 @@ def warm_up_end(times: Sequence[float]) -> int:
     low, middle, high = np.percentile(rest, [25, 50, 75])
     margin = max(TREND_MARGIN, (high - low) / middle if middle > 0 else 0.0)
     slower = np.median(values[:best]) > middle * (1 + margin)
-    return best if p < TREND_P and slower else 0
+    return best if p < TREND_P and slower else _slow_lead(values)
+
+
+def _slow_lead(values: np.ndarray) -> int:
+    """The longest lead of at most LEAD_BLOCKS blocks each slower than every later block
+    and than their median by more than LEAD_MARGIN; 0 when there is none."""
+    for k in range(min(LEAD_BLOCKS, len(values) - MIN_STEADY_BLOCKS), 0, -1):
+        slowest_later, fastest_lead = values[k:].max(), values[:k].min()
+        if fastest_lead > slowest_later and \
+                fastest_lead > np.median(values[k:]) * (1 + LEAD_MARGIN):
+            return k
+    return 0
 
 
 @dataclasses.dataclass(frozen=True)
