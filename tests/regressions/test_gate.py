@@ -98,6 +98,22 @@ def test_instruction_counts_are_gated_exactly(db, capsys):
                 "--max-slowdown", "1%") == 0
 
 
+def test_a_file_side_holding_a_case_under_two_env_labels_is_refused(db, tmp_path, capsys):
+    """`timeit --env before` then `--env after` into one file: a side would pool before
+    and after (the gate read a 55% slowdown as unsure and passed); ab compares them."""
+    path = tmp_path / "both.jsonl"
+    for env, median in (("before", 1e-5), ("after", 1.5e-5)):
+        provenance = Provenance.capture(env=env)
+        save_results(path, [dataclasses.replace(wall(dataclasses.replace(c, env=env), median,
+                                                     i), provenance=provenance)
+                            for i, c in enumerate(CASES)])  # as timeit --env writes them
+    capsys.readouterr()
+    assert gate(db, "--baseline", str(path), "--candidate", str(path)) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: holds add: n=0 under several env labels (after, before)" in err
+    assert main(["ab", str(path)]) == 0 and "4 slower" in capsys.readouterr().out
+
+
 def test_refs_by_env_and_file_and_case_patterns(db, tmp_path):
     store = Store(db)
     record(store, [wall(c, 1e-5, i) for i, c in enumerate(CASES)], "a1", env="before")

@@ -165,6 +165,14 @@ def _file_side(ref: str, path: Path) -> Side:
     for result in load_results(path):
         key = (result.case.id, result.metric)
         if key in pooled:
+            envs = {r.case.env or (r.provenance.env if r.provenance else None)
+                    for r in (pooled[key], result)}
+            if len(envs) > 1:  # `timeit --env before` then `--env after` into one file
+                names = ", ".join(sorted(str(env) for env in envs))
+                raise UsageError(
+                    f"{ref}: holds {result.case.title[:80]} under several env labels "
+                    f"({names}), which one side would pool: `torchmark ab {ref}` compares "
+                    "them; or save each env to its own file")
             replicated.add(key)
             pooled[key] = _pool(pooled[key], result)
         else:
