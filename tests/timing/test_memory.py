@@ -91,6 +91,9 @@ def test_timeit_memory_saves_compares_and_gates(capsys, tmp_path, monkeypatch):
     assert rows["ops: x * y allocated"] == ["4,000", "8,096", "+102.4%", "[+102.4%,",
                                             "+102.4%]", "none", "exact", "slower"]
     assert rows["ops: x + y memory"][-1] == rows["ops: x + y allocated"][-1] == "same"
+    assert main(["ab", *files]) == 2  # ab judges times: it says which command judges bytes
+    assert "holds memory results (bytes), which `ab` does not judge (it judges times): " \
+        "`torchmark gate --baseline A --candidate B` does" in capsys.readouterr().err
 
 
 def test_timeit_memory_refuses_what_it_cannot_do(capsys):

@@ -281,6 +281,7 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
                                    "files, baseline first")
     stored: dict = {}  # the sides of the store, as read: the histories' too
     sides = read_measurement_files(list(files), db, stored, failed=True)
+    sides = _times_only(sides, files)
     if len(sides) == 1:
         sides, names = _split_by_env(sides[0], files[0])
     else:
@@ -302,6 +303,26 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
         raise click.UsageError(f"{names[0]} and {names[1]} hold no case in common")
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     return _gate(results, only_a, errors, fail_above)
+
+
+def _times_only(sides: list, files) -> list:
+    """The sides without their memory measurements (`ab` judges times; `gate` judges
+    bytes), said on stderr; a UsageError when a side holds nothing else."""
+    from torchmark.timing.memory import MemoryMeasurement
+
+    kept = [[m for m in side if not isinstance(m, MemoryMeasurement)] for side in sides]
+    left = sum(len(side) - len(times) for side, times in zip(sides, kept, strict=True))
+    if not left:
+        return sides
+    for side, times, name in zip(sides, kept, files, strict=True):
+        if side and not times:
+            raise click.UsageError(
+                f"{name}: holds memory results (bytes), which `ab` does not judge (it "
+                "judges times): `torchmark gate --baseline A --candidate B` does, from "
+                "two files or the store's runs (`env:LABEL`)")
+    click.echo(f"note: {left} memory result{'s' if left > 1 else ''} left out: `ab` judges "
+               "times, `torchmark gate` bytes", err=True)
+    return kept
 
 
 def _file_build(path: str) -> str | None:

@@ -107,7 +107,8 @@ def _time_measurements(results: list[Any], path: Path) -> list[Measurement]:
     times = [r for r in results if r.ok and r.metric in TIME_METRICS]
     if results and not times:
         raise ValueError(f"{brief(str(path))}: its {len(results)} results hold no "
-                         "times (instruction counts, or failed cases)")
+                         "times (instruction counts, or failed cases); `torchmark gate "
+                         "--baseline A --candidate B` judges counts")
     return [result_to_measurement(r) for r in times]
 
 
