@@ -62,7 +62,7 @@ def test_counts_find_a_half_percent_step_and_skip_a_commit_that_does_not_import(
     code, out, err = run(capsys, *explain[1:], "--db", str(db), "--top", "3")
     assert code == 0, err
     assert "instructions a run: " in out and "(+0.5" in out
-    assert "python +" in out and "reproduce: torchmark callgrind 'work()'" in out
+    assert "python +" in out and "\n  torchmark callgrind 'work()'" in out  # as pasted
 
 
 @pytest.mark.slow

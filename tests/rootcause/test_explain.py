@@ -77,10 +77,10 @@ def test_explain_collect_counts_both_commits_and_profiles_them(capsys, planted):
     python = lines.index("Python functions whose work changed (lines executed a run; "
                          "calls a run):")
     assert lines[python + 1].startswith("  planted/work.py:10 work: lines 8,003 -> 8,083")
-    assert lines[-1].startswith("reproduce: " + shlex.join(
-        ["torchmark", "callgrind", planted.statement, "-s", planted.setup]))
-    assert lines[-1].endswith(f"(at commit {planted.commits[2][:12]}, then at commit "
-                              f"{planted.commits[3][:12]})")
+    assert lines[-1] == "reproduce: " + shlex.join(  # the command that counted both
+        ["torchmark", "explain", f"commit:{planted.commits[2][:10]}",
+         f"commit:{planted.commits[3][:10]}", "--collect", "--stmt", planted.statement,
+         "-s", planted.setup, "--repo", str(planted.root)])
 
 
 def test_a_timed_case_without_counts_is_offered_collect(capsys, tmp_path):
@@ -147,6 +147,41 @@ def test_the_gate_says_where_a_slower_count_lives(capsys, tmp_path):
     assert "**Why** (case: work())" in text
     assert "- +500  python  Python/ceval.c:_PyEval_EvalFrameDefault [libpython3.11.so.1.0]" \
         in text
+
+
+def test_the_reproduce_lines_paste_as_they_are_and_a_counted_statement_is_explained(
+        capsys, tmp_path):
+    """Counts bisect stored of a src-layout project at two commits, beside the same
+    statement's wall time: the callgrind command carries the import folder and its own
+    line (a shell runs it as pasted); the wall time is not offered --collect again."""
+    import dataclasses
+
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.results_file import save_results
+    from torchmark.rootcause.explain import explain_results
+
+    files = []
+    for name, extra, commit in (("before", 0, "a" * 40), ("after", 50_000, "b" * 40)):
+        provenance = dataclasses.replace(Provenance.capture(), git_commit=commit)
+        counted = _counted_result(extra)
+        counted = dataclasses.replace(counted, provenance=provenance,
+                                      extra={**counted.extra, "import_path": "src"})
+        wall = _timed(dataclasses.replace(counted.case, id="timeit:work", frontend="timeit"),
+                      [1.0 + extra / 1e6] * 5, commit=commit)
+        path = tmp_path / f"{name}.jsonl"
+        save_results(path, [counted, wall])
+        files.append(str(path))
+    assert main(["explain", *files]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == [
+        "reproduce, in the repository's top folder at commit aaaaaaaaaa, then at commit "
+        "bbbbbbbbbb:",
+        "  PYTHONPATH=src torchmark callgrind 'work()' -s 'from planted.work import work'"]
+    assert not any("no per-function counts stored" in line for line in lines)
+    from torchmark.records import load_results
+
+    found = explain_results(load_results(files[0]), load_results(files[1]))
+    assert len(found.counts) == 1 and found.unexplained == []
 
 
 def _count_step_store(tmp_path) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import shutil
 import uuid
 
@@ -104,9 +105,15 @@ def bisect_cmd(case, good, bad, repo, setup, num_threads, metric, build_cmd, imp
     click.echo(f"{result.measurements} measurements of {len(result.commits)} commits "
                f"({len(skipped)} skipped) in {result.seconds:.0f} s"
                + ("" if no_store else f"; stored with the tag bisect={bisection}"))
-    if outcome.exact and code.pytest_node is None:
+    if outcome.exact and code.pytest_node is None and not no_store:
         click.echo(f"explain it: torchmark explain commit:{result.commits[outcome.last_good].short}"
                    f" commit:{result.first_bad.short}")
+    elif outcome.exact and code.pytest_node is None:  # nothing stored: counted again
+        argv = ["torchmark", "explain", f"commit:{result.commits[outcome.last_good].short}",
+                f"commit:{result.first_bad.short}", "--collect", "--stmt", code.stmt,
+                *(["-s", code.setup] if code.setup != "pass" else []), "--repo", str(top),
+                *(["--import-path", import_subdir] if import_subdir else [])]
+        click.echo(f"explain it: {shlex.join(argv)}")
     elif outcome.exact:  # pytest keeps no per-function counts: the statement's are collected
         click.echo(f"explain it: torchmark explain commit:{result.commits[outcome.last_good].short}"
                    f" commit:{result.first_bad.short} --collect --stmt STMT -s SETUP "

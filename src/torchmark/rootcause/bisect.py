@@ -124,7 +124,8 @@ def bisect(repo: Path, good_ref: str, bad_ref: str, case: CaseCode,
     with Worktrees(repo) as trees:
         judge_commit = (_CountJudge if options.metric == "instructions" else _WallJudge)(
             commits, trees, case, options, say, record)
-        say(f"{len(commits) - 2} commits between {commits[0].short} (good) and "
+        between = len(commits) - 2
+        say(f"{between} commit{'' if between == 1 else 's'} between {commits[0].short} (good) and "
             f"{commits[-1].short} (bad); measuring the two ends")
         ends = judge_commit.measure_ends()
 
@@ -156,6 +157,17 @@ class _Judge:
                 probes.build(tree, self.options.build)
             self._roots[index] = probes.import_root(tree, self.options.import_subdir)
         return self._roots[index]
+
+    def _record(self, index: int, role: str, results: Sequence[Any]) -> None:
+        """Record the commit's results, each noting the repository's folder its code was
+        imported from (`src`), so that `explain` can say how to measure it again."""
+        if self.record is None:
+            return
+        tree = self.trees.get(self.commits[index].sha).resolve()
+        folder = self.root(index).resolve().relative_to(tree).as_posix()
+        self.record(self.commits[index], role,
+                    [dataclasses.replace(r, extra={**r.extra, "import_path": folder})
+                     for r in results])
 
     def _end_failed(self, index: int, error: Exception) -> UsageError:
         role = "good" if index == 0 else "bad"
@@ -206,8 +218,7 @@ class _CountJudge(_Judge):
             count = stats.counts() / stats.number_per_run
             result = stats_to_result(stats, functions=True)
         self.counts[index] = count
-        if self.record is not None:
-            self.record(commit, role, [result])
+        self._record(index, role, [result])
         return count
 
     def __call__(self, index: int) -> Judgement:
@@ -267,10 +278,6 @@ class _WallJudge(_Judge):
             (self.commits[a].short, self.commits[b].short),
             min_run_time=budget * self.options.min_run_time,
             worker_pairs=self.options.worker_pairs, threshold=threshold)
-
-    def _record(self, index: int, role: str, results: Sequence[Any]) -> None:
-        if self.record is not None:
-            self.record(self.commits[index], role, results)
 
     def __call__(self, index: int) -> Judgement:
         last = len(self.commits) - 1

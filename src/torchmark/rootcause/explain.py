@@ -46,6 +46,10 @@ class CaseExplanation:
     python: tuple[Change, ...] | None = None  # None: not profiled
     commits: tuple[str | None, str | None] = (None, None)  # where each side was counted
     case_id: str | None = None  # the stored case it explains (None: counted now)
+    # the folder of the repository the code was imported from (bisect's, --collect's;
+    # None: the repository's top or not known) and, when counted now, the repository
+    import_path: str | None = None
+    repo: str | None = None
 
     @property
     def change(self) -> float:
@@ -80,13 +84,20 @@ def explain_stored(before: Sequence[Result], after: Sequence[Result], *, top: in
                                        old, new, top=top, user_roots=user_roots)
             explained.append(dataclasses.replace(
                 explanation, commits=(_commit(a[result.case.id]), _commit(result)),
-                case_id=result.case.id))
+                case_id=result.case.id, import_path=_import_path(result)))
     return explained
 
 
 def _commit(result: Result) -> str | None:
     p = result.provenance
     return p.git_commit if p is not None else None
+
+
+def _import_path(result: Result) -> str | None:
+    """The repository's folder the result's code was imported from, where bisect noted
+    one other than the top (`src`)."""
+    path = result.extra.get("import_path")
+    return path if isinstance(path, str) and path not in ("", ".") else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,9 +133,11 @@ def explain_results(before: Sequence[Result], after: Sequence[Result], *,
         op_sweeps = []
     done = {e.case_id for e in counts} | {e.row.case_id for e in kernels} | \
         {r.case_id for e in op_sweeps for r in e.rows}
-    unexplained, seen = [], set()
+    counted = {(e.stmt, e.setup) for e in counts}  # a statement's wall time beside its
+    unexplained, seen = [], set()  # counts (bisect of both metrics) is explained by them
     for result in new:
-        if result.case.id not in done and result.case.id not in seen and result.ok:
+        if result.case.id not in done and result.case.id not in seen and result.ok and \
+                (result.case.stmt, result.case.setup) not in counted:
             seen.add(result.case.id)
             unexplained.append(result)
     return Explained(counts, kernels, op_sweeps, unexplained)
@@ -164,6 +177,7 @@ def collect_at_commits(repo: Path, refs: tuple[str, str], stmt: str, setup: str,
                        import_subdir: str | None = None) -> CaseExplanation:
     """Count `stmt` and profile its Python functions at two commits of `repo` (each in a
     worktree first on the import path), and explain the change."""
+    from torchmark.core.errors import MeasurementError
     from torchmark.rootcause.git_history import Worktrees, resolve
     from torchmark.rootcause.probes import CaseCode, count_instructions, import_root
 
@@ -172,14 +186,21 @@ def collect_at_commits(repo: Path, refs: tuple[str, str], stmt: str, setup: str,
     case = CaseCode(stmt, setup)
     with Worktrees(repo) as trees:
         roots = [import_root(trees.get(sha), import_subdir) for sha in shas]
-        stats = [count_instructions(case, root, trees.get(sha), number)
-                 for root, sha in zip(roots, shas, strict=True)]
-        profiles = [profile_python(stmt, setup, root) for root in roots]
+        stats, profiles = [], []
+        for root, sha, side in zip(roots, shas, ("BEFORE", "AFTER"), strict=True):
+            try:  # which commit failed is said, as bisect says it
+                stats.append(count_instructions(case, root, trees.get(sha), number))
+                profiles.append(profile_python(stmt, setup, root))
+            except MeasurementError as e:
+                raise MeasurementError(f"at commit {sha[:10]} ({side}): {e}") from None
         user = [str(trees.folder)]
         explanation = explain_pair(stmt, stmt, setup, stats[0], stats[1], top=top,
                                    user_roots=user)
+        folder = roots[1].resolve().relative_to(trees.get(shas[1]).resolve()).as_posix()
     return dataclasses.replace(explanation, commits=(shas[0], shas[1]),
-                               python=tuple(changed_functions(profiles[0], profiles[1])))
+                               python=tuple(changed_functions(profiles[0], profiles[1])),
+                               import_path=None if folder == "." else folder,
+                               repo=str(repo))
 
 
 def lines(explanation: CaseExplanation, top: int = 15) -> list[str]:
@@ -208,9 +229,25 @@ def lines(explanation: CaseExplanation, top: int = 15) -> list[str]:
                        f"({delta:+,.0f}), calls {calls[0]} -> {calls[1]}")
         if not e.python:
             out.append("  (none: the Python code ran the same lines)")
-    argv = ["torchmark", "callgrind", e.stmt]
-    if e.setup and e.setup != "pass":
-        argv += ["-s", e.setup]
-    where = ", then at ".join(f"commit {c[:12]}" for c in e.commits if c) \
-        if all(e.commits) else "each of the two commits"
-    return [*out, f"reproduce: {shlex.join(argv)}  (at {where})"]
+    return [*out, *reproduce_lines(e)]
+
+
+def reproduce_lines(e: CaseExplanation) -> list[str]:
+    """The commands that measure the explanation's two sides again, each line as it can
+    be pasted: counted now, the `explain --collect` that did it (counts and Python
+    profile); from stored counts, the `callgrind` command, run at each side's commit
+    where they name one (with the import folder bisect used)."""
+    setup = ["-s", e.setup] if e.setup and e.setup != "pass" else []
+    if e.repo is not None and all(e.commits):
+        argv = ["torchmark", "explain", *(f"commit:{c[:10]}" for c in e.commits if c),
+                "--collect", "--stmt", e.stmt, *setup, "--repo", e.repo,
+                *(["--import-path", e.import_path] if e.import_path else [])]
+        return [f"reproduce: {shlex.join(argv)}"]
+    command = shlex.join(["torchmark", "callgrind", e.stmt, *setup])
+    if e.import_path:
+        command = f"PYTHONPATH={shlex.quote(e.import_path)} {command}"
+    if not all(e.commits):
+        return [f"reproduce: {command}"]
+    before, after = (c[:10] for c in e.commits if c)
+    return [f"reproduce, in the repository's top folder at commit {before}, then at "
+            f"commit {after}:", f"  {command}"]
