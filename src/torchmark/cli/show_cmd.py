@@ -12,14 +12,17 @@ from torchmark.core.neutralise import terminal_text
 
 
 class RunId(click.ParamType):
-    """A run of the store: 12 or run:12."""
+    """A run of the store: 12, run:12, or latest (the newest finished run, as `gate`
+    reads it)."""
 
     name = "RUN"
 
     def convert(self, value, param, ctx):
         text = str(value).removeprefix("run:")
+        if text == "latest":
+            return text
         if not text.isdigit() or int(text) < 1:
-            self.fail(f"{value!r} is not a run id (12 or run:12)", param, ctx)
+            self.fail(f"{value!r} is not a run id (12, run:12 or latest)", param, ctx)
         return int(text)
 
 
@@ -35,6 +38,11 @@ def show_cmd(run, fmt, db):
     from torchmark.compare import Compare
 
     store = open_store(db)
+    if run == "latest":
+        newest = store.finished_runs()[:1]
+        if not newest:
+            raise click.UsageError(f"the store at {store.where} holds no finished run")
+        run = newest[0]["id"]
     rows = store.results(run=run, samples=True)
     if not rows:
         raise click.UsageError(f"the store holds no results of run {run} (`torchmark runs` "

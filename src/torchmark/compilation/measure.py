@@ -66,9 +66,10 @@ class CompileMeasurement:
         spec, v = self.task_spec, self.verdict
         head = spec.label or (spec.stmt.splitlines() or ["statement"])[0]
         warm = ", ".join(f"{s:.3g}" for s in self.warm_s) or "-"
+        dynamo = "none kept" if math.isnan(self.dynamo_s) else f"{self.dynamo_s:.3g} s"
         lines = [f"{head}" + (f": {spec.sub_label}" if spec.sub_label else ""),
-                 f"  compile (first call): cold {self.cold_s:.3g} s (Dynamo's own total "
-                 f"{self.dynamo_s:.3g} s); caches warm: {warm} s",
+                 f"  compile (first call): cold {self.cold_s:.3g} s (Dynamo's own total: "
+                 f"{dynamo}); caches warm: {warm} s",
                  f"  graphs: {self.graphs}, graph breaks: {self.graph_breaks}"]
         lines += [f"    break x{n}: {reason}" for reason, n in self.breaks.items()]
         lines.append(f"  steady state: compiled {self.compiled.median * 1e6:.4g} us, eager "
