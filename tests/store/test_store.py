@@ -382,3 +382,20 @@ def test_a_time_bound_is_the_store_s_utc_text_whatever_its_spelling(tmp_path, ca
     Store(db).close()
     assert main(["runs", "--since", "9999-12-31T23:59:59-05:00", "--db", db]) == 2
     assert "beyond the times" in capsys.readouterr().err
+
+
+def test_json_a_store_holds_is_read_whatever_parser_reads_it(store_url):
+    """JSON columns are read by orjson, and what it refuses (an integer beyond 64 bits;
+    on SQLite a NaN, which Python's json writes) by json: a row never breaks a page."""
+    store = Store(store_url)
+    run = store.start_run(status="ok")
+    store.record([result(1), result(2)], run)
+    odd = {"huge": 2**70, **({"odd": float("nan")} if store.dialect == "sqlite" else {})}
+    with store.engine.begin() as conn:
+        conn.execute(schema.results.update().where(schema.results.c.case_id == "timeit:case2")
+                     .values(extra=odd))
+    extras = {r.case.id: r.extra for r in store.result_records(run=run)}
+    assert extras["timeit:case2"]["huge"] == 2**70
+    if store.dialect == "sqlite":
+        assert extras["timeit:case2"]["odd"] != extras["timeit:case2"]["odd"]  # NaN
+    assert extras["timeit:case1"] == result(1).extra
