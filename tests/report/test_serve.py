@@ -146,6 +146,7 @@ def test_the_api_gives_every_page_s_data(served):
     assert get(f"{served}/api/v1/runs/{huge}")[0] == 400
     assert get(f"{served}/api/v1/runs?page={huge}")[0] == 400
     assert get(f"{served}/api/v1/compare?a={huge}&b=16")[0] == 404
+    assert get(f"{served}/api/v1/compare?a=15&b=999") == (404, {"error": "b: no run 999"})
     assert get(f"{served}/api/v1/compare?a=commit:&b=16")[0] == 400
     status, refused = get(f"{served}/api/v1/compare?a=commit:00&b=16")  # many commits
     assert status == 400 and refused["error"] == "a: '00' begins 30 commits: give more of it"

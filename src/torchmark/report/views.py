@@ -416,17 +416,18 @@ def compare_view(store: Any, baseline: Any, candidate: Any, *, threshold: float 
     ratios = ratios_of(base, cand)
     family = (len(common), shifts_of_arrays([metric for _, metric in common], ratios))
 
+    page = max(1, page)
     if sort == "case":
         titles = store.case_titles(sorted({case for case, _ in common})) \
             if len(common) <= 1000 else store.case_titles()
         keys = sorted(common, key=lambda key: (natural_key(titles.get(key[0], key[0])),
                                              key[1]))
+        shown = keys[(page - 1) * per_page:page * per_page]
     else:  # the largest changes first, slower or faster alike; no ratio last
         with np.errstate(invalid="ignore", divide="ignore"):
             largest = np.where(np.isnan(ratios), np.inf, -np.abs(np.log(ratios)))
-        keys = [common[i] for i in np.argsort(largest, kind="stable").tolist()]
-    page = max(1, page)
-    shown = keys[(page - 1) * per_page:page * per_page]
+        order = np.argsort(largest, kind="stable")[(page - 1) * per_page:page * per_page]
+        shown = [common[i] for i in order.tolist()]  # the page's keys alone
     ids = sorted({case for case, _ in shown})
     a, b = first.fetch(ids), second.fetch(ids)
     machine, env = second.where or (_machine(b.values()), _env(b.values()))
@@ -450,10 +451,10 @@ def compare_view(store: Any, baseline: Any, candidate: Any, *, threshold: float 
             "baseline_runs": list(first.runs), "candidate_runs": list(second.runs),
             "baseline_note": first.note, "candidate_note": second.note,
             "threshold": threshold,
-            "sort": sort, "page": page, "per_page": per_page, "total": len(keys),
+            "sort": sort, "page": page, "per_page": per_page, "total": len(common),
             "environment_differences": [d.describe() for d in differences],
-            "only_baseline": len(medians_a.keys) - len(keys),
-            "only_candidate": len(medians_b.keys) - len(keys),
+            "only_baseline": len(medians_a.keys) - len(common),
+            "only_candidate": len(medians_b.keys) - len(common),
             "explanations": explanations,
             "rows": [{"case_id": key[0], "case": names[key[0]], "metric": key[1],
                       "unit": a[key].unit, "baseline": median(a[key]),

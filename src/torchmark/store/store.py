@@ -1131,13 +1131,8 @@ class Store:
         these case ids."""
         from torchmark.core.result import Case, Failure
 
-        r, res, c = schema.runs, schema.results, schema.cases
-        query = sa.select(res.c.case_id, res.c.metric, res.c.unit, res.c.number_per_run,
-                          res.c.samples, res.c.warnings, res.c.failure, res.c.failure_tail,
-                          res.c.extra, res.c.env, c.c.frontend, c.c.stmt, c.c.setup,
-                          c.c.label, c.c.sub_label, c.c.description, c.c.threads,
-                          c.c.device, c.c.params, res.c.run_id, r.c.started, res.c.id
-                          ).join(r, r.c.id == res.c.run_id).join(c, c.c.id == res.c.case_id)
+        r, res = schema.runs, schema.results
+        query = _records_query()
         for column, value in ((res.c.run_id, run), (res.c.case_id, case),
                               (res.c.metric, metric)):
             if value is not None:
@@ -1493,6 +1488,19 @@ def _filtered(query: Any, runs: sa.Table, since: str | None, machine: str | None
     if env is not None:
         query = query.where(runs.c.env == env)
     return query
+
+
+@functools.cache
+def _records_query() -> sa.Select:
+    """What Store.result_records selects, before its filters: built once (the pages of
+    a comparison ask it twice)."""
+    r, res, c = schema.runs, schema.results, schema.cases
+    return sa.select(res.c.case_id, res.c.metric, res.c.unit, res.c.number_per_run,
+                     res.c.samples, res.c.warnings, res.c.failure, res.c.failure_tail,
+                     res.c.extra, res.c.env, c.c.frontend, c.c.stmt, c.c.setup, c.c.label,
+                     c.c.sub_label, c.c.description, c.c.threads, c.c.device, c.c.params,
+                     res.c.run_id, r.c.started, res.c.id
+                     ).join(r, r.c.id == res.c.run_id).join(c, c.c.id == res.c.case_id)
 
 
 def _json_loads(data: Any) -> Any:
