@@ -130,15 +130,29 @@ def test_a_killed_import_leaves_nothing_and_the_file_imports_again(tmp_path):
 
 def test_export_then_import_gives_the_same_runs_results_and_samples(tmp_path, capsys):
     """Every front-end's output stored, exported, imported into an empty store: the same
-    runs (start, machine, commit, env), cases, metrics and samples."""
+    runs (start, machine, commit, env; how each ended, when, and its tags), cases,
+    metrics and samples. A run still running when exported is interrupted once imported,
+    and its process's claim is left behind."""
+    import sqlalchemy as sa
+
     from torchmark.records import load_results
+    from torchmark.store import schema
 
     db = f"sqlite:///{tmp_path / 'a.db'}"
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
     for path in sorted(fixtures.iterdir()):  # ops, replay, suite, measurements, counts
         assert main(["import", str(path), "--db", db]) == 0
-    assert main(["timeit", "x * 2", "-s", "x = torch.ones(8)", "--min-run-time", "0.02",
-                 "--db", db, "--env", "cpu-a"]) == 0
+    for env in ("cpu-a", "cpu-b"):
+        assert main(["timeit", "x * 2", "-s", "x = torch.ones(8)", "--min-run-time", "0.02",
+                     "--db", db, "--env", env]) == 0
+    store = Store(db)
+    [first, second] = [r["id"] for r in store.runs(env="cpu-a") + store.runs(env="cpu-b")]
+    with store.engine.begin() as conn:  # one interrupted and resumed, one still running
+        conn.execute(schema.runs.update().where(schema.runs.c.id == first).values(
+            status="interrupted", tags={"resumed": [{"at": "2026-11-01T00:00:00Z"}]}))
+        conn.execute(schema.runs.update().where(schema.runs.c.id == second).values(
+            status="running", ended=None, tags={"process": {"host": "h", "pid": 1}}))
+    store.close()
     assert main(["export", "-o", str(tmp_path / "all.jsonl"), "--db", db]) == 0
     copy = f"sqlite:///{tmp_path / 'b.db'}"
     assert main(["import", str(tmp_path / "all.jsonl"), "--db", copy]) == 0
@@ -146,18 +160,54 @@ def test_export_then_import_gives_the_same_runs_results_and_samples(tmp_path, ca
 
     def content(url: str) -> tuple:
         store = Store(url)
-        runs = sorted((r["started"], r["machine"], r["git_commit"], r["env"], r["results"])
+        runs = sorted((r["started"], r["machine"], r["git_commit"], r["env"], r["results"],
+                       r["ended"], {k: v for k, v in r["tags"].items()
+                                    if k not in ("imported_from", "process")},
+                       "interrupted" if r["status"] == "running" else r["status"])
                       for r in store.runs() if r["results"])
         results = sorted((r.case.id, r.metric, r.samples, r.case.title)
-                         for results in store.iter_runs_results() for r in results)
+                         for _, results in store.iter_runs_results() for r in results)
         store.close()
         return runs, results
 
     assert content(db) == content(copy) and len(content(db)[1]) > 10
+    copied = {r["env"]: r for r in Store(copy).runs() if r["env"]}
+    assert copied["cpu-a"]["status"] == "interrupted" and copied["cpu-a"]["tags"]["resumed"]
+    assert copied["cpu-b"]["status"] == "interrupted"  # it runs nowhere now
+    assert "process" not in copied["cpu-b"]["tags"]
+    with Store(copy).engine.connect() as conn:  # stated ends kept, as the store spells them
+        ends = set(conn.execute(sa.select(schema.runs.c.ended)).scalars())
+    assert ends and all(end is None or end.endswith("Z") for end in ends)
     # and importing the export into the store it came from adds nothing
     assert main(["import", str(tmp_path / "all.jsonl"), "--db", db]) == 0
     assert "0 results added" in capsys.readouterr().out
     assert load_results(tmp_path / "all.jsonl")  # any reader takes it
+
+
+@pytest.mark.parametrize("state, message", [
+    ({"status": "bogus"}, "run: status must be one of ok, failed, interrupted, got 'bogus'"),
+    ({"status": "ok", "ended": "2999-01-01T00:00:00Z"}, "run: ended must be an ISO time no "
+                                                         "later than now"),
+    ({"status": "ok", "tags": ["x"]}, "run: tags must be an object"),
+    ({"status": "ok", "tags": {"x": "y" * 70_000}}, "run: tags must be an object of at most"),
+])
+def test_a_run_line_s_state_is_checked_before_anything_is_stored(tmp_path, capsys, state,
+                                                                 message):
+    from torchmark.core.results_file import RunState
+
+    path = tmp_path / "state.jsonl"
+    result = Result(case=Case(id="timeit:a", frontend="timeit", stmt="f()"), metric="wall",
+                    samples=(1e-6,) * 3, provenance=Provenance.capture())
+    path.write_text(results_text([result], run=RunState("ok")))
+    lines = path.read_text().splitlines()
+    run_line = json.loads(lines[1])
+    run_line["run"] = state
+    path.write_text("\n".join([lines[0], json.dumps(run_line), *lines[2:]]) + "\n")
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    assert main(["import", str(path), "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert f"line 2: {message}" in err and err.count("\n") == 1
+    assert Store(db).info()["results"] == 0
 
 
 def test_an_ops_file_recorded_live_imports_as_nothing(tmp_path, capsys):

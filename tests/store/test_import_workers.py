@@ -40,7 +40,7 @@ def content(url: str) -> tuple:
     store = Store(url)
     runs = sorted((r["started"], r["git_commit"], r["results"]) for r in store.runs())
     results = sorted((r.case.id, r.case.title, r.metric, r.samples, r.number_per_run)
-                     for results in store.iter_runs_results() for r in results)
+                     for _, results in store.iter_runs_results() for r in results)
     store.close()
     return runs, results
 

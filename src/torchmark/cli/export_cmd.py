@@ -36,8 +36,9 @@ def export_cmd(since, machine, env, fmt, output, db):
         count = 0
         with atomic_output(output) as f:
             f.write(results_text([]))
-            for results in store.iter_runs_results(since=since, machine=machine, env=env):
-                f.write(results_text(results, header=False))
+            for state, results in store.iter_runs_results(since=since, machine=machine,
+                                                          env=env):
+                f.write(results_text(results, header=False, run=state))
                 count += len(results)
         click.echo(f"{count} result{'s' if count != 1 else ''} -> {output}")
         return

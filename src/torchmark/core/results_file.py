@@ -1,7 +1,8 @@
 """Results files: JSON lines, a header line (`torchmark.results`) then one Result a line;
 the results of one run follow a run line (`torchmark.run`) that holds their provenance
 once, and leave theirs out (a Result line with its own "provenance", or null, says so
-itself: files written before run lines still read).
+itself: files written before run lines still read). A run line `export` writes also says
+how its run ended, when, and its tags ("run": RunState), which `import` keeps.
 
 Written under the file's lock and appended to, so two processes saving at once both keep
 what they saved; a line a killed writer left half written is cut off before appending
@@ -9,9 +10,11 @@ and skipped on reading."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ from torchmark.core.atomic_files import write_atomically
 from torchmark.core.bounded_input import brief, first_line, load_json
 from torchmark.core.errors import UsageError
 from torchmark.core.jsonl import cut_torn_line, iter_lines
-from torchmark.core.provenance import Provenance
+from torchmark.core.provenance import CLOCK_SKEW_S, Provenance, parse_time
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
 from torchmark.core.result import SCHEMA_VERSION as RESULT_VERSION
 from torchmark.core.result import Case, Result
@@ -71,11 +74,59 @@ def save_results(path: str | os.PathLike, results: Iterable[Result], append: boo
 
 
 RUN_SCHEMA = "torchmark.run"  # a line holding the provenance of the results after it
+RUN_ENDINGS = ("ok", "failed", "interrupted")  # how a finished run ended
+MAX_TAGS_CHARS = 65536  # a run's tags in a file, as JSON, at most
+LOCAL_TAGS = ("process",)  # tags that name this machine's processes: never imported
 
 
-def results_text(results: Iterable[Result], header: bool = True) -> str:
+@dataclasses.dataclass(frozen=True)
+class RunState:
+    """What a run line says of its run besides its provenance: how it ended (`status`,
+    one of RUN_ENDINGS), when (`ended`, an ISO time, or None) and its tags."""
+
+    status: str
+    ended: str | None = None
+    tags: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "ended": self.ended, "tags": dict(self.tags)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RunState:
+        """The state a file states (others may write it): a run that was still running
+        when it was written is `interrupted` (it runs nowhere now); its end a time no
+        later than now (plus a day of clock skew); tags an object of at most
+        MAX_TAGS_CHARS as JSON, those naming a machine's processes (LOCAL_TAGS) left
+        out. A ValueError saying what is wrong."""
+        if not isinstance(data, Mapping):
+            raise ValueError("run: must be an object (status, ended, tags)")
+        status = data.get("status")
+        if status == "running":
+            status = "interrupted"
+        if status not in RUN_ENDINGS:
+            raise ValueError(f"run: status must be one of {', '.join(RUN_ENDINGS)}, got "
+                             f"{brief(str(status), 40)!r}")
+        ended = data.get("ended")
+        if ended is not None:
+            moment = parse_time(ended) if isinstance(ended, str) and len(ended) < 64 \
+                else None
+            latest = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=CLOCK_SKEW_S)
+            if moment is None or moment > latest:
+                raise ValueError(f"run: ended must be an ISO time no later than now, got "
+                                 f"{brief(str(ended), 40)!r}")
+        tags = data.get("tags") or {}
+        if not isinstance(tags, Mapping) or not all(isinstance(k, str) for k in tags) or \
+                len(json.dumps(tags, default=str)) > MAX_TAGS_CHARS:
+            raise ValueError(f"run: tags must be an object of at most {MAX_TAGS_CHARS} "
+                             "characters as JSON")
+        return cls(status, ended, {k: v for k, v in tags.items() if k not in LOCAL_TAGS})
+
+
+def results_text(results: Iterable[Result], header: bool = True,
+                 run: RunState | None = None) -> str:
     """A results file's text: the header line (unless `header` is false), then the
-    results' lines, each run's after its run line (see the module docstring)."""
+    results' lines, each run's after its run line (see the module docstring), which
+    holds `run` when given (the results are then one run's)."""
     lines = [json.dumps(HEADER)] if header else []
     current: object = None
     for r in results:
@@ -83,9 +134,10 @@ def results_text(results: Iterable[Result], header: bool = True) -> str:
         if r.provenance is None:
             data["provenance"] = None
         elif r.provenance is not current and r.provenance != current:
-            lines.append(json.dumps({"schema": RUN_SCHEMA, "version": 1,
-                                     "provenance": r.provenance.to_dict()},
-                                    separators=(",", ":")))
+            line = {"schema": RUN_SCHEMA, "version": 1, "provenance": r.provenance.to_dict()}
+            if run is not None:
+                line["run"] = run.to_dict()
+            lines.append(json.dumps(line, separators=(",", ":"), default=str))
             current = r.provenance
         lines.append(json.dumps(data, allow_nan=False, separators=(",", ":")))
     return "".join(line + "\n" for line in lines)
@@ -106,6 +158,7 @@ class RunLines:
         self._raw: Any = None
         self._parsed: Provenance | None = None
         self._cases = {} if cases is None else cases
+        self._states: dict[int, RunState] = {}  # id of a run line's provenance -> its state
 
     def _provenance(self, raw: Any) -> Provenance | None:
         if not isinstance(raw, dict):
@@ -115,11 +168,18 @@ class RunLines:
         return self._parsed
 
     def take(self, line: dict[str, Any]) -> bool:
-        """Whether `line` was a run line (its provenance now the current one)."""
+        """Whether `line` was a run line (its provenance now the current one, and its
+        run's state, where it states one, that provenance's)."""
         if line.get("schema") != RUN_SCHEMA:
             return False
         self.current = self._provenance(line.get("provenance"))
+        if self.current is not None and line.get("run") is not None:
+            self._states[id(self.current)] = RunState.from_dict(line["run"])
         return True
+
+    def state_of(self, provenance: Provenance | None) -> RunState | None:
+        """The state a run line of this provenance stated, if one did."""
+        return self._states.get(id(provenance)) if provenance is not None else None
 
     def _case(self, raw: Any) -> Case:
         """The Case of a line's case object, parsed once while the same object (the

@@ -18,7 +18,7 @@ from torchmark.core.errors import UsageError
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
 from torchmark.core.result import Result
-from torchmark.core.results_file import RESULTS_FILE_SCHEMA, RUN_SCHEMA, RunLines
+from torchmark.core.results_file import RESULTS_FILE_SCHEMA, RUN_SCHEMA, RunLines, RunState
 from torchmark.store.result_rows import case_row, result_values
 
 RUN_MARK = f'"{RUN_SCHEMA}"'.encode()  # how every run line names its schema
@@ -46,17 +46,20 @@ class Chunk:
 class Parsed:
     """Results ready for the store: `records` are (index into `provenances`, the
     values of its results row: result_rows.RESULT_VALUES); `cases` the rows of their
-    cases, each once."""
+    cases, each once; `runs` what the file states of each provenance's run (its run
+    line's RunState, or None)."""
 
     provenances: list[Provenance | None]
     cases: list[dict[str, Any]]
     records: list[tuple[int, tuple[Any, ...]]]
+    runs: list[RunState | None] = dataclasses.field(default_factory=list)
 
 
-def parsed_of(results: Iterable[Result], sent_cases: set[str] | None = None) -> Parsed:
+def parsed_of(results: Iterable[Result], sent_cases: set[str] | None = None,
+              runs: RunLines | None = None) -> Parsed:
     """Validated Results as a Parsed; `sent_cases`: the ids of the cases whose rows
     went out before, in an earlier Parsed of this file (left out), to which this one's
-    are added."""
+    are added; `runs`: the reader of the file's run lines (their runs' states)."""
     provenances: list[Provenance | None] = []
     index: dict[int, int] = {}  # id(provenance) -> its place in provenances
     cases: dict[str, dict[str, Any]] = {}
@@ -71,7 +74,8 @@ def parsed_of(results: Iterable[Result], sent_cases: set[str] | None = None) -> 
         records.append((at, result_values(r)))
     if sent_cases is not None:
         sent_cases.update(cases)
-    return Parsed(provenances, list(cases.values()), records)
+    states = [runs.state_of(p) if runs is not None else None for p in provenances]
+    return Parsed(provenances, list(cases.values()), records, states)
 
 
 class ChunkParser:
@@ -84,8 +88,9 @@ class ChunkParser:
         self.sent: set[str] = set()
 
     def __call__(self, chunk: Chunk) -> Parsed:
+        runs = RunLines(self.cases)
         with collector_paused():
-            return parsed_of(chunk_results(chunk, RunLines(self.cases)), self.sent)
+            return parsed_of(chunk_results(chunk, runs), self.sent, runs)
 
 
 def chunk_results(chunk: Chunk, runs: RunLines) -> Iterator[Result]:
@@ -130,15 +135,15 @@ def chunk_results(chunk: Chunk, runs: RunLines) -> Iterator[Result]:
         yield result
 
 
-def loads(line: bytes) -> Any:
-    """A line's JSON value: orjson's parser (C, several times the standard one's speed);
-    a line it refuses that the standard parser reads (an integer past 64 bits, NaN) is
-    taken from that one, so validation names what is wrong with it. A ValueError for
-    what is no JSON."""
+def loads(line: bytes | str | memoryview) -> Any:
+    """A line's JSON value (or a JSON column's: the store's engines read theirs with
+    it): orjson's parser (C, several times the standard one's speed); a line it refuses
+    that the standard parser reads (an integer past 64 bits, NaN) is taken from that
+    one, so validation names what is wrong with it. A ValueError for what is no JSON."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError as e:
         try:
-            return json.loads(line)
+            return json.loads(bytes(line) if isinstance(line, memoryview) else line)
         except (ValueError, RecursionError):
             raise ValueError(str(e)) from None

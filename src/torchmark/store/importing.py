@@ -45,7 +45,7 @@ from torchmark.core.errors import LimitError, UsageError
 from torchmark.core.provenance import Provenance, parse_time
 from torchmark.core.result import EXACT_METRICS, STATED, Result
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
-from torchmark.core.results_file import RESULTS_FILE_SCHEMA, RUN_SCHEMA
+from torchmark.core.results_file import RESULTS_FILE_SCHEMA, RUN_SCHEMA, RunState
 from torchmark.store import schema
 from torchmark.store.import_records import (
     RUN_MARK,
@@ -375,7 +375,7 @@ class Importer:
                 run_id = self._run(conn, provenances[at],
                                    key if not self.runs else
                                    hashlib.sha256(f"{key}\0{len(self.runs)}".encode())
-                                   .hexdigest())
+                                   .hexdigest(), parsed.runs[at] if parsed.runs else None)
                 self.runs[texts[at]] = run_id
             self.store.insert_values(conn, members, run_id, now)
             self.added += len(members)
@@ -401,10 +401,15 @@ class Importer:
             if wanted else set()
         return {indexes[j] for j in found}
 
-    def _run(self, conn: sa.Connection, provenance: Provenance, key: str) -> int:
-        return self.store.insert_run(conn, self.store.known_machine(conn, provenance),
-                                     status="ok", import_key=key,
-                                     tags={"imported_from": str(self.path)})
+    def _run(self, conn: sa.Connection, provenance: Provenance, key: str,
+             state: RunState | None = None) -> int:
+        """A run for `provenance`'s results: `ok`, unless the file says how it ended
+        (RunState: a file `export` wrote), with the tags it states and the file's path."""
+        return self.store.insert_run(
+            conn, self.store.known_machine(conn, provenance),
+            status=state.status if state else "ok", import_key=key,
+            ended=state.ended if state else None,
+            tags={**(state.tags if state else {}), "imported_from": str(self.path)})
 
 
 @contextlib.contextmanager

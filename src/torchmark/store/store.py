@@ -26,6 +26,7 @@ from torchmark.core.errors import TorchmarkError, UsageError
 from torchmark.core.procs import boot_id, pid_alive, process_start
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import Result
+from torchmark.core.results_file import RUN_ENDINGS, RunState
 from torchmark.store import schema
 from torchmark.store.driver_sql import driver_rows, insert_rows, placeholders
 from torchmark.store.result_rows import RESULT_VALUES, case_row, result_values
@@ -42,7 +43,7 @@ TABLE_COLUMNS = ("run_id", "started", "case_id", "frontend", "label", "sub_label
                  "description", "stmt", "metric", "unit", "number_per_run", "n", "median",
                  "mean", "iqr", "min", "max", "failure", "git_commit", "machine", "run_env",
                  "torch_version", "threads", "device")
-RUN_STATUSES = ("running", "ok", "failed", "interrupted")
+RUN_STATUSES = ("running", *RUN_ENDINGS)
 LOCK_WAIT_S = 60  # how long a SQLite store's writer waits for another's write lock
 PREVIOUS_RUNS_LOOKED_AT = 50  # previous_run: a run sharing a case among these, or none
 TWIN_WINDOW_S = 5  # twin_results: one session written twice, starts this close
@@ -368,10 +369,12 @@ class Store:
 
     def insert_run(self, conn: sa.Connection, provenance: Provenance, *,
                    tags: dict[str, Any] | None = None, import_key: str | None = None,
-                   status: str = "running") -> int:
-        """start_run within the caller's transaction `conn`."""
+                   status: str = "running", ended: str | None = None) -> int:
+        """start_run within the caller's transaction `conn` (`ended`: an imported run's
+        end, as its file states it)."""
         self._machine(conn, provenance)
         row = {"started": _utc(provenance.started), "status": status,
+               "ended": _utc(ended) if ended else None,
                "command": list(provenance.command),
                "torchmark_version": provenance.torchmark_version,
                "torch_version": provenance.torch_version,
@@ -1185,19 +1188,19 @@ class Store:
         return provenance
 
     def iter_runs_results(self, *, since: str | None = None, machine: str | None = None,
-                          env: str | None = None) -> Iterator[list[Result]]:
-        """Every run's results as Result records (with their run's provenance), run by
-        run in the order they started: what `export` writes, one run in memory at a
-        time."""
+                          env: str | None = None) -> Iterator[tuple[RunState, list[Result]]]:
+        """Every run's state (how it ended, when, its tags) and results as Result records
+        (with its provenance), run by run in the order they started: what `export`
+        writes, one run in memory at a time."""
         r = schema.runs
-        query = _filtered(sa.select(r.c.id), r, since, machine, env).order_by(r.c.started,
-                                                                             r.c.id)
+        query = _filtered(sa.select(r.c.id, r.c.status, r.c.ended, r.c.tags), r, since,
+                          machine, env).order_by(r.c.started, r.c.id)
         with self.engine.connect() as conn:
-            ids = list(conn.execute(query).scalars())
-        for run_id in ids:
+            runs = [tuple(row) for row in conn.execute(query)]
+        for run_id, status, ended, tags in runs:
             results = self.result_records(run=run_id)
             if results:
-                yield results
+                yield RunState(status, ended, tags or {}), results
 
     def finished_runs(self, *, commit: str | None = None, env: str | None = None,
                       machine: str | None = None, run: int | None = None,
@@ -1503,21 +1506,13 @@ def _records_query() -> sa.Select:
                      ).join(r, r.c.id == res.c.run_id).join(c, c.c.id == res.c.case_id)
 
 
-def _json_loads(data: Any) -> Any:
-    """A JSON column's value: orjson's C parser (the pages of a comparison read some 300
-    JSON values; json's parser took 4 ms of its 34), json's for what orjson refuses
-    (a NaN an older torchmark wrote, an integer beyond 64 bits)."""
-    import orjson
-
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(bytes(data) if isinstance(data, memoryview) else data)
-
-
 def _engine(url: str, lock_wait: list[float]) -> sa.Engine:
     """The engine of `url`; a SQLite store's connections wait up to `lock_wait[0]`
-    seconds (read at each checkout) for another process's write lock."""
+    seconds (read at each checkout) for another process's write lock. JSON columns are
+    read by orjson (a comparison page reads some 300 of them; json's parser took 4 ms of
+    its 34), json's parser taking what orjson refuses (import_records.loads)."""
+    from torchmark.store.import_records import loads
+
     if url.startswith("sqlite"):
         path = sa.engine.make_url(url).database
         if path and path != ":memory:":
@@ -1526,7 +1521,7 @@ def _engine(url: str, lock_wait: list[float]) -> sa.Engine:
                                  "(give a file path or a postgresql+psycopg:// URL)")
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(url, connect_args={"timeout": LOCK_WAIT_S},
-                                  json_deserializer=_json_loads)
+                                  json_deserializer=loads)
 
         @sa.event.listens_for(engine, "connect")
         def _pragmas(connection: Any, record: Any) -> None:
@@ -1544,7 +1539,7 @@ def _engine(url: str, lock_wait: list[float]) -> sa.Engine:
             cursor.close()
 
         return engine
-    return sa.create_engine(url, pool_pre_ping=True, json_deserializer=_json_loads)
+    return sa.create_engine(url, pool_pre_ping=True, json_deserializer=loads)
 
 
 def open(url: str | None = None) -> Store:  # noqa: A001 (torchmark.store.open)
