@@ -373,14 +373,28 @@ def _commit_info(commit: str, folder: str | None = None) -> tuple[str | None, st
     return date.strip() or None, subject.strip()[:MAX_FIELD_CHARS] or None
 
 
+# untracked files of these kinds are code a run may import: a tree holding one is dirty
+# (other untracked files, results and logs, are not)
+SOURCE_PATTERNS = ("*.py", "*.pyx", "*.pxd", "*.c", "*.cc", "*.cpp", "*.cxx", "*.cu",
+                   "*.cuh", "*.h", "*.hpp", "*.so")
+
+
 def _git_state(folder: str | None = None) -> tuple[str | None, bool | None]:
     """(commit, dirty) of the git checkout `folder` (default: the current one) is in;
-    (None, None) outside one or without git."""
+    (None, None) outside one or without git. Dirty: a tracked file changed, or an
+    untracked source file that .gitignore does not name (a module written beside the
+    benchmark is code the commit does not hold)."""
     commit = _git("rev-parse", "HEAD", folder=folder)
     if commit is None:
         return None, None
     status = _git("status", "--porcelain", "--untracked-files=no", folder=folder)
-    return commit.strip(), (bool(status.strip()) if status is not None else None)
+    if status is None:
+        return commit.strip(), None
+    if status.strip():
+        return commit.strip(), True
+    untracked = _git("ls-files", "--others", "--exclude-standard", "--", *SOURCE_PATTERNS,
+                     folder=folder)
+    return commit.strip(), (bool(untracked.strip()) if untracked is not None else None)
 
 
 def commit_label(commit: str | None, dirty: bool | None, width: int = 10) -> str:
