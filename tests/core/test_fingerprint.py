@@ -114,9 +114,14 @@ def test_env_diff_shows_every_planted_difference_and_gate_refuses_them(tmp_path,
     for command in (["compare", "run:1", "run:2"], ["ab", "run:1", "run:2"], ["ab", a, b],
                     ["compare", a, b], ["compare", a, a, b]):
         assert main([*command, "--db", db]) == 2
-        assert "not comparable" in capsys.readouterr().err
+        out, err = capsys.readouterr()
+        assert "not comparable" in err and out == ""  # refused before any table
         assert main([*command, "--db", db, "--allow-env-diff"]) in (0, 1)
-        capsys.readouterr()
+        out = capsys.readouterr().out
+        if command[0] == "ab" or command[1] == "run:1":  # verdicts: each marked on stdout
+            assert "note: every verdict above is of environments differ" in out, command
+    assert main(["ab", a, b, "--allow-env-diff", "--format", "jsonl"]) in (0, 1)
+    assert "compared with --allow-env-diff)]" in capsys.readouterr().out
 
 
 def test_files_compare_when_only_the_noise_differs(tmp_path, capsys):

@@ -5,6 +5,7 @@ two Python environments at once, in interleaved blocks (compare/env_ab.py)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -294,15 +295,32 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
             build = None if is_store_ref(path) else _file_build(path)
             for m in side if build else ():
                 m.metadata = {**(m.metadata or {}), "build": build}
-    if len(files) == 2 and not any(is_store_ref(f) for f in files):
-        check_files(list(files), allow_env_diff)
-    results, only_a, only_b, errors = compare_sides(
-        sides, confidence, min_effect, seed,
-        _stored_histories(files, db, allow_env_diff, stored))
+    allowed = check_files(list(files), allow_env_diff) \
+        if len(files) == 2 and not any(is_store_ref(f) for f in files) else []
+    histories, stored_allowed = _stored_histories(files, db, allow_env_diff, stored)
+    results, only_a, only_b, errors = compare_sides(sides, confidence, min_effect, seed,
+                                                    histories)
     if not results and not errors:  # as `gate` refuses them: nothing could be judged
         raise click.UsageError(f"{names[0]} and {names[1]} hold no case in common")
+    results = _marked(results, allowed + stored_allowed)
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
+    if allowed + stored_allowed and fmt in ("text", "markdown"):
+        from torchmark.regressions.comparability import marked
+
+        click.echo(f"note: every verdict above is of {marked(allowed + stored_allowed)}")
     return _gate(results, only_a, errors, fail_above)
+
+
+def _marked(results, found) -> list:
+    """Each result's verdict reason with the mark of the environment differences
+    compared anyway (--allow-env-diff), as `gate` and `compare` mark theirs."""
+    if not found:
+        return list(results)
+    from torchmark.regressions.comparability import marked
+
+    note = marked(found)
+    return [dataclasses.replace(r, judged=dataclasses.replace(
+        r.judged, reason=f"{r.judged.reason} [{note}]")) for r in results]
 
 
 def _times_only(sides: list, files) -> list:
@@ -336,16 +354,16 @@ def _file_build(path: str) -> str | None:
     return builds.pop() if len(builds) == 1 else None
 
 
-def _stored_histories(files, db, allow_env_diff=False, stored=None) -> dict:
+def _stored_histories(files, db, allow_env_diff=False, stored=None) -> tuple[dict, list]:
     """Two sides of the store (is_store_ref): each candidate case's A/A log ratios (as
     `gate` and `compare` read them), by case id, once their environments are found
-    comparable (cli/env_options.py); {} for files. `stored`: the sides already
-    resolved, by name."""
+    comparable (cli/env_options.py), and the differences allowed; ({}, []) for files.
+    `stored`: the sides already resolved, by name."""
     from torchmark.cli.env_options import check_environments
     from torchmark.cli.measurement_files import is_store_ref, side_ref
 
     if len(files) != 2 or not all(is_store_ref(f) for f in files):
-        return {}
+        return {}, []
     from torchmark.cli.store_options import open_store
     from torchmark.regressions.aa_history import pair_histories
     from torchmark.regressions.refs import check_distinct, resolve_side
@@ -353,10 +371,10 @@ def _stored_histories(files, db, allow_env_diff=False, stored=None) -> dict:
     store = open_store(db)
     base, cand = ((stored or {}).get(f) or resolve_side(side_ref(f), store) for f in files)
     check_distinct(base, cand)
-    check_environments(base.results, cand.results, allow_env_diff,
-                       f"{files[0]} and {files[1]}")
+    found = check_environments(base.results, cand.results, allow_env_diff,
+                               f"{files[0]} and {files[1]}")
     return {case_id: ratios
-            for (case_id, _), ratios in pair_histories(store, base, cand).items()}
+            for (case_id, _), ratios in pair_histories(store, base, cand).items()}, found
 
 
 def _environments(stmt, pythons, env_labels, setup, num_threads, min_run_time, rounds,

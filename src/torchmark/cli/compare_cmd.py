@@ -70,6 +70,11 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
     measurements = [m for group in tell_files_apart(groups, list(files)) for m in group]
     if not measurements:
         raise click.UsageError("the files hold no measurements")
+    # two sides of the store are judged before anything is printed: sides that cannot
+    # be compared (their environments differ, no case in common) print no table first
+    judged = run_verdicts(files, threshold, db, markdown=fmt == "markdown",
+                          allow_env_diff=allow_env_diff, sides=sides) \
+        if len(files) == 2 and all(is_store_ref(f) for f in files) else None
     compare = Compare(measurements)
     if trim:
         compare.trim_significant_figures()
@@ -88,11 +93,8 @@ def compare_cmd(files, fmt, trim, color, rowwise, highlight, threshold, allow_en
         from torchmark.core.neutralise import terminal_text
 
         click.echo("\n".join(["", *(terminal_text(line) for line in failed)]))
-    if len(files) == 2 and all(is_store_ref(f) for f in files) and fmt != "csv":
-        click.echo("\n".join(["", *run_verdicts(files, threshold, db,
-                                                 markdown=fmt == "markdown",
-                                                 allow_env_diff=allow_env_diff,
-                                                 sides=sides)]))
+    if judged is not None and fmt != "csv":
+        click.echo("\n".join(["", *judged]))
 
 
 def run_verdicts(runs: list[str], threshold: float, db: str | None,
@@ -108,7 +110,7 @@ def run_verdicts(runs: list[str], threshold: float, db: str | None,
     from torchmark.cli.store_options import open_store
     from torchmark.compare.verdict_table import markdown_table, text_table
     from torchmark.regressions.aa_history import pair_histories
-    from torchmark.regressions.comparability import mark_rows
+    from torchmark.regressions.comparability import mark_rows, marked
     from torchmark.regressions.gate import gate
     from torchmark.regressions.refs import check_distinct, resolve_side
 
@@ -126,4 +128,5 @@ def run_verdicts(runs: list[str], threshold: float, db: str | None,
             f"{threshold:.1%}")
     table = (markdown_table if markdown else text_table)(report.rows)
     counts = ", ".join(f"{n} {v}" for v, n in report.counts().items())
-    return [head, *([""] if markdown else []), *table, counts]
+    note = [f"note: every verdict above is of {marked(found)}"] if found else []
+    return [head, *([""] if markdown else []), *table, counts, *note]

@@ -44,12 +44,12 @@ def check_environments(baseline: Iterable[Any], candidate: Iterable[Any], allow:
     return found
 
 
-def check_files(files: list[str], allow: bool) -> None:
+def check_files(files: list[str], allow: bool) -> list[Any]:
     """Files compared only in comparable environments: each file's results (the
     fingerprints their provenance holds; a format without one: none) against the first
-    file's, as check_environments."""
+    file's, as check_environments; the differences allowed."""
     from torchmark.records import load_results
 
     first = load_results(files[0])
-    for other in files[1:]:
-        check_environments(first, load_results(other), allow, f"{files[0]} and {other}")
+    return [difference for other in files[1:] for difference in check_environments(
+        first, load_results(other), allow, f"{files[0]} and {other}")]
