@@ -144,6 +144,27 @@ def test_aggregates_only_give_the_stated_statistics(files, tmp_path):
             "median": stated["median"]}
 
 
+def test_a_table_beside_stated_statistics_shows_the_means_the_verdict_compares(files,
+                                                                              tmp_path,
+                                                                              capsys):
+    """Raw repetitions against aggregates only: the verdict is of the means (Welch), so
+    the table shows the means, said in its metric column, and its change is theirs."""
+    from torchmark.regressions.gate import gate
+
+    db = str(tmp_path / "s.db")
+    assert imported(files["a.json"], db) == 0
+    assert imported(files["aggregates.json"], db) == 0
+    store = Store(db)
+    report = gate(store.result_records(run=1), store.result_records(run=2))
+    measured = [row for row in report.rows if row.kind != "failed"]
+    assert measured and all(row.means for row in measured)
+    for row in measured:
+        assert row.candidate / row.baseline == pytest.approx(row.verdict.ratio)
+    capsys.readouterr()
+    main(["gate", "--baseline", "run:1", "--candidate", "run:2", "--db", db])
+    assert "wall (means)" in capsys.readouterr().out
+
+
 def test_a_run_without_repetitions_is_one_sample(files, tmp_path):
     path, db = files["single.json"], tmp_path / "s.db"
     assert imported(path, db) == 0

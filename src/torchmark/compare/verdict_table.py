@@ -1,4 +1,5 @@
-"""Tables of verdicts, a row a case: its name, metric, the two medians, the change, the
+"""Tables of verdicts, a row a case: its name, metric, the two medians (means, and said,
+where a side holds only another tool's stated statistics), the change, the
 interval that decided (the ratio's, widened by the drift between runs), the drift and
 the verdict; as aligned text or Markdown, with a line of why for each case that is
 slower, failed or unmeasured. The gate, the pytest plugin and `compare` print them."""
@@ -33,7 +34,8 @@ def cells(row: CaseVerdict) -> list[str]:
     v = row.verdict
     change = f"{v.change:+.1%}" if math.isfinite(v.ratio) else "-"
     drift = f"{v.drift.describe().split(' (')[0]} {v.drift.source}" if v.measured else "-"
-    return [row.title, row.metric, format_value(row.baseline, row.unit),
+    return [row.title, f"{row.metric} (means)" if row.means else row.metric,
+            format_value(row.baseline, row.unit),
             format_value(row.candidate, row.unit), change, v.interval(), drift, v.kind]
 
 

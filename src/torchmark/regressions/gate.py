@@ -89,11 +89,31 @@ def compare_case(base: Result, cand: Result, max_slowdown: float, *,
     verdict = judge(side_of(base), side_of(cand), metric=base.metric,
                     threshold=max_slowdown, confidence=confidence, drift=drift, seed=seed)
     return GateRow(base.case.id, base.case.title, base.metric, base.unit or cand.unit,
-                   _median(base), _median(cand), verdict)
+                   *_shown(base, cand), verdict, means=_stated_pair(base, cand))
 
 
 def _median(result: Result) -> float:
     return statistics.median(result.samples) if result.ok and result.samples else math.nan
+
+
+def _stated_pair(base: Result, cand: Result) -> bool:
+    """Whether a side holds only stated statistics (the verdict then compares means)."""
+    return any(r.ok and Stated.of(r) is not None for r in (base, cand))
+
+
+def _shown(base: Result, cand: Result) -> tuple[float, float]:
+    """The two values a table shows beside the verdict: the medians, or the means where
+    a side holds only stated statistics (what the verdict's ratio is of)."""
+    if not _stated_pair(base, cand):
+        return _median(base), _median(cand)
+
+    def mean(r: Result) -> float:
+        stated = Stated.of(r)
+        if not r.ok or not r.samples:
+            return math.nan
+        return stated.mean if stated is not None else statistics.fmean(r.samples)
+
+    return mean(base), mean(cand)
 
 
 def gate(baseline: Sequence[Result], candidate: Sequence[Result], *,
@@ -117,7 +137,8 @@ def gate(baseline: Sequence[Result], candidate: Sequence[Result], *,
                          histories=histories, seed=seed)
     name = distinct_titles([*(r.case for r in a.values()), *(r.case for r in b.values())])
     rows = [GateRow(key[0], name[key[0]], key[1], a[key].unit or b[key].unit,
-                    _median(a[key]), _median(b[key]), verdicts[key]) for key in keys]
+                    *_shown(a[key], b[key]), verdicts[key],
+                    means=_stated_pair(a[key], b[key])) for key in keys]
     order = {v: i for i, v in enumerate(VERDICTS)}
     rows.sort(key=lambda r: (order[r.kind], -(r.verdict.ratio if math.isfinite(
         r.verdict.ratio) else 0), natural_key(r.title)))

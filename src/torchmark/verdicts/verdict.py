@@ -80,7 +80,8 @@ def _pct(ratio: float) -> str:
 class CaseVerdict:
     """One case's verdict with what a table shows beside it: the case's id and title,
     the metric and its unit, and the two sides' medians (in the unit; nan for a side
-    without samples)."""
+    without samples), or their means where `means` (a side holds only the statistics
+    another tool's file stated: the verdict compares means then)."""
 
     case_id: str
     title: str
@@ -89,6 +90,7 @@ class CaseVerdict:
     baseline: float
     candidate: float
     verdict: Verdict
+    means: bool = False
 
     @property
     def kind(self) -> str:
