@@ -140,7 +140,9 @@ def test_states_become_cases_with_their_samples_or_statistics(tmp_path, capsys):
     assert Store(str(db)).case_params()[raw["case_id"]] == {
         "device": 0, "T": "I32", "Elements": 1 << 20}
     stated = found["copy", "Device=0 T=I32 Elements=2^24", "device"]
-    assert stated["n"] == 1 and stated["median"] == 80e-6
+    # its summary columns are the stated statistics (show, export and history read them)
+    assert stated["n"] == 1500 and stated["median"] == 80e-6 and stated["mean"] == 80e-6
+    assert stated["iqr"] is None and stated["min"] is None and stated["max"] is None
     assert stated["extra"]["stated"] == {"n": 1500, "mean": 80e-6,
                                          "stdev": pytest.approx(0.01 * 80e-6)}
     batch = found["reduce", "Device=0", "batch"]

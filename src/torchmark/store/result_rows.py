@@ -13,7 +13,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from torchmark.core.result import Case, Result, plain, summary_values
+from torchmark.core.result import STATED, Case, Result, Stated, plain, summary_values
 
 # a results row but its run and the time it was recorded, in this order
 RESULT_VALUES = ("case_id", "metric", "unit", "env", "number_per_run", "n", "median",
@@ -38,11 +38,17 @@ def content_key(case_id: str, metric: str, samples: bytes) -> str:
 
 
 def result_values(r: Result) -> tuple[Any, ...]:
-    """The RESULT_VALUES of a result's row."""
+    """The RESULT_VALUES of a result's row. A result of another tool's stated statistics
+    (no raw samples) has them as its summary: their n, mean and IQR, its median the one
+    value it holds, no min or max (the file gave none)."""
     samples = pack(r.samples)
     failure = r.failure
-    return (r.case.id, r.metric, r.unit, r.case.env, r.number_per_run, len(r.samples),
-            *(summary_values(r.samples) if r.samples else (None,) * 5),
+    summary: tuple[Any, ...] = summary_values(r.samples) if r.samples else (None,) * 5
+    n = len(r.samples)
+    stated = Stated.of(r) if STATED in r.extra and r.samples else None
+    if stated is not None:
+        n, summary = stated.n, (summary[0], stated.mean, stated.iqr, None, None)
+    return (r.case.id, r.metric, r.unit, r.case.env, r.number_per_run, n, *summary,
             samples, content_key(r.case.id, r.metric, samples),
             json.dumps(list(r.warnings)) if r.warnings else "[]",
             failure.error if failure else None, failure.output_tail if failure else None,
