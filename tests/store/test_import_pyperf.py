@@ -85,6 +85,10 @@ def test_a_pyperf_file_imports_as_its_benchmarks(files, name, tmp_path, capsys):
             assert provenance.torchmark_version == f"pyperf {metadata['perf_version']}"
             assert provenance.fingerprint["cpu.model"] == metadata["cpu_model_name"]
             assert provenance.fingerprint["cpu.threads"] == metadata["cpu_count"]
+            # pyperf names an affinity only when it is restricted: otherwise all CPUs, as
+            # torchmark's own unpinned run records it (a pinned run is told apart)
+            assert provenance.fingerprint["cpu.affinity"] == metadata.get(
+                "cpu_affinity", Provenance.capture().fingerprint["cpu.affinity"])
             # spelled as torchmark's own run on this Python spells it (the files were
             # written by this Python): "CPython 3.11.7", not "cpython 3.11.7 (64-bit)"
             assert provenance.fingerprint["python.version"] == \

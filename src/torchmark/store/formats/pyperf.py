@@ -174,6 +174,9 @@ def _provenance(metadata: Mapping[str, Any], started: str, path: Path) -> Proven
     governor = re.search(r"governor:([\w-]+)", text(metadata.get("cpu_config"), ""))
     quota = re.fullmatch(r"(\d+(?:\.\d+)?) CPUs", text(metadata.get("cpu_quota"), ""))
     environment = {name: metadata.get(key) for key, name in FINGERPRINT.items()}
+    cpus = count(metadata.get("cpu_count"))
+    if environment["cpu.affinity"] is None and cpus:  # pyperf names only a restricted one
+        environment["cpu.affinity"] = "0" if cpus == 1 else f"0-{cpus - 1}"
     environment.update({"python.version": python,
                         "cpu.governor": governor.group(1) if governor else None,
                         "cpu.quota": float(quota.group(1)) if quota else None})
