@@ -147,6 +147,10 @@ def test_compare_ab_and_export_read_runs_of_the_store(tmp_path, capsys):
         out = tmp_path / f"all.{fmt}"
         assert main(["export", "--format", fmt, "-o", str(out), "--db", db]) == 0
         assert "2 results ->" in capsys.readouterr().out
+    missing = tmp_path / "no" / "such" / "all.jsonl"  # named as given, not its temporary
+    assert main(["export", "-o", str(missing), "--db", db]) == 2
+    assert capsys.readouterr().err == (f"torchmark: error: cannot write {missing}: no such "
+                                       f"file or directory ({missing.parent})\n")
     lines = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines()]
     assert lines[0] == {"schema": "torchmark.results", "version": 1}  # a results file
     # each run's line holds its provenance once, its results follow it

@@ -12,8 +12,8 @@ from torchmark.core.neutralise import terminal_text
 
 
 class RunId(click.ParamType):
-    """A run of the store: 12, run:12, or latest (the newest finished run, as `gate`
-    reads it)."""
+    """A run of the store: 12, run:12, or latest (the newest run that ended `ok` or
+    `interrupted`, as `gate` reads it: a failed run is left out)."""
 
     name = "RUN"
 

@@ -23,7 +23,11 @@ def atomic_output(path: str | os.PathLike, mode: str = "w",
     without an error (the temporary file is removed otherwise). Text by default; `mode`
     "wb" for bytes. The new file has the permissions a plain open would give it."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:  # named as the output, not as the temporary file beside it
+        raise type(e)(f"cannot write {path}: {(e.strerror or str(e)).lower()} "
+                      f"({path.parent})") from None
     try:
         umask = os.umask(0)
         os.umask(umask)
