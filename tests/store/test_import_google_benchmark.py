@@ -164,6 +164,15 @@ def test_a_table_beside_stated_statistics_shows_the_means_the_verdict_compares(f
     capsys.readouterr()
     main(["gate", "--baseline", "run:1", "--candidate", "run:2", "--db", db])
     assert "wall (means)" in capsys.readouterr().out
+    # ab of the same runs compares the same statistics: the same verdicts and intervals
+    assert main(["ab", "run:1", "run:2", "--db", db, "--format", "jsonl",
+                 "--min-effect", "0.05"]) == 0
+    judged = {row["name"]: row for row in map(json.loads,
+                                              capsys.readouterr().out.splitlines())}
+    for row in measured:
+        ab = judged[row.title]
+        assert (ab["verdict"], ab["lower"], ab["upper"]) == pytest.approx(
+            (row.kind, row.verdict.lower, row.verdict.upper)), row.title
 
 
 def test_a_run_without_repetitions_is_one_sample(files, tmp_path):

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torchmark.core.bounded_input import brief_repr
+from torchmark.core.result import Stated
 from torchmark.core.stats import select_unit
 from torchmark.timing.measurement import MAX_PROCESSES, Measurement
 from torchmark.verdicts import Drift, Side, Verdict, judge
@@ -206,8 +207,9 @@ def _side(m: Measurement, alike: bool = True) -> Side:
         return Side(failure=failure_of(m))
     build = (m.metadata or {}).get("build") if alike and isinstance(m.metadata, dict) \
         else None
+    stated = Stated.from_extra(m.metadata) if isinstance(m.metadata, dict) else None
     return Side(m.times, tuple(m.process_medians), tuple(m.process_spreads or ()),
-                build=build if isinstance(build, str) else None)
+                stated=stated, build=build if isinstance(build, str) else None)
 
 
 def _checked(baseline: object, candidate: object, *, paired: bool = False,

@@ -292,7 +292,13 @@ class Stated:
     def of(cls, result: Result) -> Stated | None:
         """The statistics `result` states instead of raw samples (its extra's STATED);
         None for a result with raw samples; a ValueError when they are malformed."""
-        data = result.extra.get(STATED)
+        return cls.from_extra(result.extra)
+
+    @classmethod
+    def from_extra(cls, extra: Mapping[str, Any]) -> Stated | None:
+        """The statistics an `extra` (or a Measurement's metadata, which carries a stored
+        result's) states under STATED; None when it states none."""
+        data = extra.get(STATED)
         if data is None:
             return None
         if not _is_mapping(data):

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from torchmark.core.errors import TorchmarkError, UsageError
 from torchmark.core.procs import boot_id, pid_alive, process_start
 from torchmark.core.provenance import Provenance
-from torchmark.core.result import Result
+from torchmark.core.result import STATED, Result
 from torchmark.core.results_file import RUN_ENDINGS, RunState
 from torchmark.store import schema
 from torchmark.store.driver_sql import driver_rows, insert_rows, placeholders
@@ -1312,6 +1312,9 @@ class Store:
             kept = (row.get("extra") or {}).get("metadata")
             if isinstance(kept, dict) and isinstance(kept.get("processes"), dict):
                 metadata["processes"] = kept["processes"]
+            stated = (row.get("extra") or {}).get(STATED)
+            if stated is not None:  # another tool's statistics: what `ab` compares too
+                metadata[STATED] = stated
             if failure:
                 metadata["failure"] = failure
             out.append(Measurement(number, [s * number for s in row["samples"]] if not failure

@@ -13,7 +13,7 @@ from typing import Any
 
 from torchmark.core.errors import UsageError
 from torchmark.core.provenance import Provenance
-from torchmark.core.result import Result, timer_case
+from torchmark.core.result import STATED, Result, timer_case
 from torchmark.timing.measurement import SCHEMA_NAME, SCHEMA_VERSION, Measurement
 from torchmark.timing.memory import MemoryMeasurement
 
@@ -57,6 +57,9 @@ def result_to_measurement(result: Result) -> Measurement:
     if not isinstance(raw, list):
         raw = [s * result.number_per_run for s in result.samples]
     metadata = result.extra.get("metadata")
+    if STATED in result.extra:  # another tool's statistics: the verdict compares them
+        metadata = {**(metadata if isinstance(metadata, dict) else {}),
+                    STATED: result.extra[STATED]}
     try:  # Measurement's own checks on what a file holds
         return Measurement.from_dict({
             "schema": SCHEMA_NAME, "version": SCHEMA_VERSION,
