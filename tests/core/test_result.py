@@ -82,3 +82,19 @@ def test_cases_are_named_by_id_or_title_exactly_globs_only_when_asked():
     assert cases_named(titles, ["op*"], glob=True) == ["c", "b"]  # 0_9 before 0_10
     assert cases_named(titles, ["b", "op 0_9"]) == ["c", "b"]  # an id, a title
     assert cases_named(titles, []) == ["c", "b", "d", "a"]
+
+
+def test_two_sides_measuring_one_statement_apart_say_what_tells_them_apart():
+    from torchmark.core.result import unpaired_why
+
+    def case(threads: int, stmt: str = "x * 2", label: str | None = "mul") -> Case:
+        return Case(id=f"timeit:{stmt}{threads}", frontend="timeit", stmt=stmt,
+                    label=label, threads=threads)
+
+    assert unpaired_why([case(1)], [case(2)]) == (
+        " (the same statements, measured with other threads: 1 against 2)")
+    assert unpaired_why([case(1)], [case(2, label="other")]) == (
+        " (the same statements, measured with other threads: 1 against 2; label: mul "
+        "against other)")
+    assert unpaired_why([case(1)], [case(1, stmt="x + 2")]) == ""  # other statements
+    assert unpaired_why([], [case(1)]) == ""

@@ -310,7 +310,16 @@ def _files(files, confidence, min_effect, fmt, fail_above, seed, db,
     results, only_a, only_b, errors = compare_sides(sides, confidence, min_effect, seed,
                                                     histories)
     if not results and not errors:  # as `gate` refuses them: nothing could be judged
-        raise click.UsageError(f"{names[0]} and {names[1]} hold no case in common")
+        from torchmark.core.result import Case, unpaired_why
+
+        def cases(side) -> list[Case]:
+            return [Case(id="ab", frontend="timeit", stmt=m.task_spec.stmt,
+                         setup=m.task_spec.setup, label=m.task_spec.label,
+                         sub_label=m.task_spec.sub_label, threads=m.task_spec.num_threads)
+                    for m in side]
+
+        raise click.UsageError(f"{names[0]} and {names[1]} hold no case in common"
+                               + unpaired_why(cases(sides[0]), cases(sides[1])))
     results = _marked(results, allowed + stored_allowed)
     _print(results, only_a, only_b, errors, names, fmt, confidence, min_effect)
     if allowed + stored_allowed and fmt in ("text", "markdown"):

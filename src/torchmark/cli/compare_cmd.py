@@ -122,7 +122,11 @@ def run_verdicts(runs: list[str], threshold: float, db: str | None,
     report = gate(base.results, cand.results, max_slowdown=threshold,
                   histories=pair_histories(store, base, cand))
     if not report.rows:  # as `gate` and `ab` refuse them: nothing could be judged
-        raise click.UsageError(f"{runs[0]} and {runs[1]} hold no case in common")
+        from torchmark.core.result import unpaired_why
+
+        raise click.UsageError(f"{runs[0]} and {runs[1]} hold no case in common"
+                               + unpaired_why((r.case for r in base.results),
+                                              (r.case for r in cand.results)))
     report = dataclasses.replace(report, rows=mark_rows(report.rows, found))
     head = (f"baseline: {base.describe()}; candidate: {cand.describe()}; threshold "
             f"{threshold:.1%}")

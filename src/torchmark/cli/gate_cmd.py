@@ -94,8 +94,11 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
                                          for r in cand.results], **options)
     report = dataclasses.replace(report, rows=mark_rows(report.rows, env_differences))
     if not report.rows:
+        from torchmark.core.result import unpaired_why
+
         raise click.UsageError(
             f"{baseline} and {candidate} hold no case in common"
+            + unpaired_why((r.case for r in base.results), (r.case for r in cand.results))
             + (f" with metric {metric}" if metric else "")
             + (f" {'matching' if glob else 'named'} {', '.join(patterns)}" if patterns
                else "") + ("" if glob or not patterns else " (--glob for patterns)"))

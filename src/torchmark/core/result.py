@@ -196,6 +196,25 @@ def timer_case(spec: TaskSpec, frontend: str, device: str = "cpu",
                 device=device, params={**extra, **dict(params or {})})
 
 
+def unpaired_why(baseline: Iterable[Case], candidate: Iterable[Case]) -> str:
+    """Why two sides hold no case in common although they measured the same statements:
+    " (the same statements, measured with other threads: 1 against 2)", naming each
+    field of the cases' ids that tells them apart; "" when no statement is on both."""
+    fields = ("threads", "device", "description", "setup", "label", "sub_label")
+    a, b = list(baseline), list(candidate)
+    shared = {case.stmt for case in a} & {case.stmt for case in b}
+    if not shared:
+        return ""
+    differ = []
+    for name in fields:
+        left = sorted({str(getattr(c, name)) for c in a if c.stmt in shared})
+        right = sorted({str(getattr(c, name)) for c in b if c.stmt in shared})
+        if left != right:
+            differ.append(f"{name}: {', '.join(left)[:40]} against {', '.join(right)[:40]}")
+    return f" (the same statements, measured with other {'; '.join(differ)})" if differ \
+        else ""
+
+
 @dataclasses.dataclass(frozen=True)
 class Failure:
     """Why a case has no samples: its error's first line and the tail of its output."""
