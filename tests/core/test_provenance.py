@@ -32,8 +32,10 @@ def test_an_untracked_module_makes_the_tree_dirty_but_results_and_ignored_files_
     (tmp_path / "build" / "ext.so").write_bytes(b"")  # ignored
     assert _git_state(str(tmp_path)) == (head, False)
     (tmp_path / "pkg").mkdir()
+    (tmp_path / "benchmarks").mkdir()
     (tmp_path / "pkg" / "scratch.py").write_text("def g():\n    return 2\n")
     assert _git_state(str(tmp_path)) == (head, True)  # a module the commit does not hold
+    assert _git_state(str(tmp_path / "benchmarks")) == (head, True)  # from a subfolder too
     (tmp_path / "pkg" / "scratch.py").unlink()
     (tmp_path / "lib.py").write_text("def f():\n    return 3\n")
     assert _git_state(str(tmp_path)) == (head, True)  # a tracked file changed

@@ -151,7 +151,8 @@ def test_export_then_import_gives_the_same_runs_results_and_samples(tmp_path, ca
         conn.execute(schema.runs.update().where(schema.runs.c.id == first).values(
             status="interrupted", tags={"resumed": [{"at": "2026-11-01T00:00:00Z"}]}))
         conn.execute(schema.runs.update().where(schema.runs.c.id == second).values(
-            status="running", ended=None, tags={"process": {"host": "h", "pid": 1}}))
+            status="running", ended=None, tags={"process": {"host": "h", "pid": 1},
+                                                "cluster_run": first}))
     store.close()
     assert main(["export", "-o", str(tmp_path / "all.jsonl"), "--db", db]) == 0
     copy = f"sqlite:///{tmp_path / 'b.db'}"
@@ -162,7 +163,7 @@ def test_export_then_import_gives_the_same_runs_results_and_samples(tmp_path, ca
         store = Store(url)
         runs = sorted((r["started"], r["machine"], r["git_commit"], r["env"], r["results"],
                        r["ended"], {k: v for k, v in r["tags"].items()
-                                    if k not in ("imported_from", "process")},
+                                    if k not in ("imported_from", "process", "cluster_run")},
                        "interrupted" if r["status"] == "running" else r["status"])
                       for r in store.runs() if r["results"])
         results = sorted((r.case.id, r.metric, r.samples, r.case.title)
@@ -174,7 +175,8 @@ def test_export_then_import_gives_the_same_runs_results_and_samples(tmp_path, ca
     copied = {r["env"]: r for r in Store(copy).runs() if r["env"]}
     assert copied["cpu-a"]["status"] == "interrupted" and copied["cpu-a"]["tags"]["resumed"]
     assert copied["cpu-b"]["status"] == "interrupted"  # it runs nowhere now
-    assert "process" not in copied["cpu-b"]["tags"]
+    assert "process" not in copied["cpu-b"]["tags"]  # nor a run id of the other store:
+    assert "cluster_run" not in copied["cpu-b"]["tags"]  # it names no run of this one
     with Store(copy).engine.connect() as conn:  # stated ends kept, as the store spells them
         ends = set(conn.execute(sa.select(schema.runs.c.ended)).scalars())
     assert ends and all(end is None or end.endswith("Z") for end in ends)
@@ -189,7 +191,9 @@ def test_export_then_import_gives_the_same_runs_results_and_samples(tmp_path, ca
     ({"status": "ok", "ended": "2999-01-01T00:00:00Z"}, "run: ended must be an ISO time no "
                                                          "later than now"),
     ({"status": "ok", "tags": ["x"]}, "run: tags must be an object"),
-    ({"status": "ok", "tags": {"x": "y" * 70_000}}, "run: tags must be an object of at most"),
+    ({"status": "ok", "tags": {"x": "y" * 70_000}}, "run: tags must be an object of finite "
+                                                     "JSON values, at most"),
+    ({"status": "ok", "tags": {"x": float("nan")}}, "run: tags must be an object of finite"),
 ])
 def test_a_run_line_s_state_is_checked_before_anything_is_stored(tmp_path, capsys, state,
                                                                  message):

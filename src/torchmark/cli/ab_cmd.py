@@ -28,29 +28,26 @@ def _time(seconds: float) -> str:
 
 
 def _row(result) -> list[str]:
-    import statistics
-
-    from torchmark.compare.ab import failure_of
-    from torchmark.core.result import Stated
+    from torchmark.compare.ab import failure_of, measurement_side
+    from torchmark.verdicts.engine import shown_values
 
     judged = result.judged  # the interval that decided: the ratio's, widened by the drift
     interval = ("-" if math.isnan(judged.lower)  # too few samples
                 else f"[{judged.lower:.3f}, {judged.upper:.3f}]")
 
-    stated = [Stated.from_extra(m.metadata) if isinstance(m.metadata, dict) else None
-              for m in (result.baseline, result.candidate)]
+    shown = shown_values(measurement_side(result.baseline), measurement_side(result.candidate))
 
-    def value(m, own) -> str:  # the means the verdict compares, where a side states one
-        if failure_of(m) is not None:
+    def value(m, x: float) -> str:  # the means the verdict compares, where a side states
+        if failure_of(m) is not None:  # one (verdicts/engine.py shown_values)
             return "failed"
-        if any(stated):
-            return f"{_time(own.mean if own else statistics.fmean(m.times))} (mean)"
+        if shown[2]:
+            return f"{_time(x)} (mean)"
         return f"{m.median:.6g} instr" if result.exact else _time(m.median)
 
     p = ("-" if math.isnan(result.p_value)  # exact counts: no sampling to test
          else "<0.001" if result.p_value < 0.001 else f"{result.p_value:.3f}")
-    return [result.name, value(result.baseline, stated[0]),
-            value(result.candidate, stated[1]),
+    return [result.name, value(result.baseline, shown[0]),
+            value(result.candidate, shown[1]),
             f"{result.ratio:.3f}", interval, p, result.brief_verdict()]
 
 

@@ -138,7 +138,8 @@ def gate_cmd(baseline, candidate, max_slowdown, metric, patterns, glob, markdown
                 report, baseline, candidate, markdown_table, explained,
                 marked(env_differences) if env_differences else ""))
         except OSError as e:
-            raise click.UsageError(f"--markdown {markdown_file}: {e.strerror}") from None
+            raise click.UsageError(f"--markdown {markdown_file}: {e.strerror or e}") \
+                from None
     if not report.passed:
         counts = {v: sum(r.kind == v for r in report.failing)
                   for v in ("slower", "failed", "unmeasured")}

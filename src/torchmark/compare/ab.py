@@ -201,15 +201,26 @@ def failure_of(m: Any) -> str | None:
     return failure if isinstance(failure, str) else None
 
 
-def _side(m: Measurement, alike: bool = True) -> Side:
+def measurement_side(m: Measurement, alike: bool = True) -> Side:
     """The engine's view of `m`; its build (one-build rule) only where `alike` (_alike)."""
     if failure_of(m) is not None:
         return Side(failure=failure_of(m))
     build = (m.metadata or {}).get("build") if alike and isinstance(m.metadata, dict) \
         else None
-    stated = Stated.from_extra(m.metadata) if isinstance(m.metadata, dict) else None
     return Side(m.times, tuple(m.process_medians), tuple(m.process_spreads or ()),
-                stated=stated, build=build if isinstance(build, str) else None)
+                stated=stated_of(m), build=build if isinstance(build, str) else None)
+
+
+def stated_of(m: Measurement) -> Stated | None:
+    """The statistics another tool's file stated for a stored result `m` holds only one
+    value of (its metadata carries them: Store.measurements_of); None for a measurement
+    with times of its own, or statistics that are not whole."""
+    if len(m.raw_times) > 1 or not isinstance(m.metadata, dict):
+        return None
+    try:
+        return Stated.from_extra(m.metadata)
+    except ValueError:
+        return None
 
 
 def _checked(baseline: object, candidate: object, *, paired: bool = False,
@@ -263,7 +274,7 @@ def ab_test(baseline: Measurement, candidate: Measurement, *, confidence: float 
     if abba and not paired:
         raise ValueError("ab_test: abba=True is a way of pairing: give paired=True too")
     baseline, candidate = _checked(baseline, candidate, paired=paired)
-    verdict = judge(_side(baseline), _side(candidate), metric="wall",
+    verdict = judge(measurement_side(baseline), measurement_side(candidate), metric="wall",
                     threshold=float(min_effect), confidence=confidence, drift=drift,
                     paired=paired, abba=abba, replicate_ratios=tuple(replicate_ratios),
                     seed=seed, resamples=resamples)
@@ -293,7 +304,7 @@ def ab_all(pairs: Sequence[tuple[str, Measurement, Measurement]], *,
             checked.append((name, a, b))
         except ValueError as e:  # one case that cannot be compared does not stop the rest
             errors.append(f"{name}: {str(e).removeprefix('ab_test: ')}")
-    verdicts = judge_all([Pair(name, _side(a), _side(b, alike=_alike(a, b)))
+    verdicts = judge_all([Pair(name, measurement_side(a), measurement_side(b, alike=_alike(a, b)))
                           for name, a, b in checked],
                          threshold=float(min_effect), confidence=confidence,
                          histories=histories, seed=seed)
@@ -342,7 +353,7 @@ def counts_test(baseline: Measurement, candidate: Measurement, *, min_effect: fl
     if not (isinstance(min_effect, (int, float)) and 0 <= min_effect < 10):
         raise ValueError(f"counts_test: min_effect must be in [0, 10), got "
                          f"{brief_repr(min_effect)}")
-    verdict = judge(_side(baseline), _side(candidate), metric="instructions",
+    verdict = judge(measurement_side(baseline), measurement_side(candidate), metric="instructions",
                     threshold=float(min_effect), confidence=0.95, paired=True)
     return ABResult(name=name if name is not None else baseline.title, baseline=baseline,
                     candidate=candidate, judged=verdict, paired=True, metric="instructions")

@@ -26,8 +26,10 @@ def atomic_output(path: str | os.PathLike, mode: str = "w",
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:  # named as the output, not as the temporary file beside it
-        raise type(e)(f"cannot write {path}: {(e.strerror or str(e)).lower()} "
-                      f"({path.parent})") from None
+        error = type(e)(f"cannot write {path}: {(e.strerror or str(e)).lower()} "
+                        f"({path.parent})")
+        error.errno = e.errno  # what a caller tells kinds of failure apart by
+        raise error from None
     try:
         umask = os.umask(0)
         os.umask(umask)

@@ -392,8 +392,8 @@ def _git_state(folder: str | None = None) -> tuple[str | None, bool | None]:
         return commit.strip(), None
     if status.strip():
         return commit.strip(), True
-    untracked = _git("ls-files", "--others", "--exclude-standard", "--", *SOURCE_PATTERNS,
-                     folder=folder)
+    untracked = _git("ls-files", "--others", "--exclude-standard", "--",  # the whole tree
+                     *(f":(top){pattern}" for pattern in SOURCE_PATTERNS), folder=folder)
     return commit.strip(), (bool(untracked.strip()) if untracked is not None else None)
 
 

@@ -76,7 +76,10 @@ def save_results(path: str | os.PathLike, results: Iterable[Result], append: boo
 RUN_SCHEMA = "torchmark.run"  # a line holding the provenance of the results after it
 RUN_ENDINGS = ("ok", "failed", "interrupted")  # how a finished run ended
 MAX_TAGS_CHARS = 65536  # a run's tags in a file, as JSON, at most
-LOCAL_TAGS = ("process",)  # tags that name this machine's processes: never imported
+# tags that name what only the store (and machine) that wrote them knows, never imported:
+# a process of this machine (a resume's claim), runs of that store by their ids (a Ray
+# run's node runs, the baseline run of an `ab`)
+LOCAL_TAGS = ("process", "cluster_run", "ab_baseline_run")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,9 +98,9 @@ class RunState:
     def from_dict(cls, data: Any) -> RunState:
         """The state a file states (others may write it): a run that was still running
         when it was written is `interrupted` (it runs nowhere now); its end a time no
-        later than now (plus a day of clock skew); tags an object of at most
-        MAX_TAGS_CHARS as JSON, those naming a machine's processes (LOCAL_TAGS) left
-        out. A ValueError saying what is wrong."""
+        later than now (plus a day of clock skew); tags an object of finite JSON
+        values, at most MAX_TAGS_CHARS as JSON, those only the writing store knows the
+        meaning of (LOCAL_TAGS) left out. A ValueError saying what is wrong."""
         if not isinstance(data, Mapping):
             raise ValueError("run: must be an object (status, ended, tags)")
         status = data.get("status")
@@ -115,10 +118,14 @@ class RunState:
                 raise ValueError(f"run: ended must be an ISO time no later than now, got "
                                  f"{brief(str(ended), 40)!r}")
         tags = data.get("tags") or {}
-        if not isinstance(tags, Mapping) or not all(isinstance(k, str) for k in tags) or \
-                len(json.dumps(tags, default=str)) > MAX_TAGS_CHARS:
-            raise ValueError(f"run: tags must be an object of at most {MAX_TAGS_CHARS} "
-                             "characters as JSON")
+        try:  # plain, finite JSON (a store's JSON column refuses NaN)
+            text = json.dumps(tags, allow_nan=False) if isinstance(tags, Mapping) and \
+                all(isinstance(k, str) for k in tags) else None
+        except (ValueError, TypeError):
+            text = None
+        if text is None or len(text) > MAX_TAGS_CHARS:
+            raise ValueError(f"run: tags must be an object of finite JSON values, at most "
+                             f"{MAX_TAGS_CHARS} characters")
         return cls(status, ended, {k: v for k, v in tags.items() if k not in LOCAL_TAGS})
 
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from torchmark.core.result import Result, Stated, distinct_titles
 from torchmark.core.stats import natural_key
 from torchmark.verdicts import VERDICTS, CaseVerdict, Drift, Side, judge
+from torchmark.verdicts.engine import shown_values
 from torchmark.verdicts.replicates import MAX_REPLICATES
 
 GateRow = CaseVerdict  # a case of the gate: its medians and verdict
@@ -88,32 +89,19 @@ def compare_case(base: Result, cand: Result, max_slowdown: float, *,
     """One case's gate row (see the module docstring)."""
     verdict = judge(side_of(base), side_of(cand), metric=base.metric,
                     threshold=max_slowdown, confidence=confidence, drift=drift, seed=seed)
+    baseline, candidate, means = _shown(base, cand)
     return GateRow(base.case.id, base.case.title, base.metric, base.unit or cand.unit,
-                   *_shown(base, cand), verdict, means=_stated_pair(base, cand))
+                   baseline, candidate, verdict, means=means)
 
 
 def _median(result: Result) -> float:
     return statistics.median(result.samples) if result.ok and result.samples else math.nan
 
 
-def _stated_pair(base: Result, cand: Result) -> bool:
-    """Whether a side holds only stated statistics (the verdict then compares means)."""
-    return any(r.ok and Stated.of(r) is not None for r in (base, cand))
-
-
-def _shown(base: Result, cand: Result) -> tuple[float, float]:
-    """The two values a table shows beside the verdict: the medians, or the means where
-    a side holds only stated statistics (what the verdict's ratio is of)."""
-    if not _stated_pair(base, cand):
-        return _median(base), _median(cand)
-
-    def mean(r: Result) -> float:
-        stated = Stated.of(r)
-        if not r.ok or not r.samples:
-            return math.nan
-        return stated.mean if stated is not None else statistics.fmean(r.samples)
-
-    return mean(base), mean(cand)
+def _shown(base: Result, cand: Result) -> tuple[float, float, bool]:
+    """The values a row shows (verdicts/engine.py shown_values) and whether they are
+    means."""
+    return shown_values(side_of(base), side_of(cand))
 
 
 def gate(baseline: Sequence[Result], candidate: Sequence[Result], *,
@@ -136,9 +124,10 @@ def gate(baseline: Sequence[Result], candidate: Sequence[Result], *,
                           for key in keys], threshold=max_slowdown, confidence=confidence,
                          histories=histories, seed=seed)
     name = distinct_titles([*(r.case for r in a.values()), *(r.case for r in b.values())])
+    shown = {key: _shown(a[key], b[key]) for key in keys}
     rows = [GateRow(key[0], name[key[0]], key[1], a[key].unit or b[key].unit,
-                    *_shown(a[key], b[key]), verdicts[key],
-                    means=_stated_pair(a[key], b[key])) for key in keys]
+                    shown[key][0], shown[key][1], verdicts[key], means=shown[key][2])
+            for key in keys]
     order = {v: i for i, v in enumerate(VERDICTS)}
     rows.sort(key=lambda r: (order[r.kind], -(r.verdict.ratio if math.isfinite(
         r.verdict.ratio) else 0), natural_key(r.title)))

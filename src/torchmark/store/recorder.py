@@ -317,5 +317,6 @@ def _spill_file(db: str | None, results: list[Result]) -> Path:
 def node_runs(store: Any, run_id: int) -> dict[str, int]:
     """The runs of other machines that run `run_id` spread to (tagged cluster_run):
     machine fingerprint -> run id."""
-    return {run["machine"]: run["id"] for run in store.runs()
-            if (run.get("tags") or {}).get("cluster_run") == run_id}
+    return {run["machine"]: run["id"] for run in store.runs()  # never an imported run's
+            if (run.get("tags") or {}).get("cluster_run") == run_id
+            and "imported_from" not in (run.get("tags") or {})}

@@ -222,6 +222,20 @@ def _judge(baseline: Side, candidate: Side, *, metric: str, threshold: float,
                    shift, **settings)
 
 
+def shown_values(baseline: Side, candidate: Side) -> tuple[float, float, bool]:
+    """The two values a table shows beside a verdict, and whether they are means: the
+    means where a side holds only stated statistics (the verdict's ratio is of them),
+    else the medians; NaN for a side without samples."""
+    means = baseline.stated is not None or candidate.stated is not None
+
+    def value(side: Side) -> float:
+        if side.failure is not None or not side.samples:
+            return math.nan
+        return _stated(side).mean if means else statistics.median(side.samples)
+
+    return value(baseline), value(candidate), means
+
+
 def _stated(side: Side) -> Stated:
     """A side's statistics: those it states, or those of its raw samples."""
     if side.stated is not None:
