@@ -405,6 +405,7 @@ def compare_view(store: Any, baseline: Any, candidate: Any, *, threshold: float 
     from torchmark.regressions.aa_history import history_ratios
     from torchmark.regressions.comparability import blocking_differences, side_fingerprint
     from torchmark.regressions.gate import side_of
+    from torchmark.verdicts.engine import shown_values
     from torchmark.verdicts.family import Pair, judge_all, ratios_of, shifts_of_arrays
 
     first, second = _compared(store, baseline), _compared(store, candidate)
@@ -442,8 +443,8 @@ def compare_view(store: Any, baseline: Any, candidate: Any, *, threshold: float 
     explanations = explainer([a[key] for key in slower], [b[key] for key in slower]) \
         if explainer and slower else []
 
-    def median(r: Any) -> float | None:
-        return _finite(r.summary.median) if r.ok and r.summary else None
+    # the medians, or the means a verdict of stated statistics is of (shown_values)
+    values = {key: shown_values(side_of(a[key]), side_of(b[key])) for key in shown}
 
     names = distinct_titles(r.case for r in a.values())  # the page's told apart, as gate's
 
@@ -457,8 +458,9 @@ def compare_view(store: Any, baseline: Any, candidate: Any, *, threshold: float 
             "only_candidate": len(medians_b.keys) - len(common),
             "explanations": explanations,
             "rows": [{"case_id": key[0], "case": names[key[0]], "metric": key[1],
-                      "unit": a[key].unit, "baseline": median(a[key]),
-                      "candidate": median(b[key]), "ratio": _finite(verdicts[key].ratio),
+                      "unit": a[key].unit, "baseline": _finite(values[key][0]),
+                      "candidate": _finite(values[key][1]), "means": values[key][2],
+                      "ratio": _finite(verdicts[key].ratio),
                       "low": _finite(verdicts[key].lower),
                       "high": _finite(verdicts[key].upper), "verdict": verdicts[key].kind,
                       "reason": verdicts[key].reason} for key in shown]}

@@ -204,7 +204,7 @@
         "The runs' environments differ in what changes performance: " + data.environment_differences.join("; ")) : "",
       table(["case", "metric", "baseline", "candidate", "change", "interval", "verdict", "why"],
         data.rows.map((r) => el("tr", {}, td(link(`/cases/${encodeURIComponent(r.case_id)}`, r.case), r.case),
-          td(r.metric), td(value(r.baseline, r.unit), r.baseline, "num"),
+          td(r.means ? `${r.metric} (means)` : r.metric), td(value(r.baseline, r.unit), r.baseline, "num"),
           td(value(r.candidate, r.unit), r.candidate, "num"), td(pct(r.ratio), r.ratio, "num"),
           td(`${pct(r.low)} .. ${pct(r.high)}`), td(r.verdict, undefined, r.verdict),
           td(el("span", { class: "note" }, r.reason)))), { sortable: true }),
