@@ -310,6 +310,27 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path, capsys):
     store.close()
 
 
+def test_an_upgrade_that_changes_nothing_in_sqlite_makes_no_copy(tmp_path, capsys):
+    """0006 adds an index on PostgreSQL only: a SQLite store at 0005 opens at the head
+    without a copy of the whole file, and without saying so."""
+    from alembic import command
+    from alembic.config import Config
+
+    import torchmark.store.store as store_module
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = sa.create_engine(url)
+    config = Config()
+    config.set_main_option("script_location",
+                           str(Path(store_module.__file__).with_name("migrations")))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0005")
+    engine.dispose()
+    assert Store(url).schema_version() == HEAD
+    assert not list(tmp_path.glob("*.bak")) and capsys.readouterr().err == ""
+
+
 def _open(url: str) -> None:
     Store(url).close()
 

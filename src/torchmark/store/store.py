@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 HEAD = "0006"  # the newest migration
 REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006")  # every migration this torchmark knows, oldest first
+SQLITE_UNCHANGED = ("0006",)  # revisions that change nothing in a SQLite store (no copy)
 # what can be said of a detected change (schema.change_marks)
 CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed")
 # the columns of a results table (Store.table, `torchmark export --format csv|parquet`)
@@ -315,7 +316,9 @@ class Store:
             raise StoreError(f"the store at {self.where} has schema {version}, older than "
                              f"this torchmark's {HEAD}: run `torchmark db upgrade --db URL` "
                              "(every machine sharing it then needs this torchmark)")
-        if version is not None:  # an older SQLite store: a backup first, then upgraded
+        pending = REVISIONS[REVISIONS.index(version) + 1:] if version is not None else ()
+        if version is not None and not set(pending) <= set(SQLITE_UNCHANGED):
+            # an older SQLite store: a backup first, then upgraded
             path = self.engine.url.database
             if path and Path(path).exists():
                 backup = Path(f"{path}.schema-{version}.bak")
