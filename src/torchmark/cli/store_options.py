@@ -76,10 +76,11 @@ def resume_run_option(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def resumed_cases(db: str | None, no_store: bool, resume_run: int | None,
                   command: str, group: Callable[[str], str] | None = None) -> set[str]:
-    """The ids of the cases stored run `resume_run` measured and never recorded failed,
-    which `--resume-run` skips (none without it). With `group` (a case id's group: an
-    ops record's passes), the groups of those, less each group with a failed case (a
-    record whose backward failed is measured again, forward too). A usage error when
+    """The ids of the cases stored run `resume_run` (and its Ray node runs) measured,
+    their newest result not failed, which `--resume-run` skips (none without it). With
+    `group` (a case id's group: an ops record's passes), the groups of those, less each
+    group with a case whose newest result failed (a record whose backward failed is
+    measured again, forward too). A usage error when
     recording is off, the store holds no such run, or another torchmark command (not
     `command`) made it: checked before the command replaces any file or writes to the
     run."""
@@ -108,12 +109,12 @@ def resumed_cases(db: str | None, no_store: bool, resume_run: int | None,
                                    f"that run, not `torchmark {command}`: resume it with "
                                    "the command that made it")
         runs = [resume_run, *node_runs(store, resume_run).values()]  # Ray nodes' too
-        finished = set().union(*(store.finished_cases(run) for run in runs))
-        failed = set().union(*(store.finished_cases(run, failed=True) for run in runs))
+        outcomes = store.newest_outcomes(runs)  # a case's newest result, in any of them
         whole = group or (lambda case: case)
-        done = {whole(case) for case in finished} - {whole(case) for case in failed}
+        done = {whole(case) for case, ok in outcomes.items() if ok} - \
+            {whole(case) for case, ok in outcomes.items() if not ok}
         # a run with cases exists; only one without needs the list of runs
-        if not finished and not failed and not store.has_run(resume_run):
+        if not outcomes and not store.has_run(resume_run):
             raise click.UsageError(f"--resume-run {resume_run}: the store at {store.where} "
                                    f"holds no run {resume_run} (`torchmark runs` lists them)")
         return done
@@ -124,22 +125,25 @@ def resumed_cases(db: str | None, no_store: bool, resume_run: int | None,
 def resumed_records(db: str | None, resume_run: int | None, record_of: Any,
                     key: Any = lambda result: result.case.id) -> list[dict[str, Any]]:
     """The records of the cases stored run `resume_run` (and the runs of its Ray nodes)
-    finished, rebuilt from their Results (`record_of` a record's Results, grouped by
-    `key`; a group with a failed Result is left out, to be measured again): what a
-    resumed command writes to its output file first, so that the file holds the whole
-    run and not only the cases still to run."""
+    finished, rebuilt from their measured Results (`record_of` a record's Results,
+    grouped by `key`; a group with a case whose newest result failed is left out, to be
+    measured again, as resumed_cases says): what a resumed command writes to its output
+    file first, so that the file holds the whole run and not only the cases still to
+    run."""
     if resume_run is None:
         return []
     from torchmark.store.recorder import node_runs
 
     store = open_store(db)
     try:
+        runs = [resume_run, *node_runs(store, resume_run).values()]
+        measured = store.newest_outcomes(runs)  # what resumed_cases skips, alike
         grouped: dict[str, list[Any]] = {}
-        for run in [resume_run, *node_runs(store, resume_run).values()]:
+        for run in runs:
             for result in store.result_records(run=run):
                 grouped.setdefault(key(result), []).append(result)
-        return [record_of(group) for group in grouped.values()
-                if all(result.ok for result in group)]
+        return [record_of([r for r in group if r.ok]) for group in grouped.values()
+                if all(measured.get(r.case.id) for r in group)]
     finally:
         store.close()
 

@@ -1091,12 +1091,23 @@ class Store:
             return {row.id: dict(row.params or {})
                     for row in conn.execute(sa.select(c.c.id, c.c.params))}
 
-    def finished_cases(self, run_id: int, failed: bool = False) -> set[str]:
-        """The ids of the cases a run recorded without failure (to resume it); with
-        `failed`, of those it recorded failed."""
+    def newest_outcomes(self, run_ids: Sequence[int]) -> dict[str, bool]:
+        """Each case the runs recorded -> whether its newest result (of any metric, in any
+        of them) was measured (True) or failed: what a resume of them reads (a case that
+        failed in one of a Ray run's node runs and was measured later is measured)."""
         res = schema.results
-        outcome = res.c.failure.is_not(None) if failed else res.c.failure.is_(None)
-        query = sa.select(res.c.case_id).where(res.c.run_id == run_id, outcome).distinct()
+        newest = sa.select(res.c.case_id, sa.func.max(res.c.id).label("last")) \
+            .where(res.c.run_id.in_(list(run_ids))).group_by(res.c.case_id).subquery()
+        query = sa.select(res.c.case_id, res.c.failure.is_(None)) \
+            .join(newest, res.c.id == newest.c.last)
+        with self.engine.connect() as conn:
+            return {case: bool(ok) for case, ok in conn.execute(query)}
+
+    def finished_cases(self, run_id: int) -> set[str]:
+        """The ids of the cases a run recorded without failure."""
+        res = schema.results
+        query = sa.select(res.c.case_id).where(res.c.run_id == run_id,
+                                                res.c.failure.is_(None)).distinct()
         with self.engine.connect() as conn:
             return set(conn.execute(query).scalars())
 
