@@ -194,6 +194,8 @@ def test_export_then_import_gives_the_same_runs_results_and_samples(tmp_path, ca
     ({"status": "ok", "tags": {"x": "y" * 70_000}}, "run: tags must be an object of finite "
                                                      "JSON values, at most"),
     ({"status": "ok", "tags": {"x": float("nan")}}, "run: tags must be an object of finite"),
+    ({"status": "ok", "ended": "2001-01-01T00:00:00Z"}, "run: ended (2001-01-01T00:00:00Z) "
+                                                         "is before the run started"),
 ])
 def test_a_run_line_s_state_is_checked_before_anything_is_stored(tmp_path, capsys, state,
                                                                  message):

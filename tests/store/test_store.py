@@ -415,6 +415,9 @@ def test_json_a_store_holds_is_read_whatever_parser_reads_it(store_url):
     with store.engine.begin() as conn:
         conn.execute(schema.results.update().where(schema.results.c.case_id == "timeit:case2")
                      .values(extra=odd))
+    from torchmark.store.import_records import loads
+
+    assert store.engine.dialect._json_deserializer is loads  # orjson, with its fallback
     extras = {r.case.id: r.extra for r in store.result_records(run=run)}
     assert extras["timeit:case2"]["huge"] == 2**70
     if store.dialect == "sqlite":

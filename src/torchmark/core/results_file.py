@@ -181,7 +181,12 @@ class RunLines:
             return False
         self.current = self._provenance(line.get("provenance"))
         if self.current is not None and line.get("run") is not None:
-            self._states[id(self.current)] = RunState.from_dict(line["run"])
+            state = RunState.from_dict(line["run"])
+            began, ended = parse_time(self.current.started), parse_time(state.ended or "")
+            if began is not None and ended is not None and ended < began:
+                raise ValueError(f"run: ended ({brief(str(state.ended), 40)}) is before the "
+                                 f"run started ({brief(self.current.started, 40)})")
+            self._states[id(self.current)] = state
         return True
 
     def state_of(self, provenance: Provenance | None) -> RunState | None:

@@ -98,8 +98,12 @@ def chunk_results(chunk: Chunk, runs: RunLines) -> Iterator[Result]:
     line (whose schema is spelled plainly, as the reader that cut the chunks found it),
     a results file's header, or a Result record that may be stored."""
     where = chunk.where
-    if chunk.run_line is not None:
-        runs.take(orjson.loads(chunk.run_line))
+    if chunk.run_line is not None:  # checked where it stood, in the chunk before
+        try:
+            runs.take(orjson.loads(chunk.run_line))
+        except (ValueError, TypeError) as e:
+            raise UsageError(f"{where}: the run line before line {chunk.first}: "
+                             f"{brief(str(e), 300)}") from None
     lines = chunk.data.split(b"\n")
     if not chunk.torn_end:
         lines.pop()  # after the last newline
