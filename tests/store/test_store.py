@@ -253,23 +253,29 @@ def test_a_newer_schema_is_refused(store_url):
         Store(store_url)
 
 
-def test_the_first_schema_upgrades_to_the_head(tmp_path, capsys):
-    """A store made at the first revision (0001) opens at the head; an older SQLite one
-    is copied aside before it is upgraded, and the upgrade said on stderr."""
+def _store_at(path: Path, revision: str) -> str:
+    """The URL of a new SQLite store at `path` made at schema `revision`."""
     from alembic import command
     from alembic.config import Config
 
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    engine = sa.create_engine(url)
     import torchmark.store.store as store_module
 
+    url = f"sqlite:///{path}"
+    engine = sa.create_engine(url)
     config = Config()
     config.set_main_option("script_location",
                            str(Path(store_module.__file__).with_name("migrations")))
     with engine.begin() as conn:
         config.attributes["connection"] = conn
-        command.upgrade(config, "0001")
+        command.upgrade(config, revision)
     engine.dispose()
+    return url
+
+
+def test_the_first_schema_upgrades_to_the_head(tmp_path, capsys):
+    """A store made at the first revision (0001) opens at the head; an older SQLite one
+    is copied aside before it is upgraded, and the upgrade said on stderr."""
+    url = _store_at(tmp_path / "old.db", "0001")
     old = Store(url, upgrade=False)  # results written at the first schema
     run = old.start_run(status="ok")
     first = sa.Table("results", sa.MetaData(), autoload_with=old.engine)
@@ -313,20 +319,7 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path, capsys):
 def test_an_upgrade_that_changes_nothing_in_sqlite_makes_no_copy(tmp_path, capsys):
     """0006 adds an index on PostgreSQL only: a SQLite store at 0005 opens at the head
     without a copy of the whole file, and without saying so."""
-    from alembic import command
-    from alembic.config import Config
-
-    import torchmark.store.store as store_module
-
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    engine = sa.create_engine(url)
-    config = Config()
-    config.set_main_option("script_location",
-                           str(Path(store_module.__file__).with_name("migrations")))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0005")
-    engine.dispose()
+    url = _store_at(tmp_path / "old.db", "0005")
     assert Store(url).schema_version() == HEAD
     assert not list(tmp_path.glob("*.bak")) and capsys.readouterr().err == ""
 
