@@ -416,3 +416,31 @@ def test_json_a_store_holds_is_read_whatever_parser_reads_it(store_url):
     if store.dialect == "sqlite":
         assert extras["timeit:case2"]["odd"] != extras["timeit:case2"]["odd"]  # NaN
     assert extras["timeit:case1"] == result(1).extra
+
+
+def test_a_run_page_is_the_database_s_order_of_the_run_s_results(store_url):
+    """run_results_page orders a run's keys in Python (its database sorted every result
+    for each page): the pages, laid end to end, are the run's results in the order the
+    database's ORDER BY label, sub-label, case id, metric gives (missing labels where
+    that database puts NULL), each once."""
+    store = Store(store_url)
+    run = store.start_run(status="ok")
+    results = [Result(case=Case(id=f"timeit:k{i:02d}", frontend="timeit", stmt=f"f({i})",
+                                label=[None, "add", "mul", "add"][i % 4],
+                                sub_label=[None, f"n={i % 5}"][i % 3 > 0]),
+                      metric=metric, samples=(1e-6 * (1 + i),) * 3)
+               for i in range(23) for metric in ("wall", "device")[:1 + (i % 2)]]
+    store.record(results, run)
+    res, c = schema.results, schema.cases
+    with store.engine.connect() as conn:
+        expected = [tuple(row) for row in conn.execute(
+            sa.select(res.c.case_id, res.c.metric).join(c, c.c.id == res.c.case_id)
+            .where(res.c.run_id == run)
+            .order_by(c.c.label, c.c.sub_label, res.c.case_id, res.c.metric))]
+    pages = [store.run_results_page(run, offset, 7) for offset in range(0, 42, 7)]
+    assert {total for _, total in pages} == {len(results)}
+    shown = [(row["case_id"], row["metric"]) for rows, _ in pages for row in rows]
+    assert shown == expected and len(shown) == len(results)
+    first = pages[0][0][0]
+    assert set(first) >= {"case_id", "metric", "unit", "n", "median", "iqr", "label",
+                          "sub_label", "frontend", "stmt", "threads", "failure"}

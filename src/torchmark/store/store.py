@@ -49,6 +49,7 @@ LOCK_WAIT_S = 60  # how long a SQLite store's writer waits for another's write l
 PREVIOUS_RUNS_LOOKED_AT = 50  # previous_run: a run sharing a case among these, or none
 TWIN_WINDOW_S = 5  # twin_results: one session written twice, starts this close
 PROVENANCES_KEPT = 1024  # runs whose parsed provenance a Store keeps
+CASE_LABELS_KEPT = 200_000  # cases whose labels run pages keep in memory
 MEDIANS_KEPT = 16  # runs whose medians run_medians keeps (about 1.5 MB each at 10k cases)
 
 
@@ -274,6 +275,10 @@ class Store:
         # builds_repeat's answers, by (machine, env, largest run id, number of runs)
         self._repeats: dict[tuple[Any, ...], bool] = {}
         self._counts: dict[tuple[int, str], int] = {}  # a finished run's result count
+        # a run page's order of each list of run keys (by id; the list kept alive with
+        # it), and each case's label and sub-label: see run_results_page
+        self._orders: dict[int, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
+        self._labels: dict[str, tuple[str | None, str | None]] = {}
         # each run's parsed provenance, with the start it is of: see _provenance
         self._provenances: dict[int, tuple[str, Provenance | None]] = {}
         if upgrade:
@@ -722,20 +727,68 @@ class Store:
 
     def run_results_page(self, run_id: int, offset: int = 0,
                          limit: int = 50) -> tuple[list[dict[str, Any]], int]:
-        """One page of a run's results (by case label, sub-label and id) with their
-        cases' names, and how many results the run holds."""
+        """One page of a run's results (by case label, sub-label and id, then metric; a
+        missing label first on SQLite, last on PostgreSQL, as each database orders
+        them) with their cases' names, and how many (case, metric) the run holds. The
+        run's keys come from run_medians (packed, kept in memory) and their order is
+        worked out once for each list of keys that a suite's runs share, so a page
+        reads its own rows only (the database sorted every result of the run for each
+        page: 11 ms of a run page's 19 on PostgreSQL at 10,000 cases)."""
+        keys = self.run_medians(run_id).keys
+        shown = self._ordered_keys(keys)[offset:offset + limit]
+        if not shown:
+            return [], len(keys)
         res, c = schema.results, schema.cases
         query = sa.select(res.c.case_id, res.c.metric, res.c.unit, res.c.n, res.c.median,
                           res.c.iqr, res.c.warnings, res.c.failure, c.c.frontend, c.c.stmt,
                           c.c.label, c.c.sub_label, c.c.description, c.c.threads
-                          ).join(c, c.c.id == res.c.case_id).where(res.c.run_id == run_id)
+                          ).join(c, c.c.id == res.c.case_id).where(
+            res.c.run_id == run_id, res.c.case_id.in_(sorted({case for case, _ in shown}))
+        ).order_by(res.c.id)
+        found: dict[tuple[str, str], list[dict[str, Any]]] = {}
         with self.engine.connect() as conn:
-            total = conn.execute(sa.select(sa.func.count()).select_from(res)
-                                 .where(res.c.run_id == run_id)).scalar() or 0
-            rows = [dict(row._mapping) for row in conn.execute(
-                query.order_by(c.c.label, c.c.sub_label, res.c.case_id, res.c.metric)
-                .offset(offset).limit(limit))]
-        return rows, int(total)
+            for row in conn.execute(query):
+                found.setdefault((row.case_id, row.metric), []).append(dict(row._mapping))
+        return [row for key in shown for row in found.get(key, [])], len(keys)
+
+    def _ordered_keys(self, keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """`keys` (a run's (case id, metric)) in a run page's order, kept for the list
+        (a suite's runs share one: run_medians) while it is in use."""
+        with self._caches_lock:
+            kept = self._orders.get(id(keys))
+            if kept is not None and kept[0] is keys:
+                return kept[1]
+        names = self._case_labels(sorted({case for case, _ in keys}))
+        missing_first = self.dialect == "sqlite"  # where NULL sorts, as the database
+
+        def label(text: str | None) -> tuple[bool, str]:
+            return ((text is not None) if missing_first else (text is None), text or "")
+
+        order = sorted(keys, key=lambda key: (*label(names[key[0]][0]),
+                                              *label(names[key[0]][1]), key[0], key[1]))
+        with self._caches_lock:
+            if len(self._orders) >= 8:
+                self._orders.pop(next(iter(self._orders)))
+            self._orders[id(keys)] = (keys, order)
+        return order
+
+    def _case_labels(self, ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """Each case's label and sub-label (a case id names them for good: read once)."""
+        with self._caches_lock:
+            missing = [case for case in ids if case not in self._labels]
+        c = schema.cases
+        if missing:
+            with self.engine.connect() as conn:
+                read = {row.id: (row.label, row.sub_label)
+                        for start in range(0, len(missing), 500)
+                        for row in conn.execute(sa.select(c.c.id, c.c.label, c.c.sub_label)
+                                                .where(c.c.id.in_(missing[start:start + 500])))}
+            with self._caches_lock:
+                if len(self._labels) + len(read) > CASE_LABELS_KEPT:
+                    self._labels.clear()
+                self._labels.update(read)
+        with self._caches_lock:
+            return {case: self._labels.get(case, (None, None)) for case in ids}
 
     def median_rows(self, cases: Sequence[str], *, machine: str | None = None,
                     env: str | None = None) -> list[dict[str, Any]]:
