@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 
 from torchmark.core.result import Result, Stated, distinct_titles
@@ -87,21 +86,12 @@ def compare_case(base: Result, cand: Result, max_slowdown: float, *,
                  confidence: float = 0.95, seed: int = 0,
                  drift: Drift | None = None) -> GateRow:
     """One case's gate row (see the module docstring)."""
-    verdict = judge(side_of(base), side_of(cand), metric=base.metric,
-                    threshold=max_slowdown, confidence=confidence, drift=drift, seed=seed)
-    baseline, candidate, means = _shown(base, cand)
+    sides = side_of(base), side_of(cand)
+    verdict = judge(*sides, metric=base.metric, threshold=max_slowdown,
+                    confidence=confidence, drift=drift, seed=seed)
+    baseline, candidate, means = shown_values(*sides)
     return GateRow(base.case.id, base.case.title, base.metric, base.unit or cand.unit,
                    baseline, candidate, verdict, means=means)
-
-
-def _median(result: Result) -> float:
-    return statistics.median(result.samples) if result.ok and result.samples else math.nan
-
-
-def _shown(base: Result, cand: Result) -> tuple[float, float, bool]:
-    """The values a row shows (verdicts/engine.py shown_values) and whether they are
-    means."""
-    return shown_values(side_of(base), side_of(cand))
 
 
 def gate(baseline: Sequence[Result], candidate: Sequence[Result], *,
@@ -120,11 +110,12 @@ def gate(baseline: Sequence[Result], candidate: Sequence[Result], *,
         raise ValueError(f"max_slowdown must be in [0, 10), got {max_slowdown!r}")
     a, b = _index(baseline, metric, cases, glob), _index(candidate, metric, cases, glob)
     keys = [key for key in a if key in b]
-    verdicts = judge_all([Pair(key, side_of(a[key]), side_of(b[key]), key[1])
-                          for key in keys], threshold=max_slowdown, confidence=confidence,
+    sides = {key: (side_of(a[key]), side_of(b[key])) for key in keys}
+    verdicts = judge_all([Pair(key, *sides[key], key[1]) for key in keys],
+                         threshold=max_slowdown, confidence=confidence,
                          histories=histories, seed=seed)
     name = distinct_titles([*(r.case for r in a.values()), *(r.case for r in b.values())])
-    shown = {key: _shown(a[key], b[key]) for key in keys}
+    shown = {key: shown_values(*sides[key]) for key in keys}
     rows = [GateRow(key[0], name[key[0]], key[1], a[key].unit or b[key].unit,
                     shown[key][0], shown[key][1], verdicts[key], means=shown[key][2])
             for key in keys]

@@ -434,9 +434,10 @@ def compare_view(store: Any, baseline: Any, candidate: Any, *, threshold: float 
     machine, env = second.where or (_machine(b.values()), _env(b.values()))
     histories = history_ratios(store, set(shown), machine=machine, env=env,
                                exclude={*first.runs, *second.runs})
-    verdicts = judge_all([Pair(key, side_of(a[key]), side_of(b[key]), key[1])
-                          for key in shown], threshold=threshold, histories=histories,
-                         only=set(shown), family=family)
+    sides = {key: (side_of(a[key]), side_of(b[key])) for key in shown}
+    verdicts = judge_all([Pair(key, *sides[key], key[1]) for key in shown],
+                         threshold=threshold, histories=histories, only=set(shown),
+                         family=family)
     differences = blocking_differences(side_fingerprint(a.values()),
                                        side_fingerprint(b.values()))
     slower = [key for key in shown if verdicts[key].kind == "slower"]
@@ -444,7 +445,7 @@ def compare_view(store: Any, baseline: Any, candidate: Any, *, threshold: float 
         if explainer and slower else []
 
     # the medians, or the means a verdict of stated statistics is of (shown_values)
-    values = {key: shown_values(side_of(a[key]), side_of(b[key])) for key in shown}
+    values = {key: shown_values(*sides[key]) for key in shown}
 
     names = distinct_titles(r.case for r in a.values())  # the page's told apart, as gate's
 
