@@ -408,7 +408,7 @@ def test_json_a_store_holds_is_read_whatever_parser_reads_it(store_url):
     with store.engine.begin() as conn:
         conn.execute(schema.results.update().where(schema.results.c.case_id == "timeit:case2")
                      .values(extra=odd))
-    from torchmark.store.import_records import loads
+    from torchmark.core.jsonl import loads
 
     assert store.engine.dialect._json_deserializer is loads  # orjson, with its fallback
     extras = {r.case.id: r.extra for r in store.result_records(run=run)}

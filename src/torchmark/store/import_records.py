@@ -6,7 +6,6 @@ its case's row and its provenance. For a large file this runs in worker processe
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ import orjson
 from torchmark.core.bounded_input import brief, check_nesting
 from torchmark.core.collector import collector_paused
 from torchmark.core.errors import UsageError
+from torchmark.core.jsonl import loads
 from torchmark.core.provenance import Provenance
 from torchmark.core.result import SCHEMA as RESULT_SCHEMA
 from torchmark.core.result import Result
@@ -137,17 +137,3 @@ def chunk_results(chunk: Chunk, runs: RunLines) -> Iterator[Result]:
         if problem is not None:
             raise UsageError(f"{where}: line {number}: {result.case.id[:80]}: {problem}")
         yield result
-
-
-def loads(line: bytes | str | memoryview) -> Any:
-    """A line's JSON value (or a JSON column's: the store's engines read theirs with
-    it): orjson's parser (C, several times the standard one's speed); a line it refuses
-    that the standard parser reads (an integer past 64 bits, NaN) is taken from that
-    one, so validation names what is wrong with it. A ValueError for what is no JSON."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError as e:
-        try:
-            return json.loads(bytes(line) if isinstance(line, memoryview) else line)
-        except (ValueError, RecursionError):
-            raise ValueError(str(e)) from None

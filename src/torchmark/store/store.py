@@ -1580,8 +1580,8 @@ def _engine(url: str, lock_wait: list[float]) -> sa.Engine:
     """The engine of `url`; a SQLite store's connections wait up to `lock_wait[0]`
     seconds (read at each checkout) for another process's write lock. JSON columns are
     read by orjson (a comparison page reads some 300 of them; json's parser took 4 ms of
-    its 34), json's parser taking what orjson refuses (import_records.loads)."""
-    from torchmark.store.import_records import loads
+    its 34), json's parser taking what orjson refuses (core/jsonl.py loads)."""
+    from torchmark.core.jsonl import loads
 
     if url.startswith("sqlite"):
         path = sa.engine.make_url(url).database
