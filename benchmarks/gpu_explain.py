@@ -6,7 +6,9 @@
 
 Each change is a module `gpu_case.py` in two folders (before, after); the same statement
 is timed with `torchmark timeit --metric kernel` with each folder first on the import
-path (so both sides are one case), saved, and explained from the two files. Prints the
+path (so both sides are one case), under env labels `before` and `after` (code that
+differs where torchmark does not look: the verdict reads the change as one of the code,
+not as two runs of one build), saved, and explained from the two files. Prints the
 explanation and PASS or FAIL for each check.
 
     python benchmarks/gpu_explain.py
@@ -41,7 +43,7 @@ def explain(name: str, template: str, before: dict, after: dict, root: Path) -> 
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(folder), os.environ.get("PYTHONPATH", "")])}
         subprocess.run([sys.executable, "-m", "torchmark", "timeit", "--metric", "kernel",
-                        "--no-store", "--save", str(path), "-s", "import gpu_case",
+                        "--no-store", "--save", str(path), "--env", side, "-s", "import gpu_case",
                         "gpu_case.run()"], env=env, check=True, timeout=120)
         files.append(str(path))
     done = subprocess.run([sys.executable, "-m", "torchmark", "explain", *files],

@@ -109,8 +109,8 @@ cli() {
     timeout 120 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --l2-flush \
         --exec-mode continuous_events -o /tmp/ops_cuda --quiet 2>&1 | tee -a "$OUT/summary.txt"
     timeout 60 python3 -c "import json; r = [json.loads(l) for l in open('/tmp/ops_cuda.jsonl')]; \
-    print([(x.get('id'), x.get('status'), (x.get('metrics') or {}).get('forward', {}).get('median')) \
-    for x in r if x.get('type') == 'record'])" 2>&1 | tee -a "$OUT/summary.txt"
+    print([(x['case']['id'], x['failure'], x['summary']['median']) for x in r if 'case' in x])" \
+        2>&1 | tee -a "$OUT/summary.txt"
 }
 
 memory() {

@@ -10,12 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyperf
 import pytest
 
 from torchmark.cli.main import main
 from torchmark.core.provenance import Provenance
 from torchmark.store import Store
+
+pyperf = pytest.importorskip("pyperf", reason="pyperf writes the files imported here")
 
 BUDGET = ["-q", "-p", "2", "-n", "3", "-l", "10", "-w", "1"]  # 2 workers, 3 values each
 SUITE = """

@@ -122,6 +122,24 @@ def test_a_statement_still_getting_faster_is_warned_of_everywhere(monkeypatch):
     assert any("still getting faster" in w for w in result.warnings)
 
 
+def test_a_warm_up_found_when_the_time_is_up_leaves_a_stationary_rest():
+    """adaptive_autorange at its max_run_time (a noisy statement never meets the
+    confidence asked for): the planted slow lead is dropped, and the kept blocks, tested
+    once more, are stationary: no warning."""
+    clock = VirtualClock()
+    calls = [0]
+
+    def work() -> None:  # 2**-14 s +- 25%, alternating; 3x that for its first 300 calls
+        calls[0] += 1
+        clock.spend((3 if calls[0] <= 300 else 1) * 2.0 ** -14 * (1.25 if calls[0] % 2 else 0.75))
+
+    m = torchmark.Timer("work()", globals={"work": work}, timer=clock).adaptive_autorange(
+        threshold=1e-6, max_run_time=0.5)
+    assert m.warm_up.dropped_blocks > 0 and m.warm_up.stationary, m.warm_up
+    assert "WARNING: the times were still getting faster" not in repr(m)
+    assert m.median < 1.3 * 2.0 ** -14
+
+
 def test_a_stationary_statement_is_measured_as_before():
     clock = VirtualClock()
     m = torchmark.Timer("work()", globals={"work": lambda: clock.spend(2.0 ** -14)},
@@ -153,6 +171,16 @@ def test_device_time_sampling_leaves_its_warm_up_out_too():
     assert set(sampled.times) == {1e-5}  # the 30 slow calls left out
     warm = sampled.decision.warm_up
     assert warm["dropped_blocks"] == 30 and warm["stationary"]
+    # a lead found when the time is up: left out, the rest tested once more and told
+    # (stationary), the decision counting the samples kept
+    clock = iter(i * 0.01 for i in itertools.count())
+    slow_first = itertools.chain([[3e-5, 3.6e-5] * 5] * 3,  # noisy: no rsd stop
+                                 itertools.repeat([1e-5, 1.2e-5] * 5))
+    sampled = sample_until(StopRule(rsd=0.001, min_time=0, max_time=0.05, settle=0),
+                           batches(slow_first), lambda: next(clock))
+    assert max(sampled.times) < 2e-5 and sampled.decision.rule == "timeout"
+    assert sampled.decision.samples == len(sampled.times) == 20
+    assert sampled.decision.warm_up["stationary"] is True
     # still getting faster when the time is up: said, in the measurement's warnings
     falling = ([1e-5 * (2 - 0.01 * (10 * b + i)) for i in range(10)] for b in itertools.count())
     clock = iter(i * 0.01 for i in itertools.count())

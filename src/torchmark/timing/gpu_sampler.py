@@ -420,12 +420,15 @@ def sample_until(rule: StopCriterion,
                 cut = warm_up_end(samples)
                 if cut:  # the first samples were still getting faster: left out
                     warm = WarmUp(warm.calls + cut, warm.seconds + math.fsum(samples[:cut]),
-                                  warm.dropped_blocks + cut, stationary=elapsed < rule.max_time)
+                                  warm.dropped_blocks + cut)
                     samples, hosts = samples[cut:], hosts[cut:]
+                    kept, kept_noise = RunningStats(), NoiseHistory()
+                    kept.extend(samples)
                     if elapsed < rule.max_time:  # time left: sample on
-                        kept, kept_noise = RunningStats(), NoiseHistory()
-                        kept.extend(samples)
                         continue
+                    # time is up: the kept samples, tested once more, are what is told
+                    warm = dataclasses.replace(warm, stationary=warm_up_end(samples) == 0)
+                    decision = rule.decide(kept, elapsed) or decision
                 decision = dataclasses.replace(decision, warm_up=dataclasses.replace(
                     warm, tested=len(samples) >= MIN_BLOCKS_TESTED).to_dict())
             return Sampled(samples, hosts, len(low), decision)

@@ -334,8 +334,10 @@ class Timer:
             calls, seconds = calls + warm * number, seconds + math.fsum(times[:warm])
             dropped += warm
             times = times[warm:]
-            if spent >= budget:
-                return times, WarmUp(calls, seconds, dropped, stationary=False)
+            if spent >= budget:  # no time to measure on: the kept blocks tested once more
+                return times, WarmUp(calls, seconds, dropped,
+                                     stationary=warm_up_end(times) == 0,
+                                     tested=len(times) >= MIN_BLOCKS_TESTED)
             before = len(times)
             times = self._measurement_loop(number, stop_hook, min_run_time,
                                            budget - spent + math.fsum(times), callback,
