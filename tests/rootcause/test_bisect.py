@@ -63,6 +63,10 @@ def test_counts_find_a_half_percent_step_and_skip_a_commit_that_does_not_import(
     assert code == 0, err
     assert "instructions a run: " in out and "(+0.5" in out
     assert "python +" in out and "\n  torchmark callgrind 'work()'" in out  # as pasted
+    assert all(ref.startswith("commit:") for ref in explain[2:4])  # --bisect: bare commits
+    bare = [ref.removeprefix("commit:") for ref in explain[2:4]]
+    assert run(capsys, "explain", "--bisect", *bare, "--db", str(db), "--top", "3") == \
+        (0, out, err)
 
 
 @pytest.mark.slow

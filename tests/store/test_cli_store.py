@@ -43,13 +43,18 @@ def test_timeit_records_and_the_store_commands_read_it(tmp_path, capsys):
     assert main(["history", "mul*", "--glob", "--db", db]) == 0  # a pattern of names
     assert capsys.readouterr().out == out
     assert main(["show", f"run:{runs[0]['id']}", "--db", db]) == 0
-    capsys.readouterr()
+    assert capsys.readouterr().out.startswith("[--")  # labelled: "mul"'s title bar
     assert main(["show", "latest", "--db", db, "--format", "json"]) == 0  # the newest run
     assert {json.loads(line)["run_id"] for line in capsys.readouterr().out.splitlines()} \
         == {runs[0]["id"]} and runs[0]["id"] == max(r["id"] for r in runs)
+    assert main(["timeit", "x + 1", "-s", "x = 2", "--min-run-time", "0.02", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["show", "latest", "--db", db]) == 0  # no label: the run's title, not none
+    title = capsys.readouterr().out.splitlines()[0]
+    assert title.startswith("[--") and title.split()[1:3] == ["run", str(runs[0]["id"] + 1)]
     assert main(["db", "info", "--db", db, "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert (info["runs"], info["results"], info["schema"]) == (2, 2, HEAD)
+    assert (info["runs"], info["results"], info["schema"]) == (3, 3, HEAD)
 
 
 def test_a_timeit_whose_statement_raises_stores_why(tmp_path, capsys):

@@ -18,6 +18,9 @@ from torchmark.core.neutralise import terminal_text
               help="Only the cases whose title or id matches this glob.")
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True,
               help="Functions listed a table.")
+@click.option("--bisect", "from_bisect", is_flag=True,
+              help="BEFORE and AFTER are commits, as bisect prints its last good and "
+                   "first bad commit (the same as commit:BEFORE commit:AFTER).")
 @click.option("--collect", is_flag=True,
               help="Count STMT now at both commits (BEFORE and AFTER as commit:SHA, in "
                    "--repo) and profile its Python functions, instead of reading stored "
@@ -31,8 +34,8 @@ from torchmark.core.neutralise import terminal_text
 @click.option("--number", type=click.IntRange(min=1), default=100, show_default=True,
               help="Runs of the statement a count (--collect).")
 @db_option
-def explain_cmd(before, after, pattern, top, collect, stmt, setup, repo, import_subdir,
-                number, db):
+def explain_cmd(before, after, pattern, top, from_bisect, collect, stmt, setup, repo,
+                import_subdir, number, db):
     """Explain a change from BEFORE to AFTER: for instruction counts, the compiled
     functions whose counts changed most (exclusive and inclusive, by library) and, with
     --collect, the Python functions whose executed lines changed; for kernel time, the
@@ -40,9 +43,13 @@ def explain_cmd(before, after, pattern, top, collect, stmt, setup, repo, import_
     changed most, with their shapes.
 
     BEFORE and AFTER are runs (12, run:12, latest), commit:SHA or env:LABEL of the store,
-    or results files; with --collect, two commits of --repo."""
+    or results files; with --collect, two commits of --repo; with --bisect, two commits
+    (a bisection's ends: their results in the store, tagged with the bisection)."""
     from torchmark.rootcause.explain import collect_at_commits, explain_results, lines
 
+    if from_bisect:
+        before, after = (ref if ref.startswith("commit:") else f"commit:{ref}"
+                         for ref in (before, after))
     if collect:
         if stmt is None:
             raise click.UsageError("--collect counts a statement: give --stmt")

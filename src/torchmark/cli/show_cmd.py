@@ -3,6 +3,7 @@ of the other metrics' (instruction counts, memory, compile time) and failures.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import click
@@ -53,6 +54,9 @@ def show_cmd(run, fmt, db):
                                   default=str))
         return
     measurements = store.measurements(run)
+    for m in measurements:  # unlabelled (timeit's): under the run's title, not an empty one
+        if not m.task_spec.label:
+            m.task_spec = dataclasses.replace(m.task_spec, label=f"run {run}")
     if measurements:
         compare = Compare(measurements)
         compare.trim_significant_figures()

@@ -157,21 +157,17 @@ def _load_series(store: Any, cases: Sequence[str], metric: str | None, since: st
                                    cases=sorted(wanted) if wanted is not None else None)
     lows, highs = _all_quartiles([row.samples for row in rows])
     grouped: dict[tuple[Any, ...], list[int]] = {}
-    for i, row in enumerate(rows):  # measured results only: a failure is no point
-        run = runs[row.run_id]
+    places = [runs[row.run_id] for row in rows]
+    for i, (row, run) in enumerate(zip(rows, places, strict=True)):  # a failure: no point
         grouped.setdefault((row.case_id, row.metric, row.unit, run.machine, run.env),
                            []).append(i)
     out = []
-    places = [runs[row.run_id] for row in rows]
     run_ids = [row.run_id for row in rows]
     for (case_id, name, unit, on, label), whole in grouped.items():
         for group, change in environment_parts(whole, places, run_ids):
-            points = []
-            for i in group:
-                row, run = rows[i], runs[rows[i].run_id]
-                points.append(Point(row.run_id, run.started, float(row.median), lows[i],
-                                    highs[i], int(row.n), run.git_commit, run.torch_version,
-                                    run.git_dirty))
+            points = [Point(rows[i].run_id, places[i].started, float(rows[i].median),
+                            lows[i], highs[i], int(rows[i].n), places[i].git_commit,
+                            places[i].torch_version, places[i].git_dirty) for i in group]
             out.append(Series(case_id, titles[case_id], name, unit, on, label,
                               tuple(points),
                               tuple(rows[i].samples for i in group) if samples else None,

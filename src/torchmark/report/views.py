@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from torchmark.core.provenance import commit_label
 from torchmark.regressions.history import Change, Point, Series
 
 MAX_POINTS = 400  # points a history plot draws; longer ones are reduced server-side
@@ -199,10 +200,8 @@ def history_series(series: Series, changes: Sequence[Change],
     """One series as drawn: its points in commit order, reduced to `max_points` buckets
     when longer (each bucket: its runs' median of medians, the lowest 25th and highest
     75th percentile, its first and last commit)."""
-    def commit_order(p: Point) -> tuple[str, str, str, int]:
-        return (*_place(p, commits), p.started, p.run_id)
-
-    points = sorted(series.points, key=commit_order)
+    place = {p.run_id: _place(p, commits) for p in series.points}
+    points = sorted(series.points, key=lambda p: (*place[p.run_id], p.started, p.run_id))
     at = {p.run_id: i for i, p in enumerate(points)}
     buckets = _buckets(len(points), max_points,
                        keep={at[p.run_id] for c in changes
@@ -211,19 +210,20 @@ def history_series(series: Series, changes: Sequence[Change],
     for first, last in buckets:
         group = points[first:last]
         head, tail = group[0], group[-1]
+        date, subject = commits.get(head.run_id, (None, None))
+        lows = [p.low for p in group if math.isfinite(p.low)]
+        highs = [p.high for p in group if math.isfinite(p.high)]
+        label = commit_label(head.commit, head.dirty, 8)
         drawn.append({
             "runs": [p.run_id for p in group],
-            "commit": head.commit_label + (f" .. {tail.commit_label}" if len(group) > 1
-                                           else ""),
-            "subject": commits.get(head.run_id, (None, None))[1] or "",
-            "commit_date": commits.get(head.run_id, (None, None))[0],
+            "commit": label if len(group) == 1 else
+            f"{label} .. {commit_label(tail.commit, tail.dirty, 8)}",
+            "subject": subject or "", "commit_date": date,
             "started": head.started, "torch": head.torch or "",
-            "place": _place(head, commits),
-            "value": statistics.median(p.value for p in group),
-            "low": _finite(min((p.low for p in group if math.isfinite(p.low)),
-                               default=math.nan)),
-            "high": _finite(max((p.high for p in group if math.isfinite(p.high)),
-                                default=math.nan)),
+            "place": place[head.run_id],
+            "value": head.value if len(group) == 1 else
+            statistics.median([p.value for p in group]),
+            "low": min(lows) if lows else None, "high": max(highs) if highs else None,
             "n": sum(p.n for p in group)})
     where = {run: i for i, point in enumerate(drawn) for run in point["runs"]}
     return {
