@@ -3,6 +3,7 @@ concurrent writers, a writer killed mid-run, schema versions."""
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -444,3 +445,27 @@ def test_a_run_page_is_the_database_s_order_of_the_run_s_results(store_url):
     first = pages[0][0][0]
     assert set(first) >= {"case_id", "metric", "unit", "n", "median", "iqr", "label",
                           "sub_label", "frontend", "stmt", "threads", "failure"}
+
+
+def test_a_few_cases_series_are_their_runs_rows_in_the_runs_order(store_url):
+    """series_rows for a few cases reads their rows by the case index alone and orders
+    them by their runs' start here: the same rows, in the same order, and the same runs,
+    as the store-wide read (a join, ordered by the database) gives for those cases."""
+    store = Store(store_url)
+    a, b = (Result(case=Case(id=f"timeit:{name}", frontend="timeit", stmt=name),
+                   metric="wall", samples=(1e-6 * k, 2e-6 * k, 3e-6 * k))
+            for name, k in (("a", 1), ("b", 2)))
+    failed = Result(case=a.case, metric="wall", failure=Failure("RuntimeError: x", ""))
+    # run ids out of start order; b alone in the middle run; a failure left out
+    for hour, recorded in ((5, [a]), (3, [b]), (1, [a, failed]), (4, [a, b])):
+        run = store.start_run(dataclasses.replace(
+            Provenance.capture(), started=f"2026-09-01T{hour:02d}:00:00+00:00"))
+        store.record(recorded, run)
+        store.finish_run(run, "ok")
+    rows, runs = store.series_rows(cases=["timeit:a"])
+    everything, all_runs = store.series_rows()
+    assert rows == [row for row in everything if row.case_id == "timeit:a"]
+    assert [runs[row.run_id].started[11:13] for row in rows] == ["01", "04", "05"]
+    assert runs == {row.run_id: all_runs[row.run_id] for row in rows}
+    assert store.series_rows(cases=["timeit:none"]) == ([], {})
+    store.close()

@@ -51,16 +51,23 @@ def placeholders(conn: sa.Connection, n: int) -> str:
     return ", ".join([mark] * n)
 
 
-def driver_rows(conn: sa.Connection, query: sa.ClauseElement) -> list[tuple[Any, ...]]:
-    """`query`'s rows as the driver returns them, within `conn`'s transaction."""
-    compiled: Any = query.compile(dialect=conn.dialect,
-                                  compile_kwargs={"render_postcompile": True})
-    params: Any = compiled.params
-    if compiled.positional:
-        params = tuple(params[name] for name in compiled.positiontup or ())
+def driver_rows(conn: sa.Connection, query: sa.ClauseElement | str,
+                params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """`query`'s rows as the driver returns them, within `conn`'s transaction. `query`:
+    a statement, or SQL in the driver's own spelling with its positional `params` (a
+    long IN list: SQLAlchemy names and processes each of its values)."""
+    sql: str
+    if isinstance(query, str):
+        sql, values = query, tuple(params)
+    else:
+        compiled: Any = query.compile(dialect=conn.dialect,
+                                      compile_kwargs={"render_postcompile": True})
+        sql, values = str(compiled), compiled.params
+        if compiled.positional:
+            values = tuple(values[name] for name in compiled.positiontup or ())
     cursor = conn.connection.cursor()
     try:
-        cursor.execute(str(compiled), params)
+        cursor.execute(sql, values)
         return list(cursor.fetchall())
     finally:
         cursor.close()

@@ -204,6 +204,9 @@ class SeriesRow(NamedTuple):
     run_id: int
 
 
+PLACE_COLUMNS = "id, started, git_commit, git_dirty, machine, env, torch_version"  # a RunPlace's
+
+
 class RunPlace(NamedTuple):
     """Where and when a run measured (Store.series_rows)."""
 
@@ -1056,9 +1059,17 @@ class Store:
                 chunk = ids[start:start + 500]
                 rows += driver_rows(conn, query if chunk == [None] else
                                     query.where(res.c.case_id.in_(chunk)))
-            places = driver_rows(conn, _filtered(
-                sa.select(r.c.id, r.c.started, r.c.git_commit, r.c.git_dirty, r.c.machine,
-                          r.c.env, r.c.torch_version), r, since, machine, env))
+            if few:  # the span of their runs' ids, not every run of the store (one range:
+                # a list of a thousand ids costs more than the runs between them)
+                of_rows = {row[7] for row in rows}
+                places = [place for place in driver_rows(
+                    conn, f"SELECT {PLACE_COLUMNS} FROM runs WHERE id BETWEEN "
+                          f"{placeholders(conn, 1)} AND {placeholders(conn, 1)}",
+                    (min(of_rows, default=0), max(of_rows, default=-1)))
+                    if place[0] in of_rows]
+            else:
+                places = driver_rows(conn, _filtered(sa.select(*(
+                    r.c[name] for name in PLACE_COLUMNS.split(", "))), r, since, machine, env))
             for place in places:  # a run id that now names another run
                 if place[0] in self._facts and self._facts[place[0]].started != place[1]:
                     del self._facts[place[0]]
