@@ -109,7 +109,7 @@ cli() {
     timeout 120 python3 -m torchmark ops -c examples/ops/simple_mm.json -d cuda --l2-flush \
         --exec-mode continuous_events -o /tmp/ops_cuda --quiet 2>&1 | tee -a "$OUT/summary.txt"
     timeout 60 python3 -c "import json; r = [json.loads(l) for l in open('/tmp/ops_cuda.jsonl')]; \
-    print([(x['case']['id'], x['failure'], x['summary']['median']) for x in r if 'case' in x])" \
+    print([(x['case']['id'], x['failure'], (x['summary'] or {}).get('median')) for x in r if 'case' in x])" \
         2>&1 | tee -a "$OUT/summary.txt"
 }
 

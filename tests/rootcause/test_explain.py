@@ -103,6 +103,27 @@ def test_a_timed_case_without_counts_is_offered_collect(capsys, tmp_path):
     assert out == "" and err.count("\n") == 1  # a usage error, nothing printed before it
 
 
+def test_explain_bisect_reads_bare_commits_as_commit_refs(capsys, tmp_path):
+    import dataclasses
+
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Case, Result
+    from torchmark.store import Store
+
+    db = str(tmp_path / "s.db")
+    store = Store(db)
+    case = Case(id="timeit:x * 2", frontend="timeit", stmt="x * 2", setup="x = 1")
+    for commit, level in (("a" * 40, 1e-6), ("b" * 40, 2e-6)):
+        run = store.start_run(dataclasses.replace(Provenance.capture(), git_commit=commit))
+        store.record([Result(case=case, metric="wall", samples=(level,) * 5)], run)
+        store.finish_run(run, "ok")
+    store.close()
+    assert main(["explain", "commit:aaaaaaaaaa", "commit:bbbbbbbbbb", "--db", db]) == 0
+    refs = capsys.readouterr()
+    assert main(["explain", "--bisect", "aaaaaaaaaa", "bbbbbbbbbb", "--db", db]) == 0
+    assert capsys.readouterr() == refs and "x * 2: wall only" in refs.out
+
+
 def _counted_result(total_extra: int):
     """A counted case's Result with per-function counts: 10,000 instructions a run, plus
     `total_extra` / 100 in the interpreter's eval loop."""

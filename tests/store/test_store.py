@@ -468,4 +468,15 @@ def test_a_few_cases_series_are_their_runs_rows_in_the_runs_order(store_url):
     assert [runs[row.run_id].started[11:13] for row in rows] == ["01", "04", "05"]
     assert runs == {row.run_id: all_runs[row.run_id] for row in rows}
     assert store.series_rows(cases=["timeit:none"]) == ([], {})
+    # a case in 2 runs 20 apart: its runs read by id, the same as in the store-wide read
+    c = dataclasses.replace(a, case=Case(id="timeit:c", frontend="timeit", stmt="c"))
+    for k in range(20):
+        run = store.start_run(dataclasses.replace(
+            Provenance.capture(), started=f"2026-09-02T{k:02d}:00:00+00:00"))
+        store.record([c, b] if k in (0, 19) else [b], run)
+        store.finish_run(run, "ok")
+    rows, runs = store.series_rows(cases=["timeit:c"])
+    everything, all_runs = store.series_rows()
+    assert rows == [row for row in everything if row.case_id == "timeit:c"] and len(rows) == 2
+    assert runs == {row.run_id: all_runs[row.run_id] for row in rows}
     store.close()

@@ -181,6 +181,15 @@ def test_device_time_sampling_leaves_its_warm_up_out_too():
     assert max(sampled.times) < 2e-5 and sampled.decision.rule == "timeout"
     assert sampled.decision.samples == len(sampled.times) == 20
     assert sampled.decision.warm_up["stationary"] is True
+    # a lead cut when the time is up leaving too few samples to test (5 of the 8 a test
+    # needs), still falling: not told stationary
+    clock = iter(i * 0.01 for i in itertools.count())
+    short = iter([[3e-5, 3e-5, 3e-5, 1e-5], [0.9e-5, 0.8e-5, 0.7e-5, 0.6e-5]])
+    sampled = sample_until(StopRule(rsd=0.001, min_time=0, max_time=0.02, settle=0,
+                                    min_samples=2), lambda: (b := next(short), b, True),
+                           lambda: next(clock))
+    assert len(sampled.times) == 5 and sampled.decision.samples == 5
+    assert sampled.decision.warm_up["stationary"] is False
     # still getting faster when the time is up: said, in the measurement's warnings
     falling = ([1e-5 * (2 - 0.01 * (10 * b + i)) for i in range(10)] for b in itertools.count())
     clock = iter(i * 0.01 for i in itertools.count())

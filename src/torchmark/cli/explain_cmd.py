@@ -43,8 +43,8 @@ def explain_cmd(before, after, pattern, top, from_bisect, collect, stmt, setup, 
     changed most, with their shapes.
 
     BEFORE and AFTER are runs (12, run:12, latest), commit:SHA or env:LABEL of the store,
-    or results files; with --collect, two commits of --repo; with --bisect, two commits
-    (a bisection's ends: their results in the store, tagged with the bisection)."""
+    or results files; with --collect, two commits of --repo; with --bisect, two bare
+    commits (as bisect prints them), read as commit:SHA: every finished run of each."""
     from torchmark.rootcause.explain import collect_at_commits, explain_results, lines
 
     if from_bisect:

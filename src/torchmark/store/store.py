@@ -205,6 +205,7 @@ class SeriesRow(NamedTuple):
 
 
 PLACE_COLUMNS = "id, started, git_commit, git_dirty, machine, env, torch_version"  # a RunPlace's
+SPARSE_SPAN = 8  # a case's runs are read by id when the range they span holds 8x as many
 
 
 class RunPlace(NamedTuple):
@@ -1059,14 +1060,17 @@ class Store:
                 chunk = ids[start:start + 500]
                 rows += driver_rows(conn, query if chunk == [None] else
                                     query.where(res.c.case_id.in_(chunk)))
-            if few:  # the span of their runs' ids, not every run of the store (one range:
-                # a list of a thousand ids costs more than the runs between them)
-                of_rows = {row[7] for row in rows}
+            if few:  # their runs, not every run of the store: by their ids where they
+                # are a few of the runs between their first and last, else that range
+                of_rows = sorted({row[7] for row in rows})
+                first, last = (of_rows[0], of_rows[-1]) if of_rows else (0, -1)
+                sparse = len(of_rows) <= 500 and last - first + 1 > SPARSE_SPAN * len(of_rows)
+                ids_sql = f"IN ({placeholders(conn, len(of_rows))})" if sparse else \
+                    f"BETWEEN {placeholders(conn, 1)} AND {placeholders(conn, 1)}"
+                wanted = set(of_rows)
                 places = [place for place in driver_rows(
-                    conn, f"SELECT {PLACE_COLUMNS} FROM runs WHERE id BETWEEN "
-                          f"{placeholders(conn, 1)} AND {placeholders(conn, 1)}",
-                    (min(of_rows, default=0), max(of_rows, default=-1)))
-                    if place[0] in of_rows]
+                    conn, f"SELECT {PLACE_COLUMNS} FROM runs WHERE id {ids_sql}",
+                    of_rows if sparse else (first, last)) if place[0] in wanted]
             else:
                 places = driver_rows(conn, _filtered(sa.select(*(
                     r.c[name] for name in PLACE_COLUMNS.split(", "))), r, since, machine, env))

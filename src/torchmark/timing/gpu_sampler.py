@@ -31,7 +31,7 @@ from torchmark.timing.stopping import (
     StopDecision,
     StopRule,
 )
-from torchmark.timing.warm_up import MIN_BLOCKS_TESTED, WarmUp, warm_up_end
+from torchmark.timing.warm_up import MIN_BLOCKS_TESTED, WarmUp, still_stationary, warm_up_end
 
 CALIBRATION_CYCLES = 2_000_000  # about a millisecond of spin at 2 GHz
 CALIBRATION_LEAD = 200_000  # a spin ahead of the timed one hides its launch
@@ -426,9 +426,13 @@ def sample_until(rule: StopCriterion,
                     kept.extend(samples)
                     if elapsed < rule.max_time:  # time left: sample on
                         continue
-                    # time is up: the kept samples, tested once more, are what is told
-                    warm = dataclasses.replace(warm, stationary=warm_up_end(samples) == 0)
-                    decision = rule.decide(kept, elapsed) or decision
+                    # time is up: the kept samples, tested once more, are what is told,
+                    # and what the decision counts (at the timeout, rsd or noise: the
+                    # steady rule's history went with the dropped samples)
+                    warm = dataclasses.replace(warm, stationary=still_stationary(samples))
+                    redecided = rule.decide(kept, elapsed)
+                    assert redecided is not None  # elapsed >= max_time: it stops
+                    decision = redecided
                 decision = dataclasses.replace(decision, warm_up=dataclasses.replace(
                     warm, tested=len(samples) >= MIN_BLOCKS_TESTED).to_dict())
             return Sampled(samples, hosts, len(low), decision)

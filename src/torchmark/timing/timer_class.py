@@ -19,7 +19,13 @@ from torchmark.core.threads import MAX_THREADS, set_torch_threads
 from torchmark.cpp.cpp_timer import CppTimer
 from torchmark.timing import clocks
 from torchmark.timing.measurement import Measurement
-from torchmark.timing.warm_up import BUDGET_S, MIN_BLOCKS_TESTED, WarmUp, warm_up_end
+from torchmark.timing.warm_up import (
+    BUDGET_S,
+    MIN_BLOCKS_TESTED,
+    WarmUp,
+    still_stationary,
+    warm_up_end,
+)
 
 Callback = Callable[[int, float], Any]
 
@@ -336,7 +342,7 @@ class Timer:
             times = times[warm:]
             if spent >= budget:  # no time to measure on: the kept blocks tested once more
                 return times, WarmUp(calls, seconds, dropped,
-                                     stationary=warm_up_end(times) == 0,
+                                     stationary=still_stationary(times),
                                      tested=len(times) >= MIN_BLOCKS_TESTED)
             before = len(times)
             times = self._measurement_loop(number, stop_hook, min_run_time,

@@ -63,6 +63,13 @@ def warm_up_end(times: Sequence[float]) -> int:
     return best if p < TREND_P and slower else _slow_lead(values)
 
 
+def still_stationary(times: Sequence[float]) -> bool:
+    """Whether the blocks kept after a cut, with no time left to time more, read
+    stationary: enough of them to test, and none of them a further warm-up (too few to
+    test: not shown stationary, so the measurement is warned of)."""
+    return len(times) >= MIN_BLOCKS_TESTED and warm_up_end(times) == 0
+
+
 def _slow_lead(values: np.ndarray) -> int:
     """The longest lead of at most LEAD_BLOCKS blocks each slower than every later block
     and than their median by more than LEAD_MARGIN; 0 when there is none."""
