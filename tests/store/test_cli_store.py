@@ -329,3 +329,22 @@ def test_a_resumed_ops_run_measures_again_a_record_whose_backward_failed(tmp_pat
     samples = {r.case.id.split("|")[0] + "#" + r.case.id.split("#")[-1]: r.samples
                for r in store.result_records(run=1)}
     assert samples["torch.sin#forward"] == first["torch.sin#forward"]  # kept as it was
+
+
+def test_a_run_measured_in_child_processes_records_torch_s_build(tmp_path):
+    """`timeit --vs` measures in child processes; its run's fingerprint still holds
+    torch's build and thread settings (they are read from an imported torch only, and
+    the command had not imported it)."""
+    db = str(tmp_path / "s.db")
+    done = subprocess.run([sys.executable, "-m", "torchmark", "timeit", "-s", "x = 1",
+                           "x + 1", "--vs", "x + 2", "--min-run-time", "0.01", "--db", db],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    store = Store(db)
+    provenance = store.run_provenance(store.runs()[0]["id"])
+    store.close()
+    import torch
+
+    assert provenance["torch_git"] == torch.version.git_version
+    assert provenance["environment"]["torch.version"] == torch.__version__
+    assert "threads.intra_op" in provenance["environment"]

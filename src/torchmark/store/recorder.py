@@ -91,6 +91,8 @@ class RunRecorder:
                     self.reopening = True
                     self._flush(BUSY_TRY_S)  # reopened (or when the store is free)
                 else:
+                    if self.provenance is None:
+                        _import_torch()
                     self.provenance = self.provenance or Provenance.capture(
                         env=self.env, command=self.command)
                     self.machine = self.provenance.machine_fingerprint
@@ -320,3 +322,14 @@ def node_runs(store: Any, run_id: int) -> dict[str, int]:
     return {run["machine"]: run["id"] for run in store.runs()  # never an imported run's
             if (run.get("tags") or {}).get("cluster_run") == run_id
             and "imported_from" not in (run.get("tags") or {})}
+
+
+def _import_torch() -> None:
+    """torch imported here, where it is installed: its build and thread settings are part
+    of the run's fingerprint, which reads them only from an imported torch (capture never
+    imports it), and a command measuring in child processes (`timeit --vs`, worker
+    pools) may not have imported it yet."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
