@@ -113,6 +113,16 @@ def test_the_api_gives_every_page_s_data(served):
     assert get(f"{served}/api/v1/regressions?metric=bogus")[0] == 400
     assert get(f"{served}/api/v1/regressions?machine=box-b")[1]["total"] == 0
     assert get(f"{served}/api/v1/regressions?machine={change['machine']}")[1]["total"] == 1
+    # filters that name nothing the store holds, or that the page has not: refused, never
+    # an empty feed read as all clear
+    for asked, word in (("machine=bo", "machine"), ("env=nightly", "env"),
+                        ("case=nosuch", "case"), ("cases=mul", "unknown parameter 'cases'")):
+        status, refused = get(f"{served}/api/v1/regressions?{asked}")
+        assert status == 400 and word in refused["error"], (asked, refused)
+    for asked in ("env=ci", "case=mul%3A%20n%3D1", f"case={change['case_id']}", "case=mul*"):
+        assert get(f"{served}/api/v1/regressions?{asked}")[1]["total"] == 1, asked
+    assert get(f"{served}/api/v1/regressions?case=mul%3A%20n%3D2")[1]["total"] == 0
+    assert get(f"{served}/api/v1/search?q=mul&page=2")[0] == 400
     status, case = get(f"{served}/api/v1/cases/{change['case_id']}")
     [plot] = case["plots"]  # the two machines' series on one commit axis
     series, other = (case["series"][i] for i in plot["series"])
@@ -282,6 +292,12 @@ def test_every_page_renders_and_the_click_path_works(browser, served):
     page.goto(f"{served}/runs?per_page=10")
     page.click("text=next")
     assert "page=2" in page.url
+    page.goto(f"{served}/regressions?min_size=20%25&case=mul*")  # the form sent twice
+    page.wait_for_selector("main table")
+    assert page.input_value("input[name=min_size]") == "20%"
+    page.click("button:text-is('Filter')")
+    page.wait_for_selector("main table")
+    assert "min_size=20%25" in page.url and "mul: n=1" in page.inner_text("main")
     assert errors == [] and outside == []
 
 

@@ -304,25 +304,39 @@ def change_state(change: Change) -> str:
 
 def regressions_view(changes: Sequence[Change], hosts: dict[str, str], *,
                      metric: str | None = None, machine: str | None = None,
+                     env: str | None = None, case: str | None = None,
                      state: str | None = None, min_size: float = 0.0,
                      page: int = 1, per_page: int = PAGE_SIZE) -> dict[str, Any]:
-    """The regressions of `changes` (a store's scan), newest first, filtered; sizes as
-    relative steps (0.1: 10%)."""
+    """The regressions of `changes` (a store's scan), newest first, filtered (`case`: an
+    id or title, or a shell pattern of either: cases_matching); sizes as relative steps
+    (0.1: 10%)."""
     picked = [c for c in changes if c.kind == "regression"
               and (metric is None or c.series.metric == metric)
-              and (machine is None or _on_machine(c.series.machine, machine, hosts))
+              and (machine is None or on_machine(c.series.machine, machine, hosts))
+              and (env is None or c.series.env == env)
+              and (case is None or cases_matching({c.series.case_id: c.series.title}, case))
               and (state is None or change_state(c) == state)
               and abs(c.point.ratio - 1) >= min_size]
     picked.sort(key=lambda c: (c.first_bad.started, c.first_bad.run_id), reverse=True)
     page = max(1, page)
     return {"page": page, "per_page": per_page, "total": len(picked),
-            "filters": {"metric": metric, "machine": machine, "state": state,
-                        "min_size": min_size},
+            "filters": {"metric": metric, "machine": machine, "env": env, "case": case,
+                        "state": state, "min_size": min_size},
             "regressions": [change_row(c, hosts) for c in
                             picked[(page - 1) * per_page:page * per_page]]}
 
 
-def _on_machine(fingerprint: str | None, asked: str, hosts: dict[str, str]) -> bool:
+def cases_matching(titles: dict[str, str], asked: str) -> list[str]:
+    """The case ids of `titles` (id -> title) that `asked` names: an id or a title
+    exactly, or, holding * ? or [, a shell pattern of either."""
+    from torchmark.core.result import cases_named
+
+    exact = cases_named(titles, [asked])
+    return exact if exact or not any(ch in asked for ch in "*?[") else \
+        cases_named(titles, [asked], glob=True)
+
+
+def on_machine(fingerprint: str | None, asked: str, hosts: dict[str, str]) -> bool:
     """Whether a machine is the one asked for: its hostname, fingerprint, or the
     fingerprint's first characters (4 at least, as `torchmark runs` lists them)."""
     found = fingerprint or ""

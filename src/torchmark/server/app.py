@@ -90,9 +90,21 @@ class Dashboard:
         if state is not None and state not in views.STATES:
             raise BadRequest(f"state must be one of {', '.join(views.STATES)}")
         metric = _metric(q)
+        hosts = self.store.hostnames()
+        machine, env, case = (q.get(name) or None for name in ("machine", "env", "case"))
+        # a filter that names nothing the store holds is refused: "no regression" would
+        # be read as all clear
+        if machine is not None and not any(views.on_machine(fingerprint, machine, hosts)
+                                           for fingerprint in hosts):
+            raise BadRequest(f"machine: no machine of the store is {machine[:80]!r} (a "
+                             "hostname, or a fingerprint's first 4 characters or more)")
+        if env is not None and not self.store.has_env(env):
+            raise BadRequest(f"env: no run of the store has the env label {env[:80]!r}")
+        if case is not None and not views.cases_matching(self.store.case_titles(), case):
+            raise BadRequest(f"case: no case's id or title is {case[:200]!r} (a shell "
+                             "pattern with * ? [ matches several)")
         data = views.regressions_view(
-            changes, self.store.hostnames(), metric=metric,
-            machine=q.get("machine") or None, state=state,
+            changes, hosts, metric=metric, machine=machine, env=env, case=case, state=state,
             min_size=_share(q.get("min_size"), 0.0, "min_size"), page=_int(q.get("page"), 1),
             per_page=_per_page(q))
         return {**data, "status": status, "writable": self.token is not None,
@@ -344,6 +356,18 @@ def page_table(dash: Dashboard) -> list[tuple[str, str, Produce, Title]]:
 
 Built = tuple[int, str, bytes, float, float]  # status, media type, body, queue, page (s)
 
+# what each page reads of its query (`token` aside: the guard's); another name is refused,
+# so a filter a page does not have (or a misspelt one) never reads as "nothing found"
+PARAMETERS = {
+    "regressions": {"since_commit", "state", "metric", "machine", "env", "case", "min_size",
+                    "page", "per_page"},
+    "runs": {"machine", "env", "commit", "command", "since", "until", "page", "per_page"},
+    "run": {"page", "per_page"},
+    "case": {"metric"},
+    "compare": {"a", "b", "sort", "threshold", "page", "per_page"},
+    "search": {"q"},
+}
+
 
 def build_page(kind: str, produce: Produce, title: Title, asked: Asked,
                arrived: float) -> Built:
@@ -353,9 +377,13 @@ def build_page(kind: str, produce: Produce, title: Title, asked: Asked,
     started = time.perf_counter()
     api = asked.path.startswith("/api/")
     response: Response
+    unknown = sorted(set(asked.query_params) - PARAMETERS.get(kind, set()) - {"token"})
     if "\x00" in asked.path or any(  # no name holds one; a server refuses it
             "\x00" in k or "\x00" in v for k, v in asked.query_params.multi_items()):
         response = _error(400, NUL_REFUSED, api)
+    elif unknown:
+        response = _error(400, f"unknown parameter {unknown[0][:60]!r}: the {kind} page "
+                               f"takes {', '.join(sorted(PARAMETERS[kind])) or 'none'}", api)
     else:
         try:
             data = produce(asked)

@@ -1341,6 +1341,13 @@ class Store:
             return conn.execute(sa.select(schema.runs.c.id)
                                 .where(schema.runs.c.id == run_id)).first() is not None
 
+    def has_env(self, label: str) -> bool:
+        """Whether a run of the store has the env label `label`."""
+        r = schema.runs
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(r.c.id).where(r.c.env == label).limit(1)) \
+                .first() is not None
+
     def hostnames(self) -> dict[str, str]:
         """Every machine's fingerprint -> its hostname."""
         t = schema.machines

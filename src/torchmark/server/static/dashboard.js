@@ -175,10 +175,14 @@
       });
     },
     regressions() {
-      const f = data.filters;
+      // the size filter as a percent, as it reads back (a fraction of 1 or more is refused
+      // as ambiguous: 1.5 could be 1.5% or 150%)
+      const f = { ...data.filters, min_size: data.filters.min_size ?
+        `${+(data.filters.min_size * 100).toPrecision(6)}%` : "" };
       app.append(filters([["metric", "metric", ["wall", "device", "kernel", "batch", "instructions", "memory", "allocated", "compile"]],
-        ["machine", "machine"], ["state", "state", ["new", "confirmed", "not-confirmed", "dismissed", "acknowledged", "recovered"]],
-        ["min_size", "size at least (0.1 = 10%)"]], f),
+        ["machine", "machine"], ["env", "env"], ["case", "case (id, title or a * pattern)"],
+        ["state", "state", ["new", "confirmed", "not-confirmed", "dismissed", "acknowledged", "recovered"]],
+        ["min_size", "size at least (10% or 0.1)"]], f),
       data.since_commit ? el("p", {}, `Only the regressions whose first bad run started after the first run of commit ${data.since_commit}.`) : "",
       el("p", { class: "note" }, `changes detected ${new Date(data.status.computed_at * 1000).toISOString().slice(0, 19).replace("T", " ")} UTC in ${data.status.scan_seconds.toFixed(1)} s${data.status.refreshing ? " (detecting again: the store changed)" : ""}`),
       data.regressions.length ? table(["case", "metric", "change", "interval", "machine", "first bad", "commit", "state", ""],
