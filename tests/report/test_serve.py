@@ -180,6 +180,14 @@ def test_the_api_gives_every_page_s_data(served):
     assert refused.value.code == 403  # read-only without a token
 
 
+def test_a_port_in_use_is_one_line_before_any_banner(store, served, capsys):
+    port = served.rsplit(":", 1)[1]
+    assert main(["serve", "--db", store.url, "--port", port]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"torchmark: error: --host 127.0.0.1 --port {port}: cannot listen "
+                          "there: in use") and err.count("\n") == 1
+
+
 def test_a_process_builds_one_page_at_a_time_and_says_how_long_each_waited(served):
     """Pages sent at once are built one after the other (--page-threads 1): the times
     their Server-Timing gives for building them do not overlap."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 import click
 
 from torchmark.cli.store_options import db_option
@@ -47,11 +49,29 @@ def serve_cmd(host, port, token, token_file, workers, page_threads, db):
         raise ToolMissingError(f"the dashboard needs the serve extra ({e.name} is missing): "
                                "pip install 'torchmark[serve]'") from None
     store = open_store(db)
+    listening = _listen(host, port)  # taken before anything says the server is up
+    port = listening.getsockname()[1]  # --port 0: the one the system gave
     shown = f"[{host}]" if ":" in host else host  # an IPv6 address
     click.echo(f"torchmark serve: {store.where} on http://{shown}:{port}/"
                + (" (token required)" if token else " (read-only)")
                + (f", {workers} processes" if workers > 1 else ""), err=True)
-    uvicorn.run(create_app(store, token, page_threads,
-                           page_processes=workers if workers > 1 else 0),
-                host=host, port=port, log_level="warning", access_log=False)
+    config = uvicorn.Config(create_app(store, token, page_threads,
+                                       page_processes=workers if workers > 1 else 0),
+                            host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.Server(config).run(sockets=[listening])
     return 0
+
+
+def _listen(host: str, port: int):  # -> socket.socket
+    """A socket listening on `host`:`port`; a one-line error when it cannot be had (the
+    port in use, an address not of this machine)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as e:
+        why = "in use (another server?)" if e.errno == errno.EADDRINUSE else \
+            (e.strerror or str(e)).split(" (while")[0].lower()
+        raise click.UsageError(f"--host {host} --port {port}: cannot listen there: {why}") \
+            from None
