@@ -81,3 +81,25 @@ def test_the_whole_store_is_detected_as_its_cases_read_whole_are(store, monkeypa
                                                 "max_points": report_data.MAX_POINTS_DRAWN,
                                                 "points_cut": 0}
     assert [s["title"] for s in whole["series"]] == [s["title"] for s in named["series"]]
+
+
+def test_the_default_a_b_pair_skips_a_newest_run_that_shares_no_case(store, capsys):
+    """A newest run of other cases (a `timeit --vs` run) shares none with the runs
+    before it: the A/B view takes the newest pair that does, and `--ab` naming such a
+    run is refused as `compare` refuses it."""
+    import dataclasses
+
+    from torchmark.cli.main import main
+    from torchmark.core.provenance import Provenance
+    from torchmark.core.result import Case, Result
+
+    run = store.start_run(dataclasses.replace(Provenance.capture(),
+                                              started="2026-10-02T12:00:00+00:00"))
+    store.record([Result(case=Case(id="timeit:other", frontend="timeit", stmt="other"),
+                         metric="wall", samples=(1e-6,) * 5)], run)
+    store.finish_run(run, "ok")
+    ab = report_data.gather(store)["ab"]
+    assert (ab["baseline"], ab["candidate"]) == (run - 2, run - 1) and ab["total"] == 6
+    assert main(["report", "--db", store.url, "-o", str(store.url[10:]) + ".html",
+                 "--ab", str(run - 1), str(run)]) == 2
+    assert "hold no case in common" in capsys.readouterr().err

@@ -257,7 +257,8 @@ def watched(browser, base: str):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []
     outside: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" or
+            m.text.startswith("WARN") else None)  # plotly's warnings: console.trace
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("request", lambda r: outside.append(r.url)
             if not r.url.startswith(base) else None)

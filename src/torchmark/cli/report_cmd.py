@@ -19,8 +19,8 @@ from torchmark.cli.store_options import db_option
               help="The run whose raw samples are shown [default: the newest].")
 @click.option("--ab", nargs=2, type=click.IntRange(min=1), default=None,
               metavar="BASELINE CANDIDATE",
-              help="The two runs of the A/B view [default: the newest run and the newest "
-                   "earlier one sharing a case with it].")
+              help="The two runs of the A/B view [default: the newest run sharing a case "
+                   "with an earlier one, and the newest such].")
 @db_option
 def report_cmd(output, since, cases, glob, run, ab, db):
     """Write one HTML file that works offline (plotly.js embedded): the runs, the
@@ -45,6 +45,12 @@ def report_cmd(output, since, cases, glob, run, ab, db):
         if not store.has_run(wanted):
             raise click.UsageError(f"the store at {store.where} holds no run {wanted} "
                                    "(`torchmark runs` lists them)")
+    if ab:
+        from torchmark.report.data import run_keys
+
+        if not run_keys(store, ab[0]) & run_keys(store, ab[1]):
+            raise click.UsageError(f"--ab {ab[0]} {ab[1]}: the two runs hold no case in "
+                                   "common: nothing to compare")
     path = write_report(store, output, since=since, cases=cases, glob=glob, run=run,
                         ab=tuple(ab) if ab else None,
                         explainer=lambda changes: explain_changes(changes, store))

@@ -169,11 +169,23 @@ def gather(store: Any, *, since: str | None = None, cases: Sequence[str] = (),
 
 
 def _newest_pair(store: Any, run_ids: Sequence[int]) -> tuple[int, int] | None:
-    """The newest run and the newest earlier one sharing a case with it."""
-    if len(run_ids) < 2:
-        return None
-    newest = {(r["case_id"], r["metric"]) for r in store.results(run=run_ids[0])}
-    for other in run_ids[1:21]:  # a pair among the 20 newest, or none
-        if newest & {(r["case_id"], r["metric"]) for r in store.results(run=other)}:
-            return other, run_ids[0]
+    """The newest run that shares a case with an earlier one among the 20 before it
+    (newest first), and the newest such earlier run; None when none of the 20 newest
+    does (a `timeit --vs` run shares none with the runs before it)."""
+    keys: dict[int, set[tuple[str, str]]] = {}
+
+    def of(run: int) -> set[tuple[str, str]]:
+        if run not in keys:
+            keys[run] = run_keys(store, run)
+        return keys[run]
+
+    for i, newest in enumerate(run_ids[:20]):
+        for other in run_ids[i + 1:i + 21]:
+            if of(newest) & of(other):
+                return other, newest
     return None
+
+
+def run_keys(store: Any, run: int) -> set[tuple[str, str]]:
+    """The (case, metric) pairs a run holds."""
+    return {(r["case_id"], r["metric"]) for r in store.results(run=run)}

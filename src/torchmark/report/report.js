@@ -120,7 +120,7 @@
         unplotted.map((r) => `${r.case} [${r.metric}] ${r.verdict}`).join("; ")));
     }
   } else {
-    abSection.append(el("p", { class: "empty" }, "fewer than two runs with a case in common"));
+    abSection.append(el("p", { class: "empty" }, "no two of the 20 newest runs hold a case in common (--ab names two)"));
   }
 
   // -- one run's raw samples -------------------------------------------------------
@@ -164,19 +164,27 @@
   function abPlot(div) {
     const rows = data.ab.rows.filter((r) => r.ratio !== null);
     const colors = { slower: "#cf222e", faster: "#1a7f37", unsure: "#bf8700", unmeasured: "#8250df", failed: "#cf222e" };
-    Plotly.newPlot(div, [{
-      type: "scatter", mode: "markers", orientation: "h",
-      x: rows.map((r) => r.ratio), y: rows.map((r, i) => `${i + 1}. ${esc(r.case)} [${esc(r.metric)}]`),
-      marker: { color: rows.map((r) => colors[r.verdict] || "#57606a"), size: 8 },
-      error_x: { type: "data", symmetric: false,
-        array: rows.map((r) => (r.high === null ? 0 : r.high - r.ratio)),
-        arrayminus: rows.map((r) => (r.low === null ? 0 : r.ratio - r.low)) },
-      text: rows.map((r) => `${esc(r.case)}<br>ratio ${r.ratio.toFixed(3)} ${pct(r.ratio)}` +
-        `<br>${r.verdict}`),
-      hoverinfo: "text",
-    }], {
+    const label = (r, i) => `${i + 1}. ${esc(r.case)} [${esc(r.metric)}]`;
+    const labels = rows.map(label);
+    // a trace a verdict: an error bar takes one colour, not a list (it drew them black)
+    const traces = [...new Set(rows.map((r) => r.verdict))].map((verdict) => {
+      const mine = rows.map((r, i) => [r, i]).filter(([r]) => r.verdict === verdict);
+      const color = colors[verdict] || "#57606a";
+      return {
+        type: "scatter", mode: "markers", orientation: "h", name: verdict,
+        x: mine.map(([r]) => r.ratio), y: mine.map(([r, i]) => labels[i]),
+        marker: { color, size: 8 },
+        error_x: { type: "data", symmetric: false, color,
+          array: mine.map(([r]) => (r.high === null ? 0 : r.high - r.ratio)),
+          arrayminus: mine.map(([r]) => (r.low === null ? 0 : r.ratio - r.low)) },
+        text: mine.map(([r]) => `${esc(r.case)}<br>ratio ${r.ratio.toFixed(3)} ${pct(r.ratio)}` +
+          `<br>${r.verdict}`),
+        hoverinfo: "text",
+      };
+    });
+    Plotly.newPlot(div, traces, {
       margin: { l: 260, r: 10, t: 10, b: 40 }, xaxis: { title: { text: "candidate / baseline" } },
-      yaxis: { automargin: true, autorange: "reversed" },
+      yaxis: { automargin: true, autorange: "reversed", categoryorder: "array", categoryarray: labels },
       shapes: [{ type: "line", x0: 1, x1: 1, yref: "paper", y0: 0, y1: 1, line: { dash: "dot" } }],
     }, CONFIG);
   }
