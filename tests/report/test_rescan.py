@@ -167,3 +167,22 @@ def test_the_detection_of_a_store_file_that_is_gone_is_removed(tmp_path):
     assert files["kept"].exists() and not files["gone"].exists()
     assert not (tmp_path / f"{files['gone'].name}.lock").exists()
     assert not (tmp_path / f"{files['gone'].name}.store").exists()
+
+
+def test_what_was_checked_is_counted_as_regressions_counts_it(tmp_path):
+    """The feed says what it could not judge: series too short to tell a change, and the
+    runs left out for their few samples (the CLI's `N series checked (...)`)."""
+    from torchmark.regressions.history import few_runs, load_series
+
+    store = build_store(f"sqlite:///{tmp_path / 's.db'}", cases=3, runs=12, step_case=1,
+                        step_at=6)
+    _add_runs(store, 0, 2, 1.0)  # 14 runs of case 0; cases 1, 2 keep 12
+    small = build_store(f"sqlite:///{tmp_path / 'small.db'}", cases=2, runs=5)
+    for built in (store, small):
+        detection = StoreDetection()
+        detection.update(built)
+        series = load_series(built)
+        assert detection.checked() == {
+            "series": len(series), "short": sum(len(s.points) < 8 for s in series),
+            "min_runs": 8, "left_out_runs": sum(len(few_runs(s)) for s in series)}
+    assert detection.checked()["short"] == 2  # the small store: both series too short

@@ -101,6 +101,8 @@ def test_the_api_gives_every_page_s_data(served):
     assert runs["runs"][0]["subject"] == "Change number 29"  # on both machines
     status, feed = get(f"{served}/api/v1/regressions")
     assert status == 200 and feed["total"] == 1
+    assert feed["status"]["checked"] == {"series": 6, "short": 0, "min_runs": 8,
+                                         "left_out_runs": 0}  # 3 cases on 2 machines
     [change] = feed["regressions"]
     assert change["case"] == "mul: n=1" and 1.2 < change["ratio"] < 1.3
     assert (change["last_good"], change["first_bad"], change["state"]) == (15, 16, "new")

@@ -24,6 +24,7 @@ from torchmark.regressions.history import (
     few_runs,
     load_series,
 )
+from torchmark.regressions.thresholds import MIN_SEGMENT
 
 CHUNK = 500  # cases read and detected together (bounds the memory of one pass)
 DETECT_WORKERS = 8  # processes of one detection, at most (one a core)
@@ -37,6 +38,8 @@ class SeriesDetection:
     found: tuple[ChangePoint, ...]
     series: Series | None = None
     few: tuple[int, ...] = ()
+    runs: int = 0  # the series' runs, and those left out for their few samples (each
+    left_out: int = 0  # series': what the feed says was too short to tell)
 
 
 def detect_cases(store: Any, cases: Sequence[str]) -> dict[str, list[SeriesDetection]]:
@@ -44,9 +47,11 @@ def detect_cases(store: Any, cases: Sequence[str]) -> dict[str, list[SeriesDetec
     series = load_series(store, cases=cases)
     found: dict[str, list[SeriesDetection]] = {case: [] for case in cases}
     for s, points in zip(series, detect_each(series), strict=True):
+        few = tuple(few_runs(s))
         found[s.case_id].append(
-            SeriesDetection(tuple(points), dataclasses.replace(s, samples=None),
-                            tuple(few_runs(s))) if points else SeriesDetection(()))
+            SeriesDetection(tuple(points), dataclasses.replace(s, samples=None), few,
+                            len(s.points), len(few)) if points else
+            SeriesDetection((), runs=len(s.points), left_out=len(few)))
     return found
 
 
@@ -104,6 +109,16 @@ class StoreDetection:
                 self.by_case.update(detect_cases(store, chunk))
         self.versions, self.runs = versions, runs
         return len(stale)
+
+    def checked(self) -> dict[str, int]:
+        """What was checked, as `regressions` says it: the series, those with too few
+        runs to tell a change (under 2 x MIN_SEGMENT), and the runs left out of them for
+        their few samples."""
+        entries = [entry for case in self.by_case.values() for entry in case]
+        return {"series": len(entries),
+                "short": sum(entry.runs < 2 * MIN_SEGMENT for entry in entries),
+                "min_runs": 2 * MIN_SEGMENT,
+                "left_out_runs": sum(entry.left_out for entry in entries)}
 
     def changes(self, *, q: float = 0.05, improvements: bool = False) -> list[Change]:
         """The changes across the store (history.changes_of), without marks."""

@@ -30,7 +30,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-FORMAT = 2  # the detection file's layout
+FORMAT = 3  # the detection file's layout
 REFRESH_S = 5.0
 DETECT_NICENESS = 10
 FORGET_AFTER_S = 7 * 24 * 3600.0  # another store's detection unused this long: removed
@@ -49,6 +49,7 @@ class ChangesCache:
         self.computed_at = 0.0
         self.seconds = 0.0  # how long the detection took
         self.cases = 0  # and how many cases it detected again
+        self.series_checked: dict[str, int] = {}  # what it checked (StoreDetection.checked)
         self.started_at = 0.0  # when it began: it holds what the store held then
         self.checked = 0.0
         self.refreshing = False
@@ -110,6 +111,7 @@ class ChangesCache:
                 self.version = version
                 self.computed_at, self.seconds = found["computed_at"], found["seconds"]
                 self.started_at, self.cases = found["started_at"], found["cases"]
+                self.series_checked = found["checked"]
 
     def get(self) -> tuple[Sequence[Any], dict[str, Any]]:
         """The changes, and how current they are."""
@@ -131,7 +133,7 @@ class ChangesCache:
         assert self.changes is not None
         return self.changes, {"computed_at": self.computed_at, "started_at": self.started_at,
                               "scan_seconds": self.seconds,
-                              "cases_detected": self.cases,
+                              "cases_detected": self.cases, "checked": self.series_checked,
                               "refreshing": self.refreshing}
 
     def _background(self, version: tuple[Any, ...]) -> None:
@@ -179,7 +181,8 @@ def scan_to(path: Path, version: tuple[Any, ...]) -> None:
     cases = detection.update(store, workers=min(os.cpu_count() or 1, DETECT_WORKERS))
     _write(path, {"format": _format(), "version": version,
                   "changes": detection.changes(improvements=True),
-                  "detection": detection, "cases": cases, "started_at": started_at,
+                  "detection": detection, "cases": cases, "checked": detection.checked(),
+                  "started_at": started_at,
                   "computed_at": time.time(),
                   "seconds": time.perf_counter() - start})
     from torchmark.core.atomic_files import write_atomically

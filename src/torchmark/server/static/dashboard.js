@@ -62,6 +62,13 @@
         : el("input", { name, value: values[name] ?? "" }))),
       el("button", { type: "submit" }, "Filter"));
   }
+  // what the detection could not judge, as `torchmark regressions` says it
+  function checkedNote(c) {
+    const parts = [];
+    if (c.short) parts.push(`${c.short} of the ${c.series} series have under ${c.min_runs} runs, too few to tell a change`);
+    if (c.left_out_runs) parts.push(`${c.left_out_runs} run${c.left_out_runs === 1 ? "" : "s"} of fewer than 3 samples left out`);
+    return parts.length ? el("p", { class: "note" }, parts.join("; ") + ".") : "";
+  }
   function pager(page, perPage, total, params) {
     const last = Math.max(1, Math.ceil(total / perPage));
     return el("p", { class: "pager" },
@@ -192,7 +199,9 @@
           td(r.state + (r.note ? `: ${r.note}` : "")),
           td([link(`/compare${query({ a: r.last_good, b: r.first_bad })}`, "compare"),
             data.writable ? [" ", markButton(r, "acknowledged", "acknowledge"), " ", markButton(r, "dismissed", "dismiss")] : ""]))),
-        { sortable: true }) : el("p", {}, "No regression detected."),
+        { sortable: true }) : el("p", {}, "No regression detected" + (data.status.checked.series ?
+          ` among ${data.status.checked.series} series.` : ": the store holds no series yet.")),
+      checkedNote(data.status.checked),
       pager(data.page, data.per_page, data.total, { ...f, per_page: data.per_page }));
     },
     compare() {
