@@ -153,7 +153,10 @@ def test_the_api_gives_every_page_s_data(served):
     day = get(f"{served}/api/v1/runs?since=2026-10-01&until=2026-10-01")[1]
     assert day["total"] == 24 + 6  # that day's runs (hours 0-23; box-b's 18-23) to its end
     assert get(f"{served}/api/v1/search?q=n%3D2")[1]["cases"][0]["title"] == "mul: n=2"
-    assert get(f"{served}/api/v1/runs/999")[0] == 404
+    assert get(f"{served}/api/v1/runs/999") == (404, {"error": "no run 999 in the store (the "
+                                                         "runs page lists them)"})
+    status, refused = get(f"{served}/api/v1/cases/timeit:case1%23forward")
+    assert status == 404 and refused["error"].startswith("no case 'timeit:case1#forward'")
     huge = "9" * 25  # beyond any id a store holds: a clear answer, not a server error
     assert get(f"{served}/api/v1/runs/{huge}")[0] == 400
     assert get(f"{served}/api/v1/runs?page={huge}")[0] == 400
@@ -333,7 +336,7 @@ def test_a_non_local_address_needs_the_token_and_its_holder_can_acknowledge(
         assert "needs its token" in page.inner_text("body")
         page.goto(f"{base}/regressions?token={TOKEN}")  # the cookie, then no token in the URL
         page.wait_for_selector("button:has-text('acknowledge')")
-        assert all("401" in e for e in errors)  # the page refused above, logged as errors
+        assert all("401" in e for e in errors), errors  # the page refused above, logged as errors
         errors.clear()
         assert TOKEN not in page.url and TOKEN not in page.content()
         page.on("dialog", lambda dialog: dialog.accept("a known cost of the new kernel"))

@@ -71,13 +71,24 @@ class Dashboard:
                                page=_int(q.get("page"), 1), per_page=_per_page(q))
 
     def run(self, run_id: int, q: Any) -> dict[str, Any] | None:
-        return views.run_view(self.store, run_id, page=_int(q.get("page"), 1),
+        data = views.run_view(self.store, run_id, page=_int(q.get("page"), 1),
                               per_page=_per_page(q))
+        if data is None:
+            raise NotFound(f"no run {run_id} in the store (the runs page lists them)")
+        return data
 
     def case(self, case_id: str, q: Any) -> dict[str, Any] | None:
         """A case's page, its changes the feed's (detected across the store)."""
         changes, _ = self.changes.get()
-        return views.case_view(self.store, case_id, metric=_metric(q), detected=changes)
+        data = views.case_view(self.store, case_id, metric=_metric(q), detected=changes)
+        if data is None:
+            cut = [c["id"] for c in self.store.search_cases(f"{case_id}#", limit=3)
+                   if c["id"].startswith(f"{case_id}#")]
+            raise NotFound(f"no case {case_id[:200]!r} in the store" + (
+                f" (is it {cut[0][:200]!r}? In an address a '#' is written %23: what "
+                "follows a '#' never reaches the server)" if cut else
+                " (search finds cases by their names)"))
+        return data
 
     def regressions(self, q: Any) -> dict[str, Any]:
 
@@ -299,10 +310,19 @@ def _page(kind: str, title: str, data: Any) -> HTMLResponse:
 def _error(status: int, message: str, as_json: bool) -> Response:
     if as_json:
         return JSONResponse({"error": message}, status_code=status)
-    return HTMLResponse(f"<!DOCTYPE html><title>torchmark: {status}</title>"
-                        f"<p>{html.escape(message)}</p><p><a href=\"/regressions\">"
-                        "regressions</a> - <a href=\"/runs\">runs</a></p>",
-                        status_code=status)
+    head = ERROR_PAGE.split("<main", 1)[0]  # the pages' own header, no script; without
+    if status == 401:  # the token the stylesheet would be refused too
+        head = head.replace('<link rel="stylesheet" href="/static/dashboard.css">', "")
+    return HTMLResponse(f"{head}<main><h1>{status}</h1><p>{html.escape(message)}</p></main>"
+                        "</body></html>", status_code=status)
+
+
+ERROR_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>torchmark: error</title>
+<link rel="stylesheet" href="/static/dashboard.css"><link rel="icon" href="data:,">
+</head><body><header><a class="brand" href="/regressions">torchmark</a>
+<nav><a href="/regressions">Regressions</a><a href="/runs">Runs</a><a href="/search">Search</a>
+</nav></header><main></main></body></html>"""
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
