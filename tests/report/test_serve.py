@@ -319,6 +319,9 @@ def test_a_non_local_address_needs_the_token_and_its_holder_can_acknowledge(
         browser, store, tmp_path, capsys):
     assert main(["serve", "--db", store.url, "--host", "0.0.0.0"]) == 2
     assert "needs" not in capsys.readouterr().out
+    for weak in (" " * 20, "a" * 20, "short", "a token with spaces in it"):
+        assert main(["serve", "--db", store.url, "--host", "0.0.0.0", "--token", weak]) == 2
+        assert "the token must be at least 16 characters" in capsys.readouterr().err
     with serving(store.url, "--host", "0.0.0.0", "--token", TOKEN) as base:
         assert get(f"{base}/api/v1/runs")[0] == 401
         assert get(f"{base}/api/v1/runs", {"Authorization": "Bearer wrong-token-xxxxxx"})[0] \

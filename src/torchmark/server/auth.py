@@ -31,7 +31,8 @@ def is_loopback(host: str) -> bool:
 
 def read_token(token: str | None, token_file: str | None) -> str | None:
     """The token given, or the first line of the token file (which must be readable by
-    its owner only); a UsageError for a short token or a file others may read."""
+    its owner only); a UsageError for a short token (or one of spaces, or of one
+    character again and again) or a file others may read."""
     if token_file is not None:
         path = Path(token_file)
         try:
@@ -41,9 +42,11 @@ def read_token(token: str | None, token_file: str | None) -> str | None:
             raise UsageError(f"--token-file {token_file}: cannot be read") from None
         if mode & 0o077:
             raise UsageError(f"--token-file {token_file}: readable by others (chmod 600 it)")
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise UsageError(f"the token must be at least {MIN_TOKEN_CHARS} characters "
-                         "(`python -c 'import secrets; print(secrets.token_urlsafe())'`)")
+    if token is not None and (len(token) < MIN_TOKEN_CHARS or len(set(token)) < 4 or
+                              any(ch.isspace() or not ch.isprintable() for ch in token)):
+        raise UsageError(f"the token must be at least {MIN_TOKEN_CHARS} characters, of 4 "
+                         "different ones at least, no space (`python -c 'import secrets; "
+                         "print(secrets.token_urlsafe())'`)")
     return token
 
 
