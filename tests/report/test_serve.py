@@ -280,6 +280,7 @@ def test_every_page_renders_and_the_click_path_works(browser, served):
     page.click("text=mul: n=1")
     page.wait_for_selector(".plot svg.main-svg")
     assert "/cases/" in page.url
+    assert page.locator("pre.stmt").inner_text() == "torch.mul(x, 1)"  # what is timed
     page.screenshot(path=str(ARTIFACTS / "dashboard-case.png"), full_page=True)
     page.click("a:text-is('compare')")
     page.wait_for_selector("td.slower")

@@ -191,6 +191,8 @@ def case_view(store: Any, case_id: str, *, metric: str | None = None,
                 for r in store.results(case=case_id)[-MAX_FAILURES_SHOWN:]
                 if r["failure"]][::-1] if not series else []
     return {"case_id": case_id, "title": case.title, "params": dict(case.params),
+            "frontend": case.frontend, "stmt": case.stmt, "setup": case.setup,
+            "threads": case.threads, "device": case.device,
             "series": drawn, "plots": history_plots(drawn), "failures": failures}
 
 

@@ -145,8 +145,12 @@
         el("tr", {}, td(el("code", {}, k)), td(typeof v === "object" ? JSON.stringify(v) : String(v))))));
     },
     case() {
-      app.append(el("p", { class: "note" }, `id ${data.case_id}`,
+      const setup = data.setup && data.setup.trim() !== "pass" ? data.setup : "";
+      app.append(el("p", { class: "note" }, `id ${data.case_id} - ${data.frontend}` +
+        (data.threads ? ` - ${data.threads} thread${data.threads === 1 ? "" : "s"}` : "") +
+        (data.device ? ` - ${data.device}` : ""),
         Object.keys(data.params).length ? ` - params ${JSON.stringify(data.params)}` : ""),
+      data.stmt ? el("pre", { class: "stmt" }, (setup ? `# setup\n${setup}\n# timed\n` : "") + data.stmt) : "",
       data.series.length ? el("p", { class: "note", id: "picked" }, "Click two points to compare their runs.") : "",
       ...(data.failures.length ? [el("p", { class: "env-change" }, "This case has no measurement: each of its results failed. The newest:"),
         table(["run", "started (UTC)", "metric", "failure"], data.failures.map((f) => el("tr", {},
