@@ -215,8 +215,8 @@
       app.append(el("p", {}, "baseline ", ...side(data.baseline, data.baseline_runs, data.baseline_note),
         ", candidate ", ...side(data.candidate, data.candidate_runs, data.candidate_note),
         `; threshold ${(data.threshold * 100).toFixed(1)}%; ${data.total} cases in common, `,
-        data.sort === "case" ? link(query({ a: data.baseline, b: data.candidate, sort: "change" }), "largest change first")
-          : link(query({ a: data.baseline, b: data.candidate, sort: "case" }), "by case")),
+        data.sort === "case" ? ["by case (", link(query({ a: data.baseline, b: data.candidate, sort: "change" }), "the largest change first instead"), ")"]
+          : ["the largest change first (", link(query({ a: data.baseline, b: data.candidate, sort: "case" }), "by case instead"), ")"]),
       data.environment_differences.length ? el("div", { class: "env-change" },
         "The runs' environments differ in what changes performance: " + data.environment_differences.join("; ")) : "",
       table(["case", "metric", "baseline", "candidate", "change", "interval", "verdict", "why"],
@@ -240,7 +240,9 @@
       data.query ? table(["case", "frontend", "params"], data.cases.map((c) => el("tr", {},
         td(link(`/cases/${encodeURIComponent(c.case_id)}`, c.title)), td(c.frontend),
         td(el("code", {}, JSON.stringify(c.params)))))) : "",
-      data.query && !data.cases.length ? el("p", {}, "No case matches.") : "");
+      data.query && !data.cases.length ? el("p", {}, "No case matches.") : "",
+      data.query ? "" : el("p", { class: "note" }, "Text a case's id, statement, label, " +
+        "sub-label, description or parameters hold (any case; 50 at most, by id)."));
     },
   };
 
