@@ -351,6 +351,7 @@ def change_row(c: Change, hosts: dict[str, str]) -> dict[str, Any]:
     return {"key": c.key, "case_id": c.series.case_id, "case": c.series.title,
             "metric": c.series.metric, "unit": c.series.unit, "kind": c.kind,
             "machine": hosts.get(c.series.machine or "", c.series.machine),
+            "fingerprint": c.series.machine,  # what `regressions --json` names the machine by
             "env": c.series.env, "ratio": c.point.ratio, "low": _finite(c.point.low),
             "high": _finite(c.point.high), "p_value": c.point.p_value,
             "before": c.point.before, "after": c.point.after,

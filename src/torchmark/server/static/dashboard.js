@@ -55,7 +55,9 @@
     return el("td", { "data-sort": sort === undefined ? null : String(sort), class: cls || null }, content);
   }
   function filters(fields, values) {
-    return el("form", { class: "filters", method: "get" },
+    // empty fields left out of the address (a pasted link holds only the filters set)
+    const dropEmpty = (e) => { for (const f of e.target.elements) if (f.name && !f.value) f.disabled = true; };
+    return el("form", { class: "filters", method: "get", onsubmit: dropEmpty },
       fields.map(([name, label, options]) => el("label", {}, label, options
         ? el("select", { name }, el("option", { value: "" }, "any"),
           options.map((o) => el("option", { value: o, selected: values[name] === o }, o)))
