@@ -64,6 +64,14 @@ def test_lists_a_step_with_its_runs_and_marks_it(tmp_path, measured, capsys):
     out = capsys.readouterr().out
     assert "dismissed" in out and "+50.0%" in out
     assert main(["regressions", "--db", db, "--dismiss", "nosuch@1/wall"]) == 2
+    capsys.readouterr()
+    assert main(["regressions", "--db", db, "--reopen", change["key"], "--note", "back"]) == 0
+    capsys.readouterr()
+    assert main(["regressions", "--db", db, "--json"]) == 0  # the mark taken back
+    [again] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert again["mark"] is None and again["key"] == change["key"]
+    assert main(["regressions", "--db", db, "--reopen", change["key"], "--dismiss",
+                 change["key"]]) == 2
 
 
 def test_a_step_that_went_back_is_listed_as_recovered(tmp_path, measured, capsys):

@@ -64,11 +64,14 @@ HEADER = ["case", "metric", "level", "change", "95% CI of ratio", "last good", "
               help="Mark the change KEY (last column) dismissed; it stays listed, marked.")
 @click.option("--acknowledge", "acknowledge", metavar="KEY", multiple=True,
               help="Mark the change KEY acknowledged (a known, accepted change).")
-@click.option("--note", default="", help="Why (stored with --dismiss / --acknowledge).")
+@click.option("--reopen", "reopen", metavar="KEY", multiple=True,
+              help="Take back the mark of the change KEY (it reads as detected again).")
+@click.option("--note", default="", help="Why (stored with --dismiss, --acknowledge or "
+                                         "--reopen).")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, one a change.")
 @db_option
 def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvements, confirm,
-                    min_run_time, dismiss, acknowledge, note, as_json, db):
+                    min_run_time, dismiss, acknowledge, reopen, note, as_json, db):
     """Every change detected across the store's history, newest first: the case, its
     metric, the level before and after with the ratio's interval, the last good and first
     bad run (commit, "+" for a tree with uncommitted changes; torch build), and whether
@@ -80,11 +83,13 @@ def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvement
     from torchmark.regressions.history import calibrated, load_series, scan, with_marks
     from torchmark.regressions.thresholds import MIN_SEGMENT
 
-    if note and not (dismiss or acknowledge):
-        raise click.UsageError("--note goes with --dismiss or --acknowledge")
-    if set(dismiss) & set(acknowledge):
-        raise click.UsageError("a change is either dismissed or acknowledged, not both: "
-                               f"{', '.join(sorted(set(dismiss) & set(acknowledge)))}")
+    marking = bool(dismiss or acknowledge or reopen)
+    if note and not marking:
+        raise click.UsageError("--note goes with --dismiss, --acknowledge or --reopen")
+    twice = sorted((set(dismiss) & set(acknowledge)) | (set(reopen) & {*dismiss, *acknowledge}))
+    if twice:
+        raise click.UsageError("a change is given one mark at a time (dismissed, "
+                               f"acknowledged or reopened): {', '.join(twice)}")
     store = open_store(db)
     thresholds = calibrated(store, aa, cases=cases, glob=glob) if aa else None
     for name, limits in (thresholds or {}).items():
@@ -103,10 +108,11 @@ def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvement
                "too few to tell a change)" if short else f"{len(series)} series checked",
                err=True)
     changes = scan(store, series=series, q=q,
-                   improvements=improvements or bool(dismiss or acknowledge),
+                   improvements=improvements or marking,
                    thresholds=thresholds)
     by_key = {c.key: c for c in changes}
-    for keys, mark in ((dismiss, "dismissed"), (acknowledge, "acknowledged")):
+    for keys, mark in ((dismiss, "dismissed"), (acknowledge, "acknowledged"),
+                       (reopen, "reopened")):
         for key in keys:
             change = by_key.get(key)
             if change is None:
@@ -116,7 +122,7 @@ def regressions_cmd(since, cases, glob, machine, env, metric, q, aa, improvement
                               first_bad_run=change.first_bad.run_id, mark=mark, note=note,
                               machine=change.series.machine, env=change.series.env)
             click.echo(f"{key}: {mark}")
-    if dismiss or acknowledge:
+    if marking:
         return 0
     if confirm:
         from torchmark.regressions.confirm import confirm as confirm_change

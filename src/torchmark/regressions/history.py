@@ -326,5 +326,5 @@ def with_marks(changes: Sequence[Change], store: Any) -> list[Change]:
         mark = marks.get((change.series.case_id, change.series.metric,
                           change.first_bad.run_id))
         out.append(dataclasses.replace(change, mark=mark["mark"], note=mark["note"])
-                   if mark else change)
+                   if mark and mark["mark"] != "reopened" else change)  # taken back
     return out

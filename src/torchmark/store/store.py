@@ -38,7 +38,8 @@ HEAD = "0006"  # the newest migration
 REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006")  # every migration this torchmark knows, oldest first
 SQLITE_UNCHANGED = ("0006",)  # revisions that change nothing in a SQLite store (no copy)
 # what can be said of a detected change (schema.change_marks)
-CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed")
+CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed", "reopened")
+# "reopened": a mark taken back (the change reads as it was detected again: new or recovered)
 # the columns of a results table (Store.table, `torchmark export --format csv|parquet`)
 TABLE_COLUMNS = ("run_id", "started", "case_id", "frontend", "label", "sub_label",
                  "description", "stmt", "metric", "unit", "number_per_run", "n", "median",

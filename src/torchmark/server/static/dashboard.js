@@ -207,7 +207,8 @@
           td(r.machine || ""), td(r.env || "-"), td(link(`/runs/${r.first_bad}`, r.first_bad), r.first_bad), td(r.commit),
           td(r.state + (r.note ? `: ${r.note}` : "")),
           td([link(`/compare${query({ a: r.last_good, b: r.first_bad })}`, "compare"),
-            data.writable ? [" ", markButton(r, "acknowledged", "acknowledge"), " ", markButton(r, "dismissed", "dismiss")] : ""]))),
+            data.writable ? (r.mark ? [" ", markButton(r, "reopened", "reopen")] :
+              [" ", markButton(r, "acknowledged", "acknowledge"), " ", markButton(r, "dismissed", "dismiss")]) : ""]))),
         { sortable: true }) : el("p", {}, "No regression detected" + (data.status.checked.series ?
           ` among ${data.status.checked.series} series.` : ": the store holds no series yet.")),
       checkedNote(data.status.checked),
