@@ -544,3 +544,25 @@ def test_a_damaged_results_file_is_refused_but_a_torn_last_line_passed_over(
     assert gate(db, "--baseline", str(torn), "--candidate", str(path)) == 0
     out = capsys.readouterr().out  # every case judged (same data: unsure, not slower)
     assert out.splitlines()[-1] == f"{len(CASES)} unsure" and whole >= len(CASES)
+
+
+def test_latest_and_an_env_label_name_a_newest_run_that_failed(db, capsys):
+    """A run that failed is the newest run: `latest` and `env:LABEL` name it, and its
+    failure fails the gate (they skipped it and judged the older run's times: exit 0)."""
+    from torchmark.core.result import Failure
+
+    store = Store(db)
+    base = record(store, [wall(CASES[0], 1e-5, 1)], "a" * 40, env="main")
+    record(store, [wall(CASES[0], 1e-5, 2)], "b" * 40)
+    provenance = dataclasses.replace(Provenance.capture(env="ci"), git_commit="c" * 40,
+                                     git_dirty=False)
+    broken = store.start_run(provenance)
+    store.record([Result(case=CASES[0], metric="wall",
+                         failure=Failure("RuntimeError: boom"))], broken)
+    store.finish_run(broken, "failed")
+    store.close()
+    for candidate in ("latest", "env:ci"):
+        capsys.readouterr()
+        assert gate(db, "--baseline", str(base), "--candidate", candidate) == 1, candidate
+        out = capsys.readouterr().out
+        assert f"(run {broken} on" in out and "failed" in out, out

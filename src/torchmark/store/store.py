@@ -1295,10 +1295,12 @@ class Store:
 
     def finished_runs(self, *, commit: str | None = None, env: str | None = None,
                       machine: str | None = None, run: int | None = None,
-                      status: Sequence[str] = ("ok", "interrupted")) -> list[dict[str, Any]]:
-        """Runs that ended with one of `status`, newest first (id, started, commit,
-        torch, machine and its hostname, env): made at a commit (a prefix of its SHA),
-        with an env label, on a machine; or the one run `run`."""
+                      status: Sequence[str] = RUN_ENDINGS) -> list[dict[str, Any]]:
+        """Runs that ended with one of `status` (by default any ending: a run that failed
+        is the newest run as much as one that did not, and its failures are what a side
+        naming it holds), newest first (id, started, commit, torch, machine and its
+        hostname, env): made at a commit (a prefix of its SHA), with an env label, on a
+        machine; or the one run `run`."""
         r, m = schema.runs, schema.machines
         query = sa.select(r.c.id, r.c.started, r.c.git_commit, r.c.torch_version,
                           r.c.machine, m.c.hostname, r.c.env).outerjoin(
