@@ -310,6 +310,29 @@ def test_a_constructed_slowdown_fails_the_session_naming_the_case(pytester, tmp_
                               "test_gated.py: test_changed (slower)"])
 
 
+def test_the_session_s_gate_judges_as_torchmark_gate_does(pytester, tmp_path, monkeypatch):
+    """Two sessions of one build (a clean commit, nothing else told apart) whose times
+    differ by 50% (the fake clock's cost, what drift between runs can do): the session's
+    gate reads it as `torchmark gate` reads the same two files, unsure (it judged its
+    results without their provenance, so not as one build: slower, exit 1)."""
+    import subprocess
+
+    from torchmark.cli.main import main
+
+    _gated_project(pytester)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "one build"]):
+        subprocess.run([*git, *args], cwd=pytester.path, check=True, capture_output=True)
+    baseline, candidate = tmp_path / "baseline.jsonl", tmp_path / "candidate.jsonl"
+    _run(pytester, "--torchmark-no-store", f"--torchmark-json={baseline}")
+    monkeypatch.setenv("COST_changed", "1.5e-5")
+    out = _run(pytester, "--torchmark-no-store", f"--torchmark-baseline={baseline}",
+               "--torchmark-fail-slower", "5%", f"--torchmark-json={candidate}")
+    out.stdout.fnmatch_lines(["*test_changed *unsure*"])
+    assert out.ret == 0 and "slower" not in out.stdout.str()
+    assert main(["gate", "--baseline", str(baseline), "--candidate", str(candidate)]) == 0
+
+
 def test_noise_alone_passes_the_gate_and_case_ids_stay(pytester, tmp_path, monkeypatch):
     _gated_project(pytester)
     baseline, candidate = tmp_path / "baseline.jsonl", tmp_path / "candidate.jsonl"

@@ -108,7 +108,11 @@ class BenchmarkSession:
                     f"session did not run (deselected or not collected), not checked: "
                     + ", ".join(sorted({r.case.title for r in unrun})[:10])
                     + (" ..." if len({r.case.title for r in unrun}) > 10 else ""))
-            self.gate_report = gate(baseline, self.results,
+            # with this run's provenance, as `torchmark gate` reads the session's results
+            # (two runs of one build are judged so: drift alone is no change)
+            candidate = [r.with_provenance(self.provenance) for r in self.results] \
+                if self.provenance is not None else self.results
+            self.gate_report = gate(baseline, candidate,
                                     max_slowdown=DEFAULT_THRESHOLD if threshold is None
                                     else threshold, histories=self._histories())
             self.gate_report = dataclasses.replace(self.gate_report, rows=mark_rows(
