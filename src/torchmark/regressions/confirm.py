@@ -92,7 +92,10 @@ def judge(now: Sequence[float], good: Sequence[float], bad: Sequence[float],
     if vs_good.kind == way and (vs_bad.kind == "same" or near_bad < near_good / 2):
         return "confirmed", text
     back = "faster" if way == "slower" else "slower"
-    if vs_bad.kind == back and near_good < near_bad / 2:
+    # back from the first bad run, nearer the last good: not-confirmed, unless still
+    # moved the change's way from the last good run (a first bad run above its new
+    # level: the change is there, smaller)
+    if vs_bad.kind == back and near_good < near_bad / 2 and vs_good.kind != way:
         return "not-confirmed", text
     return "unsure", text
 
