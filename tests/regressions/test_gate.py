@@ -566,3 +566,21 @@ def test_latest_and_an_env_label_name_a_newest_run_that_failed(db, capsys):
         assert gate(db, "--baseline", str(base), "--candidate", candidate) == 1, candidate
         out = capsys.readouterr().out
         assert f"(run {broken} on" in out and "failed" in out, out
+
+
+def test_a_timeit_that_fails_saves_its_failure_and_the_file_side_fails(tmp_path, capsys,
+                                                                       monkeypatch):
+    """`timeit --save F` of a statement that raises writes its failure to F; appended
+    after older samples of the case, the newest failed attempt is the file side's (the
+    gate judged the older samples and passed)."""
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    args = ["timeit", "-s", "import math, os; x = float(os.environ['X'])", "math.sqrt(x)",
+            "--min-run-time", "0.02", "--no-store", "--save"]
+    monkeypatch.setenv("X", "2")
+    assert main([*args, str(base)]) == 0 and main([*args, str(cand)]) == 0
+    monkeypatch.setenv("X", "-1")  # math domain error: the same case, failing
+    assert main([*args, str(cand)]) == 1
+    capsys.readouterr()
+    assert main(["gate", "--baseline", str(base), "--candidate", str(cand)]) == 1
+    out = capsys.readouterr().out
+    assert "failed" in out and "only in" not in out

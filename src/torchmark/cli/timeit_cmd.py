@@ -174,7 +174,10 @@ def timeit_cmd(stmt, setup, num_threads, min_run_time, label, sub_label, descrip
                       max_run_time)
         except click.ClickException as e:  # the case failed: the store says why
             if not isinstance(e, click.UsageError):
-                rec.add([_failed(timer, device, metric, e.format_message())])
+                failed = _failed(timer, device, metric, e.format_message())
+                rec.add([failed])
+                if save:  # and the file: its older samples must not stand for this run
+                    _save_results(save, [failed], rec)
             raise
 
 

@@ -63,7 +63,8 @@ def resolve_side(ref: str, store: Any | None, files: bool = True) -> Side:
     newest one it names (times from two machines are not one side). A commit names
     every run made at it, their samples pooled case by case (a prefix must name one
     commit); an env label, each (case, metric) from the newest run that holds it. A file
-    holding a case several times (appended runs) gives its samples pooled. Not `files`
+    holding a case several times (appended runs) gives its samples pooled, or its
+    failure where the newest of them failed. Not `files`
     (a reference from a web request): the store's forms only, never a path read."""
     path = Path(ref)
     if files and path.exists():
@@ -174,7 +175,9 @@ def _file_side(ref: str, path: Path) -> Side:
                     f"({names}), which one side would pool: `torchmark ab {ref}` compares "
                     "them; or save each env to its own file")
             replicated.add(key)
-            pooled[key] = _pool(pooled[key], result)
+            # samples pooled; a newest attempt that failed is the side's (the code as
+            # last run fails: older samples must not pass it)
+            pooled[key] = _pool(pooled[key], result) if result.ok else result
         else:
             pooled[key] = result
     provenances = [r.provenance for r in pooled.values() if r.provenance is not None]
