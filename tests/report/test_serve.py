@@ -193,6 +193,14 @@ def test_a_port_in_use_is_one_line_before_any_banner(store, served, capsys):
                           "there: in use") and err.count("\n") == 1
 
 
+def test_sigterm_stops_the_server_as_asked_not_as_an_error(store):
+    with serving_process(store.url) as (_, proc):
+        pass  # stopped with SIGTERM
+    out = proc.stdout.read()
+    assert proc.returncode == 0 and out.rstrip().endswith("torchmark serve: stopped"), out
+    assert "error" not in out
+
+
 def test_a_process_builds_one_page_at_a_time_and_says_how_long_each_waited(served):
     """Pages sent at once are built one after the other (--page-threads 1): the times
     their Server-Timing gives for building them do not overlap."""

@@ -58,7 +58,11 @@ def serve_cmd(host, port, token, token_file, workers, page_threads, db):
     config = uvicorn.Config(create_app(store, token, page_threads,
                                        page_processes=workers if workers > 1 else 0),
                             host=host, port=port, log_level="warning", access_log=False)
-    uvicorn.Server(config).run(sockets=[listening])
+    try:
+        uvicorn.Server(config).run(sockets=[listening])
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM, which uvicorn raises again once it has
+        pass  # shut down gracefully: the way a server is stopped, not an error
+    click.echo("torchmark serve: stopped", err=True)
     return 0
 
 
