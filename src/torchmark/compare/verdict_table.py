@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from torchmark.verdicts import CaseVerdict
 
@@ -60,9 +61,17 @@ def markdown_table(rows: Sequence[CaseVerdict]) -> list[str]:
 
 def reasons(rows: Iterable[CaseVerdict]) -> list[str]:
     """"TITLE [metric]: slower: REASON" for each row that is slower, failed or
-    unmeasured, or unsure though it changed beyond the drift, its sides being runs of
-    one build (verdicts/engine.py)."""
+    unmeasured; or unsure though it changed beyond the drift, its sides being runs of
+    one build (verdicts/engine.py), or though its interval excludes no change (read
+    alone it looks like a change)."""
     from torchmark.verdicts.engine import ONE_BUILD
 
     return [f"{r.title} [{r.metric}]: {r.verdict.kind}: {r.verdict.reason}" for r in rows
-            if r.verdict.kind in EXPLAINED or r.verdict.reason.endswith(ONE_BUILD)]
+            if r.verdict.kind in EXPLAINED or r.verdict.reason.endswith(ONE_BUILD)
+            or (r.verdict.kind == "unsure" and _off_no_change(r.verdict))]
+
+
+def _off_no_change(verdict: Any) -> bool:
+    """Whether a verdict's interval lies wholly on one side of no change."""
+    low, high = verdict.lower, verdict.upper
+    return low is not None and high is not None and (low > 1 or high < 1)

@@ -334,7 +334,7 @@ def _decide(ratio: float, low: float, high: float, p_value: float, drift: Drift,
         kind, why = "same", f"within ±{threshold:.1%}"
     else:
         kind, why = "unsure", _unsure_why(log_ratio, low, high, lo, hi, t, d, p_value,
-                                          significant, threshold)
+                                          significant, threshold, 1 - confidence)
     if kind in ("slower", "faster") and replicate_ratios:
         middle = float(np.median(replicate_ratios))
         if not (middle - 1 >= threshold if kind == "slower" else 1 - middle >= threshold):
@@ -346,15 +346,17 @@ def _decide(ratio: float, low: float, high: float, p_value: float, drift: Drift,
 
 
 def _unsure_why(log_ratio: float, low: float, high: float, lo: float, hi: float, t: float,
-                d: float, p_value: float, significant: bool, threshold: float) -> str:
-    """Why neither a direction nor `same` could be said, in a few words."""
+                d: float, p_value: float, significant: bool, threshold: float,
+                alpha: float) -> str:
+    """Why neither a direction nor `same` could be said, in a few words (`alpha`: the
+    p-value a change must be under, the cases judged together sharing 5%)."""
     beyond_sampling = _log(low) > 0 or _log(high) < 0
     if beyond_sampling and abs(log_ratio) <= d:
         return "a change within what two runs of the same code differ by"
     if beyond_sampling and not (lo > 0 or hi < 0):
         return "the drift between runs reaches back to no change"
     if not significant:
-        return f"not significant (p = {p_value:.2g})"
+        return f"not significant (p = {p_value:.2g}, not under {alpha:.2g})"
     if abs(log_ratio) < t:
         return f"the interval reaches beyond ±{threshold:.1%}"
     return "the interval includes no change"
