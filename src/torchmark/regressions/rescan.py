@@ -48,10 +48,9 @@ def detect_cases(store: Any, cases: Sequence[str]) -> dict[str, list[SeriesDetec
     found: dict[str, list[SeriesDetection]] = {case: [] for case in cases}
     for s, points in zip(series, detect_each(series), strict=True):
         few = tuple(few_runs(s))
-        found[s.case_id].append(
-            SeriesDetection(tuple(points), dataclasses.replace(s, samples=None), few,
-                            len(s.points), len(few)) if points else
-            SeriesDetection((), runs=len(s.points), left_out=len(few)))
+        found[s.case_id].append(SeriesDetection(
+            tuple(points), dataclasses.replace(s, samples=None) if points else None,
+            few if points else (), len(s.points), len(few)))
     return found
 
 

@@ -307,16 +307,20 @@ def change_state(change: Change) -> str:
 def regressions_view(changes: Sequence[Change], hosts: dict[str, str], *,
                      metric: str | None = None, machine: str | None = None,
                      env: str | None = None, case: str | None = None,
+                     titles: dict[str, str] | None = None,
                      state: str | None = None, min_size: float = 0.0,
                      page: int = 1, per_page: int = PAGE_SIZE) -> dict[str, Any]:
     """The regressions of `changes` (a store's scan), newest first, filtered (`case`: an
-    id or title, or a shell pattern of either: cases_matching); sizes as relative steps
-    (0.1: 10%)."""
+    id or title, or a shell pattern of either, among `titles` (id -> title; default:
+    the changes' cases): cases_matching); sizes as relative steps (0.1: 10%)."""
+    if case is not None and titles is None:
+        titles = {c.series.case_id: c.series.title for c in changes}
+    wanted = set(cases_matching(titles or {}, case)) if case is not None else None
     picked = [c for c in changes if c.kind == "regression"
               and (metric is None or c.series.metric == metric)
               and (machine is None or on_machine(c.series.machine, machine, hosts))
               and (env is None or c.series.env == env)
-              and (case is None or cases_matching({c.series.case_id: c.series.title}, case))
+              and (wanted is None or c.series.case_id in wanted)
               and (state is None or change_state(c) == state)
               and abs(c.point.ratio - 1) >= min_size]
     picked.sort(key=lambda c: (c.first_bad.started, c.first_bad.run_id), reverse=True)

@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import html
 import json
 import time
@@ -111,11 +112,13 @@ class Dashboard:
                              "hostname, or a fingerprint's first 4 characters or more)")
         if env is not None and not self.store.has_env(env):
             raise BadRequest(f"env: no run of the store has the env label {env[:80]!r}")
-        if case is not None and not views.cases_matching(self.store.case_titles(), case):
+        titles = self.store.case_titles() if case is not None else None
+        if case is not None and not views.cases_matching(titles or {}, case):
             raise BadRequest(f"case: no case's id or title is {case[:200]!r} (a shell "
                              "pattern with * ? [ matches several)")
         data = views.regressions_view(
-            changes, hosts, metric=metric, machine=machine, env=env, case=case, state=state,
+            changes, hosts, metric=metric, machine=machine, env=env, case=case,
+            titles=titles, state=state,
             min_size=_share(q.get("min_size"), 0.0, "min_size"), page=_int(q.get("page"), 1),
             per_page=_per_page(q))
         return {**data, "status": status, "writable": self.token is not None,
@@ -298,10 +301,15 @@ def _json(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
 
 
-def _page(kind: str, title: str, data: Any) -> HTMLResponse:
-    template = resources.files("torchmark.server").joinpath("templates/page.html") \
+@functools.cache
+def _template() -> str:
+    """The pages' HTML (templates/page.html), read once."""
+    return resources.files("torchmark.server").joinpath("templates/page.html") \
         .read_text(encoding="utf-8")
-    body = (template.replace("{{title}}", html.escape(title))
+
+
+def _page(kind: str, title: str, data: Any) -> HTMLResponse:
+    body = (_template().replace("{{title}}", html.escape(title))
             .replace("{{kind}}", html.escape(kind))
             .replace("{{data}}", script_json(data)))
     return HTMLResponse(body)
@@ -310,19 +318,13 @@ def _page(kind: str, title: str, data: Any) -> HTMLResponse:
 def _error(status: int, message: str, as_json: bool) -> Response:
     if as_json:
         return JSONResponse({"error": message}, status_code=status)
-    head = ERROR_PAGE.split("<main", 1)[0]  # the pages' own header, no script; without
-    if status == 401:  # the token the stylesheet would be refused too
+    # the pages' own head and header (no script); without the token the stylesheet
+    head = _template().split("<main", 1)[0].replace("{{title}}", f"error {status}") \
+        .replace("{{kind}}", "error")
+    if status == 401:  # would be refused too
         head = head.replace('<link rel="stylesheet" href="/static/dashboard.css">', "")
     return HTMLResponse(f"{head}<main><h1>{status}</h1><p>{html.escape(message)}</p></main>"
                         "</body></html>", status_code=status)
-
-
-ERROR_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>torchmark: error</title>
-<link rel="stylesheet" href="/static/dashboard.css"><link rel="icon" href="data:,">
-</head><body><header><a class="brand" href="/regressions">torchmark</a>
-<nav><a href="/regressions">Regressions</a><a href="/runs">Runs</a><a href="/search">Search</a>
-</nav></header><main></main></body></html>"""
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:
