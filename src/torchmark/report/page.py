@@ -5,21 +5,30 @@ hundreds of cases opens at once). Nothing is fetched from the network."""
 from __future__ import annotations
 
 import html
-import json
 import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 
 def _asset(name: str) -> str:
     return resources.files("torchmark.report").joinpath(name).read_text(encoding="utf-8")
 
 
+def page_json(data: Any) -> str:
+    """`data` as compact JSON (orjson's: a case page's thousand points took json 2 ms):
+    numpy's numbers as numbers, keys that are not strings as strings, what else JSON
+    has no form for as its str()."""
+    return orjson.dumps(data, default=str, option=orjson.OPT_NON_STR_KEYS
+                        | orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
 def script_json(data: Any) -> str:
     """JSON safe inside a <script> element (no '</' closes it early)."""
-    text = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return page_json(data).replace("<", "\\u003c").replace(">", "\\u003e") \
+        .replace("&", "\\u0026")
 
 
 def render(data: dict[str, Any], title: str = "torchmark report") -> str:

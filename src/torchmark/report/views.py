@@ -173,7 +173,8 @@ def case_view(store: Any, case_id: str, *, metric: str | None = None,
     case = store.case_row(case_id)
     if case is None:
         return None
-    series = load_series(store, cases=[case_id], metric=metric)
+    # the raw samples only for a scan of its own (the page draws their quartiles)
+    series = load_series(store, cases=[case_id], metric=metric, samples=detected is None)
     if detected is None:
         changes = scan(store, series=series, improvements=True)
     else:  # the store-wide scan's, matched to these series by their first bad run

@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import functools
 import html
-import json
 import time
 from collections.abc import AsyncIterator, Callable
 from importlib import resources
@@ -36,7 +35,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from torchmark.report import views
-from torchmark.report.page import script_json
+from torchmark.report.page import page_json, script_json
 from torchmark.server import auth
 from torchmark.server.changes_cache import ChangesCache
 
@@ -297,10 +296,6 @@ def _share(value: Any, default: float, name: str) -> float:
         raise BadRequest(f"{name}: {e}") from None
 
 
-def _json(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
-
-
 @functools.cache
 def _template() -> str:
     """The pages' HTML (templates/page.html), read once."""
@@ -417,7 +412,7 @@ def build_page(kind: str, produce: Produce, title: Title, asked: Asked,
             if data is None:
                 response = _error(404, "not found", api)
             elif api:
-                response = Response(_json({"version": API_VERSION, **data}),
+                response = Response(page_json({"version": API_VERSION, **data}),
                                     media_type="application/json")
             else:
                 response = _page(kind, title(asked, data), data)

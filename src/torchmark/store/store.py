@@ -201,7 +201,7 @@ class SeriesRow(NamedTuple):
     unit: str
     median: float
     n: int
-    samples: tuple[float, ...]
+    packed: bytes  # its samples, packed (unpack_tuple reads them)
     run_id: int
 
 
@@ -1037,7 +1037,8 @@ class Store:
                     cases: Sequence[str] | None = None
                     ) -> tuple[list[SeriesRow], dict[int, RunPlace]]:
         """What the history of every series is made of, lean: each measured (not
-        failed) result as a SeriesRow (its samples unpacked), oldest run first; and the
+        failed) result as a SeriesRow (its samples as stored: a page that draws the
+        quartiles has no use for a thousand tuples), oldest run first; and the
         runs they belong to, each once. `cases`: only these case ids. No JSON column is
         read and the driver's own tuples are used: a store of a million results is read
         in seconds."""
@@ -1089,7 +1090,7 @@ class Store:
                           key=lambda row: (runs[row[7]].started, row[0]))
         elif cases is not None and len(ids) > 500:
             rows.sort(key=lambda row: (row[8], row[0]))
-        return [SeriesRow(row[1], row[2], row[3], row[4], row[5], unpack_tuple(row[6]), row[7])
+        return [SeriesRow(row[1], row[2], row[3], row[4], row[5], row[6], row[7])
                 for row in rows], runs
 
     def history(self, case_id: str, metric: str | None = None) -> list[dict[str, Any]]:
