@@ -480,3 +480,23 @@ def test_a_few_cases_series_are_their_runs_rows_in_the_runs_order(store_url):
     assert rows == [row for row in everything if row.case_id == "timeit:c"] and len(rows) == 2
     assert runs == {row.run_id: all_runs[row.run_id] for row in rows}
     store.close()
+
+
+def test_a_postgresql_connection_the_server_closed_is_replaced(postgres, monkeypatch):
+    """A pooled connection is pinged only after it sat idle (PING_AFTER_IDLE_S): one
+    the server ended meanwhile is replaced, not handed to a page that then fails."""
+    import torchmark.store.store as store_module
+
+    store = Store(postgres.new_database())
+    run = store.start_run(Provenance.capture())
+    assert store.runs()[0]["id"] == run
+    with store.engine.connect() as conn:  # the pool now holds this one connection
+        mine = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+    monkeypatch.setattr(store_module, "PING_AFTER_IDLE_S", 0.05)
+    with sa.create_engine(postgres.url(), isolation_level="AUTOCOMMIT").connect() as admin:
+        assert admin.exec_driver_sql(f"SELECT pg_terminate_backend({mine})").scalar()
+    time.sleep(0.2)
+    assert store.runs()[0]["id"] == run  # a new connection, after a failed ping
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT pg_backend_pid()").scalar() != mine
+    store.close()

@@ -16,6 +16,7 @@ import os
 import struct
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -50,6 +51,7 @@ LOCK_WAIT_S = 60  # how long a SQLite store's writer waits for another's write l
 PREVIOUS_RUNS_LOOKED_AT = 50  # previous_run: a run sharing a case among these, or none
 TWIN_WINDOW_S = 5  # twin_results: one session written twice, starts this close
 PROVENANCES_KEPT = 1024  # runs whose parsed provenance a Store keeps
+PING_AFTER_IDLE_S = 1.0  # a PostgreSQL connection idle this long is pinged at checkout
 CASE_LABELS_KEPT = 200_000  # cases whose labels run pages keep in memory
 MEDIANS_KEPT = 16  # runs whose medians run_medians keeps (about 1.5 MB each at 10k cases)
 
@@ -1643,7 +1645,28 @@ def _engine(url: str, lock_wait: list[float]) -> sa.Engine:
             cursor.close()
 
         return engine
-    return sa.create_engine(url, pool_pre_ping=True, json_deserializer=loads)
+    engine = sa.create_engine(url, json_deserializer=loads)
+
+    # a connection that sat in the pool is pinged before use (the server may have closed
+    # it); one given back a moment ago is not: a page takes and returns one several
+    # times, and pinging at each checkout cost a round trip each
+    @sa.event.listens_for(engine, "checkin")
+    def _returned(connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @sa.event.listens_for(engine, "checkout")
+    def _ping_if_idle(connection: Any, record: Any, proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_S:
+            return  # a new connection, or one just used
+        try:
+            alive = engine.dialect.do_ping(connection)
+        except Exception as e:  # the driver's own errors: a connection the server closed
+            raise sa.exc.DisconnectionError(str(e)) from e
+        if not alive:
+            raise sa.exc.DisconnectionError("the connection did not answer a ping")
+
+    return engine
 
 
 def open(url: str | None = None) -> Store:  # noqa: A001 (torchmark.store.open)
