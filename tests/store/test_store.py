@@ -500,3 +500,35 @@ def test_a_postgresql_connection_the_server_closed_is_replaced(postgres, monkeyp
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT pg_backend_pid()").scalar() != mine
     store.close()
+
+
+def test_a_pages_reads_share_one_connection(store_url):
+    """Within one_connection, a thread's reads check out one connection (a page's dozen
+    reads took one each); writes take their own, and another thread is not pinned."""
+    import threading
+
+    store = Store(store_url)
+    run = store.start_run(Provenance.capture())
+    store.record([Result(case=Case(id="timeit:a", frontend="timeit", stmt="a"),
+                         metric="wall", samples=(1.0, 1.1, 1.2))], run)
+    checkouts = []
+    sa.event.listen(store.engine, "checkout", lambda *_: checkouts.append(1))
+
+    def reads() -> None:
+        store.runs()
+        store.case_titles()
+        store.result_records(run=run)
+        store.hostnames()
+
+    reads()
+    alone = len(checkouts)
+    checkouts.clear()
+    with store.one_connection():
+        reads()
+        with store.one_connection():  # nested: the outer one's
+            reads()
+        other = threading.Thread(target=reads)
+        other.start()
+        other.join()
+    assert alone >= 4 and len(checkouts) == 1 + alone
+    store.close()

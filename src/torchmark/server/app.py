@@ -351,14 +351,21 @@ Title = Callable[[Asked, Any], str]
 
 
 def page_table(dash: Dashboard) -> list[tuple[str, str, Produce, Title]]:
-    """Each page: its kind, its path, what makes its data, and its title."""
+    """Each page: its kind, its path, what makes its data (its reads on one connection
+    of the store), and its title."""
     def run_data(asked: Asked) -> Any:
         return dash.run(_int(asked.path_params["run_id"], 0), asked.query_params)
 
     def case_data(asked: Asked) -> Any:
         return dash.case(asked.path_params["case_id"], asked.query_params)
 
-    return [
+    def on_one_connection(produce: Produce) -> Produce:
+        def pinned(asked: Asked) -> Any:
+            with dash.store.one_connection():
+                return produce(asked)
+        return pinned
+
+    pages: list[tuple[str, str, Produce, Title]] = [
         ("regressions", "/regressions", lambda r: dash.regressions(r.query_params),
          lambda r, d: "Regressions"),
         ("runs", "/runs", lambda r: dash.runs(r.query_params), lambda r, d: "Runs"),
@@ -369,6 +376,8 @@ def page_table(dash: Dashboard) -> list[tuple[str, str, Produce, Title]]:
                       f"{_side_name(d['candidate'])}"),
         ("search", "/search", lambda r: dash.search(r.query_params), lambda r, d: "Search"),
     ]
+    return [(kind, path, on_one_connection(produce), title)
+            for kind, path, produce, title in pages]
 
 
 Built = tuple[int, str, bytes, float, float]  # status, media type, body, queue, page (s)

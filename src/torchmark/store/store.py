@@ -288,6 +288,7 @@ class Store:
         self._labels: dict[str, tuple[str | None, str | None]] = {}
         # each run's parsed provenance, with the start it is of: see _provenance
         self._provenances: dict[int, tuple[str, Provenance | None]] = {}
+        self._pinned = threading.local()  # a thread's one connection: see one_connection
         if upgrade:
             try:
                 self._ensure_schema()
@@ -295,9 +296,32 @@ class Store:
                 raise StoreError(f"cannot open the store at {self.where}: "
                                  f"{str(e.orig or e).strip().splitlines()[0]}") from None
 
+    # -- connections ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def one_connection(self) -> Iterator[None]:
+        """Within the block, every read this thread makes of the store is made on one
+        connection (a page's dozen reads: one checkout and one end of transaction, where
+        each read took its own; SQLite's reads then see one state of the store). Writes
+        take their own, as always. Nested blocks share the outer one's."""
+        if getattr(self._pinned, "conn", None) is not None:
+            yield
+            return
+        with self.engine.connect() as conn:
+            self._pinned.conn = conn
+            try:
+                yield
+            finally:
+                self._pinned.conn = None
+
+    def _reading(self) -> contextlib.AbstractContextManager[sa.Connection]:
+        """A connection to read on: this thread's one (one_connection), else one of its
+        own for the caller's block."""
+        conn = getattr(self._pinned, "conn", None)
+        return contextlib.nullcontext(conn) if conn is not None else self.engine.connect()
+
     # -- schema ---------------------------------------------------------------------------
     def schema_version(self) -> str | None:
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             if not sa.inspect(conn).has_table("alembic_version"):
                 return None
             return conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
@@ -674,7 +698,7 @@ class Store:
                                                                  r.c.id.desc())
         if limit:
             query = query.limit(limit)
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             found = [dict(row._mapping) for row in conn.execute(query)]
             # the results of the runs listed only (not a count over the whole store)
             counts: dict[int, int] = {}
@@ -711,7 +735,7 @@ class Store:
         for word in (command or "").split():
             query = query.where(sa.cast(r.c.command, sa.Text).contains(word,
                                                                        autoescape=True))
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             total = conn.execute(sa.select(sa.func.count()).select_from(
                 query.subquery())).scalar() or 0
             ids = [row[0] for row in conn.execute(
@@ -753,7 +777,7 @@ class Store:
             res.c.run_id == run_id, res.c.case_id.in_(sorted({case for case, _ in shown}))
         ).order_by(res.c.id)
         found: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             for row in conn.execute(query):
                 found.setdefault((row.case_id, row.metric), []).append(dict(row._mapping))
         return [row for key in shown for row in found.get(key, [])], len(keys)
@@ -785,7 +809,7 @@ class Store:
             missing = [case for case in ids if case not in self._labels]
         c = schema.cases
         if missing:
-            with self.engine.connect() as conn:
+            with self._reading() as conn:
                 read = {row.id: (row.label, row.sub_label)
                         for start in range(0, len(missing), 500)
                         for row in conn.execute(sa.select(c.c.id, c.c.label, c.c.sub_label)
@@ -807,7 +831,7 @@ class Store:
         r, res = schema.runs, schema.results
         ids = sorted(set(cases))
         rows: list[tuple[Any, ...]] = []
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             query = _filtered(sa.select(res.c.run_id, res.c.case_id, res.c.metric,
                                         res.c.median, r.c.started, res.c.id)
                               .join(r, r.c.id == res.c.run_id)
@@ -842,7 +866,7 @@ class Store:
         key = (machine, env, *self.runs_version())
         if key in self._repeats:
             return self._repeats[key]
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             query = _filtered(sa.select(r.c.git_commit, r.c.git_dirty, r.c.torch_version,
                                         r.c.tags), r, None, machine, None).where(
                 r.c.env.is_(None) if env is None else r.c.env == env)
@@ -866,7 +890,7 @@ class Store:
         from torchmark.core.result import Case
 
         c = schema.cases
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             row = conn.execute(sa.select(c).where(c.c.id == case_id)).first()
         if row is None:
             return None
@@ -884,7 +908,7 @@ class Store:
 
         from torchmark.store import run_medians as packing
 
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             now = packing.version(conn, run_id)
             if now is None:
                 return packing.RunMedians([], np.empty(0))
@@ -950,14 +974,14 @@ class Store:
     def run_provenance(self, run_id: int) -> dict[str, Any] | None:
         """A run's whole provenance as it was captured (None for no such run, {} for a
         run stored without one)."""
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             row = conn.execute(sa.select(schema.runs.c.provenance)
                                .where(schema.runs.c.id == run_id)).first()
         return None if row is None else _json(row[0])
 
     def run_commits(self, run_ids: Iterable[int]) -> dict[int, tuple[str | None, str | None]]:
         """Each run's commit date and subject from its provenance."""
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return {run_id: (facts.commit_date, facts.commit_subject)
                     for run_id, facts in self.run_facts(conn, run_ids).items()}
 
@@ -991,7 +1015,7 @@ class Store:
             sa.or_(*(sa.func.lower(column).like(pattern, escape="\\")
                      for column in columns))
         ).order_by(c.c.id).limit(limit)
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
     def results(self, *, case: str | None = None, run: int | None = None,
@@ -1022,7 +1046,7 @@ class Store:
         query = _filtered(query, r, since, machine, env).order_by(r.c.started, res.c.id)
         ids = sorted(set(cases)) if cases is not None else [None]
         rows = []
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             for start in range(0, len(ids), 500):  # bounded IN lists
                 chunk = ids[start:start + 500]
                 rows += [dict(row._mapping) for row in conn.execute(
@@ -1059,7 +1083,7 @@ class Store:
             query = _filtered(query.add_columns(r.c.started).join(r, r.c.id == res.c.run_id),
                               r, since, machine, env).order_by(r.c.started, res.c.id)
         rows: list[tuple[Any, ...]] = []
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             for start in range(0, len(ids), 500):  # bounded IN lists
                 chunk = ids[start:start + 500]
                 rows += driver_rows(conn, query if chunk == [None] else
@@ -1107,7 +1131,7 @@ class Store:
                           ).join(r, r.c.id == res.c.run_id).where(res.c.case_id == case_id)
         if metric is not None:
             query = query.where(res.c.metric == metric)
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             found = conn.execute(query.order_by(r.c.started, res.c.id))
             keys = list(found.keys())
             return [dict(zip(keys, row, strict=True)) for row in found]
@@ -1124,7 +1148,7 @@ class Store:
         """Each run's id -> its start and end (an id SQLite gave again, after a
         deletion, names a run of another start or end)."""
         r = schema.runs
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return {run: (started, ended) for run, started, ended in
                     driver_rows(conn, sa.select(r.c.id, r.c.started, r.c.ended))}
 
@@ -1132,7 +1156,7 @@ class Store:
         """What changes when runs are added or deleted: their number, largest id and
         latest start (a deleted run's id given to a new run: its start)."""
         r = schema.runs
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return tuple(conn.execute(sa.select(sa.func.count(r.c.id), sa.func.max(r.c.id),
                                                 sa.func.max(r.c.started))).one())
 
@@ -1144,7 +1168,7 @@ class Store:
         res = schema.results
         query = sa.select(res.c.case_id, sa.func.count(), sa.func.max(res.c.id)) \
             .group_by(res.c.case_id)
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return {case: (int(count), int(last))
                     for case, count, last in driver_rows(conn, query)}
 
@@ -1158,7 +1182,7 @@ class Store:
                           c.c.description, c.c.threads)
         if ids is not None:
             query = query.where(c.c.id.in_(sorted(set(ids))[:1000]))
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return {row.id: Case(id=row.id, frontend=row.frontend, stmt=row.stmt,
                                  label=row.label, sub_label=row.sub_label,
                                  description=row.description, threads=row.threads).title
@@ -1167,7 +1191,7 @@ class Store:
     def case_params(self) -> dict[str, dict[str, Any]]:
         """Every case's id -> its parameters (shapes, dtypes, a test's parametrization)."""
         c = schema.cases
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return {row.id: dict(row.params or {})
                     for row in conn.execute(sa.select(c.c.id, c.c.params))}
 
@@ -1180,7 +1204,7 @@ class Store:
             .where(res.c.run_id.in_(list(run_ids))).group_by(res.c.case_id).subquery()
         query = sa.select(res.c.case_id, res.c.failure.is_(None)) \
             .join(newest, res.c.id == newest.c.last)
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return {case: bool(ok) for case, ok in conn.execute(query)}
 
     def finished_cases(self, run_id: int) -> set[str]:
@@ -1188,7 +1212,7 @@ class Store:
         res = schema.results
         query = sa.select(res.c.case_id).where(res.c.run_id == run_id,
                                                 res.c.failure.is_(None)).distinct()
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return set(conn.execute(query).scalars())
 
     def reopen_run(self, run_id: int, command: Sequence[str] | None = None) -> None:
@@ -1238,7 +1262,7 @@ class Store:
         ids = sorted(set(cases)) if cases is not None else None
         out = []
         provenances: dict[int, Provenance | None] = {}  # each run's, parsed once
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             if ids is None:
                 rows = list(conn.execute(query))
             else:  # bounded IN lists, then in time order again
@@ -1289,7 +1313,7 @@ class Store:
         r = schema.runs
         query = _filtered(sa.select(r.c.id, r.c.status, r.c.ended, r.c.tags), r, since,
                           machine, env).order_by(r.c.started, r.c.id)
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             runs = [tuple(row) for row in conn.execute(query)]
         for run_id, status, ended, tags in runs:
             results = self.result_records(run=run_id)
@@ -1313,7 +1337,7 @@ class Store:
         if commit is not None:
             query = query.where(r.c.git_commit.startswith(commit, autoescape=True))
         query = _filtered(query, r, None, machine, env)
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return [dict(row._mapping) for row in
                     conn.execute(query.order_by(r.c.started.desc(), r.c.id.desc()))]
 
@@ -1322,7 +1346,7 @@ class Store:
         of it (the newest that started before it, among the PREVIOUS_RUNS_LOOKED_AT
         newest), if any: what it is compared with by default."""
         r, res = schema.runs, schema.results
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             this = conn.execute(sa.select(r.c.started, r.c.machine, r.c.env)
                                 .where(r.c.id == run_id)).first()
             if this is None:
@@ -1343,21 +1367,21 @@ class Store:
 
     def has_run(self, run_id: int) -> bool:
         """Whether the store holds run `run_id`, whatever its status."""
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return conn.execute(sa.select(schema.runs.c.id)
                                 .where(schema.runs.c.id == run_id)).first() is not None
 
     def has_env(self, label: str) -> bool:
         """Whether a run of the store has the env label `label`."""
         r = schema.runs
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return conn.execute(sa.select(r.c.id).where(r.c.env == label).limit(1)) \
                 .first() is not None
 
     def hostnames(self) -> dict[str, str]:
         """Every machine's fingerprint -> its hostname."""
         t = schema.machines
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return {row.fingerprint: row.hostname
                     for row in conn.execute(sa.select(t.c.fingerprint, t.c.hostname))}
 
@@ -1377,7 +1401,7 @@ class Store:
         """The newest mark of each change: (case id, metric, first bad run) -> the mark,
         its note, who and when."""
         m = schema.change_marks
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(sa.select(m).order_by(m.c.id))
             return {(row.case_id, row.metric, row.first_bad_run): dict(row._mapping)
                     for row in rows}
@@ -1451,7 +1475,7 @@ class Store:
         database's) and counts."""
         out: dict[str, Any] = {"url": self.where, "dialect": self.dialect,
                                "schema": self.schema_version()}
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             for table in (schema.runs, schema.cases, schema.results, schema.machines):
                 out[table.name] = conn.execute(
                     sa.select(sa.func.count()).select_from(table)).scalar()
@@ -1487,7 +1511,7 @@ class Store:
     def runs_before(self, moment: str) -> list[int]:
         """The ids of the runs that started before `moment` (a date or an ISO time)."""
         r = schema.runs
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             return list(conn.execute(
                 sa.select(r.c.id).where(r.c.started < time_bound(moment, "--before"))
                 .order_by(r.c.id)).scalars())
