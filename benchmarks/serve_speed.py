@@ -135,25 +135,44 @@ def p95(values: list[float]) -> float:
     return float(np.percentile(values, 95))
 
 
+def busy_cpu_ms() -> float:
+    """The CPU time the whole machine has spent busy (every core, every process: the
+    server's, the database's, these clients'), from /proc/stat; NaN elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:8]]
+    except (OSError, ValueError):
+        return math.nan
+    user, nice, system, _idle, _iowait, irq, softirq = fields
+    return (user + nice + system + irq + softirq) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def measure(base: str, pages: dict[str, Any], requests: int, clients: int) -> None:
     """Each page `requests` times (request i asks for `pages[name](i)`: another case,
     run, pair of runs or page each time, so nothing answers from a cache), alone and
     from `clients` concurrent clients. Printed: the server's time on the request (app)
     alone, median and p95, and with the clients: the time building the page (page),
-    the wait for a page thread before it (queue) and the round trip."""
+    the wait for a page thread before it (queue), the server's time, the round trip,
+    the machine's busy CPU a request (cpu: the page processes', the serving process's,
+    the database's and these clients' together) and what that cost sets the server's
+    median to when the clients keep every core busy (floor: clients x cpu / cores; a
+    p95 near it is as low as this cost allows, not a queue the code could shorten)."""
     first_ms = fetch(base + "/regressions")["trip"]
     print(f"first regressions request (detects the changes across the store): "
           f"{first_ms / 1000:.1f} s")
     for path_of in pages.values():
         fetch(base + path_of(0))  # warm
+    cores = os.cpu_count() or 1
     print(f"{'':<16}{'alone: server':>14} {'p95':>6} | {clients} clients: "
           f"{'page':>6} {'p95':>6} {'queue':>6} {'server':>7} {'p95':>6} {'trip':>6} "
-          f"{'p95':>6}  (medians and p95, ms)")
+          f"{'p95':>6} | {'cpu':>5} {'floor':>6}  (medians and p95, ms; {cores} cores)")
     for name, path_of in pages.items():
         alone = [fetch(base + path_of(i))["app"] for i in range(requests)]
+        busy = busy_cpu_ms()
         with concurrent.futures.ThreadPoolExecutor(clients) as pool:
             together = list(pool.map(fetch, [base + path_of(requests + i)
                                              for i in range(requests)]))
+        cpu = (busy_cpu_ms() - busy) / requests
 
         def of(part: str, together: list[dict[str, float]] = together) -> list[float]:
             return [t[part] for t in together]
@@ -162,7 +181,8 @@ def measure(base: str, pages: dict[str, Any], requests: int, clients: int) -> No
               f"{'':>11}{statistics.median(of('page')):>6.1f} {p95(of('page')):>6.1f} "
               f"{statistics.median(of('queue')):>6.1f} {statistics.median(of('app')):>7.1f} "
               f"{p95(of('app')):>6.1f} {statistics.median(of('trip')):>6.1f} "
-              f"{p95(of('trip')):>6.1f}", flush=True)
+              f"{p95(of('trip')):>6.1f} | {cpu:>5.1f} {clients * cpu / cores:>6.0f}",
+              flush=True)
 
 
 def feed_status(base: str) -> dict[str, Any]:
