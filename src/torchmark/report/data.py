@@ -184,7 +184,6 @@ def _newest_pair(store: Any, run_ids: Sequence[int]) -> tuple[int, int] | None:
             if of(newest) & of(other):
                 return other, newest
     return None
-    return None
 
 
 def run_keys(store: Any, run: int) -> set[tuple[str, str]]:
