@@ -1687,7 +1687,7 @@ def _engine(url: str, lock_wait: list[float]) -> sa.Engine:
             return  # a new connection, or one just used
         try:
             alive = engine.dialect.do_ping(connection)
-        except Exception as e:  # the driver's own errors: a connection the server closed
+        except engine.dialect.loaded_dbapi.Error as e:  # a connection the server closed
             raise sa.exc.DisconnectionError(str(e)) from e
         if not alive:
             raise sa.exc.DisconnectionError("the connection did not answer a ping")
