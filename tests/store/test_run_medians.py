@@ -73,6 +73,10 @@ def test_a_finished_run_s_medians_are_read_from_its_packed_row(tmp_path):
             schema.run_medians.c.run_id == running).values(
             medians=np.array([7.0, 8.0]).astype("<f8").tobytes()))
     assert Store(store.url).run_medians(running).as_dict()[("timeit:p0", "wall")] == 7.0
+    with store.engine.begin() as conn:  # a write its packed row does not know of
+        store.count_result_write(conn, running)
+    assert Store(store.url).run_medians(running).as_dict()[("timeit:p0", "wall")] == 1.0
+    store.pack_medians(running)
     # results added to the finished run: its packed row no longer holds for it
     store.record([_result(3, 4.0)], running)
     assert Store(store.url).run_medians(running).as_dict() == {

@@ -317,9 +317,54 @@ def test_the_first_schema_upgrades_to_the_head(tmp_path, capsys):
     store.close()
 
 
-def test_an_upgrade_that_changes_nothing_in_sqlite_makes_no_copy(tmp_path, capsys):
-    """0006 adds an index on PostgreSQL only: a SQLite store at 0005 opens at the head
-    without a copy of the whole file, and without saying so."""
+def test_the_packed_medians_that_hold_are_kept_through_0007(tmp_path):
+    """0007 counts a run's result writes: a run's medians packed before it are marked as
+    of the run when they hold for it as it is, and never used for a run whose results
+    changed after they were packed."""
+    from alembic import command
+    from alembic.config import Config
+
+    import torchmark.store.store as store_module
+    from torchmark.store import run_medians
+
+    url = _store_at(tmp_path / "old.db", "0003")
+    old = Store(url, upgrade=False)
+    runs = [old.start_run(status="ok") for _ in range(2)]
+    table = sa.Table("results", sa.MetaData(), autoload_with=old.engine)
+
+    def add(run: int, results: list[Result]) -> None:
+        with old.engine.begin() as conn:
+            old.insert_case_rows(conn, [case_row(r.case) for r in results])
+            conn.execute(table.insert(), [
+                {k: v for k, v in dict(zip(RESULT_VALUES, result_values(r), strict=True),
+                                       run_id=run, recorded="2026-01-01T00:00:00.000000Z",
+                                       warnings=[], extra={}).items() if k in table.c}
+                for r in results])
+
+    for run in runs:
+        add(run, [result(1), result(2)])
+    config = Config()
+    config.set_main_option("script_location",
+                           str(Path(store_module.__file__).with_name("migrations")))
+    with old.engine.begin() as conn:  # 0004 packs both runs
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0006")
+    add(runs[1], [result(3)])  # by hand, after packing: the packed row no longer holds
+    old.close()
+    store = Store(url)
+    with store.engine.connect() as conn:
+        marks = dict(conn.execute(sa.select(schema.run_medians.c.run_id,
+                                            schema.run_medians.c.result_writes)).all())
+        assert marks == {runs[0]: 0, runs[1]: None}
+        assert run_medians.from_packed(conn, run_medians.version(conn, runs[0]), {})
+        assert run_medians.from_packed(conn, run_medians.version(conn, runs[1]), {}) is None
+    assert len(store.run_medians(runs[1]).keys) == 3  # read from its results
+    store.close()
+
+
+def test_an_upgrade_that_only_adds_to_a_sqlite_store_makes_no_copy(tmp_path, capsys):
+    """0006 adds an index on PostgreSQL only and 0007 two columns: a SQLite store at 0005
+    opens at the head without a copy of the whole file, and without saying so."""
     url = _store_at(tmp_path / "old.db", "0005")
     assert Store(url).schema_version() == HEAD
     assert not list(tmp_path.glob("*.bak")) and capsys.readouterr().err == ""

@@ -3,10 +3,11 @@ is judged, read from the results table's `median` column (no samples), and kept 
 one row of the run_medians table once the run is finished (schema.run_medians), so that
 a comparison reads two rows, not two runs' results.
 
-A packed row is used while the run is as it was when it was packed: its start, its
-number of results, its largest result id and that result's time recorded (ids only grow
-while results are added; a run deleted and made again with the ids SQLite gives again is
-told apart by its results' time). Otherwise the run's results are read."""
+A packed row is used while the run is as it was when it was packed: its start (a run
+deleted and made again under the id SQLite gives again starts at another time) and its
+`result_writes`, the number of writes that added or removed its results (each counted
+in its own transaction: Store.count_result_write), both in the run's row. Otherwise the run's
+results are read."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from torchmark.store import schema
 from torchmark.store.driver_sql import driver_rows
 
 Key = tuple[str, str]  # (case id, metric)
-Version = tuple[Any, ...]  # (run id, start, results, largest result id, its time recorded)
+Version = tuple[int, str, int]  # (run id, start, result writes)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -66,31 +67,33 @@ class RunMedians:
 
 @functools.cache
 def _version_query() -> sa.Select:
-    """version's statement, built once (every comparison and run page asks it: building
-    and compiling it anew took a millisecond); its parameter is `run_id`."""
-    r, res = schema.runs, schema.results
-    run_id = sa.bindparam("run_id", type_=sa.Integer)
-    held = sa.select(sa.func.count(res.c.id).label("count"),
-                     sa.func.max(res.c.id).label("last")) \
-        .where(res.c.run_id == run_id).subquery()
-    last = res.alias("last_result")
-    return sa.select(r.c.started, held.c.count, held.c.last, last.c.recorded) \
-        .select_from(r.join(held, sa.true()).outerjoin(last, last.c.id == held.c.last)) \
-        .where(r.c.id == run_id)  # one round trip, not three
+    """version's statement, built once (every comparison and run page asks it); its
+    parameter is `run_id`."""
+    r = schema.runs
+    return sa.select(r.c.started, r.c.result_writes) \
+        .where(r.c.id == sa.bindparam("run_id", type_=sa.Integer))
 
 
 def version(conn: sa.Connection, run_id: int) -> Version | None:
     """The run as it is now (module docstring); None when the store holds no such run."""
     row = conn.execute(_version_query(), {"run_id": run_id}).first()
-    if row is None:
-        return None
-    started, count, largest, recorded = row
-    return (run_id, started, count, largest, recorded)
+    return None if row is None else (run_id, row[0], row[1])
 
 
-def from_results(conn: sa.Connection, run_id: int, started: str) -> tuple[RunMedians, Version]:
+@dataclasses.dataclass(frozen=True)
+class Read:
+    """A run's medians as read from its results, and what its packed row keeps of them."""
+
+    medians: RunMedians
+    results: int  # how many results it held
+    last_result: int | None  # the largest result id, and its time recorded
+    last_recorded: str | None
+
+
+def from_results(conn: sa.Connection, run_id: int) -> Read:
     """The run's medians read from its results (a key's last result where it has
-    several), and the version they are of."""
+    several). Read the run's version before (a write between the two makes the version
+    older than what was read: read again next time, never the other way)."""
     res = schema.results
     rows = driver_rows(conn, sa.select(
         res.c.case_id, res.c.metric,
@@ -100,7 +103,7 @@ def from_results(conn: sa.Connection, run_id: int, started: str) -> tuple[RunMed
     latest = {(case_id, metric): value for case_id, metric, value, _, _ in rows}
     medians = RunMedians(list(latest), np.array(list(latest.values()), dtype=np.float64))
     last = rows[-1] if rows else (None,) * 5
-    return medians, (run_id, started, len(rows), last[3], last[4])
+    return Read(medians, len(rows), last[3], last[4])
 
 
 def from_packed(conn: sa.Connection, now: Version,
@@ -109,11 +112,9 @@ def from_packed(conn: sa.Connection, now: Version,
     when the row is not as torchmark writes it). `key_lists`: the lists of keys read
     before, by digest (a suite's runs share one), added to."""
     m, k = schema.run_medians, schema.median_keys
-    run_id, started, count, last, recorded = now
+    run_id, started, writes = now
     row = conn.execute(sa.select(m.c.key_digest, m.c.medians).where(
-        m.c.run_id == run_id, m.c.started == started, m.c.results == count,
-        m.c.last_result.is_not_distinct_from(last),
-        m.c.last_recorded.is_not_distinct_from(recorded))).first()
+        m.c.run_id == run_id, m.c.started == started, m.c.result_writes == writes)).first()
     if row is None:
         return None
     keys = key_lists.get(row.key_digest)
@@ -129,20 +130,21 @@ def from_packed(conn: sa.Connection, now: Version,
     return RunMedians(keys, np.frombuffer(data, dtype="<f8"))
 
 
-def write_packed(conn: sa.Connection, medians: RunMedians, now: Version) -> None:
-    """Keep `medians` (of the run's version `now`) packed, within the caller's
+def write_packed(conn: sa.Connection, read: Read, now: Version) -> None:
+    """Keep the medians `read` (of the run's version `now`) packed, within the caller's
     transaction; a row kept before for the run is replaced."""
     m, k = schema.run_medians, schema.median_keys
-    run_id, started, count, last, recorded = now
+    run_id, started, writes = now
+    medians = read.medians
     blob = json.dumps(medians.keys, separators=(",", ":")).encode()
     digest = hashlib.sha256(blob).hexdigest()
     insert: Any = (postgresql if conn.dialect.name == "postgresql" else sqlite).insert
     if conn.execute(sa.select(k.c.digest).where(k.c.digest == digest)).first() is None:
         conn.execute(insert(k).values(digest=digest, key_list=blob)
                      .on_conflict_do_nothing())
-    values = {"started": started, "results": count, "last_result": last,
-              "last_recorded": recorded, "key_digest": digest,
-              "medians": medians.medians.astype("<f8").tobytes()}
+    values = {"started": started, "result_writes": writes, "results": read.results,
+              "last_result": read.last_result, "last_recorded": read.last_recorded,
+              "key_digest": digest, "medians": medians.medians.astype("<f8").tobytes()}
     conn.execute(insert(m).values(run_id=run_id, **values)
                  .on_conflict_do_update(index_elements=[m.c.run_id], set_=values))
 

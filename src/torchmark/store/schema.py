@@ -46,6 +46,9 @@ runs = sa.Table(
     sa.Column("tags", sa.JSON, nullable=False),
     sa.Column("provenance", sa.JSON),  # the whole record, as captured
     sa.Column("import_key", sa.String(64), unique=True),  # a file imported: its digest
+    # how many writes added or removed its results (Store.count_result_write): what its
+    # packed medians are checked against (store/run_medians.py)
+    sa.Column("result_writes", sa.Integer, nullable=False, server_default="0"),
     sa.Index("runs_started", "started"),
     sa.Index("runs_machine_env", "machine", "env"),
 )
@@ -122,8 +125,8 @@ median_keys = sa.Table(
 )
 
 # a finished run's medians, packed (little-endian float64, NaN where none), as the run
-# was when they were read: its start, number of results, largest result id and that
-# result's time recorded
+# was when they were read: its start and result_writes (what tells whether they still
+# hold), its number of results, largest result id and that result's time recorded
 run_medians = sa.Table(
     "run_medians", metadata,
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
@@ -134,4 +137,5 @@ run_medians = sa.Table(
     sa.Column("last_recorded", sa.Text),
     sa.Column("key_digest", sa.String(64), sa.ForeignKey("median_keys.digest"), nullable=False),
     sa.Column("medians", sa.LargeBinary, nullable=False),
+    sa.Column("result_writes", sa.Integer),  # NULL: packed before 0007 and not of the run now
 )

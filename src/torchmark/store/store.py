@@ -35,9 +35,12 @@ from torchmark.store.result_rows import RESULT_VALUES, case_row, result_values
 if TYPE_CHECKING:
     from torchmark.store.run_medians import RunMedians
 
-HEAD = "0006"  # the newest migration
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006")  # every migration this torchmark knows, oldest first
-SQLITE_UNCHANGED = ("0006",)  # revisions that change nothing in a SQLite store (no copy)
+HEAD = "0007"  # the newest migration
+# every migration this torchmark knows, oldest first
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
+# revisions that only add to a SQLite store, or change nothing in it: upgraded without a
+# copy of the store first
+SQLITE_NO_COPY = ("0006", "0007")
 # what can be said of a detected change (schema.change_marks)
 CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed", "reopened")
 # "reopened": a mark taken back (the change reads as it was detected again: new or recovered)
@@ -281,7 +284,7 @@ class Store:
         self._caches_lock = threading.Lock()  # the caches below and _provenances
         # builds_repeat's answers, by (machine, env, largest run id, number of runs)
         self._repeats: dict[tuple[Any, ...], bool] = {}
-        self._counts: dict[tuple[int, str], int] = {}  # a finished run's result count
+        self._counts: dict[tuple[int, str, int], int] = {}  # a finished run's result count
         # a run page's order of each list of run keys (by id; the list kept alive with
         # it), and each case's label and sub-label: see run_results_page
         self._orders: dict[int, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
@@ -353,7 +356,7 @@ class Store:
                              f"this torchmark's {HEAD}: run `torchmark db upgrade --db URL` "
                              "(every machine sharing it then needs this torchmark)")
         pending = REVISIONS[REVISIONS.index(version) + 1:] if version is not None else ()
-        if version is not None and not set(pending) <= set(SQLITE_UNCHANGED):
+        if version is not None and not set(pending) <= set(SQLITE_NO_COPY):
             # an older SQLite store: a backup first, then upgraded
             path = self.engine.url.database
             if path and Path(path).exists():
@@ -504,6 +507,16 @@ class Store:
         within the caller's transaction (their cases stored already)."""
         insert_rows(conn, schema.results, RESULT_VALUES, values,
                     same={"run_id": run_id, "recorded": now})
+        Store.count_result_write(conn, run_id)
+
+    @staticmethod
+    def count_result_write(conn: sa.Connection, run_id: int) -> None:
+        """Count one more write of the run's results (schema.runs.result_writes: what
+        tells whether its packed medians still hold), within the writing transaction:
+        whatever adds or removes a run's results calls it (insert_values does)."""
+        r = schema.runs
+        conn.execute(r.update().where(r.c.id == run_id)
+                     .values(result_writes=r.c.result_writes + 1))
 
     @staticmethod
     def now() -> str:
@@ -743,9 +756,10 @@ class Store:
             found = {row.id: dict(row._mapping) for row in conn.execute(sa.select(
                 r.c.id, r.c.started, r.c.ended, r.c.status, r.c.command, r.c.git_commit,
                 r.c.git_dirty, r.c.torch_version, r.c.machine, r.c.env, r.c.tags,
-                r.c.provenance).where(r.c.id.in_(ids)))} if ids else {}
-            counts = self._result_counts(conn, [(run_id, found[run_id]["ended"])
-                                                for run_id in ids])
+                r.c.provenance, r.c.result_writes).where(r.c.id.in_(ids)))} if ids else {}
+            counts = self._result_counts(conn, [
+                (run_id, found[run_id]["ended"], found[run_id].pop("result_writes"))
+                for run_id in ids])
         out = []
         for run_id in ids:
             row = found[run_id]
@@ -919,7 +933,7 @@ class Store:
                     return kept[1]
             medians = packing.from_packed(conn, now, self._key_lists)
             if medians is None:
-                medians, now = packing.from_results(conn, run_id, now[1])
+                medians = packing.from_results(conn, run_id).medians
         with self._caches_lock:
             self._medians[run_id] = (now, medians)
             self._medians.move_to_end(run_id)
@@ -939,37 +953,36 @@ class Store:
             with self.engine.begin() as own:
                 self.pack_medians(run_id, own)
             return
-        started = conn.execute(sa.select(schema.runs.c.started)
-                               .where(schema.runs.c.id == run_id)).scalar()
-        if started is not None:
-            packing.write_packed(conn, *packing.from_results(conn, run_id, started))
+        now = packing.version(conn, run_id)
+        if now is not None:
+            packing.write_packed(conn, packing.from_results(conn, run_id), now)
 
     def _result_counts(self, conn: sa.Connection,
-                       runs: list[tuple[int, str | None]]) -> dict[int, int]:
-        """How many results each of `runs` (id, end) holds; a finished run's count read
-        from its packed medians where they are its own (else counted) and kept for the
-        life of this Store (a resumed run ends again: another key, and is packed
-        again)."""
+                       runs: list[tuple[int, str | None, int]]) -> dict[int, int]:
+        """How many results each of `runs` (id, end, result writes) holds; a finished
+        run's count read from its packed medians where they are of the run as it is
+        (else counted) and kept for the life of this Store, under the run's end and
+        writes (a write to it, or its end again when resumed, makes another key)."""
         res, r, m = schema.results, schema.runs, schema.run_medians
-        missing = [run_id for run_id, ended in runs
-                   if ended is None or (run_id, ended) not in self._counts]
-        finished = [run_id for run_id, ended in runs if ended is not None and
-                    (run_id, ended) not in self._counts]
-        # a finished run's count as its packed medians hold it (packed as it finished),
-        # while they are of this run (its start): no count of its results needed
+        missing = [run_id for run_id, ended, writes in runs
+                   if ended is None or (run_id, ended, writes) not in self._counts]
+        finished = [run_id for run_id, ended, writes in runs if ended is not None and
+                    (run_id, ended, writes) not in self._counts]
+        # a finished run's count as its packed medians hold it, while they are of the
+        # run as it is: no count of its results needed
         fresh: dict[int, int] = dict(conn.execute(
             sa.select(m.c.run_id, m.c.results).join(r, r.c.id == m.c.run_id)
-            .where(m.c.run_id.in_(finished), m.c.started == r.c.started)).all()) \
-            if finished else {}
+            .where(m.c.run_id.in_(finished), m.c.started == r.c.started,
+                   m.c.result_writes == r.c.result_writes)).all()) if finished else {}
         counted = [run_id for run_id in missing if run_id not in fresh]
         fresh.update(dict(conn.execute(
             sa.select(res.c.run_id, sa.func.count()).where(res.c.run_id.in_(counted))
             .group_by(res.c.run_id)).all()) if counted else {})
-        for run_id, ended in runs:
-            if ended is not None and (run_id, ended) not in self._counts:
-                self._counts[(run_id, ended)] = fresh.get(run_id, 0)
-        return {run_id: self._counts[(run_id, ended)] if ended is not None
-                else fresh.get(run_id, 0) for run_id, ended in runs}
+        for run_id, ended, writes in runs:
+            if ended is not None and (run_id, ended, writes) not in self._counts:
+                self._counts[(run_id, ended, writes)] = fresh.get(run_id, 0)
+        return {run_id: self._counts[(run_id, ended, writes)] if ended is not None
+                else fresh.get(run_id, 0) for run_id, ended, writes in runs}
 
     def run_provenance(self, run_id: int) -> dict[str, Any] | None:
         """A run's whole provenance as it was captured (None for no such run, {} for a
