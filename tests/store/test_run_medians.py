@@ -198,3 +198,20 @@ def test_a_run_s_result_count_is_its_own_after_it_is_resumed(tmp_path):
     assert Store(url).runs_page()[0][0]["results"] == 5
     store.finish_run(run)
     assert Store(url).runs_page()[0][0]["results"] == 5
+
+
+def test_a_long_lived_store_counts_results_recorded_into_a_finished_run(tmp_path):
+    """A server's Store keeps a finished run's count: results recorded into the run
+    after it finished (another process's Store) count at once (its result writes
+    changed), as its packed medians are read anew."""
+    from torchmark.store import Store
+
+    url = f"sqlite:///{tmp_path / 'count.db'}"
+    server = Store(url)
+    Store(url).record([_result(i, 1.0) for i in range(3)])
+    [run] = [r["id"] for r in server.runs(limit=None)]
+    assert server.runs_page()[0][0]["results"] == 3
+    assert len(server.run_medians(run).keys) == 3
+    Store(url).record([_result(i, 2.0) for i in range(3, 5)], run)  # finished: repacked
+    assert server.runs_page()[0][0]["results"] == 5
+    assert server.run_medians(run).as_dict()[("timeit:p4", "wall")] == 2.0
