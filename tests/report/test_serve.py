@@ -124,7 +124,25 @@ def test_the_api_gives_every_page_s_data(served):
     for asked in ("env=ci", "case=mul%3A%20n%3D1", f"case={change['case_id']}", "case=mul*"):
         assert get(f"{served}/api/v1/regressions?{asked}")[1]["total"] == 1, asked
     assert get(f"{served}/api/v1/regressions?case=mul%3A%20n%3D2")[1]["total"] == 0
-    assert get(f"{served}/api/v1/search?q=mul&page=2")[0] == 400
+    first, second = (get(f"{served}/api/v1/search?q=mul&per_page=2&page={k}")[1]
+                     for k in (1, 2))  # 3 cases: a page of 2, then the last one
+    assert (len(first["cases"]), first["more"], len(second["cases"]), second["more"]) == \
+        (2, True, 1, False)
+    assert second["cases"][0]["case_id"] not in {c["case_id"] for c in first["cases"]}
+    # paging values and runs' filters out of range are refused, not quietly changed
+    for asked in ("runs?per_page=-5", "runs?per_page=501", "runs?page=0",
+                  "runs?machine=zzzz", "runs?env=nightly", "search?q=mul&page=0"):
+        status, refused = get(f"{served}/api/v1/{asked}")
+        assert status == 400 and refused["error"], asked
+    for method, path in (("DELETE", "runs/1"), ("GET", "regressions/mark")):
+        request = urllib.request.Request(f"{served}/api/v1/{path}", method=method)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 405 and "error" in json.loads(refused.value.read())
+    # without a token, only a request naming this machine (no DNS rebinding)
+    assert get(f"{served}/api/v1/runs", {"Host": "evil.example.com"})[0] == 400
+    for host in ("localhost", "127.0.0.1:80", "[::1]:8000"):
+        assert get(f"{served}/api/v1/runs?per_page=1", {"Host": host})[0] == 200, host
     status, case = get(f"{served}/api/v1/cases/{change['case_id']}")
     [plot] = case["plots"]  # the two machines' series on one commit axis
     series, other = (case["series"][i] for i in plot["series"])
@@ -296,7 +314,7 @@ def test_every_page_renders_and_the_click_path_works(browser, served):
     page.screenshot(path=str(ARTIFACTS / "dashboard-compare.png"), full_page=True)
     page.click("th:has-text('change')")  # sortable
     for path, shot in (("/runs", "runs"), ("/runs/16", "run"), ("/search?q=mul", "search"),
-                       ("/runs?machine=nowhere", None)):
+                       ("/runs?commit=ffffff", None)):
         page.goto(f"{served}{path}")
         page.wait_for_selector("main table, main p")
         if shot:
@@ -322,6 +340,19 @@ def test_every_page_renders_and_the_click_path_works(browser, served):
     page.wait_for_selector("main table")
     assert "min_size=20%25" in page.url and "mul: n=1" in page.inner_text("main")
     assert "machine=" not in page.url  # an empty field is left out of the address
+    page.goto(f"{served}/regressions?since_commit=0010")  # kept by the filter form
+    page.wait_for_selector("main table")
+    page.click("button:text-is('Filter')")
+    page.wait_for_selector("main table")
+    assert "since_commit=0010" in page.url
+    page.goto(f"{served}/compare?a=15&b=16&threshold=1%25&per_page=1")
+    page.click("text=next")  # the next page and the other order: judged alike
+    page.wait_for_selector("main table")
+    assert "threshold=0.01" in page.url and "per_page=1" in page.url and "page=2" in page.url
+    page.click("text=by case instead")
+    page.wait_for_selector("main table")
+    assert "threshold=0.01" in page.url and "sort=case" in page.url
+    assert "threshold 1.0%" in page.inner_text("main")
     assert errors == [] and outside == []
 
 

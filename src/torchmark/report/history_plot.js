@@ -73,9 +73,9 @@ window.torchmarkHistoryPlot = (function () {
       margin: { t: 24, r: 20, b: 80, l: 70 }, shapes, annotations, showlegend: many,
       legend: { orientation: "h", y: -0.35 }, hovermode: "closest",
       xaxis: { tickmode: "array", tickvals: ticks, ticktext: ticks.map((i) => esc(plot.labels[i])),
-        tickangle: -35, range: places < 3 ? [-1, places] : undefined,
+        tickangle: -35, range: places < 3 ? [-1, places] : undefined, automargin: true,
         title: { text: "commit (in commit order)" } },
-      yaxis: { title: { text: `${esc(plot.metric)} (${unit})` }, rangemode: "tozero" },
+      yaxis: { title: { text: `${esc(plot.metric)} (${unit})` }, rangemode: "tozero", automargin: true },
     }, { displaylogo: false, responsive: true });
     if (onPick) {
       div.on("plotly_click", (event) => {

@@ -7,7 +7,7 @@ a case's history from `case_view` too.
 - `case_view`: a case's history per metric and machine, commits on the x axis in commit
   order (the committer date; the run's start where a run recorded none), each point's
   commit subject, torch build, machine and sample spread, the change points with their
-  ratio and interval; a history longer than MAX_POINTS reduced to MAX_POINTS buckets
+  ratio and interval; a history longer than MAX_POINTS reduced to MAX_POINTS buckets at most
   (saying so), change points kept;
 - `regressions_view`: the changes detected across the store, newest first, filtered by
   metric, machine, size and state (new, confirmed, not-confirmed, dismissed,
@@ -279,22 +279,20 @@ def history_plots(drawn: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _buckets(n: int, most: int, keep: set[int]) -> list[tuple[int, int]]:
     """[first, last) index ranges covering n points in order, at most `most` of them
-    (about), each index of `keep` a bucket of its own."""
+    (when `most` leaves room for `keep`), each index of `keep` a bucket of its own; the
+    other points spread evenly over the buckets left (a point kept splits the bucket it
+    falls in, so two are set aside for each)."""
     if n <= most:
         return [(i, i + 1) for i in range(n)]
-    size = math.ceil(n / max(1, most - 2 * len(keep)))
+    free = [i for i in range(n) if i not in keep]
+    share = max(1, most - 2 * len(keep))  # buckets for the points not kept
+    # the free point j (of len(free)) goes to bucket j * share // len(free)
+    group = {i: j * share // len(free) for j, i in enumerate(free)}
     out, start = [], 0
-    for i in range(n):
-        if i in keep:
-            if start < i:
-                out.append((start, i))
-            out.append((i, i + 1))
-            start = i + 1
-        elif i + 1 - start >= size:
-            out.append((start, i + 1))
-            start = i + 1
-    if start < n:
-        out.append((start, n))
+    for i in range(1, n + 1):
+        if i == n or i in keep or i - 1 in keep or group[i] != group[i - 1]:
+            out.append((start, i))
+            start = i
     return out
 
 
@@ -499,14 +497,20 @@ def _env(results: Any) -> str | None:
     return next((r.provenance.env for r in results if r.provenance is not None), None)
 
 
-def search_view(store: Any, text: str, limit: int = PAGE_SIZE) -> dict[str, Any]:
-    """Cases whose id, names or parameters hold `text` (case-insensitive)."""
+def search_view(store: Any, text: str, *, page: int = 1,
+                per_page: int = PAGE_SIZE) -> dict[str, Any]:
+    """Cases whose id, names or parameters hold `text` (case-insensitive), a page at a
+    time by id; `more`: whether a next page holds more (the matches are not counted: that
+    would read every case)."""
     from torchmark.core.result import Case
 
-    found = store.search_cases(text, limit=limit) if text.strip() else []
-    return {"query": text, "cases": [
+    page = max(1, page)
+    found = store.search_cases(text, limit=per_page + 1, offset=(page - 1) * per_page) \
+        if text.strip() else []
+    return {"query": text, "page": page, "per_page": per_page,
+            "more": len(found) > per_page, "cases": [
         {"case_id": row["id"], "frontend": row["frontend"], "params": row["params"] or {},
          "title": Case(id=row["id"], frontend=row["frontend"], stmt=row["stmt"] or "",
                        label=row["label"], sub_label=row["sub_label"],
                        description=row["description"], threads=row["threads"] or 1).title}
-        for row in found]}
+        for row in found[:per_page]]}

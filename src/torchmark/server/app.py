@@ -64,14 +64,15 @@ class Dashboard:
 
     # -- pages and their data --------------------------------------------------------
     def runs(self, q: Any) -> dict[str, Any]:
-        return views.runs_view(self.store, machine=q.get("machine") or None,
-                               env=q.get("env") or None, commit=q.get("commit") or None,
+        machine, env = self._machine_and_env(q, self.store.hostnames())
+        return views.runs_view(self.store, machine=machine, env=env,
+                               commit=q.get("commit") or None,
                                command=q.get("command") or None,
                                since=_time(q, "since"), until=_time(q, "until"),
-                               page=_int(q.get("page"), 1), per_page=_per_page(q))
+                               page=_page_number(q), per_page=_per_page(q))
 
     def run(self, run_id: int, q: Any) -> dict[str, Any] | None:
-        data = views.run_view(self.store, run_id, page=_int(q.get("page"), 1),
+        data = views.run_view(self.store, run_id, page=_page_number(q),
                               per_page=_per_page(q))
         if data is None:
             raise NotFound(f"no run {run_id} in the store (the runs page lists them)")
@@ -102,15 +103,8 @@ class Dashboard:
             raise BadRequest(f"state must be one of {', '.join(views.STATES)}")
         metric = _metric(q)
         hosts = self.store.hostnames()
-        machine, env, case = (q.get(name) or None for name in ("machine", "env", "case"))
-        # a filter that names nothing the store holds is refused: "no regression" would
-        # be read as all clear
-        if machine is not None and not any(views.on_machine(fingerprint, machine, hosts)
-                                           for fingerprint in hosts):
-            raise BadRequest(f"machine: no machine of the store is {machine[:80]!r} (a "
-                             "hostname, or a fingerprint's first 4 characters or more)")
-        if env is not None and not self.store.has_env(env):
-            raise BadRequest(f"env: no run of the store has the env label {env[:80]!r}")
+        machine, env = self._machine_and_env(q, hosts)
+        case = q.get("case") or None
         titles = self.store.case_titles() if case is not None else None
         if case is not None and not views.cases_matching(titles or {}, case):
             raise BadRequest(f"case: no case's id or title is {case[:200]!r} (a shell "
@@ -118,7 +112,7 @@ class Dashboard:
         data = views.regressions_view(
             changes, hosts, metric=metric, machine=machine, env=env, case=case,
             titles=titles, state=state,
-            min_size=_share(q.get("min_size"), 0.0, "min_size"), page=_int(q.get("page"), 1),
+            min_size=_share(q.get("min_size"), 0.0, "min_size"), page=_page_number(q),
             per_page=_per_page(q))
         return {**data, "status": status, "writable": self.token is not None,
                 "since_commit": since}
@@ -135,7 +129,7 @@ class Dashboard:
             raise BadRequest("sort must be change or case")
         data = views.compare_view(self.store, a, b,
                                   threshold=_share(q.get("threshold"), 0.05, "threshold"),
-                                  sort=sort, page=_int(q.get("page"), 1),
+                                  sort=sort, page=_page_number(q),
                                   per_page=_per_page(q), explainer=lambda old, new:
                                   explain_results(old, new, ops=False, top=5).sections(5))
         if not data["total"]:  # as gate refuses them: "no row" must not read as "no change"
@@ -144,6 +138,18 @@ class Dashboard:
                     raise NotFound(f"{name}: no run {side}")
             raise BadRequest("a and b hold no case in common: nothing to compare")
         return data
+
+    def _machine_and_env(self, q: Any, hosts: dict[str, str]) -> tuple[str | None, str | None]:
+        """The ?machine= and ?env= filters; one that names nothing the store holds is
+        refused ("no regression", "no run" would read as all clear)."""
+        machine, env = q.get("machine") or None, q.get("env") or None
+        if machine is not None and not any(views.on_machine(fingerprint, machine, hosts)
+                                           for fingerprint in hosts):
+            raise BadRequest(f"machine: no machine of the store is {machine[:80]!r} (a "
+                             "hostname, or a fingerprint's first 4 characters or more)")
+        if env is not None and not self.store.has_env(env):
+            raise BadRequest(f"env: no run of the store has the env label {env[:80]!r}")
+        return machine, env
 
     def _side_of(self, name: str, ref: str | None) -> Any:
         """A side of a comparison (the query parameter `name`): a run id, `run:N`,
@@ -202,7 +208,8 @@ class Dashboard:
         return runs
 
     def search(self, q: Any) -> dict[str, Any]:
-        return views.search_view(self.store, (q.get("q") or "")[:200])
+        return views.search_view(self.store, (q.get("q") or "")[:200],
+                                 page=_page_number(q), per_page=_per_page(q))
 
     def mark(self, key: str, mark: str, note: str, by: str | None) -> dict[str, Any]:
         """Store a mark on the change named `key` (a regression's key)."""
@@ -269,8 +276,19 @@ def _time(q: Any, name: str) -> str | None:
 
 
 def _per_page(q: Any) -> int:
-    """?per_page=N, 1 to MAX_PER_PAGE (default: views.PAGE_SIZE)."""
-    return min(max(_int(q.get("per_page"), views.PAGE_SIZE), 1), MAX_PER_PAGE)
+    """?per_page=N, 1 to MAX_PER_PAGE (default: views.PAGE_SIZE); another is refused."""
+    number = _int(q.get("per_page"), views.PAGE_SIZE)
+    if not 1 <= number <= MAX_PER_PAGE:
+        raise BadRequest(f"per_page must be 1 to {MAX_PER_PAGE}, got {number}")
+    return number
+
+
+def _page_number(q: Any) -> int:
+    """?page=N, 1 or more (default 1); another is refused."""
+    number = _int(q.get("page"), 1)
+    if number < 1:
+        raise BadRequest(f"page must be 1 or more, got {number}")
+    return number
 
 
 def _metric(q: Any) -> str | None:
@@ -326,6 +344,16 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     """An address no page has (JSON under /api/)."""
     return _error(404, f"no page at {request.url.path[:200]}",
                   request.url.path.startswith("/api/"))
+
+
+async def _not_allowed(request: Request, exc: Exception) -> Response:
+    """A method an address does not take (JSON under /api/), with the ones it takes."""
+    allowed = getattr(exc, "headers", None) or {}
+    response = _error(405, f"{request.method[:10]} is not taken at {request.url.path[:200]}"
+                           + (f" (it takes {allowed['Allow']})" if "Allow" in allowed else ""),
+                      request.url.path.startswith("/api/"))
+    response.headers.update(allowed)
+    return response
 
 
 @dataclasses.dataclass(frozen=True)
@@ -391,7 +419,7 @@ PARAMETERS = {
     "run": {"page", "per_page"},
     "case": {"metric"},
     "compare": {"a", "b", "sort", "threshold", "page", "per_page"},
-    "search": {"q"},
+    "search": {"q", "page", "per_page"},
 }
 
 
@@ -598,22 +626,31 @@ def create_app(store: Any, token: str | None = None,
             processes.close()
 
     app = Starlette(routes=routes, middleware=[Middleware(Guard, token=token)],
-                    exception_handlers={404: _not_found}, lifespan=lifespan)
+                    exception_handlers={404: _not_found, 405: _not_allowed}, lifespan=lifespan)
     app.state.dashboard = dash
     return app
 
 
 class Guard(BaseHTTPMiddleware):
-    """The token on every request (when one is set), the security headers, and the
-    server's time on the request (`Server-Timing: app;dur=MS`, after a page's own
-    `queue` and `page` times)."""
+    """The token on every request (when one is set; without one, a request must name
+    this machine in its Host header: a web page elsewhere that had its own name point
+    at 127.0.0.1 cannot read the dashboard through the user's browser), the security
+    headers, and the server's time on the request (`Server-Timing: app;dur=MS`, after
+    a page's own `queue` and `page` times)."""
 
     def __init__(self, app: Any, token: str | None) -> None:
         super().__init__(app)
         self.token = token
 
     async def dispatch(self, request: Request, call_next: Any) -> Response:
-        if self.token is not None:
+        if self.token is None:
+            host = auth.host_of(request.headers.get("host"))
+            if host and not auth.is_loopback(host):
+                return _secured(_error(
+                    400, f"this dashboard answers to localhost only, not {host[:80]!r} "
+                         "(bound elsewhere it needs --token)",
+                    request.url.path.startswith("/api/")))
+        else:
             given = request.query_params.get("token")
             if given is not None:
                 if not auth.matches(given, self.token):

@@ -29,6 +29,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_of(header: str | None) -> str:
+    """The host a request's Host header names, without its port ("" for none):
+    `[::1]:8000` -> `::1`, `localhost:8000` -> `localhost`."""
+    value = (header or "").strip()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else ""
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
 def read_token(token: str | None, token_file: str | None) -> str | None:
     """The token given, or the first line of the token file (which must be readable by
     its owner only); a UsageError for a short token (or one of spaces, or of one

@@ -1014,9 +1014,9 @@ class Store:
                                                data.get("git_commit_subject"), started)
         return {run_id: self._facts[run_id] for run_id in ids if run_id in self._facts}
 
-    def search_cases(self, text: str, limit: int = 50) -> list[dict[str, Any]]:
+    def search_cases(self, text: str, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """Cases whose id, statement, label, sub-label, description or parameters hold
-        `text` (case-insensitive), at most `limit`, by id."""
+        `text` (case-insensitive), by id: at most `limit`, the first `offset` left out."""
         c = schema.cases
         # the text as it is: LIKE's wildcards (% and _) and the escape character escaped
         literal = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -1027,7 +1027,7 @@ class Store:
                           c.c.description, c.c.threads, c.c.device, c.c.params).where(
             sa.or_(*(sa.func.lower(column).like(pattern, escape="\\")
                      for column in columns))
-        ).order_by(c.c.id).limit(limit)
+        ).order_by(c.c.id).offset(offset).limit(limit)
         with self._reading() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 

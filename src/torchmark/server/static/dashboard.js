@@ -54,14 +54,16 @@
   function td(content, sort, cls) {
     return el("td", { "data-sort": sort === undefined ? null : String(sort), class: cls || null }, content);
   }
-  function filters(fields, values) {
-    // empty fields left out of the address (a pasted link holds only the filters set)
+  function filters(fields, values, kept) {
+    // empty fields left out of the address (a pasted link holds only the filters set);
+    // `kept`: parameters the form does not show, carried as they are
     const dropEmpty = (e) => { for (const f of e.target.elements) if (f.name && !f.value) f.disabled = true; };
     return el("form", { class: "filters", method: "get", onsubmit: dropEmpty },
       fields.map(([name, label, options]) => el("label", {}, label, options
         ? el("select", { name }, el("option", { value: "" }, "any"),
           options.map((o) => el("option", { value: o, selected: values[name] === o }, o)))
         : el("input", { name, value: values[name] ?? "" }))),
+      Object.entries(kept || {}).map(([name, v]) => el("input", { type: "hidden", name, value: v ?? "" })),
       el("button", { type: "submit" }, "Filter"));
   }
   // what the detection could not judge, as `torchmark regressions` says it
@@ -195,7 +197,7 @@
       app.append(filters([["metric", "metric", ["wall", "device", "kernel", "batch", "instructions", "memory", "allocated", "compile"]],
         ["machine", "machine"], ["env", "env"], ["case", "case (id, title or a * pattern)"],
         ["state", "state", ["new", "confirmed", "not-confirmed", "dismissed", "acknowledged", "recovered"]],
-        ["min_size", "size at least (10% or 0.1)"]], f),
+        ["min_size", "size at least (10% or 0.1)"]], f, { since_commit: data.since_commit }),
       data.since_commit ? el("p", {}, `Only the regressions whose first bad run started after the first run of commit ${data.since_commit}.`) : "",
       el("p", { class: "note" }, `changes detected ${new Date(data.status.computed_at * 1000).toISOString().slice(0, 19).replace("T", " ")} UTC in ${data.status.scan_seconds.toFixed(1)} s${data.status.refreshing ? " (detecting again: the store changed)" : ""}`),
       data.regressions.length ? el("p", { class: "note" }, "change: the level after against the level " +
@@ -212,17 +214,19 @@
         { sortable: true }) : el("p", {}, "No regression detected" + (data.status.checked.series ?
           ` among ${data.status.checked.series} series.` : ": the store holds no series yet.")),
       checkedNote(data.status.checked),
-      pager(data.page, data.per_page, data.total, { ...f, per_page: data.per_page }));
+      pager(data.page, data.per_page, data.total, { ...f, since_commit: data.since_commit, per_page: data.per_page }));
     },
     compare() {
+      // what the page was asked for, kept by its other pages and orders
+      const asked = { a: data.baseline, b: data.candidate, threshold: data.threshold, per_page: data.per_page };
       const side = (name, runs, note) => [typeof name === "string" ? `${name}: ` : "",
         runs.length > 1 ? "runs " : "run ", ...runs.flatMap((id, i) => [i ? ", " : "", link(`/runs/${id}`, String(id))]),
         note ? ` (${note})` : ""];
       app.append(el("p", {}, "baseline ", ...side(data.baseline, data.baseline_runs, data.baseline_note),
         ", candidate ", ...side(data.candidate, data.candidate_runs, data.candidate_note),
         `; threshold ${(data.threshold * 100).toFixed(1)}%; ${data.total} cases in common, `,
-        data.sort === "case" ? ["by case (", link(query({ a: data.baseline, b: data.candidate, sort: "change" }), "the largest change first instead"), ")"]
-          : ["the largest change first (", link(query({ a: data.baseline, b: data.candidate, sort: "case" }), "by case instead"), ")"]),
+        data.sort === "case" ? ["by case (", link(query({ ...asked, sort: "change" }), "the largest change first instead"), ")"]
+          : ["the largest change first (", link(query({ ...asked, sort: "case" }), "by case instead"), ")"]),
       data.environment_differences.length ? el("div", { class: "env-change" },
         "The runs' environments differ in what changes performance: " + data.environment_differences.join("; ")) : "",
       table(["case", "metric", "baseline", "candidate", "change", "interval", "verdict", "why"],
@@ -234,7 +238,7 @@
       data.rows.some((r) => r.verdict === "unmeasured") ? el("p", { class: "note" },
         "unmeasured: these two runs alone do not hold enough samples to judge the case (the why column says what is missing); " +
         "a change the regressions feed shows is found across the case's whole history, many runs either side.") : "",
-      pager(data.page, data.per_page, data.total, { a: data.baseline, b: data.candidate, sort: data.sort }),
+      pager(data.page, data.per_page, data.total, { ...asked, sort: data.sort }),
       data.explanations.length ? el("h2", {}, "Where the slower cases' changes live") : "",
       ...data.explanations.map((lines) => el("pre", {}, lines.join("\n"))),
       data.only_baseline ? el("p", { class: "note" }, `${data.only_baseline} case(s) only in the baseline`) : "",
@@ -246,9 +250,13 @@
       data.query ? table(["case", "frontend", "params"], data.cases.map((c) => el("tr", {},
         td(link(`/cases/${encodeURIComponent(c.case_id)}`, c.title)), td(c.frontend),
         td(el("code", {}, JSON.stringify(c.params)))))) : "",
-      data.query && !data.cases.length ? el("p", {}, "No case matches.") : "",
+      data.query && !data.cases.length ? el("p", {}, "No case matches" + (data.page > 1 ? " on this page." : ".")) : "",
+      data.query && (data.page > 1 || data.more) ? el("p", { class: "pager" },
+        data.page > 1 ? link(query({ q: data.query, per_page: data.per_page, page: data.page - 1 }), "previous") : "",
+        el("span", {}, `page ${data.page}`),
+        data.more ? link(query({ q: data.query, per_page: data.per_page, page: data.page + 1 }), "next") : "") : "",
       data.query ? "" : el("p", { class: "note" }, "Text a case's id, statement, label, " +
-        "sub-label, description or parameters hold (any case; 50 at most, by id)."));
+        "sub-label, description or parameters hold (any case, by id, a page at a time)."));
     },
   };
 
