@@ -64,7 +64,7 @@ class Dashboard:
 
     # -- pages and their data --------------------------------------------------------
     def runs(self, q: Any) -> dict[str, Any]:
-        machine, env = self._machine_and_env(q, self.store.hostnames())
+        machine, env = self._machine_and_env(q)
         return views.runs_view(self.store, machine=machine, env=env,
                                commit=q.get("commit") or None,
                                command=q.get("command") or None,
@@ -139,11 +139,15 @@ class Dashboard:
             raise BadRequest("a and b hold no case in common: nothing to compare")
         return data
 
-    def _machine_and_env(self, q: Any, hosts: dict[str, str]) -> tuple[str | None, str | None]:
+    def _machine_and_env(self, q: Any, hosts: dict[str, str] | None = None
+                         ) -> tuple[str | None, str | None]:
         """The ?machine= and ?env= filters; one that names nothing the store holds is
-        refused ("no regression", "no run" would read as all clear)."""
+        refused ("no regression", "no run" would read as all clear). `hosts`: the
+        store's hostnames, where the caller holds them."""
         machine, env = q.get("machine") or None, q.get("env") or None
-        if machine is not None and not any(views.on_machine(fingerprint, machine, hosts)
+        if machine is not None and hosts is None:
+            hosts = self.store.hostnames()
+        if machine is not None and hosts is not None and not any(views.on_machine(fingerprint, machine, hosts)
                                            for fingerprint in hosts):
             raise BadRequest(f"machine: no machine of the store is {machine[:80]!r} (a "
                              "hostname, or a fingerprint's first 4 characters or more)")
