@@ -94,8 +94,10 @@ def write_run(store: Store, base: Provenance, k: int, ids: list[str], scale: np.
     values = scale[:, None] * (1 + 0.01 * rng.standard_normal((len(ids), SAMPLES)))
     ordered = np.sort(values, axis=1)
     medians = (ordered[:, SAMPLES // 2 - 1] + ordered[:, SAMPLES // 2]) / 2
-    q1 = ordered[:, 2] * 0.75 + ordered[:, 3] * 0.25
-    q3 = ordered[:, 6] * 0.25 + ordered[:, 7] * 0.75
+    # core.result.quartile's: linear between the sorted values about i (n - 1) / 4
+    (j1, d1), (j3, d3) = divmod(SAMPLES - 1, 4), divmod(3 * (SAMPLES - 1), 4)
+    q1 = (ordered[:, j1] * (4 - d1) + ordered[:, j1 + 1] * d1) / 4
+    q3 = (ordered[:, j3] * (4 - d3) + ordered[:, j3 + 1] * d3) / 4
     means = values.mean(axis=1)
     blobs = [row.astype("<f8").tobytes() for row in values]
     now = utc_now()
@@ -105,9 +107,11 @@ def write_run(store: Store, base: Provenance, k: int, ids: list[str], scale: np.
              "min": float(ordered[i, 0]), "max": float(ordered[i, -1]),
              "samples": blobs[i], "content_key": content_key(case, "wall", blobs[i]),
              "warnings": [], "failure": None, "failure_tail": None, "extra": {},
-             "recorded": now} for i, case in enumerate(ids)]
+             "q1": float(q1[i]), "q3": float(q3[i]), "recorded": now}
+            for i, case in enumerate(ids)]
     with store.engine.begin() as conn:
         conn.execute(tables.results.insert(), rows)
+        store.count_result_write(conn, run)
     store.finish_run(run, "ok")
     return run
 

@@ -74,6 +74,7 @@ def bulk_history(store: Store, runs: int, case: str) -> None:
             {"run_id": first + i, "case_id": case, "metric": "wall", "unit": "s",
              "number_per_run": 100, "n": 10, "median": 1e-6 * (1 + i % 7 / 100),
              "mean": 1e-6, "iqr": 0.0, "min": 1e-6, "max": 1e-6, "samples": blob,
+             "q1": 1e-6, "q3": 1e-6,
              "warnings": [], "extra": {}, "recorded": utc_now()} for i in range(runs)])
 
 

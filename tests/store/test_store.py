@@ -362,6 +362,52 @@ def test_the_packed_medians_that_hold_are_kept_through_0007(tmp_path):
     store.close()
 
 
+def test_0008_gives_the_results_stored_before_their_quartiles(tmp_path):
+    """0008 keeps each result's quartiles in columns: those of the results stored before
+    it are computed from their samples, exactly as a writer computes them now (any
+    number of samples; none for a failure), and a history's points read without the
+    samples are those read with them."""
+    from torchmark.core.result import quartiles
+    from torchmark.regressions.history import load_series
+
+    url = _store_at(tmp_path / "old.db", "0007")
+    old = Store(url, upgrade=False)
+    run = old.start_run(status="ok")
+    table = sa.Table("results", sa.MetaData(), autoload_with=old.engine)
+    made = [Result(case=Case(id=f"timeit:q{k}", frontend="timeit", stmt=f"q({k})"),
+                   metric="wall", samples=tuple(1e-6 * (1 + ((7 * i) % k) / 3)
+                                                for i in range(k)))
+            for k in (1, 2, 3, 10, 13, 300)]
+    made.append(Result(case=Case(id="timeit:failed", frontend="timeit", stmt="f()"),
+                       metric="wall", failure=Failure("RuntimeError: no")))
+    with old.engine.begin() as conn:  # as torchmark 0007 wrote them: no quartiles
+        old.insert_case_rows(conn, [case_row(r.case) for r in made])
+        conn.execute(table.insert(), [
+            {k: v for k, v in dict(zip(RESULT_VALUES, result_values(r), strict=True),
+                                   run_id=run, recorded="2026-01-01T00:00:00.000000Z",
+                                   warnings=[], extra={}).items() if k in table.c}
+            for r in made])
+    old.close()
+    store = Store(url)
+    with store.engine.connect() as conn:
+        held = {row.case_id: (row.q1, row.q3) for row in conn.execute(
+            sa.select(schema.results.c.case_id, schema.results.c.q1, schema.results.c.q3))}
+        assert "results_case_points" in {i["name"] for i in
+                                         sa.inspect(conn).get_indexes("results")}
+    assert held == {r.case.id: quartiles(r.samples) or (None, None) for r in made}
+    # a result recorded now: its quartiles as the migration computed the old ones
+    store.record([dataclasses.replace(made[3], case=Case(id="timeit:new", frontend="timeit",
+                                                          stmt="n()"))], run)
+    rows, _ = store.series_rows(cases=["timeit:new"], samples=False)
+    assert (rows[0].q1, rows[0].q3) == held["timeit:q10"] and rows[0].packed is None
+    ids = sorted(held) + ["timeit:new"]
+    with_samples = load_series(store, cases=ids)
+    without = load_series(store, cases=ids, samples=False)
+    assert [s.points for s in without] == [s.points for s in with_samples]
+    assert all(s.samples is None for s in without) and len(without) == 7
+    store.close()
+
+
 def test_an_upgrade_that_only_adds_to_a_sqlite_store_makes_no_copy(tmp_path, capsys):
     """0006 adds an index on PostgreSQL only and 0007 two columns: a SQLite store at 0005
     opens at the head without a copy of the whole file, and without saying so."""

@@ -255,6 +255,15 @@ def summary_values(samples: Sequence[float]) -> tuple[float, float, float, float
             values[0], values[-1])
 
 
+def quartiles(samples: Sequence[float]) -> tuple[float, float] | None:
+    """The first and third quartiles of samples (`quartile`'s), None for no samples: what
+    a case's history draws as its band (stored with each result: store/schema.py)."""
+    if not samples:
+        return None
+    values = sorted(samples)
+    return quartile(values, 1), quartile(values, 3)
+
+
 def quartile(values: Sequence[float], i: int) -> float:
     """Quartile `i` (1, 2 or 3) of sorted values (not empty), as
     statistics.quantiles(values, n=4, method="inclusive") and numpy.quantile's default

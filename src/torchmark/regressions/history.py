@@ -17,11 +17,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from torchmark.core.collector import collector_paused
-from torchmark.core.result import METRICS, quartile
+from torchmark.core.result import METRICS
 from torchmark.regressions.detect import ChangePoint, Thresholds, detect, select_fdr
 from torchmark.regressions.thresholds import MIN_SEGMENT
 
-BULK_QUARTILES_MAX = 256  # runs of up to this many samples: quartiles computed together
 HIGHER_IS_WORSE = {metric: True for metric in METRICS}
 
 
@@ -98,42 +97,6 @@ class Change:
                 "few_samples": list(self.few_samples)}
 
 
-def _quartiles(samples: Sequence[float]) -> tuple[float, float]:
-    if not samples:
-        return math.nan, math.nan
-    values = sorted(samples)
-    return quartile(values, 1), quartile(values, 3)
-
-
-def _all_quartiles(packed: Sequence[bytes]) -> tuple[list[float], list[float]]:
-    """The first and third quartiles of each run's packed samples (core.result.quartile's
-    values; NaN without samples): runs of the same count (up to BULK_QUARTILES_MAX) read
-    from their bytes and sorted together, a million in a second."""
-    import numpy as np
-
-    from torchmark.store.store import unpack_tuple
-
-    low, high = [math.nan] * len(packed), [math.nan] * len(packed)
-    by_count: dict[int, list[int]] = {}
-    for i, run in enumerate(packed):
-        by_count.setdefault(len(run) // 8, []).append(i)
-    for n, where in by_count.items():
-        if n == 0:
-            continue
-        if n == 1 or n > BULK_QUARTILES_MAX:
-            for i in where:
-                low[i], high[i] = _quartiles(unpack_tuple(packed[i]))
-            continue
-        ordered = np.sort(np.frombuffer(b"".join([packed[i] for i in where]),
-                                        dtype="<f8").reshape(len(where), n), axis=1)
-        for quartiles, i_q in ((low, 1), (high, 3)):
-            j, delta = divmod(i_q * (n - 1), 4)
-            values = (ordered[:, j] * (4 - delta) + ordered[:, j + 1] * delta) / 4
-            for i, value in zip(where, values.tolist(), strict=True):
-                quartiles[i] = value
-    return low, high
-
-
 def load_series(store: Any, *, cases: Sequence[str] = (), metric: str | None = None,
                 since: str | None = None, machine: str | None = None,
                 env: str | None = None, samples: bool = True,
@@ -158,8 +121,10 @@ def _load_series(store: Any, cases: Sequence[str], metric: str | None, since: st
         titles = store.case_titles()
     wanted = set(cases_named(titles, cases, glob)) if cases else None
     rows, runs = store.series_rows(metric=metric, since=since, machine=machine, env=env,
-                                   cases=sorted(wanted) if wanted is not None else None)
-    lows, highs = _all_quartiles([row.packed for row in rows])
+                                   cases=sorted(wanted) if wanted is not None else None,
+                                   samples=samples)
+    lows = [math.nan if row.q1 is None else row.q1 for row in rows]
+    highs = [math.nan if row.q3 is None else row.q3 for row in rows]
     grouped: dict[tuple[Any, ...], list[int]] = {}
     places = [runs[row.run_id] for row in rows]
     for i, (row, run) in enumerate(zip(rows, places, strict=True)):  # a failure: no point

@@ -13,12 +13,20 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from torchmark.core.result import STATED, Case, Result, Stated, plain, summary_values
+from torchmark.core.result import (
+    STATED,
+    Case,
+    Result,
+    Stated,
+    plain,
+    quartiles,
+    summary_values,
+)
 
 # a results row but its run and the time it was recorded, in this order
 RESULT_VALUES = ("case_id", "metric", "unit", "env", "number_per_run", "n", "median",
                  "mean", "iqr", "min", "max", "samples", "content_key", "warnings",
-                 "failure", "failure_tail", "extra")
+                 "failure", "failure_tail", "extra", "q1", "q3")
 KEY_AT = RESULT_VALUES.index("content_key")
 
 
@@ -52,7 +60,8 @@ def result_values(r: Result) -> tuple[Any, ...]:
             samples, content_key(r.case.id, r.metric, samples),
             json.dumps(list(r.warnings)) if r.warnings else "[]",
             failure.error if failure else None, failure.output_tail if failure else None,
-            json.dumps(plain(r.extra)) if r.extra else "{}")
+            json.dumps(plain(r.extra)) if r.extra else "{}",
+            *(quartiles(r.samples) or (None, None)))
 
 
 def case_row(c: Case) -> dict[str, Any]:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 metadata = sa.MetaData()
+# results' columns a history's points are read from (index results_case_points: the
+# case and metric first, then what the rows give)
+POINT_COLUMNS = ("case_id", "metric", "run_id", "id", "median", "n", "unit", "q1", "q3")
 
 machines = sa.Table(
     "machines", metadata,
@@ -92,7 +95,15 @@ results = sa.Table(
     sa.Column("failure_tail", sa.Text),
     sa.Column("extra", sa.JSON, nullable=False),
     sa.Column("recorded", sa.Text, nullable=False),
+    # the first and third quartiles of its samples (core.result.quartiles; NULL for none)
+    sa.Column("q1", sa.Float),
+    sa.Column("q3", sa.Float),
     sa.Index("results_case_metric", "case_id", "metric"),
+    # what a case's history is drawn from, in the index alone: a case's thousand results
+    # read from a few index pages, not a table page each (Store.series_rows)
+    sa.Index("results_case_points", *POINT_COLUMNS,
+             sqlite_where=sa.text("failure IS NULL"),
+             postgresql_where=sa.text("failure IS NULL")),
     sa.Index("results_run_case", "run_id", "case_id"),
     sa.Index("results_content", "content_key"),
     # and on PostgreSQL only, results_run_id on (run_id, id) (migration 0006)

@@ -35,12 +35,12 @@ from torchmark.store.result_rows import RESULT_VALUES, case_row, result_values
 if TYPE_CHECKING:
     from torchmark.store.run_medians import RunMedians
 
-HEAD = "0007"  # the newest migration
+HEAD = "0008"  # the newest migration
 # every migration this torchmark knows, oldest first
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
 # revisions that only add to a SQLite store, or change nothing in it: upgraded without a
 # copy of the store first
-SQLITE_NO_COPY = ("0006", "0007")
+SQLITE_NO_COPY = ("0006", "0007", "0008")
 # what can be said of a detected change (schema.change_marks)
 CHANGE_MARKS = ("dismissed", "acknowledged", "confirmed", "not-confirmed", "reopened")
 # "reopened": a mark taken back (the change reads as it was detected again: new or recovered)
@@ -206,8 +206,10 @@ class SeriesRow(NamedTuple):
     unit: str
     median: float
     n: int
-    packed: bytes  # its samples, packed (unpack_tuple reads them)
+    packed: bytes | None  # its samples, packed (unpack_tuple reads them); None: not read
     run_id: int
+    q1: float | None  # its samples' first and third quartiles (None: it has none)
+    q3: float | None
 
 
 PLACE_COLUMNS = "id, started, git_commit, git_dirty, machine, env, torch_version"  # a RunPlace's
@@ -1073,14 +1075,15 @@ class Store:
 
     def series_rows(self, *, metric: str | None = None, since: str | None = None,
                     machine: str | None = None, env: str | None = None,
-                    cases: Sequence[str] | None = None
+                    cases: Sequence[str] | None = None, samples: bool = True
                     ) -> tuple[list[SeriesRow], dict[int, RunPlace]]:
         """What the history of every series is made of, lean: each measured (not
-        failed) result as a SeriesRow (its samples as stored: a page that draws the
-        quartiles has no use for a thousand tuples), oldest run first; and the
-        runs they belong to, each once. `cases`: only these case ids. No JSON column is
-        read and the driver's own tuples are used: a store of a million results is read
-        in seconds."""
+        failed) result as a SeriesRow (its samples as stored, a page that draws the
+        quartiles has no use for a thousand tuples; without `samples`, not read: its
+        points then come from the index on them, results_case_points), oldest run first;
+        and the runs they belong to, each once. `cases`: only these case ids. No JSON
+        column is read and the driver's own tuples are used: a store of a million
+        results is read in seconds."""
         r, res = schema.runs, schema.results
         ids = sorted(set(cases)) if cases is not None else [None]
         # a few cases and no filter of runs: their rows by the case index alone, put in
@@ -1088,7 +1091,8 @@ class Store:
         few = cases is not None and len(ids) <= 500 and since is None and machine is None \
             and env is None
         query = sa.select(res.c.id, res.c.case_id, res.c.metric, res.c.unit, res.c.median,
-                          res.c.n, res.c.samples, res.c.run_id) \
+                          res.c.n, res.c.samples if samples else sa.null(), res.c.run_id,
+                          res.c.q1, res.c.q3) \
             .where(res.c.failure.is_(None), res.c.median.is_not(None))
         if metric is not None:
             query = query.where(res.c.metric == metric)
@@ -1128,9 +1132,8 @@ class Store:
             rows = sorted((row for row in rows if row[7] in runs),
                           key=lambda row: (runs[row[7]].started, row[0]))
         elif cases is not None and len(ids) > 500:
-            rows.sort(key=lambda row: (row[8], row[0]))
-        return [SeriesRow(row[1], row[2], row[3], row[4], row[5], row[6], row[7])
-                for row in rows], runs
+            rows.sort(key=lambda row: (row[10], row[0]))
+        return [SeriesRow(*row[1:10]) for row in rows], runs
 
     def history(self, case_id: str, metric: str | None = None) -> list[dict[str, Any]]:
         """One value a run for a case (the median of its samples, and their count), in
