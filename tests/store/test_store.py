@@ -273,20 +273,26 @@ def _store_at(path: Path, revision: str) -> str:
     return url
 
 
+def _add_as_written_then(old: Store, run: int, results: list[Result]) -> None:
+    """`results` (and their cases) under `run` of a store at an older schema, as
+    torchmark wrote them then: only the columns its results table has."""
+    table = sa.Table("results", sa.MetaData(), autoload_with=old.engine)
+    with old.engine.begin() as conn:
+        old.insert_case_rows(conn, [case_row(r.case) for r in results])
+        conn.execute(table.insert(), [
+            {k: v for k, v in dict(zip(RESULT_VALUES, result_values(r), strict=True),
+                                   run_id=run, recorded="2026-01-01T00:00:00.000000Z",
+                                   warnings=[], extra={}).items() if k in table.c}
+            for r in results])
+
+
 def test_the_first_schema_upgrades_to_the_head(tmp_path, capsys):
     """A store made at the first revision (0001) opens at the head; an older SQLite one
     is copied aside before it is upgraded, and the upgrade said on stderr."""
     url = _store_at(tmp_path / "old.db", "0001")
     old = Store(url, upgrade=False)  # results written at the first schema
     run = old.start_run(status="ok")
-    first = sa.Table("results", sa.MetaData(), autoload_with=old.engine)
-    with old.engine.begin() as conn:  # as torchmark wrote them then: no content key
-        old.insert_case_rows(conn, [case_row(result(1).case), case_row(result(2).case)])
-        rows = [dict(zip(RESULT_VALUES, result_values(r), strict=True), run_id=run,
-                     recorded="2026-01-01T00:00:00.000000Z", warnings=[], extra={})
-                for r in (result(1), result(2))]
-        conn.execute(first.insert(), [{k: v for k, v in row.items() if k in first.c}
-                                      for row in rows])
+    _add_as_written_then(old, run, [result(1), result(2)])  # no content key
     old.close()
     store = Store(url)
     assert store.schema_version() == HEAD
@@ -330,26 +336,15 @@ def test_the_packed_medians_that_hold_are_kept_through_0007(tmp_path):
     url = _store_at(tmp_path / "old.db", "0003")
     old = Store(url, upgrade=False)
     runs = [old.start_run(status="ok") for _ in range(2)]
-    table = sa.Table("results", sa.MetaData(), autoload_with=old.engine)
-
-    def add(run: int, results: list[Result]) -> None:
-        with old.engine.begin() as conn:
-            old.insert_case_rows(conn, [case_row(r.case) for r in results])
-            conn.execute(table.insert(), [
-                {k: v for k, v in dict(zip(RESULT_VALUES, result_values(r), strict=True),
-                                       run_id=run, recorded="2026-01-01T00:00:00.000000Z",
-                                       warnings=[], extra={}).items() if k in table.c}
-                for r in results])
-
     for run in runs:
-        add(run, [result(1), result(2)])
+        _add_as_written_then(old, run, [result(1), result(2)])
     config = Config()
     config.set_main_option("script_location",
                            str(Path(store_module.__file__).with_name("migrations")))
     with old.engine.begin() as conn:  # 0004 packs both runs
         config.attributes["connection"] = conn
         command.upgrade(config, "0006")
-    add(runs[1], [result(3)])  # by hand, after packing: the packed row no longer holds
+    _add_as_written_then(old, runs[1], [result(3)])  # by hand, after packing: the packed row no longer holds
     old.close()
     store = Store(url)
     with store.engine.connect() as conn:
@@ -373,20 +368,13 @@ def test_0008_gives_the_results_stored_before_their_quartiles(tmp_path):
     url = _store_at(tmp_path / "old.db", "0007")
     old = Store(url, upgrade=False)
     run = old.start_run(status="ok")
-    table = sa.Table("results", sa.MetaData(), autoload_with=old.engine)
     made = [Result(case=Case(id=f"timeit:q{k}", frontend="timeit", stmt=f"q({k})"),
                    metric="wall", samples=tuple(1e-6 * (1 + ((7 * i) % k) / 3)
                                                 for i in range(k)))
             for k in (1, 2, 3, 10, 13, 300)]
     made.append(Result(case=Case(id="timeit:failed", frontend="timeit", stmt="f()"),
                        metric="wall", failure=Failure("RuntimeError: no")))
-    with old.engine.begin() as conn:  # as torchmark 0007 wrote them: no quartiles
-        old.insert_case_rows(conn, [case_row(r.case) for r in made])
-        conn.execute(table.insert(), [
-            {k: v for k, v in dict(zip(RESULT_VALUES, result_values(r), strict=True),
-                                   run_id=run, recorded="2026-01-01T00:00:00.000000Z",
-                                   warnings=[], extra={}).items() if k in table.c}
-            for r in made])
+    _add_as_written_then(old, run, made)  # as torchmark 0007 wrote them: no quartiles
     old.close()
     store = Store(url)
     with store.engine.connect() as conn:
