@@ -141,7 +141,7 @@ def test_the_api_gives_every_page_s_data(served):
         assert refused.value.code == 405 and "error" in json.loads(refused.value.read())
     # without a token, only a request naming this machine (no DNS rebinding)
     assert get(f"{served}/api/v1/runs", {"Host": "evil.example.com"})[0] == 400
-    for host in ("localhost", "127.0.0.1:80", "[::1]:8000"):
+    for host in ("localhost", "127.0.0.1:80", "[::1]:8000", "LOCALHOST:8000", "localhost."):
         assert get(f"{served}/api/v1/runs?per_page=1", {"Host": host})[0] == 200, host
     status, case = get(f"{served}/api/v1/cases/{change['case_id']}")
     [plot] = case["plots"]  # the two machines' series on one commit axis

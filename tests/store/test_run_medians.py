@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 import numpy as np
@@ -215,3 +216,25 @@ def test_a_long_lived_store_counts_results_recorded_into_a_finished_run(tmp_path
     Store(url).record([_result(i, 2.0) for i in range(3, 5)], run)  # finished: repacked
     assert server.runs_page()[0][0]["results"] == 5
     assert server.run_medians(run).as_dict()[("timeit:p4", "wall")] == 2.0
+
+
+def test_a_run_made_again_under_a_deleted_run_s_id_is_read_afresh(tmp_path):
+    """SQLite gives a deleted newest run's id to the next; made at the same start, the
+    new run counts its writes from 0 again: a long-lived Store still reads its own
+    medians (the last change's time tells them apart), and its own count."""
+    from torchmark.core.provenance import Provenance
+    from torchmark.store import Store
+
+    url = f"sqlite:///{tmp_path / 'reused.db'}"
+    server, writer = Store(url), Store(url)
+    provenance = Provenance.capture()
+    writer.record([dataclasses.replace(_result(0, 1.0), provenance=provenance)])
+    [run] = [r["id"] for r in server.runs(limit=None)]
+    assert server.run_medians(run).as_dict()[("timeit:p0", "wall")] == 1.0
+    assert server.runs_page()[0][0]["results"] == 1
+    assert writer.delete_runs([run]) == 1
+    writer.record([dataclasses.replace(_result(0, 5.0), provenance=provenance),
+                   dataclasses.replace(_result(1, 5.0), provenance=provenance)])
+    assert [r["id"] for r in server.runs(limit=None)] == [run]  # the same id
+    assert server.run_medians(run).as_dict()[("timeit:p0", "wall")] == 5.0
+    assert server.runs_page()[0][0]["results"] == 2

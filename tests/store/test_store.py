@@ -393,6 +393,22 @@ def test_0008_gives_the_results_stored_before_their_quartiles(tmp_path):
     without = load_series(store, cases=ids, samples=False)
     assert [s.points for s in without] == [s.points for s in with_samples]
     assert all(s.samples is None for s in without) and len(without) == 7
+    # a result written without quartiles (a torchmark before 0008 still running as the
+    # store was upgraded): its band from its samples where they are read
+    with store.engine.begin() as conn:
+        conn.execute(schema.results.update().where(schema.results.c.case_id == "timeit:q10")
+                     .values(q1=None, q3=None))
+    [series] = load_series(store, cases=["timeit:q10"])
+    assert (series.points[0].low, series.points[0].high) == held["timeit:q10"]
+    # SQLite reads a case's points from the index alone, with statistics or without
+    query = "SELECT id, case_id, metric, unit, median, n, NULL, run_id, q1, q3 FROM " \
+            "results WHERE failure IS NULL AND median IS NOT NULL AND case_id IN (?)"
+    with store.engine.connect() as conn:
+        for analyzed in (False, True):
+            if analyzed:
+                conn.exec_driver_sql("ANALYZE")
+            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {query}", ("timeit:q3",)).all()
+            assert "COVERING INDEX results_case_points" in str(plan), (analyzed, plan)
     store.close()
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from torchmark.core.collector import collector_paused
-from torchmark.core.result import METRICS
+from torchmark.core.result import METRICS, quartiles
 from torchmark.regressions.detect import ChangePoint, Thresholds, detect, select_fdr
 from torchmark.regressions.thresholds import MIN_SEGMENT
 
@@ -125,6 +125,11 @@ def _load_series(store: Any, cases: Sequence[str], metric: str | None, since: st
                                    samples=samples)
     lows = [math.nan if row.q1 is None else row.q1 for row in rows]
     highs = [math.nan if row.q3 is None else row.q3 for row in rows]
+    # a result written without them (by a torchmark before schema 0008 that was still
+    # running as its store was upgraded): from its samples, where they were read
+    for i, row in enumerate(rows):
+        if row.q1 is None and row.packed:
+            lows[i], highs[i] = quartiles(unpack_tuple(row.packed)) or (math.nan, math.nan)
     grouped: dict[tuple[Any, ...], list[int]] = {}
     places = [runs[row.run_id] for row in rows]
     for i, (row, run) in enumerate(zip(rows, places, strict=True)):  # a failure: no point

@@ -30,12 +30,13 @@ def is_loopback(host: str) -> bool:
 
 
 def host_of(header: str | None) -> str:
-    """The host a request's Host header names, without its port ("" for none):
-    `[::1]:8000` -> `::1`, `localhost:8000` -> `localhost`."""
-    value = (header or "").strip()
+    """The host a request's Host header names, in lower case, without its port or a
+    final dot ("" for none): `[::1]:8000` -> `::1`, `LocalHost.:8000` -> `localhost`."""
+    value = (header or "").strip().lower()
     if value.startswith("["):
         return value[1:value.find("]")] if "]" in value else ""
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    host = value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    return host.removesuffix(".")  # `localhost.`: the same name
 
 
 def read_token(token: str | None, token_file: str | None) -> str | None:

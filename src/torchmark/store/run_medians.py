@@ -3,11 +3,12 @@ is judged, read from the results table's `median` column (no samples), and kept 
 one row of the run_medians table once the run is finished (schema.run_medians), so that
 a comparison reads two rows, not two runs' results.
 
-A packed row is used while the run is as it was when it was packed: its start (a run
-deleted and made again under the id SQLite gives again starts at another time) and its
-`result_writes`, the number of writes that added or removed its results (each counted
-in its own transaction: Store.count_result_write), both in the run's row. Otherwise the run's
-results are read."""
+A packed row is used while the run is as it was when it was packed: its start, its
+`result_writes` (the number of writes that added or removed its results) and its
+`results_changed` (when the last one did, to the microsecond: a run deleted and made
+again under the id SQLite gives again, at the same start, counts its writes from 0
+again), all in the run's row and set by each write in its own transaction
+(Store.count_result_write). Otherwise the run's results are read."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from torchmark.store import schema
 from torchmark.store.driver_sql import driver_rows
 
 Key = tuple[str, str]  # (case id, metric)
-Version = tuple[int, str, int]  # (run id, start, result writes)
+Version = tuple[int, str, int, str | None]  # (run id, start, result writes, last change)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -70,14 +71,14 @@ def _version_query() -> sa.Select:
     """version's statement, built once (every comparison and run page asks it); its
     parameter is `run_id`."""
     r = schema.runs
-    return sa.select(r.c.started, r.c.result_writes) \
+    return sa.select(r.c.started, r.c.result_writes, r.c.results_changed) \
         .where(r.c.id == sa.bindparam("run_id", type_=sa.Integer))
 
 
 def version(conn: sa.Connection, run_id: int) -> Version | None:
     """The run as it is now (module docstring); None when the store holds no such run."""
     row = conn.execute(_version_query(), {"run_id": run_id}).first()
-    return None if row is None else (run_id, row[0], row[1])
+    return None if row is None else (run_id, row[0], row[1], row[2])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,9 +113,10 @@ def from_packed(conn: sa.Connection, now: Version,
     when the row is not as torchmark writes it). `key_lists`: the lists of keys read
     before, by digest (a suite's runs share one), added to."""
     m, k = schema.run_medians, schema.median_keys
-    run_id, started, writes = now
+    run_id, started, writes, changed = now
     row = conn.execute(sa.select(m.c.key_digest, m.c.medians).where(
-        m.c.run_id == run_id, m.c.started == started, m.c.result_writes == writes)).first()
+        m.c.run_id == run_id, m.c.started == started, m.c.result_writes == writes,
+        m.c.results_changed.is_not_distinct_from(changed))).first()
     if row is None:
         return None
     keys = key_lists.get(row.key_digest)
@@ -134,7 +136,7 @@ def write_packed(conn: sa.Connection, read: Read, now: Version) -> None:
     """Keep the medians `read` (of the run's version `now`) packed, within the caller's
     transaction; a row kept before for the run is replaced."""
     m, k = schema.run_medians, schema.median_keys
-    run_id, started, writes = now
+    run_id, started, writes, changed = now
     medians = read.medians
     blob = json.dumps(medians.keys, separators=(",", ":")).encode()
     digest = hashlib.sha256(blob).hexdigest()
@@ -142,7 +144,8 @@ def write_packed(conn: sa.Connection, read: Read, now: Version) -> None:
     if conn.execute(sa.select(k.c.digest).where(k.c.digest == digest)).first() is None:
         conn.execute(insert(k).values(digest=digest, key_list=blob)
                      .on_conflict_do_nothing())
-    values = {"started": started, "result_writes": writes, "results": read.results,
+    values = {"started": started, "result_writes": writes, "results_changed": changed,
+              "results": read.results,
               "last_result": read.last_result, "last_recorded": read.last_recorded,
               "key_digest": digest, "medians": medians.medians.astype("<f8").tobytes()}
     conn.execute(insert(m).values(run_id=run_id, **values)

@@ -49,9 +49,12 @@ runs = sa.Table(
     sa.Column("tags", sa.JSON, nullable=False),
     sa.Column("provenance", sa.JSON),  # the whole record, as captured
     sa.Column("import_key", sa.String(64), unique=True),  # a file imported: its digest
-    # how many writes added or removed its results (Store.count_result_write): what its
-    # packed medians are checked against (store/run_medians.py)
+    # how many writes added or removed its results, and when the last one did (UTC to
+    # the microsecond; NULL: none since schema 0007), both set by
+    # Store.count_result_write: what its packed medians are checked against
+    # (store/run_medians.py)
     sa.Column("result_writes", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("results_changed", sa.Text),
     sa.Index("runs_started", "started"),
     sa.Index("runs_machine_env", "machine", "env"),
 )
@@ -101,7 +104,9 @@ results = sa.Table(
     sa.Index("results_case_metric", "case_id", "metric"),
     # what a case's history is drawn from, in the index alone: a case's thousand results
     # read from a few index pages, not a table page each (Store.series_rows)
-    sa.Index("results_case_points", *POINT_COLUMNS,
+    # (failure last: always NULL there, but SQLite counts the index as covering the
+    # query only with it, and after ANALYZE took the table's index without it)
+    sa.Index("results_case_points", *POINT_COLUMNS, "failure",
              sqlite_where=sa.text("failure IS NULL"),
              postgresql_where=sa.text("failure IS NULL")),
     sa.Index("results_run_case", "run_id", "case_id"),
@@ -136,8 +141,9 @@ median_keys = sa.Table(
 )
 
 # a finished run's medians, packed (little-endian float64, NaN where none), as the run
-# was when they were read: its start and result_writes (what tells whether they still
-# hold), its number of results, largest result id and that result's time recorded
+# was when they were read: its start, result_writes and results_changed (what tells
+# whether they still hold), its number of results, largest result id and that result's
+# time recorded
 run_medians = sa.Table(
     "run_medians", metadata,
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),
@@ -149,4 +155,5 @@ run_medians = sa.Table(
     sa.Column("key_digest", sa.String(64), sa.ForeignKey("median_keys.digest"), nullable=False),
     sa.Column("medians", sa.LargeBinary, nullable=False),
     sa.Column("result_writes", sa.Integer),  # NULL: packed before 0007 and not of the run now
+    sa.Column("results_changed", sa.Text),
 )

@@ -286,7 +286,8 @@ class Store:
         self._caches_lock = threading.Lock()  # the caches below and _provenances
         # builds_repeat's answers, by (machine, env, largest run id, number of runs)
         self._repeats: dict[tuple[Any, ...], bool] = {}
-        self._counts: dict[tuple[int, str, int], int] = {}  # a finished run's result count
+        # a finished run's result count, by (id, end, result writes, last change)
+        self._counts: dict[tuple[Any, ...], int] = {}
         # a run page's order of each list of run keys (by id; the list kept alive with
         # it), and each case's label and sub-label: see run_results_page
         self._orders: dict[int, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
@@ -513,12 +514,13 @@ class Store:
 
     @staticmethod
     def count_result_write(conn: sa.Connection, run_id: int) -> None:
-        """Count one more write of the run's results (schema.runs.result_writes: what
-        tells whether its packed medians still hold), within the writing transaction:
-        whatever adds or removes a run's results calls it (insert_values does)."""
+        """Count one more write of the run's results, and say when (schema.runs
+        result_writes, results_changed: what tells whether its packed medians still
+        hold), within the writing transaction: whatever adds or removes a run's results
+        calls it (insert_values does)."""
         r = schema.runs
         conn.execute(r.update().where(r.c.id == run_id)
-                     .values(result_writes=r.c.result_writes + 1))
+                     .values(result_writes=r.c.result_writes + 1, results_changed=utc_now()))
 
     @staticmethod
     def now() -> str:
@@ -758,9 +760,11 @@ class Store:
             found = {row.id: dict(row._mapping) for row in conn.execute(sa.select(
                 r.c.id, r.c.started, r.c.ended, r.c.status, r.c.command, r.c.git_commit,
                 r.c.git_dirty, r.c.torch_version, r.c.machine, r.c.env, r.c.tags,
-                r.c.provenance, r.c.result_writes).where(r.c.id.in_(ids)))} if ids else {}
+                r.c.provenance, r.c.result_writes, r.c.results_changed)
+                .where(r.c.id.in_(ids)))} if ids else {}
             counts = self._result_counts(conn, [
-                (run_id, found[run_id]["ended"], found[run_id].pop("result_writes"))
+                (run_id, found[run_id]["ended"], (found[run_id].pop("result_writes"),
+                                                  found[run_id].pop("results_changed")))
                 for run_id in ids])
         out = []
         for run_id in ids:
@@ -960,31 +964,35 @@ class Store:
             packing.write_packed(conn, packing.from_results(conn, run_id), now)
 
     def _result_counts(self, conn: sa.Connection,
-                       runs: list[tuple[int, str | None, int]]) -> dict[int, int]:
-        """How many results each of `runs` (id, end, result writes) holds; a finished
-        run's count read from its packed medians where they are of the run as it is
-        (else counted) and kept for the life of this Store, under the run's end and
-        writes (a write to it, or its end again when resumed, makes another key)."""
+                       runs: list[tuple[int, str | None, tuple[Any, ...]]]) -> dict[int, int]:
+        """How many results each of `runs` (id, end, (result writes, last change))
+        holds; a finished run's count read from its packed medians where they are of
+        the run as it is (else counted) and kept for the life of this Store under its
+        end and writes (a write to it, or its end again when resumed, makes another
+        key)."""
         res, r, m = schema.results, schema.runs, schema.run_medians
-        missing = [run_id for run_id, ended, writes in runs
-                   if ended is None or (run_id, ended, writes) not in self._counts]
-        finished = [run_id for run_id, ended, writes in runs if ended is not None and
-                    (run_id, ended, writes) not in self._counts]
+        keys = {run_id: (run_id, ended, *written) for run_id, ended, written in runs}
+        missing = [run_id for run_id, ended, _ in runs
+                   if ended is None or keys[run_id] not in self._counts]
+        finished = [run_id for run_id, ended, _ in runs
+                    if ended is not None and keys[run_id] not in self._counts]
         # a finished run's count as its packed medians hold it, while they are of the
         # run as it is: no count of its results needed
         fresh: dict[int, int] = dict(conn.execute(
             sa.select(m.c.run_id, m.c.results).join(r, r.c.id == m.c.run_id)
             .where(m.c.run_id.in_(finished), m.c.started == r.c.started,
-                   m.c.result_writes == r.c.result_writes)).all()) if finished else {}
+                   m.c.result_writes == r.c.result_writes,
+                   m.c.results_changed.is_not_distinct_from(r.c.results_changed))
+        ).all()) if finished else {}
         counted = [run_id for run_id in missing if run_id not in fresh]
         fresh.update(dict(conn.execute(
             sa.select(res.c.run_id, sa.func.count()).where(res.c.run_id.in_(counted))
             .group_by(res.c.run_id)).all()) if counted else {})
-        for run_id, ended, writes in runs:
-            if ended is not None and (run_id, ended, writes) not in self._counts:
-                self._counts[(run_id, ended, writes)] = fresh.get(run_id, 0)
-        return {run_id: self._counts[(run_id, ended, writes)] if ended is not None
-                else fresh.get(run_id, 0) for run_id, ended, writes in runs}
+        for run_id, ended, _ in runs:
+            if ended is not None and keys[run_id] not in self._counts:
+                self._counts[keys[run_id]] = fresh.get(run_id, 0)
+        return {run_id: self._counts[keys[run_id]] if ended is not None
+                else fresh.get(run_id, 0) for run_id, ended, _ in runs}
 
     def run_provenance(self, run_id: int) -> dict[str, Any] | None:
         """A run's whole provenance as it was captured (None for no such run, {} for a

@@ -1,5 +1,7 @@
 """A run's writes counted: `runs.result_writes`, how many writes added or removed its
-results, and the same figure kept with its packed medians. Whether a run's packed
+results, and `runs.results_changed`, when the last one did (a run deleted and made again
+under the id SQLite gives again, at the same start, starts its count again), both kept
+with its packed medians too. Whether a run's packed
 medians still hold was read from its results (their number, largest id and its time
 recorded): on PostgreSQL counting a run's 10,000 results took 1.5-3 ms, asked twice by
 every comparison page; one column of one row answers it now (store/run_medians.py).
@@ -27,7 +29,9 @@ def upgrade() -> None:
     for table, column in (
             ("runs", sa.Column("result_writes", sa.Integer, nullable=False,
                                server_default="0")),
-            ("run_medians", sa.Column("result_writes", sa.Integer))):
+            ("runs", sa.Column("results_changed", sa.Text)),
+            ("run_medians", sa.Column("result_writes", sa.Integer)),
+            ("run_medians", sa.Column("results_changed", sa.Text))):
         if column.name not in {c["name"] for c in sa.inspect(conn).get_columns(table)}:
             op.add_column(table, column)
     # the tables as they are at this revision, written out so that later ones cannot
@@ -51,7 +55,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("run_medians") as batch:
-        batch.drop_column("result_writes")
-    with op.batch_alter_table("runs") as batch:
-        batch.drop_column("result_writes")
+    for table in ("run_medians", "runs"):
+        with op.batch_alter_table(table) as batch:
+            batch.drop_column("results_changed")
+            batch.drop_column("result_writes")
