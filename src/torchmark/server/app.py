@@ -145,12 +145,11 @@ class Dashboard:
         refused ("no regression", "no run" would read as all clear). `hosts`: the
         store's hostnames, where the caller holds them."""
         machine, env = q.get("machine") or None, q.get("env") or None
-        if machine is not None and hosts is None:
-            hosts = self.store.hostnames()
-        if machine is not None and hosts is not None and not any(views.on_machine(fingerprint, machine, hosts)
-                                           for fingerprint in hosts):
-            raise BadRequest(f"machine: no machine of the store is {machine[:80]!r} (a "
-                             "hostname, or a fingerprint's first 4 characters or more)")
+        if machine is not None:
+            known = self.store.hostnames() if hosts is None else hosts
+            if not any(views.on_machine(fingerprint, machine, known) for fingerprint in known):
+                raise BadRequest(f"machine: no machine of the store is {machine[:80]!r} (a "
+                                 "hostname, or a fingerprint's first 4 characters or more)")
         if env is not None and not self.store.has_env(env):
             raise BadRequest(f"env: no run of the store has the env label {env[:80]!r}")
         return machine, env
