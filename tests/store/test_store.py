@@ -375,13 +375,20 @@ def test_0008_gives_the_results_stored_before_their_quartiles(tmp_path):
     made.append(Result(case=Case(id="timeit:failed", frontend="timeit", stmt="f()"),
                        metric="wall", failure=Failure("RuntimeError: no")))
     _add_as_written_then(old, run, made)  # as torchmark 0007 wrote them: no quartiles
+    odd = Result(case=Case(id="timeit:odd", frontend="timeit", stmt="o()"), metric="wall",
+                 samples=(1.0,))
+    _add_as_written_then(old, run, [odd])
+    with old.engine.begin() as conn:  # not as torchmark writes samples: no whole float64
+        conn.execute(sa.text("UPDATE results SET samples = :bad WHERE case_id = 'timeit:odd'"),
+                     {"bad": b"\0" * 5})
     old.close()
-    store = Store(url)
+    store = Store(url)  # upgraded all the same
     with store.engine.connect() as conn:
         held = {row.case_id: (row.q1, row.q3) for row in conn.execute(
             sa.select(schema.results.c.case_id, schema.results.c.q1, schema.results.c.q3))}
         assert "results_case_points" in {i["name"] for i in
                                          sa.inspect(conn).get_indexes("results")}
+    assert held.pop("timeit:odd") == (None, None)
     assert held == {r.case.id: quartiles(r.samples) or (None, None) for r in made}
     # a result recorded now: its quartiles as the migration computed the old ones
     store.record([dataclasses.replace(made[3], case=Case(id="timeit:new", frontend="timeit",
