@@ -227,3 +227,28 @@ def test_results_after_the_store_failed_follow_the_first_into_its_file(tmp_path,
     assert [r.case.id for r in read_results(spilled)] == [r.case.id for r in results[1:]]
     assert [r["case_id"] for r in Store(str(db)).results()] == ["timeit:c0"]
     assert "and any that follow" in capsys.readouterr().err
+
+
+def test_a_ctrl_c_just_after_a_write_was_stored_stores_it_once(tmp_path, monkeypatch):
+    """A Ctrl-C that comes after a write's transaction committed, before the recorder
+    knew: the run's end stores the rest of what is pending, not that write again."""
+    db = tmp_path / "s.db"
+    recorder = RunRecorder(str(db)).__enter__()
+    record = recorder.store.record
+
+    def committed_then_interrupted(results, run_id=None, **kwargs):
+        record(results, run_id, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recorder.store, "record", committed_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        recorder.add(_results(2))
+    monkeypatch.setattr(recorder.store, "record", record)
+    recorder.pending += _results(3)[2:]  # measured meanwhile: stored at the end
+    recorder.__exit__(KeyboardInterrupt, KeyboardInterrupt(), None)
+    store = Store(str(db))
+    [run] = store.runs()
+    assert run["status"] == "interrupted"
+    assert sorted(r["case_id"] for r in store.results()) == \
+        ["timeit:c0", "timeit:c1", "timeit:c2"]
+    assert recorder.recorded == 3

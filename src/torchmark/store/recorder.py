@@ -70,6 +70,8 @@ class RunRecorder:
         self.next_try = 0.0  # while busy: when add tries again (time.monotonic)
         self.spilled: Path | None = None  # the file results went to when the store failed
         self.reopening = False  # the resumed runs are still to be reopened
+        # a write a Ctrl-C cut short: it may have been stored before the Ctrl-C came
+        self.in_doubt = False
 
     def __enter__(self) -> RunRecorder:
         if self.enabled:
@@ -156,10 +158,16 @@ class RunRecorder:
                 for result in self.pending:
                     runs.setdefault(self._run_of(result), []).append(result)
                 for run_id, batch in runs.items():  # a run's batch: one transaction
-                    self.recorded += self.store.record(
-                        batch, run_id, replace_failed=self.resume_run is not None)
+                    stored = self.store.held_in_run(run_id, batch) if self.in_doubt else []
+                    self.in_doubt = True  # until the pending results say what it stored
+                    held = {id(r) for r in stored}
+                    left = [r for r in batch if id(r) not in held]
+                    self.recorded += len(stored) + (self.store.record(
+                        left, run_id, replace_failed=self.resume_run is not None)
+                        if left else 0)
                     done = {id(r) for r in batch}
                     self.pending = [r for r in self.pending if id(r) not in done]
+                    self.in_doubt = False
                 if status is not None:
                     for run_id in (self.run_id, *self.node_runs.values()):
                         self.store.finish_run(run_id, status)

@@ -30,7 +30,7 @@ from torchmark.core.result import STATED, Result
 from torchmark.core.results_file import RUN_ENDINGS, RunState
 from torchmark.store import schema
 from torchmark.store.driver_sql import driver_rows, insert_rows, placeholders
-from torchmark.store.result_rows import RESULT_VALUES, case_row, result_values
+from torchmark.store.result_rows import KEY_AT, RESULT_VALUES, case_row, result_values
 
 if TYPE_CHECKING:
     from torchmark.store.run_medians import RunMedians
@@ -493,6 +493,20 @@ class Store:
             if status is not None and status != "running":  # a finished run: repacked
                 self.pack_medians(run_id, conn)
         return len(results)
+
+    def held_in_run(self, run_id: int, results: list[Result]) -> list[Result]:
+        """Those of `results` the run holds already, the same case, metric and samples
+        (their content key): what a write a Ctrl-C cut short stored before it came."""
+        res = schema.results
+        keys = [result_values(r)[KEY_AT] for r in results]
+        wanted = sorted(set(keys))
+        found: set[str] = set()
+        with self._reading() as conn:
+            for start in range(0, len(wanted), 500):  # bounded IN lists
+                found.update(conn.execute(sa.select(res.c.content_key).where(
+                    res.c.run_id == run_id,
+                    res.c.content_key.in_(wanted[start:start + 500]))).scalars())
+        return [r for r, key in zip(results, keys, strict=True) if key in found]
 
     def insert_results(self, conn: sa.Connection, results: list[Result], run_id: int,
                        now: str, stored_cases: set[str] | None = None) -> None:
